@@ -1,0 +1,41 @@
+//! Embeds `default_tools/` in the binary, so an installed `lcp` has its built-in
+//! tools even when the source tree is gone.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::{env, fs};
+
+fn main() {
+    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let folder = root.join("default_tools");
+    println!("cargo:rerun-if-changed={}", folder.display());
+    let mut files = Vec::new();
+    collect(&folder, &folder, &mut files);
+    files.sort();
+    let mut code = String::from("&[\n");
+    for (relative, absolute) in &files {
+        println!("cargo:rerun-if-changed={}", absolute.display());
+        writeln!(code, "    ({relative:?}, include_bytes!({:?})),", absolute.display().to_string()).unwrap();
+    }
+    code.push_str("]\n");
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    fs::write(out.join("default_tools.rs"), code).expect("OUT_DIR is writable");
+}
+
+fn collect(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "__pycache__" {
+            continue;
+        }
+        if path.is_dir() {
+            println!("cargo:rerun-if-changed={}", path.display());
+            collect(base, &path, files);
+        } else if name.ends_with(".py") {
+            let relative = path.strip_prefix(base).expect("inside base").to_string_lossy().into_owned();
+            files.push((relative, path));
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The `lcp` command line (SPEC §7).
+//!
+//! Owns argument parsing, where output goes and exit codes: JSON for programs on
+//! stdout, diagnostics and human messages on stderr; 0 success, 1 errors found,
+//! 2 usage or I/O error. It holds no logic of its own beyond choosing what to print.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use crate::diag::{Diagnostic, Level};
+use crate::export::{self, Format};
+use crate::registry::{Options, Registry, Sources};
+
+#[derive(Parser)]
+#[command(name = "lcp", version, about = "Turn Python tool files into LLM tool schemas, without running them.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the tools found, as a table.
+    List {
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// Never start Python (descriptions are the static ones).
+        #[arg(long = "static")]
+        static_only: bool,
+    },
+    /// Print the tools in an LLM API's format, as JSON on stdout.
+    Export {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[arg(long, value_enum, default_value_t = Format::Openai)]
+        format: Format,
+        /// OpenAI strict mode: every property required, closed objects, no defaults.
+        #[arg(long)]
+        strict: bool,
+        /// Never start Python (descriptions are the static ones).
+        #[arg(long = "static")]
+        static_only: bool,
+    },
+    /// Report every problem in the tool files; exit 1 when one is an error.
+    Check {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+    },
+}
+
+#[derive(Args)]
+struct SourceArgs {
+    /// Tool folders, scanned in the order given. None (and no --file): the built-in tools.
+    folders: Vec<PathBuf>,
+    /// An explicit tool file; may be repeated.
+    #[arg(long = "file", value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CheckFormat {
+    Text,
+    Json,
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("lcp: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode, String> {
+    match command {
+        Command::List { sources, static_only: _ } => {
+            let registry = load(&sources)?;
+            print_diagnostics(&registry.diagnostics);
+            print_stdout(&table(&registry))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export { sources, format, strict, static_only: _ } => {
+            let registry = load(&sources)?;
+            print_diagnostics(&registry.diagnostics);
+            let (document, problems) = export::export(&registry, format, strict);
+            print_diagnostics(&problems);
+            print_stdout(&pretty(&document))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { sources, format } => {
+            let registry = load(&sources)?;
+            let tools = registry.tools().count();
+            let errors = registry.diagnostics.iter().filter(|d| d.is_error()).count();
+            let warnings = registry.diagnostics.iter().filter(|d| d.level == Level::Warning).count();
+            match format {
+                CheckFormat::Text => {
+                    print_diagnostics(&registry.diagnostics);
+                    eprintln!(
+                        "{} libraries, {tools} tools, {errors} errors, {warnings} warnings",
+                        registry.libraries.len()
+                    );
+                }
+                CheckFormat::Json => {
+                    let report = json!({
+                        "libraries": registry.libraries.len(),
+                        "tools": tools,
+                        "errors": errors,
+                        "warnings": warnings,
+                        "diagnostics": registry.diagnostics,
+                    });
+                    print_stdout(&pretty(&report))?;
+                }
+            }
+            Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+    }
+}
+
+/// Loads the registry; a folder or file that does not exist is a usage error.
+fn load(args: &SourceArgs) -> Result<Registry, String> {
+    for path in args.folders.iter().chain(&args.files) {
+        if !path.exists() {
+            return Err(format!("{}: no such file or folder", path.display()));
+        }
+    }
+    let mut sources = Sources { folders: args.folders.clone(), files: args.files.clone() };
+    if sources.folders.is_empty() && sources.files.is_empty() {
+        sources.folders.push(crate::default_tools::folder()?);
+    }
+    Ok(Registry::load(&sources, &Options::default()))
+}
+
+fn print_diagnostics(diagnostics: &[Diagnostic]) {
+    let mut stderr = std::io::stderr().lock();
+    for diagnostic in diagnostics {
+        let _ = writeln!(stderr, "{diagnostic}");
+    }
+}
+
+fn print_stdout(text: &str) -> Result<(), String> {
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        // A closed pipe (`lcp export | head`) is the reader's choice, not an error.
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(err) => Err(format!("cannot write to stdout: {err}")),
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|err| format!("{{\"error\": \"{err}\"}}"))
+}
+
+/// `TOOL  LIBRARY  PARAMETERS  SOURCE`, one row per tool; `?` marks optional parameters.
+fn table(registry: &Registry) -> String {
+    let mut rows = vec![["TOOL".to_string(), "LIBRARY".to_string(), "PARAMETERS".to_string(), "SOURCE".to_string()]];
+    for (library, tool) in registry.tools() {
+        let required: Vec<&str> = tool.parameters["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let parameters: Vec<String> = tool.parameters["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
+            .collect();
+        rows.push([
+            tool.name.clone(),
+            library.name.clone().unwrap_or_else(|| library.stem.clone()),
+            parameters.join(", "),
+            format!("{}:{}", library.path.display(), tool.line),
+        ]);
+    }
+    let widths: Vec<usize> = (0..4).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
+    out
+}

@@ -1,0 +1,713 @@
+//! Parses Python docstrings into what a tool schema needs: a one-paragraph summary,
+//! per-parameter descriptions (with any written type) and the Returns text.
+//! Google, NumPy, reST/Sphinx and Epydoc styles are understood, even mixed in one
+//! docstring. Parsing is purely textual: Python is never run, and [`parse`] never
+//! fails or panics; unusual input just yields fewer recognised parts.
+
+/// A docstring split into the parts a tool schema uses.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Docstring {
+    /// The cleaned docstring (inspect.cleandoc semantics: expand tabs to 8, strip the common
+    /// indentation of lines after the first, strip leading/trailing blank lines).
+    pub text: String,
+    /// First paragraph: lines before the first blank line or the first section header, stripped
+    /// and joined with single spaces. Empty if the docstring is empty.
+    pub summary: String,
+    /// Documented parameters in the order they appear.
+    pub params: Vec<ParamDoc>,
+    /// Text of the Returns / Return / Yields section (Google `Returns:`, NumPy `Returns` + dashes,
+    /// reST `:returns:` / `:return:`, Epydoc `@return:`), continuation lines joined with single
+    /// spaces; None if absent.
+    pub returns: Option<String>,
+}
+
+/// One documented parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamDoc {
+    /// Name without leading `*` / `**`.
+    pub name: String,
+    /// Continuation lines joined with single spaces; may be empty.
+    pub description: String,
+    /// The type written in the docstring, if any ("str", "int, optional", ...).
+    pub type_text: Option<String>,
+    /// 0-based line index within [`Docstring::text`] where the entry starts.
+    pub line: usize,
+}
+
+/// Parses a raw docstring (as written in the source, indentation included).
+pub fn parse(raw: &str) -> Docstring {
+    let text = clean(raw);
+    let lines: Vec<Line<'_>> = text.split('\n').map(Line::new).collect();
+    let summary = summary(&lines);
+    let mut parser = Parser::default();
+    let mut skip_underline = false;
+    for index in 0..lines.len() {
+        // The dashes under a NumPy header carry no content of their own.
+        if std::mem::take(&mut skip_underline) {
+            continue;
+        }
+        skip_underline = parser.line(&lines, index);
+    }
+    let (params, returns) = parser.finish();
+    Docstring { text, summary, params, returns }
+}
+
+const PARAM_FIELDS: &[&str] =
+    &["param", "parameter", "arg", "argument", "key", "keyword", "kwarg", "kwparam"];
+
+/// `inspect.cleandoc`, except that whitespace-only lines become empty everywhere
+/// (Python keeps whatever spaces exceed the margin), which simplifies blank-line checks.
+fn clean(raw: &str) -> String {
+    let expanded = expand_tabs(raw);
+    let lines: Vec<&str> = expanded.split('\n').collect();
+    let margin = lines
+        .iter()
+        .skip(1)
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| indent_of(line))
+        .min();
+    let cleaned: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .map(|(index, line)| match (index, margin) {
+            _ if line.trim().is_empty() => "",
+            (0, _) | (_, None) => line.trim_start(),
+            // The margin never exceeds a non-blank line's indent; `get` just rules out panics.
+            (_, Some(margin)) => line.get(margin..).unwrap_or_else(|| line.trim_start()),
+        })
+        .collect();
+    let first = cleaned.iter().position(|line| !line.is_empty()).unwrap_or(cleaned.len());
+    let last = cleaned.iter().rposition(|line| !line.is_empty()).map_or(first, |last| last + 1);
+    cleaned[first..last.max(first)].join("\n")
+}
+
+/// Python's `str.expandtabs(8)`: tab stops are per line, counted in characters.
+fn expand_tabs(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut column = 0;
+    for c in raw.chars() {
+        match c {
+            '\t' => {
+                let width = 8 - column % 8;
+                out.extend(std::iter::repeat_n(' ', width));
+                column += width;
+            }
+            '\n' | '\r' => {
+                out.push(c);
+                column = 0;
+            }
+            _ => {
+                out.push(c);
+                column += 1;
+            }
+        }
+    }
+    out
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// Collapses every whitespace run (line joins included) into one space and trims.
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn is_dash_line(content: &str) -> bool {
+    content.len() >= 3 && content.bytes().all(|b| b == b'-')
+}
+
+fn is_identifier(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+struct Line<'a> {
+    indent: usize,
+    content: &'a str,
+}
+
+impl<'a> Line<'a> {
+    fn new(line: &'a str) -> Self {
+        Line { indent: indent_of(line), content: line.trim() }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Params,
+    Returns,
+    Other,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Style {
+    Google,
+    NumPy,
+}
+
+struct Header<'a> {
+    kind: Kind,
+    style: Style,
+    /// Text after a Google `Returns:` on the same line (sloppy but common).
+    inline: &'a str,
+}
+
+fn section_kind(name: &str) -> Option<Kind> {
+    match name.trim().to_lowercase().as_str() {
+        "args" | "arguments" | "parameters" | "params" | "keyword args" | "keyword arguments"
+        | "other parameters" => Some(Kind::Params),
+        "returns" | "return" | "yields" | "yield" => Some(Kind::Returns),
+        "raises" | "examples" | "example" | "note" | "notes" | "warning" | "warnings" | "warns"
+        | "see also" | "todo" | "attributes" | "references" | "methods" => Some(Kind::Other),
+        _ => None,
+    }
+}
+
+/// Recognises `Name:` (Google) or `Name` over a dashes line (NumPy) at `index`.
+fn header_at<'a>(lines: &[Line<'a>], index: usize) -> Option<Header<'a>> {
+    let line = lines.get(index)?;
+    if lines.get(index + 1).is_some_and(|next| is_dash_line(next.content)) {
+        let kind = section_kind(line.content.trim_end_matches(':'))?;
+        return Some(Header { kind, style: Style::NumPy, inline: "" });
+    }
+    let (name, rest) = line.content.split_once(':')?;
+    let kind = section_kind(name)?;
+    let inline = rest.trim();
+    (inline.is_empty() || kind == Kind::Returns).then_some(Header {
+        kind,
+        style: Style::Google,
+        inline,
+    })
+}
+
+/// A reST (`:param x: text`) or Epydoc (`@param x: text`) field line.
+struct Field<'a> {
+    kind: String,
+    args: Vec<&'a str>,
+    text: &'a str,
+}
+
+fn parse_field(content: &str) -> Option<Field<'_>> {
+    let body = content.strip_prefix(':').or_else(|| content.strip_prefix('@'))?;
+    let (head, text) = body.split_once(':')?;
+    let mut words = head.split_whitespace();
+    let kind = words.next()?;
+    // A line opening with an inline role such as :class:`Foo` is prose, not a field.
+    if !kind.chars().all(|c| c.is_ascii_alphabetic()) || text.starts_with('`') {
+        return None;
+    }
+    Some(Field { kind: kind.to_ascii_lowercase(), args: words.collect(), text: text.trim() })
+}
+
+/// Google entry `name (type): text`, returning (name, type, text).
+fn parse_google_entry(content: &str) -> Option<(&str, Option<&str>, &str)> {
+    let unstarred = content.trim_start_matches('*');
+    let name_end =
+        unstarred.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(unstarred.len());
+    let (name, rest) = unstarred.split_at(name_end);
+    if name.is_empty() || content.len() - unstarred.len() > 2 {
+        return None;
+    }
+    let rest = rest.trim_start();
+    let (type_text, rest) = match rest.strip_prefix('(') {
+        Some(inner) => {
+            let close = closing_paren(inner)?;
+            (Some(inner[..close].trim()), inner[close + 1..].trim_start())
+        }
+        None => (None, rest),
+    };
+    let text = rest.strip_prefix(':')?;
+    Some((name, type_text, text.trim()))
+}
+
+/// Byte index of the `)` that closes an already-opened parenthesis, if balanced.
+fn closing_paren(inner: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    for (index, c) in inner.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 1 => return Some(index),
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// NumPy entry `a, b : type`, returning (names, type).
+fn parse_numpy_entry(content: &str) -> Option<(Vec<&str>, Option<&str>)> {
+    let (names, type_text) = match content.split_once(':') {
+        Some((names, type_text)) => (names, Some(type_text.trim())),
+        None => (content, None),
+    };
+    let names: Vec<&str> =
+        names.split(',').map(|name| name.trim().trim_start_matches('*')).collect();
+    names.iter().all(|name| is_identifier(name)).then_some((names, type_text))
+}
+
+fn summary(lines: &[Line<'_>]) -> String {
+    let paragraph: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .take_while(|&(index, line)| {
+            !line.content.is_empty()
+                && !is_dash_line(line.content)
+                && header_at(lines, index).is_none()
+                && parse_field(line.content).is_none()
+        })
+        .map(|(_, line)| line.content)
+        .collect();
+    normalize(&paragraph.join(" "))
+}
+
+/// Where continuation text goes.
+enum Target {
+    Params(Vec<usize>),
+    Returns,
+    Ignored,
+}
+
+/// The entry (or section body) that more-indented lines continue.
+struct Current {
+    target: Target,
+    indent: usize,
+}
+
+struct Section {
+    kind: Kind,
+    style: Style,
+    indent: usize,
+}
+
+#[derive(Default)]
+struct Parser {
+    params: Vec<ParamDoc>,
+    returns: Option<String>,
+    /// `:type name:` / `@type name:` lines, applied at the end because they may precede `:param`.
+    types: Vec<(String, String)>,
+    section: Option<Section>,
+    current: Option<Current>,
+    saw_blank: bool,
+}
+
+impl Parser {
+    /// Handles line `index`; returns true when the next line is a NumPy underline to skip.
+    fn line(&mut self, lines: &[Line<'_>], index: usize) -> bool {
+        let Some(line) = lines.get(index) else { return false };
+        if line.content.is_empty() {
+            self.saw_blank = true;
+            return false;
+        }
+        let after_blank = std::mem::take(&mut self.saw_blank);
+        let ends_section = after_blank
+            && self
+                .section
+                .as_ref()
+                .is_some_and(|s| s.style == Style::Google && line.indent <= s.indent);
+        if ends_section {
+            self.section = None;
+            self.current = None;
+        }
+        // Continuation wins over headers: "return: ..." inside a description stays text.
+        if self.current.as_ref().is_some_and(|current| line.indent > current.indent) {
+            self.append(line.content);
+        } else if let Some(header) =
+            header_at(lines, index).filter(|header| self.accepts_header(header, line.indent))
+        {
+            self.start_section(&header, line.indent);
+            return header.style == Style::NumPy;
+        } else if let Some(field) = parse_field(line.content) {
+            self.start_field(&field, index, line.indent);
+        } else {
+            match self.section.as_ref().map(|s| (s.kind, s.style)) {
+                Some((Kind::Params, style)) => self.param_entry(line, index, style, after_blank),
+                Some((Kind::Returns, _)) => self.append(line.content),
+                Some((Kind::Other, _)) => {}
+                // Free text outside any section ends a reST/Epydoc field.
+                None => self.current = None,
+            }
+        }
+        false
+    }
+
+    /// Inside a parameter section a header-like line may be an entry for a parameter that
+    /// happens to be called `returns` or `note`.
+    fn accepts_header(&self, header: &Header<'_>, indent: usize) -> bool {
+        match &self.section {
+            Some(section) if section.style == Style::Google => indent <= section.indent,
+            // NumPy entries read `returns : bool`, so only a bare `Returns:` counts there.
+            Some(_) => header.style == Style::NumPy || header.inline.is_empty(),
+            None => true,
+        }
+    }
+
+    fn start_section(&mut self, header: &Header<'_>, indent: usize) {
+        self.section = Some(Section { kind: header.kind, style: header.style, indent });
+        // Parameter entries must not be swallowed as continuations of the header itself.
+        self.current = match header.kind {
+            Kind::Params => None,
+            Kind::Returns => Some(Current { target: self.claim_returns(header.inline), indent }),
+            Kind::Other => Some(Current { target: Target::Ignored, indent }),
+        };
+    }
+
+    fn start_field(&mut self, field: &Field<'_>, index: usize, indent: usize) {
+        self.section = None;
+        let target = match field.kind.as_str() {
+            kind if PARAM_FIELDS.contains(&kind) => match field.args.split_last() {
+                Some((name, type_words)) => {
+                    let type_text = type_words.join(" ");
+                    self.add_params(&[name], Some(type_text.as_str()), field.text, index)
+                }
+                None => Target::Ignored,
+            },
+            "type" => {
+                if let [name] = field.args[..] {
+                    self.types
+                        .push((name.trim_start_matches('*').to_string(), field.text.to_string()));
+                }
+                Target::Ignored
+            }
+            "return" | "returns" => self.claim_returns(field.text),
+            _ => Target::Ignored,
+        };
+        self.current = Some(Current { target, indent });
+    }
+
+    fn param_entry(&mut self, line: &Line<'_>, index: usize, style: Style, after_blank: bool) {
+        let entry = match style {
+            Style::Google => {
+                parse_google_entry(line.content).map(|(name, ty, text)| (vec![name], ty, text))
+            }
+            Style::NumPy => parse_numpy_entry(line.content).map(|(names, ty)| (names, ty, "")),
+        };
+        match entry {
+            Some((names, type_text, text)) => {
+                let target = self.add_params(&names, type_text, text, index);
+                self.current = Some(Current { target, indent: line.indent });
+            }
+            // After a blank line it is a new paragraph of prose: drop it and what it wraps.
+            None if after_blank => {
+                self.current = Some(Current { target: Target::Ignored, indent: line.indent });
+            }
+            // Otherwise it is most likely a badly wrapped description.
+            None => self.append(line.content),
+        }
+    }
+
+    /// Adds the names not documented yet; a repeated name keeps its first entry.
+    fn add_params(
+        &mut self,
+        names: &[&str],
+        type_text: Option<&str>,
+        text: &str,
+        line: usize,
+    ) -> Target {
+        let ids = names
+            .iter()
+            .map(|name| name.trim_start_matches('*'))
+            .filter_map(|name| {
+                if name.is_empty() || self.params.iter().any(|param| param.name == name) {
+                    return None;
+                }
+                self.params.push(ParamDoc {
+                    name: name.to_string(),
+                    description: text.to_string(),
+                    type_text: type_text.map(str::to_string),
+                    line,
+                });
+                Some(self.params.len() - 1)
+            })
+            .collect();
+        Target::Params(ids)
+    }
+
+    /// The first Returns wins; later ones are read but dropped.
+    fn claim_returns(&mut self, text: &str) -> Target {
+        if self.returns.is_some() {
+            return Target::Ignored;
+        }
+        self.returns = Some(text.to_string());
+        Target::Returns
+    }
+
+    fn append(&mut self, text: &str) {
+        let Some(current) = &self.current else { return };
+        let push = |buffer: &mut String| {
+            buffer.push(' ');
+            buffer.push_str(text);
+        };
+        match &current.target {
+            Target::Params(ids) => {
+                for &id in ids {
+                    if let Some(param) = self.params.get_mut(id) {
+                        push(&mut param.description);
+                    }
+                }
+            }
+            Target::Returns => self.returns.iter_mut().for_each(push),
+            Target::Ignored => {}
+        }
+    }
+
+    fn finish(mut self) -> (Vec<ParamDoc>, Option<String>) {
+        for param in &mut self.params {
+            param.description = normalize(&param.description);
+            param.type_text = param.type_text.as_deref().map(normalize).filter(|ty| !ty.is_empty());
+        }
+        for (name, type_text) in &self.types {
+            let type_text = normalize(type_text);
+            if let Some(param) = self.params.iter_mut().find(|param| &param.name == name)
+                && param.type_text.is_none()
+                && !type_text.is_empty()
+            {
+                param.type_text = Some(type_text);
+            }
+        }
+        let returns = self.returns.as_deref().map(normalize).filter(|text| !text.is_empty());
+        (self.params, returns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(doc: &str, summary: &str, params: &[(&str, &str)], returns: Option<&str>) {
+        let parsed = parse(doc);
+        assert_eq!(parsed.summary, summary, "summary of {doc:?}");
+        let got: Vec<_> =
+            parsed.params.iter().map(|p| (p.name.as_str(), p.description.as_str())).collect();
+        assert_eq!(got, params, "params of {doc:?}");
+        assert_eq!(parsed.returns.as_deref(), returns, "returns of {doc:?}");
+    }
+
+    fn types(doc: &str) -> Vec<Option<String>> {
+        parse(doc).params.into_iter().map(|p| p.type_text).collect()
+    }
+
+    #[test]
+    fn summaries() {
+        check("", "", &[], None);
+        check("   \n\t\n  ", "", &[], None);
+        check("Do a thing.", "Do a thing.", &[], None);
+        let doc = "\n    First line\n    continues  here.\n\n    More.\n    ";
+        check(doc, "First line continues here.", &[], None);
+        check("Ends at header\nArgs:\n    x: The x.", "Ends at header", &[("x", "The x.")], None);
+        check("Ends at field\n:param x: The x.", "Ends at field", &[("x", "The x.")], None);
+        check("Summary.\nNote:\n    x: not a param.", "Summary.", &[], None);
+        check(":class:`Foo` does things.", ":class:`Foo` does things.", &[], None);
+        check("Title\n-----\nbody", "Title", &[], None);
+    }
+
+    #[test]
+    fn google_headers() {
+        let headers = "Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|ARGS";
+        for header in headers.split('|').chain(["Other Parameters"]) {
+            check(&format!("S.\n\n{header}:\n    x: The x."), "S.", &[("x", "The x.")], None);
+        }
+    }
+
+    #[test]
+    fn google_entries() {
+        let doc = "Sum.
+
+        Args:
+            a (int): First.
+            b (int, optional): Second
+                value.
+            c:
+                Only on the next line.
+
+            d: After a blank line.
+
+        Trailing prose: not a param.
+        ";
+        let (a, b) = (("a", "First."), ("b", "Second value."));
+        let (c, d) = (("c", "Only on the next line."), ("d", "After a blank line."));
+        check(doc, "Sum.", &[a, b, c, d], None);
+        assert_eq!(types(doc), [Some("int".into()), Some("int, optional".into()), None, None]);
+        let stars = "S.\nArgs:\n    *args: Extra.\n    **kwargs (dict): Options.";
+        check(stars, "S.", &[("args", "Extra."), ("kwargs", "Options.")], None);
+        check("S.\nArgs:\nx: Flush.\ny: Also.", "S.", &[("x", "Flush."), ("y", "Also.")], None);
+        check("S.\nArgs:\n    x: One\n    two.", "S.", &[("x", "One two.")], None);
+        let twice = "S.\nArgs:\n    x: First.\n    x: Again.\n        more.";
+        check(twice, "S.", &[("x", "First.")], None);
+        let nested_parens = "S.\nArgs:\n    f (Callable[(int), str]): Fn: maps.";
+        check(nested_parens, "S.", &[("f", "Fn: maps.")], None);
+        let nested = "S.\nArgs:\n    mode: One of\n        return: give back.";
+        check(nested, "S.", &[("mode", "One of return: give back.")], None);
+        let named = "S.\nArgs:\n    returns: Flag.\n    note:\n        Text.\nReturns:\n    R.";
+        check(named, "S.", &[("returns", "Flag."), ("note", "Text.")], Some("R."));
+        let prose = "S.\nArgs:\n    x: X.\n\n    All args are\n        optional.\n    y: Y.";
+        check(prose, "S.", &[("x", "X."), ("y", "Y.")], None);
+    }
+
+    #[test]
+    fn google_returns_and_other_sections() {
+        let doc = "S.
+
+        Args:
+            x: X.
+
+        Returns:
+            bool: True if
+                it worked.
+
+        Raises:
+            ValueError: bad.
+        ";
+        check(doc, "S.", &[("x", "X.")], Some("bool: True if it worked."));
+        check("S.\nReturn:\n    The value.", "S.", &[], Some("The value."));
+        check("S.\nYields:\n    Items.", "S.", &[], Some("Items."));
+        check("Compute.\nReturns: the count.", "Compute.", &[], Some("the count."));
+        check("S.\nArgs:\n    x: X.\nRaises:\n    y: no param.", "S.", &[("x", "X.")], None);
+        check("S.\nReturns:\n    One.\nYields:\n    Two.", "S.", &[], Some("One."));
+        check("S.\nReturns:\n", "S.", &[], None);
+    }
+
+    #[test]
+    fn numpy_style() {
+        let doc = "Add.
+
+        Parameters
+        ----------
+        a, b : int
+            The operands,
+            added.
+        *args
+            Extra.
+        c : str, optional
+
+        Returns
+        -------
+        int
+            The sum.
+
+        Raises
+        ------
+        ValueError
+            Never.
+        ";
+        let ab = "The operands, added.";
+        let expected = [("a", ab), ("b", ab), ("args", "Extra."), ("c", "")];
+        check(doc, "Add.", &expected, Some("int The sum."));
+        let int = Some("int".to_string());
+        assert_eq!(types(doc), [int.clone(), int, None, Some("str, optional".into())]);
+        let other =
+            "S.\nOther Parameters\n----------------\nx : float\n    Scale.\nNotes\n-----\ny";
+        check(other, "S.", &[("x", "Scale.")], None);
+        let keyword = "S.\nKeyword Arguments\n-----------------\nk\n    Key.";
+        check(keyword, "S.", &[("k", "Key.")], None);
+        let named =
+            "S.\nParameters\n----------\nreturns : bool\n    Flag.\n\nSee the docs.\nReturns:";
+        check(named, "S.", &[("returns", "Flag.")], None);
+    }
+
+    #[test]
+    fn rest_style() {
+        let doc = "Fetch.
+
+        :param url: The URL
+            to fetch.
+        :type url: str
+        :param int timeout: Seconds.
+        :type ghost: int
+        :returns: The body.
+        :rtype: str
+        ";
+        let expected = [("url", "The URL to fetch."), ("timeout", "Seconds.")];
+        check(doc, "Fetch.", &expected, Some("The body."));
+        assert_eq!(types(doc), [Some("str".into()), Some("int".into())]);
+        assert_eq!(types(":type x: Dict[str, int]\n:param x: X."), [Some("Dict[str, int]".into())]);
+        let aliases =
+            "S.\n:parameter a: A.\n:arg b: B.\n:argument c: C.\n:key d: D.\n:keyword e: E.";
+        let expected = [("a", "A."), ("b", "B."), ("c", "C."), ("d", "D."), ("e", "E.")];
+        check(&format!("{aliases}\n:return: R."), "S.", &expected, Some("R."));
+        let raises = "S.\n:param x: `code` here.\n:raises ValueError: x\n    still raises.";
+        check(raises, "S.", &[("x", "`code` here.")], None);
+    }
+
+    #[test]
+    fn epydoc_style() {
+        let doc = "Run.\n@param cmd: The cmd.\n@type cmd: str\n@keyword env: Env.\n@return: Code.";
+        check(doc, "Run.", &[("cmd", "The cmd."), ("env", "Env.")], Some("Code."));
+        assert_eq!(types(doc), [Some("str".into()), None]);
+        check("S.\n@returns: Done.", "S.", &[], Some("Done."));
+    }
+
+    #[test]
+    fn mixed_styles() {
+        let doc = "S.
+        Args:
+            x: From Google.
+        :param y: From reST.
+        @param x: Duplicate.
+
+        Parameters
+        ----------
+        z : int
+            From NumPy.
+        ";
+        let expected = [("x", "From Google."), ("y", "From reST."), ("z", "From NumPy.")];
+        check(doc, "S.", &expected, None);
+    }
+
+    #[test]
+    fn unicode_tabs_and_weird_input() {
+        let german = "Grüße 🌍.\n\nArgs:\n    größe (int): Die Größe – in 🍕.";
+        check(german, "Grüße 🌍.", &[("größe", "Die Größe – in 🍕.")], None);
+        let tabs = "Tabs.\n\tArgs:\n\t\tx: Tabbed\n\t\t\tmore.";
+        check(tabs, "Tabs.", &[("x", "Tabbed more.")], None);
+        check("S.\nArgs:", "S.", &[], None);
+        check("S.\nArgs:\n    x (int: unbalanced\n    y (: z", "S.", &[], None);
+        check("S.\nArgs:\n    ***x: too many stars", "S.", &[], None);
+        check(":param: no name\n:type: nothing\n::\n@:", "", &[], None);
+        check("S.\n\n:param *args: Stars.", "S.", &[("args", "Stars.")], None);
+    }
+
+    #[test]
+    fn text_and_lines() {
+        let parsed = parse("  Summary.\n\n      Args:\n          x: X.\n      ");
+        assert_eq!(parsed.text, "Summary.\n\nArgs:\n    x: X.");
+        assert_eq!(parsed.params[0].line, 3);
+        assert_eq!(expand_tabs("ab\tc\n\td"), "ab      c\n        d");
+    }
+
+    #[test]
+    fn never_panics() {
+        let fragments: Vec<&str> = "Args:|  |x (|:|\n|----|:param|@param|é|Returns|\t|x: y| *|)\
+            |Parameters\n----------\n|a, b : int|`|::|:type x:|🦀|\r\n|(|Note:|    "
+            .split('|')
+            .collect();
+        let mut docs = Vec::new();
+        for a in &fragments {
+            for b in &fragments {
+                for c in &fragments {
+                    docs.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        // Longer deterministic pseudo-random mixes (xorshift) reach states triples cannot.
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..500 {
+            let doc: String = (0..16)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    let index = usize::try_from(state % fragments.len() as u64).unwrap_or(0);
+                    fragments[index]
+                })
+                .collect();
+            docs.push(doc);
+        }
+        for doc in &docs {
+            let parsed = parse(doc);
+            let line_count = parsed.text.split('\n').count();
+            assert!(parsed.params.iter().all(|p| !p.name.is_empty() && p.line < line_count));
+        }
+        assert!(docs.len() > 10_000);
+    }
+}

@@ -1,0 +1,445 @@
+//! Export formats: one lowering of the registry per target API (SPEC §4).
+//!
+//! Owns each provider's envelope, its name rules, OpenAI's strict subset and
+//! Gemini's OpenAPI subset. Input is the registry only; it never runs Python.
+//! A tool a format cannot carry is left out with an error naming the rule,
+//! never cut or renamed silently.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde_json::{Map, Value, json};
+
+use crate::diag::{Diagnostic, Level};
+use crate::extract::{Library, Tool};
+use crate::registry::Registry;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Openai,
+    OpenaiResponses,
+    Anthropic,
+    Gemini,
+    Mcp,
+    Manifest,
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Openai => "openai",
+            Format::OpenaiResponses => "openai-responses",
+            Format::Anthropic => "anthropic",
+            Format::Gemini => "gemini",
+            Format::Mcp => "mcp",
+            Format::Manifest => "manifest",
+        })
+    }
+}
+
+/// The registry in `format`, plus the problems of tools it had to leave out.
+pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let mut entries = Vec::new();
+    for (library, tool) in registry.tools() {
+        if let Err(rule) = check_name(format, &tool.name) {
+            let message = format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name);
+            diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Error, message));
+            continue;
+        }
+        match entry(format, library, tool, strict) {
+            Ok(entry) => entries.push(entry),
+            Err(problems) => {
+                for problem in problems {
+                    let message = format!("tool `{}` cannot be exported to {format} --strict: {problem}", tool.name);
+                    diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Error, message));
+                }
+            }
+        }
+    }
+    let document = match format {
+        Format::Gemini => json!({ "functionDeclarations": entries }),
+        Format::Mcp => json!({ "tools": entries }),
+        Format::Manifest => manifest(registry, entries),
+        _ => Value::Array(entries),
+    };
+    (document, diagnostics)
+}
+
+fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result<Value, Vec<String>> {
+    let name = &tool.name;
+    let description = &tool.description;
+    let parameters = &tool.parameters;
+    Ok(match format {
+        Format::Openai if strict => json!({
+            "type": "function",
+            "function": { "name": name, "description": description, "parameters": openai_strict(parameters)?, "strict": true }
+        }),
+        Format::Openai => json!({
+            "type": "function",
+            "function": { "name": name, "description": description, "parameters": parameters }
+        }),
+        Format::OpenaiResponses => {
+            let parameters = if strict { openai_strict(parameters)? } else { parameters.clone() };
+            json!({ "type": "function", "name": name, "description": description, "parameters": parameters, "strict": strict })
+        }
+        Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
+        Format::Mcp => json!({ "name": name, "description": description, "inputSchema": parameters }),
+        Format::Gemini => {
+            let mut declaration = json!({ "name": name, "description": description });
+            let lowered = gemini(parameters);
+            // Gemini refuses an object schema without properties: a tool without
+            // parameters simply has none.
+            if lowered.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) {
+                declaration["parameters"] = lowered;
+            }
+            declaration
+        }
+        Format::Manifest => json!({
+            "name": name,
+            "description": description,
+            "parameters": parameters,
+            "library": library.stem,
+            "path": library.path,
+            "line": tool.line,
+            "is_async": tool.is_async,
+            "docstring": tool.docstring,
+            "returns": tool.returns,
+            "prompt_provider": tool.prompt_provider,
+        }),
+    })
+}
+
+fn manifest(registry: &Registry, tools: Vec<Value>) -> Value {
+    let libraries: Vec<Value> = registry
+        .libraries
+        .iter()
+        .map(|library| {
+            json!({
+                "path": library.path,
+                "stem": library.stem,
+                "name": library.name,
+                "description": library.description,
+                "icon": library.icon,
+                "hooks": library.hooks,
+                "dynamic_prompt": library.prompt_provider.is_some(),
+                "prompt_provider": library.prompt_provider,
+                "tools": library.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({ "libraries": libraries, "tools": tools, "diagnostics": registry.diagnostics })
+}
+
+/// Each provider's rule for tool names; `Err` says which rule a name breaks.
+fn check_name(format: Format, name: &str) -> Result<(), String> {
+    let (max, extra, first_letter): (usize, &str, bool) = match format {
+        Format::Openai | Format::OpenaiResponses => (64, "_-", false),
+        Format::Anthropic => (128, "_-", false),
+        Format::Gemini => (64, "_.:-", true),
+        Format::Mcp => (128, "_.-", false),
+        Format::Manifest => return Ok(()),
+    };
+    let allowed = |c: char| c.is_ascii_alphanumeric() || extra.contains(c);
+    if name.is_empty() || name.chars().count() > max {
+        return Err(format!("must be 1 to {max} characters long"));
+    }
+    if let Some(c) = name.chars().find(|&c| !allowed(c)) {
+        return Err(format!("has `{c}`; only ASCII letters, digits and `{extra}` are allowed"));
+    }
+    if first_letter && !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return Err("must start with a letter or `_`".to_string());
+    }
+    Ok(())
+}
+
+/// Keywords OpenAI's strict mode accepts; everything else is moved into the
+/// description so the model still reads it.
+const STRICT_KEYWORDS: &[&str] = &[
+    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs",
+    "description", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "minItems", "maxItems",
+];
+
+/// Lowers a parameters schema to OpenAI's strict subset: every property required,
+/// optional ones nullable, closed objects, no `default`.
+pub fn openai_strict(schema: &Value) -> Result<Value, Vec<String>> {
+    let mut problems = Vec::new();
+    let lowered = strict_node(schema, "parameters", &mut problems);
+    if problems.is_empty() { Ok(lowered) } else { Err(problems) }
+}
+
+fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
+    let Some(object) = schema.as_object() else {
+        problems.push(format!("{at} is `{schema}`, which strict mode cannot express"));
+        return schema.clone();
+    };
+    if object.is_empty() {
+        problems.push(format!("{at} accepts any JSON value, which strict mode cannot express"));
+        return schema.clone();
+    }
+    let mut out = Map::new();
+    let mut notes = Vec::new();
+    for (key, value) in object {
+        match key.as_str() {
+            "properties" => {
+                let required: HashSet<&str> =
+                    object.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+                let mut properties = Map::new();
+                for (name, property) in value.as_object().into_iter().flatten() {
+                    let mut lowered = strict_node(property, &format!("{at}.{name}"), problems);
+                    if !required.contains(name.as_str()) {
+                        lowered = strict_nullable(lowered);
+                    }
+                    properties.insert(name.clone(), lowered);
+                }
+                out.insert("required".into(), Value::Array(properties.keys().cloned().map(Value::from).collect()));
+                out.insert(key.clone(), Value::Object(properties));
+            }
+            "required" => {}
+            "additionalProperties" => {
+                if value != &Value::Bool(false) {
+                    problems.push(format!("{at} is an open mapping (free-form keys), which strict mode cannot express"));
+                }
+            }
+            "items" => {
+                if value != &Value::Bool(false) {
+                    out.insert(key.clone(), strict_node(value, &format!("{at}[]"), problems));
+                }
+            }
+            "anyOf" => {
+                let branches = value.as_array().into_iter().flatten();
+                let lowered = branches.enumerate().map(|(i, b)| strict_node(b, &format!("{at}|{i}"), problems)).collect();
+                out.insert(key.clone(), Value::Array(lowered));
+            }
+            "$defs" => {
+                let mut defs = Map::new();
+                for (name, def) in value.as_object().into_iter().flatten() {
+                    defs.insert(name.clone(), strict_node(def, &format!("$defs.{name}"), problems));
+                }
+                out.insert(key.clone(), Value::Object(defs));
+            }
+            "prefixItems" => {
+                // A fixed-length tuple: strict mode has no positions; keep the item
+                // types as a union and say the order in the description.
+                let items: Vec<Value> =
+                    value.as_array().into_iter().flatten().enumerate().map(|(i, b)| strict_node(b, &format!("{at}[{i}]"), problems)).collect();
+                let mut unique: Vec<Value> = Vec::new();
+                for item in &items {
+                    if !unique.contains(item) {
+                        unique.push(item.clone());
+                    }
+                }
+                let union = if unique.len() == 1 { unique.remove(0) } else { json!({ "anyOf": unique }) };
+                out.insert("items".into(), union);
+                let order: Vec<String> = items.iter().map(type_label).collect();
+                notes.push(format!("Items in order: {}.", order.join(", ")));
+            }
+            "default" => notes.push(format!("Default: {value}.")),
+            "description" => {}
+            other if STRICT_KEYWORDS.contains(&other) => {
+                out.insert(key.clone(), value.clone());
+            }
+            other => notes.push(format!("{other}: {value}.")),
+        }
+    }
+    if out.get("type") == Some(&json!("object")) {
+        if !object.contains_key("properties") {
+            if !object.contains_key("additionalProperties") {
+                problems.push(format!("{at} is an open mapping (free-form keys), which strict mode cannot express"));
+            }
+            out.insert("properties".into(), json!({}));
+            out.insert("required".into(), json!([]));
+        }
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    let description = object.get("description").and_then(Value::as_str).map(str::to_string);
+    let text = description.into_iter().chain(notes).collect::<Vec<_>>().join(" ");
+    if !text.is_empty() {
+        out.insert("description".into(), Value::String(text));
+    }
+    Value::Object(out)
+}
+
+fn type_label(schema: &Value) -> String {
+    match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        _ => "value".to_string(),
+    }
+}
+
+/// Strict mode's way to make a property optional: it may be `null`.
+fn strict_nullable(mut schema: Value) -> Value {
+    let null = json!({ "type": "null" });
+    let Some(object) = schema.as_object_mut() else { return schema };
+    if let Some(Value::Array(branches)) = object.get_mut("anyOf") {
+        if !branches.contains(&null) {
+            branches.push(null);
+        }
+        return schema;
+    }
+    match object.get("type").cloned() {
+        Some(Value::String(t)) if t == "null" => {}
+        Some(Value::String(t)) => {
+            object.insert("type".into(), json!([t, "null"]));
+            if let Some(Value::Array(values)) = object.get_mut("enum") {
+                if !values.contains(&Value::Null) {
+                    values.push(Value::Null);
+                }
+            }
+        }
+        Some(Value::Array(mut types)) => {
+            if !types.contains(&json!("null")) {
+                types.push(json!("null"));
+            }
+            object.insert("type".into(), Value::Array(types));
+        }
+        _ => {
+            let description = object.remove("description");
+            let mut wrapped = json!({ "anyOf": [schema, null] });
+            if let Some(description) = description {
+                wrapped["description"] = description;
+            }
+            return wrapped;
+        }
+    }
+    schema
+}
+
+/// Gemini's OpenAPI subset: no `$ref`/`$defs`/`additionalProperties`/`const`/type
+/// arrays, `nullable: true`, string-only enums. What it cannot say goes into the
+/// description.
+pub fn gemini(schema: &Value) -> Value {
+    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+    gemini_node(schema, &defs, &mut Vec::new())
+}
+
+/// String formats Gemini understands.
+const GEMINI_FORMATS: &[&str] = &["date-time", "enum"];
+
+fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Vec<String>) -> Value {
+    let Some(object) = schema.as_object() else { return json!({}) };
+    if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+        let name = reference.trim_start_matches("#/$defs/").to_string();
+        if expanding.contains(&name) {
+            // Gemini has no recursion: the recursive part is an untyped object.
+            return json!({ "type": "object", "description": format!("A nested {name}.") });
+        }
+        let Some(def) = defs.get(&name) else { return json!({}) };
+        expanding.push(name);
+        let mut inlined = gemini_node(def, defs, expanding);
+        expanding.pop();
+        if let Some(description) = object.get("description") {
+            inlined["description"] = description.clone();
+        }
+        return inlined;
+    }
+    let mut out = Map::new();
+    let mut notes = Vec::new();
+    for (key, value) in object {
+        match key.as_str() {
+            "properties" => {
+                let properties: Map<String, Value> =
+                    value.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), gemini_node(v, defs, expanding))).collect();
+                out.insert(key.clone(), Value::Object(properties));
+            }
+            "items" if value.is_object() => {
+                out.insert(key.clone(), gemini_node(value, defs, expanding));
+            }
+            "prefixItems" => {
+                let items: Vec<Value> = value.as_array().into_iter().flatten().map(|v| gemini_node(v, defs, expanding)).collect();
+                let order: Vec<String> = items.iter().map(type_label).collect();
+                notes.push(format!("Items in order: {}.", order.join(", ")));
+                let mut unique: Vec<Value> = Vec::new();
+                for item in items {
+                    if !unique.contains(&item) {
+                        unique.push(item);
+                    }
+                }
+                let union = if unique.len() == 1 { unique.remove(0) } else { json!({ "anyOf": unique }) };
+                out.insert("items".into(), union);
+            }
+            "anyOf" => {
+                let branches: Vec<Value> = value.as_array().into_iter().flatten().map(|v| gemini_node(v, defs, expanding)).collect();
+                let (nulls, others): (Vec<Value>, Vec<Value>) = branches.into_iter().partition(|b| b.get("type") == Some(&json!("null")));
+                if !nulls.is_empty() {
+                    out.insert("nullable".into(), Value::Bool(true));
+                }
+                match <[Value; 1]>::try_from(others) {
+                    Ok([single]) => {
+                        for (k, v) in single.as_object().into_iter().flatten() {
+                            out.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                    Err(others) if !others.is_empty() => {
+                        out.insert("anyOf".into(), Value::Array(others));
+                    }
+                    Err(_) => {}
+                }
+            }
+            "type" => match value {
+                Value::Array(types) => {
+                    let non_null: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+                    if non_null.len() < types.len() {
+                        out.insert("nullable".into(), Value::Bool(true));
+                    }
+                    if let [single] = non_null.as_slice() {
+                        out.insert("type".into(), (*single).clone());
+                    }
+                }
+                Value::String(t) if t == "null" => {
+                    out.insert("nullable".into(), Value::Bool(true));
+                }
+                other => {
+                    out.insert("type".into(), other.clone());
+                }
+            },
+            "const" => {
+                gemini_enum(&mut out, &mut notes, std::slice::from_ref(value));
+            }
+            "enum" => {
+                let values = value.as_array().cloned().unwrap_or_default();
+                gemini_enum(&mut out, &mut notes, &values);
+            }
+            "format" => match value.as_str() {
+                Some(f) if GEMINI_FORMATS.contains(&f) => {
+                    out.insert(key.clone(), value.clone());
+                }
+                _ => notes.push(format!("Format: {}.", value.as_str().unwrap_or_default())),
+            },
+            "description" | "$defs" | "additionalProperties" | "uniqueItems" => {
+                if key == "uniqueItems" && value == &Value::Bool(true) {
+                    notes.push("Items must be unique.".to_string());
+                }
+            }
+            "exclusiveMinimum" => notes.push(format!("Must be greater than {value}.")),
+            "exclusiveMaximum" => notes.push(format!("Must be less than {value}.")),
+            "multipleOf" => notes.push(format!("Must be a multiple of {value}.")),
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    let description = object.get("description").and_then(Value::as_str).map(str::to_string);
+    let text = description.into_iter().chain(notes).collect::<Vec<_>>().join(" ");
+    if !text.is_empty() {
+        out.insert("description".into(), Value::String(text));
+    }
+    Value::Object(out)
+}
+
+/// Gemini enums are strings only; other values are listed in the description.
+fn gemini_enum(out: &mut Map<String, Value>, notes: &mut Vec<String>, values: &[Value]) {
+    let non_null: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
+    if non_null.len() < values.len() {
+        out.insert("nullable".into(), Value::Bool(true));
+    }
+    if non_null.iter().all(|v| v.is_string()) {
+        out.insert("type".into(), json!("string"));
+        out.insert("format".into(), json!("enum"));
+        out.insert("enum".into(), Value::Array(non_null.into_iter().cloned().collect()));
+    } else {
+        let listed: Vec<String> = non_null.iter().map(|v| v.to_string()).collect();
+        notes.push(format!("One of: {}.", listed.join(", ")));
+    }
+}

@@ -1,0 +1,521 @@
+//! One file's contribution: tools, prompt providers, metadata and hooks (SPEC §2–§3).
+//!
+//! Owns parsing with `ruff_python_parser`, the module-scope walk (what is reachable as
+//! a module attribute), the symbol table the schema needs, and the tool records.
+//! It never runs Python. A file that cannot be read safely contributes nothing and
+//! says why; problems inside a readable file are warnings next to what it contributes.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_source_file::LineIndex;
+use ruff_text_size::{Ranged, TextRange};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::diag::{Diagnostic, Level};
+use crate::docstring;
+use crate::scan::SourceFile;
+use crate::schema::{self, Converter, Scope};
+use crate::source::{self, MAX_NESTING};
+
+/// Parameters the host passes itself; they never appear in a schema.
+pub const DEFAULT_INJECTED: &[&str] = &["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"];
+
+pub const NO_DESCRIPTION: &str = "No description provided.";
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Library {
+    pub path: PathBuf,
+    /// The library folder `X/` this file belongs to, if any.
+    #[serde(skip)]
+    pub package: Option<PathBuf>,
+    /// The file stem: the library's identifier.
+    pub stem: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub icon: Option<String>,
+    pub hooks: Hooks,
+    /// Name of the library-level prompt provider `tool_<stem>_prompt`, if defined.
+    pub prompt_provider: Option<String>,
+    pub tools: Vec<Tool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Hooks {
+    pub init_tools_library: bool,
+    pub set_confirm_handler: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    pub line: u32,
+    pub is_async: bool,
+    /// The cleaned docstring, if any.
+    pub docstring: Option<String>,
+    pub returns: Returns,
+    /// Name of `tool_<name>_prompt` when the file defines it.
+    pub prompt_provider: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Returns {
+    pub annotation: Option<String>,
+    pub description: Option<String>,
+}
+
+/// Reads one file: its library, if the file could be read, and its diagnostics.
+pub fn extract(file: &SourceFile, bytes: &[u8], injected: &[String]) -> (Option<Library>, Vec<Diagnostic>) {
+    let path = file.path.as_path();
+    let text = match source::prepare(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let (line, col) = err.position();
+            return (None, vec![Diagnostic::new(path, line, col, Level::Error, err.to_string())]);
+        }
+    };
+    let parsed = match ruff_python_parser::parse_module(&text) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            let index = LineIndex::from_source_text(&text);
+            let (line, col) = position(&index, &text, err.location);
+            let message = format!("syntax error: {}", err.error);
+            return (None, vec![Diagnostic::new(path, line, col, Level::Error, message)]);
+        }
+    };
+    if let Some(range) = too_deep(parsed.suite()) {
+        let index = LineIndex::from_source_text(&text);
+        let (line, col) = position(&index, &text, range);
+        drop_deep(parsed);
+        let message = format!("code is nested too deeply to read safely (more than {MAX_NESTING} levels)");
+        return (None, vec![Diagnostic::new(path, line, col, Level::Error, message)]);
+    }
+    let mut reader = Reader { path, text: &text, index: LineIndex::from_source_text(&text), diagnostics: Vec::new() };
+    let library = reader.library(file, parsed.suite(), injected);
+    (Some(library), reader.diagnostics)
+}
+
+struct Reader<'t> {
+    path: &'t Path,
+    text: &'t str,
+    index: LineIndex,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// What the module scope defines, gathered in one walk.
+#[derive(Default)]
+struct Module<'a> {
+    functions: Vec<&'a ast::StmtFunctionDef>,
+    scope: Scope<'a>,
+    metadata: Vec<&'a Stmt>,
+}
+
+impl<'t> Reader<'t> {
+    fn library(&mut self, file: &SourceFile, suite: &[Stmt], injected: &[String]) -> Library {
+        let stem = file.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut module = Module::default();
+        self.walk_module(suite, &mut module);
+
+        let mut library = Library {
+            path: file.path.clone(),
+            package: file.package.clone(),
+            stem: stem.clone(),
+            name: None,
+            description: None,
+            icon: None,
+            hooks: Hooks::default(),
+            prompt_provider: None,
+            tools: Vec::new(),
+        };
+        for stmt in &module.metadata {
+            self.metadata(stmt, &mut library);
+        }
+
+        let mut providers = Vec::new();
+        for function in &module.functions {
+            let name = function.name.as_str();
+            match name {
+                "init_tools_library" => library.hooks.init_tools_library = true,
+                "set_confirm_handler" => library.hooks.set_confirm_handler = true,
+                _ if provider_base(name).is_some() => providers.push(*function),
+                _ if name.starts_with("tool_") => {
+                    if let Some(first) = library.tools.iter().find(|t| t.name == name) {
+                        let message = format!("`{name}` is defined again; the first definition (line {}) is kept", first.line);
+                        self.warning(function.name.range, message);
+                        continue;
+                    }
+                    let tool = self.tool(function, &module.scope, injected);
+                    library.tools.push(tool);
+                }
+                _ => {}
+            }
+        }
+        for provider in providers {
+            let name = provider.name.as_str();
+            let base = provider_base(name).unwrap_or_default();
+            let target = format!("tool_{base}");
+            let mut matched = false;
+            if let Some(tool) = library.tools.iter_mut().find(|t| t.name == target) {
+                tool.prompt_provider = Some(name.to_string());
+                matched = true;
+            }
+            if base == stem {
+                library.prompt_provider = Some(name.to_string());
+                matched = true;
+            }
+            if !matched {
+                let message = format!("prompt provider `{name}` matches no tool `{target}` of this file and not the library name `{stem}`: ignored");
+                self.warning(provider.name.range, message);
+            }
+        }
+        library
+    }
+
+    /// Statements whose definitions are module attributes: the top level and the
+    /// bodies of top-level compound statements.
+    fn walk_module<'a>(&mut self, suite: &'a [Stmt], module: &mut Module<'a>) {
+        for stmt in suite {
+            match stmt {
+                Stmt::FunctionDef(function) => {
+                    module.functions.push(function);
+                    self.warn_nested_tools(&function.body, function.name.as_str(), "function");
+                }
+                Stmt::ClassDef(class) => {
+                    module.scope.classes.insert(class.name.as_str(), class);
+                    self.warn_nested_tools(&class.body, class.name.as_str(), "class");
+                }
+                Stmt::Import(import) => {
+                    for alias in &import.names {
+                        let full = alias.name.as_str();
+                        match &alias.asname {
+                            Some(asname) => module.scope.imports.entry(asname.as_str()).or_insert_with(|| full.to_string()),
+                            // `import a.b` binds `a`.
+                            None => {
+                                let top = full.split('.').next().unwrap_or(full);
+                                module.scope.imports.entry(top).or_insert_with(|| top.to_string())
+                            }
+                        };
+                    }
+                }
+                Stmt::ImportFrom(import) => {
+                    let from = import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
+                    let from = format!("{}{from}", ".".repeat(import.level as usize));
+                    for alias in &import.names {
+                        let local = alias.asname.as_ref().unwrap_or(&alias.name).as_str();
+                        module.scope.imports.entry(local).or_insert_with(|| format!("{from}.{}", alias.name.as_str()));
+                    }
+                }
+                Stmt::Assign(assign) => {
+                    if let [Expr::Name(target)] = assign.targets.as_slice() {
+                        if target.id.starts_with("TOOL_LIBRARY_") {
+                            module.metadata.push(stmt);
+                        } else if looks_like_type(&assign.value) {
+                            module.scope.aliases.entry(target.id.as_str()).or_insert(alias_value(&assign.value));
+                        }
+                    }
+                }
+                Stmt::AnnAssign(assign) => {
+                    if let (Expr::Name(target), Some(value)) = (&*assign.target, &assign.value) {
+                        if target.id.starts_with("TOOL_LIBRARY_") {
+                            module.metadata.push(stmt);
+                        } else if is_type_alias_annotation(&assign.annotation) {
+                            module.scope.aliases.entry(target.id.as_str()).or_insert(value);
+                        }
+                    }
+                }
+                Stmt::TypeAlias(alias) => {
+                    if let Expr::Name(target) = &*alias.name {
+                        module.scope.aliases.entry(target.id.as_str()).or_insert(&alias.value);
+                    }
+                }
+                Stmt::If(s) => {
+                    self.walk_module(&s.body, module);
+                    for clause in &s.elif_else_clauses {
+                        self.walk_module(&clause.body, module);
+                    }
+                }
+                Stmt::Try(s) => {
+                    self.walk_module(&s.body, module);
+                    for handler in &s.handlers {
+                        let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                        self.walk_module(&handler.body, module);
+                    }
+                    self.walk_module(&s.orelse, module);
+                    self.walk_module(&s.finalbody, module);
+                }
+                Stmt::With(s) => self.walk_module(&s.body, module),
+                Stmt::For(s) => {
+                    self.walk_module(&s.body, module);
+                    self.walk_module(&s.orelse, module);
+                }
+                Stmt::While(s) => {
+                    self.walk_module(&s.body, module);
+                    self.walk_module(&s.orelse, module);
+                }
+                Stmt::Match(s) => {
+                    for case in &s.cases {
+                        self.walk_module(&case.body, module);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `tool_*` functions inside a function or class body are not module attributes.
+    fn warn_nested_tools(&mut self, body: &[Stmt], owner: &str, kind: &str) {
+        let mut finder = NestedTools::default();
+        finder.visit_body(body);
+        for (range, name) in finder.found {
+            let message = format!("`{name}` is defined inside {kind} `{owner}` and is not exported; define it at module level");
+            self.warning(range, message);
+        }
+    }
+
+    fn metadata(&mut self, stmt: &Stmt, library: &mut Library) {
+        let (target, value) = match stmt {
+            Stmt::Assign(a) => (&a.targets[0], Some(&*a.value)),
+            Stmt::AnnAssign(a) => (&*a.target, a.value.as_deref()),
+            _ => return,
+        };
+        let Expr::Name(target) = target else { return };
+        let slot = match target.id.as_str() {
+            "TOOL_LIBRARY_NAME" => &mut library.name,
+            "TOOL_LIBRARY_DESC" => &mut library.description,
+            "TOOL_LIBRARY_ICON" => &mut library.icon,
+            _ => return,
+        };
+        match value {
+            Some(Expr::StringLiteral(s)) => {
+                slot.get_or_insert_with(|| s.value.to_str().to_string());
+            }
+            Some(other) => {
+                let message = format!("`{}` is not a string literal: ignored", target.id);
+                self.warning(other.range(), message);
+            }
+            None => {}
+        }
+    }
+
+    fn tool(&mut self, function: &ast::StmtFunctionDef, scope: &Scope, injected: &[String]) -> Tool {
+        let name = function.name.as_str().to_string();
+        let (raw_doc, doc_range) = match function.body.first() {
+            Some(Stmt::Expr(e)) => match &*e.value {
+                Expr::StringLiteral(s) => (Some(s.value.to_str()), s.range),
+                _ => (None, function.name.range),
+            },
+            _ => (None, function.name.range),
+        };
+        let doc = raw_doc.map(docstring::parse);
+        let mut converter = Converter::new(scope);
+        let parameters = function.parameters.as_ref();
+
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for param in parameters.iter_non_variadic_params() {
+            let param_name = param.parameter.name.as_str();
+            if injected.iter().any(|i| i == param_name) {
+                continue;
+            }
+            let default = param.default.as_deref();
+            let (mut schema, annotated_description) = match param.parameter.annotation.as_deref() {
+                Some(annotation) => converter.annotation(annotation),
+                None => (converter.inferred_from_default(default), None),
+            };
+            if matches!(default, Some(Expr::NoneLiteral(_))) {
+                schema = schema::nullable(schema);
+            }
+            let documented = doc.as_ref().and_then(|d| d.params.iter().find(|p| p.name == param_name)).map(|p| p.description.clone()).filter(|d| !d.is_empty());
+            if let Some(text) = documented.or(annotated_description) {
+                schema::set_description(&mut schema, text);
+            }
+            match default {
+                None => required.push(Value::from(param_name)),
+                Some(default) => {
+                    if let Some(value) = converter.literal(default) {
+                        if let Some(object) = schema.as_object_mut() {
+                            object.insert("default".into(), value);
+                        }
+                    }
+                }
+            }
+            properties.insert(param_name.to_string(), schema);
+        }
+
+        let mut schema = Map::new();
+        schema.insert("type".into(), json!("object"));
+        schema.insert("properties".into(), Value::Object(properties));
+        schema.insert("required".into(), Value::Array(required));
+        if parameters.kwarg.is_none() {
+            schema.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        if !converter.defs.is_empty() {
+            schema.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
+        }
+        for (range, message) in std::mem::take(&mut converter.warnings) {
+            self.warning(range, format!("in `{name}`: {message}"));
+        }
+
+        if let (Some(doc), Some(raw)) = (&doc, raw_doc) {
+            let all_params: Vec<&str> = parameters.iter().map(|p| p.name().as_str()).collect();
+            let (doc_line, _) = position(&self.index, self.text, doc_range);
+            let skipped = leading_blank_lines(raw);
+            for documented in &doc.params {
+                if !all_params.contains(&documented.name.as_str()) {
+                    let line = doc_line + skipped + documented.line as u32;
+                    let message = format!("in `{name}`: the docstring documents `{}`, which is not a parameter", documented.name);
+                    self.diagnostics.push(Diagnostic::new(self.path, line, 1, Level::Warning, message));
+                }
+            }
+        }
+
+        let description = doc.as_ref().map(|d| d.summary.clone()).filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string());
+        let (line, _) = position(&self.index, self.text, function.name.range);
+        Tool {
+            name,
+            description,
+            parameters: Value::Object(schema),
+            line,
+            is_async: function.is_async,
+            docstring: doc.as_ref().map(|d| d.text.clone()),
+            returns: Returns {
+                annotation: function.returns.as_deref().map(|r| self.text[r.range()].to_string()),
+                description: doc.and_then(|d| d.returns),
+            },
+            prompt_provider: None,
+        }
+    }
+
+    fn warning(&mut self, range: TextRange, message: String) {
+        let (line, col) = position(&self.index, self.text, range);
+        self.diagnostics.push(Diagnostic::new(self.path, line, col, Level::Warning, message));
+    }
+}
+
+/// `tool_<base>_prompt` → `base` (non-empty).
+fn provider_base(name: &str) -> Option<&str> {
+    name.strip_prefix("tool_")?.strip_suffix("_prompt").filter(|base| !base.is_empty())
+}
+
+/// Values that can stand for a type in an alias assignment.
+fn looks_like_type(value: &Expr) -> bool {
+    match value {
+        Expr::Subscript(_) | Expr::Name(_) | Expr::Attribute(_) | Expr::NoneLiteral(_) => true,
+        Expr::BinOp(b) => b.op == ast::Operator::BitOr,
+        Expr::Call(call) => matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "NewType") && call.arguments.args.len() == 2,
+        _ => false,
+    }
+}
+
+/// `NewType("UserId", int)` stands for `int`.
+fn alias_value(value: &Expr) -> &Expr {
+    match value {
+        Expr::Call(call) if call.arguments.args.len() == 2 => &call.arguments.args[1],
+        other => other,
+    }
+}
+
+fn is_type_alias_annotation(annotation: &Expr) -> bool {
+    match annotation {
+        Expr::Name(n) => n.id.as_str() == "TypeAlias",
+        Expr::Attribute(a) => a.attr.as_str() == "TypeAlias",
+        _ => false,
+    }
+}
+
+/// Lines `inspect.cleandoc` drops from the start of a raw docstring.
+fn leading_blank_lines(raw: &str) -> u32 {
+    raw.lines().take_while(|line| line.trim().is_empty()).count() as u32
+}
+
+fn position(index: &LineIndex, text: &str, range: TextRange) -> (u32, u32) {
+    let location = index.line_column(range.start(), text);
+    (location.line.get() as u32, location.column.get() as u32)
+}
+
+/// Finds `tool_*` definitions at any depth inside a body.
+#[derive(Default)]
+struct NestedTools {
+    found: Vec<(TextRange, String)>,
+}
+
+impl<'a> Visitor<'a> for NestedTools {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if let Stmt::FunctionDef(function) = stmt {
+            if function.name.starts_with("tool_") && provider_base(function.name.as_str()).is_none() {
+                self.found.push((function.name.range, function.name.to_string()));
+            }
+        }
+        visitor::walk_stmt(self, stmt);
+    }
+
+    fn visit_expr(&mut self, _expr: &'a Expr) {}
+}
+
+/// The first node deeper than [`MAX_NESTING`], if any. The walk stops there, so it
+/// never recurses more than the limit.
+fn too_deep(suite: &[Stmt]) -> Option<TextRange> {
+    let mut probe = DepthProbe::default();
+    probe.visit_body(suite);
+    probe.too_deep
+}
+
+#[derive(Default)]
+struct DepthProbe {
+    depth: usize,
+    too_deep: Option<TextRange>,
+}
+
+impl DepthProbe {
+    fn enter(&mut self, range: TextRange) -> bool {
+        if self.too_deep.is_some() {
+            return false;
+        }
+        if self.depth >= MAX_NESTING {
+            self.too_deep = Some(range);
+            return false;
+        }
+        true
+    }
+}
+
+impl<'a> Visitor<'a> for DepthProbe {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if self.enter(stmt.range()) {
+            self.depth += 1;
+            visitor::walk_stmt(self, stmt);
+            self.depth -= 1;
+        }
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.enter(expr.range()) {
+            self.depth += 1;
+            visitor::walk_expr(self, expr);
+            self.depth -= 1;
+        }
+    }
+}
+
+/// Frees a syntax tree too deep for the current stack on a thread whose stack is
+/// sized for it (freeing recurses once per level).
+fn drop_deep<T: Send + 'static>(tree: T) {
+    let slot = Arc::new(Mutex::new(Some(tree)));
+    let shared = Arc::clone(&slot);
+    let spawned = std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(move || drop(shared.lock().ok().and_then(|mut s| s.take())));
+    match spawned {
+        Ok(handle) => {
+            let _ = handle.join();
+        }
+        // Without a thread to free it safely, keep the memory rather than crash.
+        Err(_) => std::mem::forget(slot),
+    }
+}

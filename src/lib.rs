@@ -1,0 +1,28 @@
+//! `lcp` reads Python tool libraries without running them and turns every `tool_*`
+//! function into an LLM tool schema.
+//!
+//! The pipeline, one module per step:
+//!
+//! - [`scan`]: folders and files → the tool files, in discovery order (SPEC §1).
+//! - [`source`]: a file's bytes → normalised text, or why it cannot be read safely.
+//! - [`extract`]: text → a [`extract::Library`] with its tools, providers, metadata and
+//!   hooks (SPEC §2), using [`docstring`] and [`schema`] (SPEC §3).
+//! - [`registry`]: the whole pipeline over many files, in parallel, with the
+//!   first-wins rule for tool names.
+//! - [`export`]: the registry in each provider's format (SPEC §4).
+//! - [`default_tools`]: where the built-in tool libraries live.
+//! - [`cli`]: the `lcp` command line (SPEC §7).
+//!
+//! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
+//! never a panic. Nothing in this crate runs Python while discovering tools.
+
+pub mod cli;
+pub mod default_tools;
+pub mod diag;
+pub mod docstring;
+pub mod export;
+pub mod extract;
+pub mod registry;
+pub mod scan;
+pub mod schema;
+pub mod source;

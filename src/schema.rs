@@ -1,0 +1,869 @@
+//! Annotations to JSON Schema (SPEC §3, the type table), from the AST alone.
+//!
+//! Owns name resolution through a module's imports and aliases, the type table,
+//! same-file Enum / TypedDict / dataclass / BaseModel / NamedTuple classes,
+//! `Annotated` metadata and literal defaults. Recursive types go to `$defs`.
+//! It never runs Python and never fails: a type it cannot see into becomes `{}`
+//! (any JSON value) plus a warning naming it.
+
+use std::collections::{HashMap, HashSet};
+
+use ruff_python_ast::{self as ast, Expr, Number, Operator, Stmt, UnaryOp};
+use ruff_text_size::{Ranged, TextRange};
+use serde_json::{Map, Value, json};
+
+/// Deepest annotation followed; deeper ones are treated as unknown.
+const MAX_ANNOTATION_DEPTH: usize = 64;
+
+/// What a module defines that annotations may refer to.
+#[derive(Default)]
+pub struct Scope<'a> {
+    /// Local name → qualified name: `t` → `typing`, `Opt` → `typing.Optional`.
+    pub imports: HashMap<&'a str, String>,
+    pub classes: HashMap<&'a str, &'a ast::StmtClassDef>,
+    /// `Vector = list[float]`, `Vector: TypeAlias = ...`, `type Vector = ...`.
+    pub aliases: HashMap<&'a str, &'a Expr>,
+}
+
+/// What a name in an annotation stands for.
+enum Resolved<'a> {
+    Qualified(String),
+    Class(&'a str),
+    Alias(&'a str),
+    Unknown(String),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClassKind {
+    Enum,
+    TypedDict,
+    Dataclass,
+    BaseModel,
+    NamedTuple,
+    Plain,
+}
+
+/// Converts annotations of one tool; collects shared `$defs` and warnings.
+pub struct Converter<'a, 's> {
+    scope: &'s Scope<'a>,
+    pub defs: Map<String, Value>,
+    pub warnings: Vec<(TextRange, String)>,
+    expanding: Vec<String>,
+    recursive: HashSet<String>,
+    /// Set while converting the inside of a string annotation, whose own ranges are
+    /// relative to the string: warnings point at the string instead.
+    string_range: Option<TextRange>,
+}
+
+impl<'a, 's> Converter<'a, 's> {
+    pub fn new(scope: &'s Scope<'a>) -> Self {
+        Converter {
+            scope,
+            defs: Map::new(),
+            warnings: Vec::new(),
+            expanding: Vec::new(),
+            recursive: HashSet::new(),
+            string_range: None,
+        }
+    }
+
+    /// The schema of an annotation, and its `Annotated` / `Field` description if any.
+    pub fn annotation(&mut self, expr: &Expr) -> (Value, Option<String>) {
+        let mut description = None;
+        let schema = self.convert(expr, 0, &mut description);
+        (schema, description)
+    }
+
+    /// The JSON value of a literal default, if it is one.
+    pub fn literal(&self, expr: &Expr) -> Option<Value> {
+        match expr {
+            Expr::StringLiteral(s) => Some(Value::from(s.value.to_str())),
+            Expr::BytesLiteral(b) => {
+                let bytes: Vec<u8> = b.value.as_slice().iter().flat_map(|p| p.value.iter().copied()).collect();
+                Some(Value::from(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+            Expr::NumberLiteral(n) => number_value(&n.value),
+            Expr::BooleanLiteral(b) => Some(Value::Bool(b.value)),
+            Expr::NoneLiteral(_) => Some(Value::Null),
+            Expr::UnaryOp(u) if matches!(u.op, UnaryOp::USub | UnaryOp::UAdd) => {
+                let Expr::NumberLiteral(n) = &*u.operand else { return None };
+                let value = number_value(&n.value)?;
+                if u.op == UnaryOp::UAdd {
+                    return Some(value);
+                }
+                if let Some(i) = value.as_i64() {
+                    i.checked_neg().map(Value::from)
+                } else {
+                    value.as_f64().map(|f| json!(-f))
+                }
+            }
+            Expr::Tuple(t) => t.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
+            Expr::List(l) => l.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
+            Expr::Set(s) => s.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
+            Expr::Dict(d) => {
+                let mut map = Map::new();
+                for item in &d.items {
+                    let Some(Expr::StringLiteral(key)) = &item.key else { return None };
+                    map.insert(key.value.to_str().to_string(), self.literal(&item.value)?);
+                }
+                Some(Value::Object(map))
+            }
+            Expr::Attribute(attr) => self.enum_member_value(attr),
+            _ => None,
+        }
+    }
+
+    /// The schema of an unannotated parameter: the type of its literal default, else
+    /// `string` (the LCP convention).
+    pub fn inferred_from_default(&self, default: Option<&Expr>) -> Value {
+        let kind = match default.and_then(|d| self.literal(d)) {
+            Some(Value::Bool(_)) => "boolean",
+            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => "integer",
+            Some(Value::Number(_)) => "number",
+            Some(Value::Array(_)) => "array",
+            Some(Value::Object(_)) => "object",
+            _ => "string",
+        };
+        json!({ "type": kind })
+    }
+
+    fn warn(&mut self, range: TextRange, message: String) {
+        self.warnings.push((self.string_range.unwrap_or(range), message));
+    }
+
+    fn unknown(&mut self, expr: &Expr, name: &str) -> Value {
+        self.warn(expr.range(), format!("unknown type `{name}`: accepted as any JSON value"));
+        json!({})
+    }
+
+    fn convert(&mut self, expr: &Expr, depth: usize, description: &mut Option<String>) -> Value {
+        if depth > MAX_ANNOTATION_DEPTH {
+            self.warn(expr.range(), "annotation nested too deeply: accepted as any JSON value".into());
+            return json!({});
+        }
+        match expr {
+            Expr::NoneLiteral(_) => json!({ "type": "null" }),
+            Expr::StringLiteral(s) => self.string_annotation(s, depth, description),
+            Expr::BinOp(b) if b.op == Operator::BitOr => {
+                let members = [&*b.left, &*b.right];
+                self.union(members.into_iter(), depth)
+            }
+            Expr::Subscript(sub) => self.subscript(sub, depth, description),
+            Expr::Name(_) | Expr::Attribute(_) => match self.resolve(expr) {
+                Some(Resolved::Qualified(q)) => self.named(expr, &q),
+                Some(Resolved::Class(name)) => self.class(name, depth),
+                Some(Resolved::Alias(name)) => self.alias(name, depth, description),
+                Some(Resolved::Unknown(name)) => self.unknown(expr, &name),
+                None => self.unknown(expr, "?"),
+            },
+            Expr::EllipsisLiteral(_) => json!({}),
+            other => {
+                let text = describe(other);
+                self.unknown(other, &text)
+            }
+        }
+    }
+
+    fn string_annotation(&mut self, s: &ast::ExprStringLiteral, depth: usize, description: &mut Option<String>) -> Value {
+        let text = s.value.to_str();
+        let Ok(parsed) = ruff_python_parser::parse_expression(text.trim()) else {
+            self.warn(s.range, format!("string annotation `{text}` does not parse: accepted as any JSON value"));
+            return json!({});
+        };
+        let outer = self.string_range.replace(s.range);
+        let schema = self.convert(parsed.expr(), depth + 1, description);
+        self.string_range = outer;
+        schema
+    }
+
+    /// A bare name with no subscript.
+    fn named(&mut self, expr: &Expr, qualified: &str) -> Value {
+        match qualified {
+            "builtins.str" | "typing.Text" | "builtins.bytes" | "builtins.bytearray" => json!({ "type": "string" }),
+            "builtins.int" => json!({ "type": "integer" }),
+            "builtins.float" => json!({ "type": "number" }),
+            "builtins.bool" => json!({ "type": "boolean" }),
+            "builtins.None" | "types.NoneType" => json!({ "type": "null" }),
+            "typing.Any" | "builtins.object" => json!({}),
+            "datetime.datetime" => json!({ "type": "string", "format": "date-time" }),
+            "datetime.date" => json!({ "type": "string", "format": "date" }),
+            "datetime.time" => json!({ "type": "string", "format": "time" }),
+            "datetime.timedelta" => json!({ "type": "string", "format": "duration" }),
+            "uuid.UUID" => json!({ "type": "string", "format": "uuid" }),
+            q if is_path(q) => json!({ "type": "string" }),
+            q => match container(q) {
+                Some(Container::Array) | Some(Container::Tuple) => json!({ "type": "array" }),
+                Some(Container::Set) => json!({ "type": "array", "uniqueItems": true }),
+                Some(Container::Object) => json!({ "type": "object" }),
+                None => self.unknown(expr, q),
+            },
+        }
+    }
+
+    fn subscript(&mut self, sub: &ast::ExprSubscript, depth: usize, description: &mut Option<String>) -> Value {
+        let args: Vec<&Expr> = match &*sub.slice {
+            Expr::Tuple(t) => t.elts.iter().collect(),
+            other => vec![other],
+        };
+        let qualified = match self.resolve(&sub.value) {
+            Some(Resolved::Qualified(q)) => q,
+            Some(Resolved::Alias(name)) => {
+                // A generic alias used with arguments: use the alias itself.
+                return self.alias(name, depth, description);
+            }
+            _ => {
+                let text = describe(&sub.value);
+                return self.unknown(&sub.value, &text);
+            }
+        };
+        match qualified.as_str() {
+            "typing.Optional" => {
+                let inner = self.union(args.into_iter(), depth);
+                nullable(inner)
+            }
+            "typing.Union" => self.union(args.into_iter(), depth),
+            "typing.Literal" => self.literal_values(&args),
+            "typing.Annotated" => self.annotated(&args, depth, description),
+            "typing.Required" | "typing.NotRequired" | "typing.ReadOnly" | "typing.Final" | "typing.ClassVar" => match args.first() {
+                Some(inner) => self.convert(inner, depth + 1, description),
+                None => json!({}),
+            },
+            "builtins.type" | "typing.Type" => self.unknown(&sub.value, &qualified),
+            q => match container(q) {
+                Some(Container::Array) => {
+                    let items = args.first().map(|a| self.convert(a, depth + 1, &mut None));
+                    array(items)
+                }
+                Some(Container::Set) => {
+                    let items = args.first().map(|a| self.convert(a, depth + 1, &mut None));
+                    let mut schema = array(items);
+                    schema["uniqueItems"] = Value::Bool(true);
+                    schema
+                }
+                Some(Container::Tuple) => self.tuple(&args, depth),
+                Some(Container::Object) => {
+                    let mut schema = json!({ "type": "object" });
+                    if let Some(value) = args.get(1) {
+                        let value = self.convert(value, depth + 1, &mut None);
+                        if value != json!({}) {
+                            schema["additionalProperties"] = value;
+                        }
+                    }
+                    schema
+                }
+                None => {
+                    let text = describe(&sub.value);
+                    self.unknown(&sub.value, &text)
+                }
+            },
+        }
+    }
+
+    fn tuple(&mut self, args: &[&Expr], depth: usize) -> Value {
+        match args {
+            [item, Expr::EllipsisLiteral(_)] => {
+                let items = self.convert(item, depth + 1, &mut None);
+                array(Some(items))
+            }
+            // `tuple[()]` is the empty tuple.
+            [Expr::Tuple(t)] if t.elts.is_empty() => json!({ "type": "array", "maxItems": 0 }),
+            _ => {
+                let items: Vec<Value> = args.iter().map(|a| self.convert(a, depth + 1, &mut None)).collect();
+                let n = items.len();
+                json!({ "type": "array", "prefixItems": items, "minItems": n, "maxItems": n, "items": false })
+            }
+        }
+    }
+
+    fn union<'e>(&mut self, members: impl Iterator<Item = &'e Expr>, depth: usize) -> Value {
+        let mut branches: Vec<Value> = Vec::new();
+        for member in members {
+            let schema = self.convert(member, depth + 1, &mut None);
+            let flattened = match schema.get("anyOf").and_then(Value::as_array) {
+                Some(inner) if schema.as_object().is_some_and(|o| o.len() == 1) => inner.clone(),
+                _ => vec![schema],
+            };
+            for branch in flattened {
+                if !branches.contains(&branch) {
+                    branches.push(branch);
+                }
+            }
+        }
+        if branches.iter().any(|b| b == &json!({})) {
+            return json!({});
+        }
+        match branches.len() {
+            1 => branches.remove(0),
+            _ => json!({ "anyOf": branches }),
+        }
+    }
+
+    fn literal_values(&mut self, args: &[&Expr]) -> Value {
+        let mut values = Vec::new();
+        for arg in args {
+            match arg {
+                Expr::Subscript(inner) if self.is_qualified(&inner.value, "typing.Literal") => {
+                    if let Some(nested) = self.literal_values(&slice_args(inner)).get("enum").and_then(Value::as_array) {
+                        values.extend(nested.iter().cloned());
+                    }
+                }
+                _ => match self.literal(arg) {
+                    Some(value) => values.push(value),
+                    None => {
+                        let text = describe(arg);
+                        self.warn(arg.range(), format!("`Literal` value `{text}` is not a literal: ignored"));
+                    }
+                },
+            }
+        }
+        values.dedup();
+        enum_schema(values)
+    }
+
+    fn annotated(&mut self, args: &[&Expr], depth: usize, description: &mut Option<String>) -> Value {
+        let Some((inner, metadata)) = args.split_first() else { return json!({}) };
+        let mut schema = self.convert(inner, depth + 1, description);
+        for meta in metadata {
+            match meta {
+                Expr::StringLiteral(s) => {
+                    description.get_or_insert_with(|| s.value.to_str().to_string());
+                }
+                Expr::Call(call) => self.apply_call_metadata(call, &mut schema, description),
+                _ => {}
+            }
+        }
+        schema
+    }
+
+    /// `Field(description=..., ge=...)`, `annotated_types.Ge(1)`, `Doc("...")`.
+    fn apply_call_metadata(&mut self, call: &ast::ExprCall, schema: &mut Value, description: &mut Option<String>) {
+        let Some(Resolved::Qualified(q)) = self.resolve(&call.func) else { return };
+        let name = q.rsplit('.').next().unwrap_or_default();
+        let positional = call.arguments.args.first().and_then(|a| self.literal(a));
+        match name {
+            "Field" => {
+                for keyword in &call.arguments.keywords {
+                    let Some(arg) = &keyword.arg else { continue };
+                    let Some(value) = self.literal(&keyword.value) else { continue };
+                    if arg.as_str() == "description" {
+                        if let Some(text) = value.as_str() {
+                            description.get_or_insert_with(|| text.to_string());
+                        }
+                    } else {
+                        apply_constraint(schema, arg.as_str(), value);
+                    }
+                }
+            }
+            "Doc" => {
+                if let Some(text) = positional.as_ref().and_then(Value::as_str) {
+                    description.get_or_insert_with(|| text.to_string());
+                }
+            }
+            "Ge" | "Gt" | "Le" | "Lt" | "MultipleOf" | "MinLen" | "MaxLen" => {
+                if let Some(value) = positional {
+                    let key = match name {
+                        "Ge" => "ge",
+                        "Gt" => "gt",
+                        "Le" => "le",
+                        "Lt" => "lt",
+                        "MultipleOf" => "multiple_of",
+                        "MinLen" => "min_length",
+                        _ => "max_length",
+                    };
+                    apply_constraint(schema, key, value);
+                }
+            }
+            "Len" | "Interval" => {
+                let positional_keys: &[&str] = if name == "Len" { &["min_length", "max_length"] } else { &["gt", "ge", "lt", "le"] };
+                for (arg, key) in call.arguments.args.iter().zip(positional_keys) {
+                    if let Some(value) = self.literal(arg) {
+                        apply_constraint(schema, key, value);
+                    }
+                }
+                for keyword in &call.arguments.keywords {
+                    if let (Some(arg), Some(value)) = (&keyword.arg, self.literal(&keyword.value)) {
+                        apply_constraint(schema, arg.as_str(), value);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn alias(&mut self, name: &'a str, depth: usize, description: &mut Option<String>) -> Value {
+        let Some(&value) = self.scope.aliases.get(name) else { return json!({}) };
+        self.expand(name, depth, |this| this.convert(value, depth + 1, description))
+    }
+
+    /// Expands a named definition once; a reference to it from inside itself
+    /// becomes `$ref` and the definition moves to `$defs`.
+    fn expand(&mut self, name: &str, _depth: usize, build: impl FnOnce(&mut Self) -> Value) -> Value {
+        let reference = json!({ "$ref": format!("#/$defs/{name}") });
+        if self.defs.contains_key(name) {
+            return reference;
+        }
+        if self.expanding.iter().any(|n| n == name) {
+            self.recursive.insert(name.to_string());
+            return reference;
+        }
+        self.expanding.push(name.to_string());
+        let schema = build(self);
+        self.expanding.pop();
+        if self.recursive.contains(name) {
+            self.defs.insert(name.to_string(), schema);
+            return reference;
+        }
+        schema
+    }
+
+    fn class(&mut self, name: &'a str, depth: usize) -> Value {
+        let Some(&class) = self.scope.classes.get(name) else { return json!({}) };
+        match self.class_kind(class, 0) {
+            ClassKind::Enum => self.enum_class(class),
+            ClassKind::Plain => {
+                self.warn(class.name.range, format!("class `{name}` is not an Enum, TypedDict, dataclass, BaseModel or NamedTuple: accepted as any JSON value"));
+                json!({})
+            }
+            kind => self.expand(name, depth, |this| this.object_class(class, kind, depth)),
+        }
+    }
+
+    fn class_kind(&self, class: &ast::StmtClassDef, depth: usize) -> ClassKind {
+        if depth > MAX_ANNOTATION_DEPTH {
+            return ClassKind::Plain;
+        }
+        for decorator in &class.decorator_list {
+            let target = match &decorator.expression {
+                Expr::Call(call) => &*call.func,
+                other => other,
+            };
+            if let Some(Resolved::Qualified(q)) = self.resolve(target) {
+                if matches!(q.as_str(), "dataclasses.dataclass" | "pydantic.dataclasses.dataclass") {
+                    return ClassKind::Dataclass;
+                }
+            }
+        }
+        for base in class.bases() {
+            let kind = match self.resolve(base) {
+                Some(Resolved::Qualified(q)) => match q.as_str() {
+                    "enum.Enum" | "enum.StrEnum" | "enum.IntEnum" | "enum.Flag" | "enum.IntFlag" => ClassKind::Enum,
+                    "typing.TypedDict" => ClassKind::TypedDict,
+                    "typing.NamedTuple" => ClassKind::NamedTuple,
+                    "pydantic.BaseModel" | "pydantic.main.BaseModel" => ClassKind::BaseModel,
+                    _ => ClassKind::Plain,
+                },
+                Some(Resolved::Class(local)) => match self.scope.classes.get(local) {
+                    Some(parent) if !std::ptr::eq(*parent, class) => self.class_kind(parent, depth + 1),
+                    _ => ClassKind::Plain,
+                },
+                _ => ClassKind::Plain,
+            };
+            if kind != ClassKind::Plain {
+                return kind;
+            }
+        }
+        ClassKind::Plain
+    }
+
+    fn enum_class(&mut self, class: &ast::StmtClassDef) -> Value {
+        let values = self.enum_members(class).into_iter().map(|(_, value)| value).collect();
+        enum_schema(values)
+    }
+
+    /// Members of a same-file Enum with their values; `auto()` numbers from 1, or
+    /// gives the lower-cased name for a `StrEnum`.
+    fn enum_members(&self, class: &ast::StmtClassDef) -> Vec<(String, Value)> {
+        let is_str_enum = class.bases().iter().any(|b| matches!(self.resolve(b), Some(Resolved::Qualified(q)) if q == "enum.StrEnum"));
+        let mut members = Vec::new();
+        let mut next_auto = 1i64;
+        for stmt in &class.body {
+            let (target, value) = match stmt {
+                Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], &*a.value),
+                Stmt::AnnAssign(a) => match &a.value {
+                    Some(value) => (&*a.target, &**value),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let Expr::Name(target) = target else { continue };
+            let name = target.id.as_str();
+            if name.starts_with('_') {
+                continue;
+            }
+            let is_auto = matches!(value, Expr::Call(call) if matches!(self.resolve(&call.func), Some(Resolved::Qualified(q)) if q == "enum.auto"));
+            let member = if is_auto {
+                if is_str_enum {
+                    Value::from(name.to_lowercase())
+                } else {
+                    next_auto += 1;
+                    Value::from(next_auto - 1)
+                }
+            } else {
+                match self.literal(value) {
+                    Some(v) => {
+                        if let Some(i) = v.as_i64() {
+                            next_auto = i + 1;
+                        }
+                        v
+                    }
+                    None => continue,
+                }
+            };
+            members.push((name.to_string(), member));
+        }
+        members
+    }
+
+    fn enum_member_value(&self, attr: &ast::ExprAttribute) -> Option<Value> {
+        let Some(Resolved::Class(name)) = self.resolve(&attr.value) else { return None };
+        let class = self.scope.classes.get(name)?;
+        if self.class_kind(class, 0) != ClassKind::Enum {
+            return None;
+        }
+        self.enum_members(class).into_iter().find(|(member, _)| member == attr.attr.as_str()).map(|(_, value)| value)
+    }
+
+    fn object_class(&mut self, class: &'a ast::StmtClassDef, kind: ClassKind, depth: usize) -> Value {
+        let mut properties = Map::new();
+        let mut required: Vec<String> = Vec::new();
+        let mut forbid_extra = kind != ClassKind::BaseModel;
+        let mut lineage = Vec::new();
+        self.lineage(class, &mut lineage, 0);
+        for ancestor in lineage {
+            let total = class_keyword(ancestor, "total").map(|v| v != "False").unwrap_or(true);
+            if kind == ClassKind::BaseModel && self.model_forbids_extra(ancestor) {
+                forbid_extra = true;
+            }
+            for stmt in &ancestor.body {
+                let Stmt::AnnAssign(field) = stmt else { continue };
+                let Expr::Name(target) = &*field.target else { continue };
+                let name = target.id.as_str();
+                if kind == ClassKind::BaseModel && name.starts_with('_') {
+                    continue;
+                }
+                if self.is_classvar(&field.annotation) {
+                    continue;
+                }
+                let mut description = None;
+                let mut schema = self.convert(&field.annotation, depth + 1, &mut description);
+                let has_default = match kind {
+                    ClassKind::TypedDict => match self.required_marker(&field.annotation) {
+                        Some(is_required) => !is_required,
+                        None => !total,
+                    },
+                    _ => match field.value.as_deref() {
+                        None => false,
+                        Some(value) => self.field_default(value, &mut schema, &mut description, kind),
+                    },
+                };
+                if let Some(text) = description {
+                    set_description(&mut schema, text);
+                }
+                properties.insert(name.to_string(), schema);
+                required.retain(|r| r != name);
+                if !has_default {
+                    required.push(name.to_string());
+                }
+            }
+        }
+        let mut schema = json!({ "type": "object", "properties": properties, "required": required });
+        if forbid_extra {
+            schema["additionalProperties"] = Value::Bool(false);
+        }
+        schema
+    }
+
+    /// Same-file base classes first (their fields come first), then the class.
+    fn lineage(&self, class: &'a ast::StmtClassDef, out: &mut Vec<&'a ast::StmtClassDef>, depth: usize) {
+        if depth > MAX_ANNOTATION_DEPTH || out.iter().any(|c| std::ptr::eq(*c, class)) {
+            return;
+        }
+        for base in class.bases() {
+            if let Some(Resolved::Class(name)) = self.resolve(base) {
+                if let Some(&parent) = self.scope.classes.get(name) {
+                    if !std::ptr::eq(parent, class) {
+                        self.lineage(parent, out, depth + 1);
+                    }
+                }
+            }
+        }
+        out.push(class);
+    }
+
+    /// Whether a class field's value makes it optional; a `Field(...)` / `field(...)`
+    /// call also contributes a description, constraints and a default.
+    fn field_default(&mut self, value: &Expr, schema: &mut Value, description: &mut Option<String>, kind: ClassKind) -> bool {
+        let Expr::Call(call) = value else {
+            if let Some(default) = self.literal(value) {
+                schema["default"] = default;
+            }
+            return true;
+        };
+        let is_field = matches!(self.resolve(&call.func), Some(Resolved::Qualified(q)) if q == "pydantic.Field" || q == "pydantic.fields.Field" || q == "dataclasses.field");
+        if !is_field {
+            return true;
+        }
+        let mut has_default = false;
+        if let Some(first) = call.arguments.args.first() {
+            if kind == ClassKind::BaseModel && !matches!(first, Expr::EllipsisLiteral(_)) {
+                has_default = true;
+                if let Some(default) = self.literal(first) {
+                    schema["default"] = default;
+                }
+            }
+        }
+        for keyword in &call.arguments.keywords {
+            let Some(arg) = &keyword.arg else { continue };
+            match arg.as_str() {
+                "default" => {
+                    if !matches!(keyword.value, Expr::EllipsisLiteral(_)) {
+                        has_default = true;
+                        if let Some(default) = self.literal(&keyword.value) {
+                            schema["default"] = default;
+                        }
+                    }
+                }
+                "default_factory" => has_default = true,
+                "description" => {
+                    if let Some(Value::String(text)) = self.literal(&keyword.value) {
+                        description.get_or_insert(text);
+                    }
+                }
+                key => {
+                    if let Some(value) = self.literal(&keyword.value) {
+                        apply_constraint(schema, key, value);
+                    }
+                }
+            }
+        }
+        has_default
+    }
+
+    fn model_forbids_extra(&self, class: &ast::StmtClassDef) -> bool {
+        if class_keyword(class, "extra").as_deref() == Some("'forbid'") {
+            return true;
+        }
+        class.body.iter().any(|stmt| match stmt {
+            Stmt::Assign(a) => {
+                let is_config = matches!(a.targets.as_slice(), [Expr::Name(n)] if n.id.as_str() == "model_config");
+                let Expr::Call(call) = &*a.value else { return false };
+                is_config && call.arguments.keywords.iter().any(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "extra") && matches!(&k.value, Expr::StringLiteral(s) if s.value.to_str() == "forbid"))
+            }
+            Stmt::ClassDef(inner) if inner.name.as_str() == "Config" => inner.body.iter().any(|s| {
+                matches!(s, Stmt::Assign(a) if matches!(a.targets.as_slice(), [Expr::Name(n)] if n.id.as_str() == "extra") && matches!(&*a.value, Expr::StringLiteral(v) if v.value.to_str() == "forbid"))
+            }),
+            _ => false,
+        })
+    }
+
+    fn is_classvar(&self, annotation: &Expr) -> bool {
+        let head = match annotation {
+            Expr::Subscript(sub) => &*sub.value,
+            other => other,
+        };
+        self.is_qualified(head, "typing.ClassVar")
+    }
+
+    /// `Required[T]` → true, `NotRequired[T]` → false, anything else → None.
+    fn required_marker(&self, annotation: &Expr) -> Option<bool> {
+        let Expr::Subscript(sub) = annotation else { return None };
+        match self.resolve(&sub.value) {
+            Some(Resolved::Qualified(q)) if q == "typing.Required" => Some(true),
+            Some(Resolved::Qualified(q)) if q == "typing.NotRequired" => Some(false),
+            Some(Resolved::Qualified(q)) if q == "typing.Annotated" || q == "typing.ReadOnly" => {
+                slice_args(sub).first().and_then(|inner| self.required_marker(inner))
+            }
+            _ => None,
+        }
+    }
+
+    fn is_qualified(&self, expr: &Expr, name: &str) -> bool {
+        matches!(self.resolve(expr), Some(Resolved::Qualified(q)) if q == name)
+    }
+
+    fn resolve(&self, expr: &Expr) -> Option<Resolved<'a>> {
+        match expr {
+            Expr::Name(n) => {
+                let id = n.id.as_str();
+                if let Some((&name, _)) = self.scope.classes.get_key_value(id) {
+                    Some(Resolved::Class(name))
+                } else if let Some((&name, _)) = self.scope.aliases.get_key_value(id) {
+                    Some(Resolved::Alias(name))
+                } else if let Some(q) = self.scope.imports.get(id) {
+                    Some(Resolved::Qualified(normalise_module(q)))
+                } else if is_builtin(id) {
+                    Some(Resolved::Qualified(format!("builtins.{id}")))
+                } else {
+                    Some(Resolved::Unknown(id.to_string()))
+                }
+            }
+            Expr::Attribute(a) => match self.resolve(&a.value)? {
+                Resolved::Qualified(q) => Some(Resolved::Qualified(normalise_module(&format!("{q}.{}", a.attr.as_str())))),
+                _ => Some(Resolved::Unknown(describe(expr))),
+            },
+            Expr::NoneLiteral(_) => Some(Resolved::Qualified("builtins.None".into())),
+            _ => None,
+        }
+    }
+}
+
+enum Container {
+    Array,
+    Set,
+    Tuple,
+    Object,
+}
+
+fn container(qualified: &str) -> Option<Container> {
+    let (module, name) = qualified.rsplit_once('.').unwrap_or(("", qualified));
+    if !matches!(module, "builtins" | "typing" | "collections.abc" | "collections") {
+        return None;
+    }
+    match name {
+        "list" | "List" | "Sequence" | "MutableSequence" | "Iterable" | "Collection" | "Iterator" | "deque" => Some(Container::Array),
+        "set" | "Set" | "frozenset" | "FrozenSet" | "AbstractSet" | "MutableSet" => Some(Container::Set),
+        "tuple" | "Tuple" => Some(Container::Tuple),
+        "dict" | "Dict" | "Mapping" | "MutableMapping" | "OrderedDict" | "defaultdict" | "DefaultDict" => Some(Container::Object),
+        _ => None,
+    }
+}
+
+fn is_path(qualified: &str) -> bool {
+    matches!(qualified, "pathlib.Path" | "pathlib.PurePath" | "pathlib.PosixPath" | "pathlib.WindowsPath" | "pathlib.PurePosixPath" | "pathlib.PureWindowsPath" | "os.PathLike")
+}
+
+fn is_builtin(name: &str) -> bool {
+    matches!(name, "str" | "int" | "float" | "bool" | "bytes" | "bytearray" | "list" | "dict" | "set" | "frozenset" | "tuple" | "object" | "type" | "None")
+}
+
+/// `typing_extensions.X` and `typing.X` are the same thing for a schema.
+fn normalise_module(qualified: &str) -> String {
+    match qualified.strip_prefix("typing_extensions") {
+        Some(rest) if rest.is_empty() || rest.starts_with('.') => format!("typing{rest}"),
+        _ => qualified.to_string(),
+    }
+}
+
+fn array(items: Option<Value>) -> Value {
+    match items {
+        Some(items) if items != json!({}) => json!({ "type": "array", "items": items }),
+        _ => json!({ "type": "array" }),
+    }
+}
+
+fn enum_schema(values: Vec<Value>) -> Value {
+    let type_of = |v: &Value| match v {
+        Value::String(_) => "string",
+        Value::Bool(_) => "boolean",
+        Value::Null => "null",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let mut schema = Map::new();
+    if let Some(first) = values.first() {
+        let kind = type_of(first);
+        if values.iter().all(|v| type_of(v) == kind) {
+            schema.insert("type".into(), Value::from(kind));
+        }
+    }
+    schema.insert("enum".into(), Value::Array(values));
+    Value::Object(schema)
+}
+
+fn number_value(number: &Number) -> Option<Value> {
+    match number {
+        Number::Int(i) => i.as_i64().map(Value::from),
+        Number::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number),
+        Number::Complex { .. } => None,
+    }
+}
+
+/// Puts a pydantic / annotated-types bound on the schema it applies to: the string,
+/// array or object form of `min_length`, and the non-null branches of a union.
+fn apply_constraint(schema: &mut Value, key: &str, value: Value) {
+    if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
+        for branch in branches.iter_mut().filter(|b| b.get("type") != Some(&json!("null"))) {
+            apply_constraint(branch, key, value.clone());
+        }
+        return;
+    }
+    let kind = schema.get("type").and_then(Value::as_str).unwrap_or_default();
+    let keyword = match (key, kind) {
+        ("ge", _) => "minimum",
+        ("gt", _) => "exclusiveMinimum",
+        ("le", _) => "maximum",
+        ("lt", _) => "exclusiveMaximum",
+        ("multiple_of", _) => "multipleOf",
+        ("pattern", _) => "pattern",
+        ("min_length", "array") => "minItems",
+        ("max_length", "array") => "maxItems",
+        ("min_length", "object") => "minProperties",
+        ("max_length", "object") => "maxProperties",
+        ("min_length", _) => "minLength",
+        ("max_length", _) => "maxLength",
+        ("title", _) => "title",
+        ("examples", _) => "examples",
+        _ => return,
+    };
+    if let Some(object) = schema.as_object_mut() {
+        object.insert(keyword.to_string(), value);
+    }
+}
+
+/// A schema that also accepts `null`.
+pub fn nullable(schema: Value) -> Value {
+    let null = json!({ "type": "null" });
+    if schema == json!({}) || schema == null {
+        return schema;
+    }
+    if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
+        if branches.contains(&null) {
+            return schema;
+        }
+        let mut schema = schema.clone();
+        if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
+            branches.push(null);
+        }
+        return schema;
+    }
+    json!({ "anyOf": [schema, null] })
+}
+
+/// Adds a description without disturbing a `$ref`-only or `anyOf` schema's meaning.
+pub fn set_description(schema: &mut Value, text: String) {
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("description".to_string(), Value::String(text));
+    }
+}
+
+/// A class keyword given as a literal, as source-like text: `total=False` → `False`.
+fn class_keyword(class: &ast::StmtClassDef, name: &str) -> Option<String> {
+    let keyword = class.arguments.as_ref()?.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == name))?;
+    Some(match &keyword.value {
+        Expr::BooleanLiteral(b) => if b.value { "True" } else { "False" }.to_string(),
+        Expr::StringLiteral(s) => format!("'{}'", s.value.to_str()),
+        other => describe(other),
+    })
+}
+
+fn slice_args(sub: &ast::ExprSubscript) -> Vec<&Expr> {
+    match &*sub.slice {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        other => vec![other],
+    }
+}
+
+/// Short, readable text for an expression in messages.
+pub fn describe(expr: &Expr) -> String {
+    match expr {
+        Expr::Name(n) => n.id.to_string(),
+        Expr::Attribute(a) => format!("{}.{}", describe(&a.value), a.attr.as_str()),
+        Expr::Subscript(s) => format!("{}[...]", describe(&s.value)),
+        Expr::StringLiteral(s) => format!("{:?}", s.value.to_str()),
+        Expr::Call(c) => format!("{}(...)", describe(&c.func)),
+        Expr::NoneLiteral(_) => "None".into(),
+        _ => "expression".into(),
+    }
+}

@@ -1,0 +1,241 @@
+//! Source text: from a file's bytes to text the parser can take safely (SPEC §2).
+//!
+//! Owns the size limit, UTF-8 decoding (a BOM is allowed), CRLF / lone CR
+//! normalisation and a lexical nesting estimate that refuses files whose syntax tree
+//! would be too deep to walk or free safely. It never parses and never runs Python.
+
+use std::fmt;
+
+/// Larger files are refused: no real tool library comes close, and parsing one
+/// costs memory in proportion.
+pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Deepest expression or block nesting accepted. CPython itself refuses more than
+/// 200 nested brackets and 100 indentation levels.
+pub const MAX_NESTING: usize = 1000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceError {
+    TooLarge { bytes: usize },
+    NotUtf8 { line: u32, col: u32 },
+    TooDeep { line: u32, col: u32 },
+}
+
+impl SourceError {
+    /// 1-based line and column of the problem.
+    pub fn position(&self) -> (u32, u32) {
+        match *self {
+            SourceError::TooLarge { .. } => (1, 1),
+            SourceError::NotUtf8 { line, col } | SourceError::TooDeep { line, col } => (line, col),
+        }
+    }
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceError::TooLarge { bytes } => write!(
+                f,
+                "file is too large to be a tool library ({bytes} bytes, limit {MAX_FILE_BYTES})"
+            ),
+            SourceError::NotUtf8 { .. } => f.write_str("file is not valid UTF-8"),
+            SourceError::TooDeep { .. } => write!(
+                f,
+                "code is nested too deeply to read safely (more than {MAX_NESTING} levels)"
+            ),
+        }
+    }
+}
+
+/// Decodes and normalises a file's bytes, then checks its nesting.
+pub fn prepare(bytes: &[u8]) -> Result<String, SourceError> {
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(SourceError::TooLarge { bytes: bytes.len() });
+    }
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|err| {
+        let (line, col) = line_col(&bytes[..err.valid_up_to()]);
+        SourceError::NotUtf8 { line, col }
+    })?;
+    let text = normalise_newlines(text);
+    check_nesting(&text)?;
+    Ok(text)
+}
+
+fn normalise_newlines(text: &str) -> String {
+    if !text.contains('\r') {
+        return text.to_string();
+    }
+    text.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+/// 1-based position just after `prefix`.
+fn line_col(prefix: &[u8]) -> (u32, u32) {
+    let line = prefix.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = prefix.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let col = String::from_utf8_lossy(&prefix[line_start..]).chars().count() + 1;
+    (line.min(u32::MAX as usize) as u32, col.min(u32::MAX as usize) as u32)
+}
+
+/// An upper estimate of syntax-tree depth, computed from tokens without parsing.
+///
+/// Every bracket, operator, dot or nesting keyword can add one level to the tree, but
+/// a comma (or the end of a statement) at a bracket level closes everything opened
+/// since, so long flat lists stay shallow. Indentation adds its levels. Strings and
+/// comments are skipped.
+fn check_nesting(text: &str) -> Result<(), SourceError> {
+    let bytes = text.as_bytes();
+    // `levels[i]` counts the deepening tokens since the last separator at bracket depth i.
+    let mut levels: Vec<usize> = vec![0];
+    let mut depth_sum = 0usize;
+    let mut indent = 0usize;
+    let mut at_line_start = true;
+    let mut i = 0;
+    let mut word_start: Option<usize> = None;
+    let too_deep = |at: usize| {
+        let (line, col) = line_col(&bytes[..at]);
+        Err(SourceError::TooDeep { line, col })
+    };
+    while i < bytes.len() {
+        let b = bytes[i];
+        if at_line_start && levels.len() == 1 {
+            let start = i;
+            while i < bytes.len() && (bytes[i] == b' ' || bytes[i] == b'\t') {
+                i += 1;
+            }
+            // Indentation counted in units of one space or tab: a generous bound.
+            indent = (i - start) / 2;
+            at_line_start = false;
+            continue;
+        }
+        let is_word = b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+        if is_word {
+            word_start.get_or_insert(i);
+            i += 1;
+            continue;
+        }
+        if let Some(start) = word_start.take() {
+            if is_deepening_keyword(&bytes[start..i]) {
+                if let Some(last) = levels.last_mut() {
+                    *last += 1;
+                }
+                depth_sum += 1;
+            }
+        }
+        match b {
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'\'' | b'"' => {
+                i = skip_string(bytes, i);
+                continue;
+            }
+            b'\\' if bytes.get(i + 1) == Some(&b'\n') => {
+                i += 2;
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                if let Some(last) = levels.last_mut() {
+                    *last += 1;
+                }
+                depth_sum += 1;
+                levels.push(0);
+            }
+            b')' | b']' | b'}' => {
+                if levels.len() > 1 {
+                    let closed = levels.pop().unwrap_or(0);
+                    depth_sum -= closed;
+                }
+            }
+            b',' | b';' => {
+                if let Some(last) = levels.last_mut() {
+                    depth_sum -= *last;
+                    *last = 0;
+                }
+            }
+            b'\n' if levels.len() == 1 => {
+                depth_sum -= levels[0];
+                levels[0] = 0;
+                at_line_start = true;
+            }
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'@' | b'&' | b'|' | b'^' | b'~' | b'<' | b'>'
+            | b'=' | b'.' | b':' => {
+                if let Some(last) = levels.last_mut() {
+                    *last += 1;
+                }
+                depth_sum += 1;
+            }
+            _ => {}
+        }
+        if depth_sum + indent > MAX_NESTING {
+            return too_deep(i);
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+fn is_deepening_keyword(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"not" | b"lambda" | b"if" | b"else" | b"await" | b"and" | b"or" | b"in" | b"is" | b"yield"
+    )
+}
+
+/// Index just past the string literal whose opening quote is at `start`.
+fn skip_string(bytes: &[u8], start: usize) -> usize {
+    let quote = bytes[start];
+    let triple = bytes.get(start + 1) == Some(&quote) && bytes.get(start + 2) == Some(&quote);
+    let mut i = start + if triple { 3 } else { 1 };
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'\n' if !triple => return i,
+            b if b == quote => {
+                if !triple {
+                    return i + 1;
+                }
+                if bytes.get(i + 1) == Some(&quote) && bytes.get(i + 2) == Some(&quote) {
+                    return i + 3;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bom_and_crlf_are_normalised() {
+        assert_eq!(prepare(b"\xEF\xBB\xBFx = 1\r\ny = 2\rz = 3").unwrap(), "x = 1\ny = 2\nz = 3");
+    }
+
+    #[test]
+    fn invalid_utf8_is_located() {
+        assert_eq!(prepare(b"x = 1\ny = '\xff'"), Err(SourceError::NotUtf8 { line: 2, col: 6 }));
+    }
+
+    #[test]
+    fn deep_brackets_are_refused_and_flat_lists_are_not() {
+        let deep = format!("x = {}{}", "[".repeat(5000), "]".repeat(5000));
+        assert!(matches!(prepare(deep.as_bytes()), Err(SourceError::TooDeep { line: 1, .. })));
+        let flat = format!("x = [{}]", "-1, ".repeat(100_000));
+        assert!(prepare(flat.as_bytes()).is_ok());
+        let chain = format!("x = {}1", "-".repeat(5000));
+        assert!(prepare(chain.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn brackets_in_strings_and_comments_do_not_count() {
+        let text = format!("s = '{}'\n# {}\nt = \"\"\"{}\"\"\"", "(".repeat(3000), "[".repeat(3000), "{".repeat(3000));
+        assert!(prepare(text.as_bytes()).is_ok());
+    }
+}
