@@ -270,11 +270,11 @@ fn type_label(schema: &Value) -> String {
 
 /// Strict mode's way to make a property optional: it may be `null`.
 fn strict_nullable(mut schema: Value) -> Value {
-    let null = json!({ "type": "null" });
+    let null_schema = json!({ "type": "null" });
     let Some(object) = schema.as_object_mut() else { return schema };
     if let Some(Value::Array(branches)) = object.get_mut("anyOf") {
-        if !branches.contains(&null) {
-            branches.push(null);
+        if !branches.contains(&null_schema) {
+            branches.push(null_schema);
         }
         return schema;
     }
@@ -296,7 +296,7 @@ fn strict_nullable(mut schema: Value) -> Value {
         }
         _ => {
             let description = object.remove("description");
-            let mut wrapped = json!({ "anyOf": [schema, null] });
+            let mut wrapped = json!({ "anyOf": [schema, null_schema] });
             if let Some(description) = description {
                 wrapped["description"] = description;
             }

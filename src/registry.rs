@@ -50,6 +50,7 @@ impl Registry {
             diagnostics.extend(file_diagnostics);
             libraries.extend(library);
         }
+        inherit_folder_metadata(&mut libraries);
         let mut registry = Registry { libraries, diagnostics };
         registry.drop_duplicate_tools();
         registry
@@ -85,6 +86,22 @@ impl Registry {
                     true
                 }
             });
+        }
+    }
+}
+
+/// A sibling file of a folder library `X/` shows the name, description and icon of
+/// `X/X.py` unless it sets its own: to a user they are one library.
+fn inherit_folder_metadata(libraries: &mut [Library]) {
+    for i in 0..libraries.len() {
+        let Some(dir) = libraries[i].package.clone() else { continue };
+        let primary = libraries.iter().position(|l| l.package.as_ref() == Some(&dir) && dir.file_name() == Some(l.stem.as_ref()));
+        let Some(primary) = primary.filter(|&p| p != i) else { continue };
+        let (name, description, icon) =
+            (libraries[primary].name.clone(), libraries[primary].description.clone(), libraries[primary].icon.clone());
+        let sibling = &mut libraries[i];
+        if sibling.name.is_none() && sibling.description.is_none() && sibling.icon.is_none() {
+            (sibling.name, sibling.description, sibling.icon) = (name, description, icon);
         }
     }
 }

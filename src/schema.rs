@@ -266,7 +266,7 @@ impl<'a, 's> Converter<'a, 's> {
                 array(Some(items))
             }
             // `tuple[()]` is the empty tuple.
-            [Expr::Tuple(t)] if t.elts.is_empty() => json!({ "type": "array", "maxItems": 0 }),
+            [] => json!({ "type": "array", "maxItems": 0 }),
             _ => {
                 let items: Vec<Value> = args.iter().map(|a| self.convert(a, depth + 1, &mut None)).collect();
                 let n = items.len();
@@ -814,21 +814,21 @@ fn apply_constraint(schema: &mut Value, key: &str, value: Value) {
 
 /// A schema that also accepts `null`.
 pub fn nullable(schema: Value) -> Value {
-    let null = json!({ "type": "null" });
-    if schema == json!({}) || schema == null {
+    let null_schema = json!({ "type": "null" });
+    if schema == json!({}) || schema == null_schema {
         return schema;
     }
     if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
-        if branches.contains(&null) {
+        if branches.contains(&null_schema) {
             return schema;
         }
         let mut schema = schema.clone();
         if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
-            branches.push(null);
+            branches.push(null_schema);
         }
         return schema;
     }
-    json!({ "anyOf": [schema, null] })
+    json!({ "anyOf": [schema, null_schema] })
 }
 
 /// Adds a description without disturbing a `$ref`-only or `anyOf` schema's meaning.

@@ -1,0 +1,544 @@
+"""workspace_files: list, read, write and edit files in the current workspace.
+
+This is the primary file of a *folder library*: ``workspace_files/workspace_files.py``
+is loaded first, then every other ``*.py`` in the folder (here ``search.py`` with the
+search tool and ``_paths.py`` with helpers only). The folder is imported as a private
+package, so siblings are reached with relative imports (``from ._paths import ...``).
+
+Conventions shown here (copy them into your own libraries):
+
+* Library metadata: ``TOOL_LIBRARY_NAME`` / ``TOOL_LIBRARY_DESC`` / ``TOOL_LIBRARY_ICON``,
+  plain string constants read without running the file.
+* ``init_tools_library(config)`` and ``set_confirm_handler(handler)`` hooks. Writing a
+  file asks ``decision, reason = handler(content, label)`` first; ``decision`` is
+  ``"allow"``, ``"reject"`` or ``"always"`` (allow and stop asking for this kind of
+  action). With no handler, writes are refused unless the autonomy level is
+  ``"full_access"``, which never asks.
+* ``tool_workspace_files_prompt()``: the library's dynamic prompt (named after the
+  file stem). ``tool_list_files_prompt()``: replaces the description of
+  ``tool_list_files`` at spec-build time. Neither is a tool.
+* Every tool returns ``{"success": True, "output": ...}`` or
+  ``{"success": False, "error": "..."}`` and never raises for expected failures.
+"""
+
+import difflib
+import fnmatch
+import os
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ._paths import (
+    WorkspacePathError,
+    display_path,
+    is_hidden_name,
+    looks_binary,
+    resolve_in_workspace,
+    workspace_root,
+)
+
+TOOL_LIBRARY_NAME = "Workspace Files"
+TOOL_LIBRARY_DESC = (
+    "List, read, search, create and edit text files inside the current workspace folder. "
+    "Paths are relative to the workspace and can never leave it; writes ask the user first."
+)
+TOOL_LIBRARY_ICON = "📁"
+
+# --------------------------------------------------------------------------- #
+# Host configuration and confirmation                                          #
+# --------------------------------------------------------------------------- #
+
+AUTONOMY_LEVEL = "safe"  # "safe" | "ask" | "full_access"
+_CONFIRM_HANDLER: Optional[Callable[..., Any]] = None
+_ALWAYS_ALLOWED: set[str] = set()  # kinds of action the user allowed "always"
+
+_KNOWN_LEVELS = {"safe", "ask", "full_access"}
+
+# Limits that keep results small enough for a model's context.
+_MAX_LIST_ENTRIES = 2000
+_WALK_LIMIT = 50_000
+_MAX_READ_LINES = 2000
+_MAX_READ_CHARS = 100_000
+_MAX_LINE_CHARS = 2000
+_MAX_WRITE_BYTES = 10 * 1024 * 1024
+_MAX_EDIT_BYTES = 10 * 1024 * 1024
+_MAX_CONFIRM_CHARS = 20_000
+_MAX_DIFF_CHARS = 20_000
+
+
+def init_tools_library(config: Optional[dict] = None) -> None:
+    """Called once by the host when this module is first loaded.
+
+    Args:
+        config (dict, optional): Host configuration for this library. Keys used:
+            ``autonomy_level`` (``"safe"``, ``"ask"`` or ``"full_access"``) and
+            ``confirm_handler`` (a callable, same as ``set_confirm_handler``).
+    """
+    global AUTONOMY_LEVEL, _CONFIRM_HANDLER
+    if not isinstance(config, dict):
+        return
+    level = str(config.get("autonomy_level", "safe") or "safe").strip().lower()
+    AUTONOMY_LEVEL = level if level in _KNOWN_LEVELS else "safe"
+    handler = config.get("confirm_handler")
+    if handler is not None:
+        _CONFIRM_HANDLER = handler
+
+
+def set_confirm_handler(handler: Optional[Callable[..., Any]]) -> None:
+    """Store the host's confirmation callback: ``handler(content, label) -> (decision, reason)``."""
+    global _CONFIRM_HANDLER
+    _CONFIRM_HANDLER = handler
+
+
+def _normalise_decision(answer: Any) -> tuple[str, str]:
+    """Turn whatever a handler returned into ``(decision, reason)``."""
+    reason = ""
+    if isinstance(answer, (tuple, list)):
+        decision = answer[0] if answer else None
+        reason = str(answer[1]) if len(answer) > 1 and answer[1] is not None else ""
+    elif isinstance(answer, dict):
+        decision = answer.get("decision")
+        reason = str(answer.get("reason") or "")
+    else:
+        decision = answer
+    if decision is True:
+        return "allow", reason
+    if decision is False or decision is None:
+        return "reject", reason
+    text = str(decision).strip().lower()
+    if text in {"allow", "always"}:
+        return text, reason
+    if text in {"reject", "deny"}:
+        return "reject", reason
+    return "reject", reason or f"unexpected decision {decision!r}"
+
+
+def _confirm(kind: str, content: str, label: str) -> Optional[str]:
+    """Ask the user before a destructive action.
+
+    Returns ``None`` when the action may go ahead, otherwise the error message the
+    tool should return (nothing has been done at that point).
+    """
+    if AUTONOMY_LEVEL == "full_access" or kind in _ALWAYS_ALLOWED:
+        return None
+    handler = _CONFIRM_HANDLER
+    if handler is None:
+        return (
+            f"{label} refused: it needs the user's confirmation, but no confirmation handler "
+            f"is registered and the autonomy level is '{AUTONOMY_LEVEL}'. Ask the user to do "
+            "it or to grant full access."
+        )
+    if len(content) > _MAX_CONFIRM_CHARS:
+        hidden = len(content) - _MAX_CONFIRM_CHARS
+        content = content[:_MAX_CONFIRM_CHARS] + f"\n[... {hidden} more characters not shown ...]"
+    try:
+        decision, reason = _normalise_decision(handler(content, label))
+    except Exception as exc:  # a broken handler must not approve anything
+        return f"{label} refused: the confirmation handler failed ({type(exc).__name__}: {exc})."
+    if decision == "always":
+        _ALWAYS_ALLOWED.add(kind)
+        return None
+    if decision == "allow":
+        return None
+    return f"{label} rejected by user: {reason or 'no reason given'}"
+
+
+def _fail(message: str) -> dict[str, Any]:
+    return {"success": False, "error": message}
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, int(value)))
+
+
+# --------------------------------------------------------------------------- #
+# Prompt providers (never tools)                                               #
+# --------------------------------------------------------------------------- #
+
+
+def tool_workspace_files_prompt() -> str:
+    """Library context for the model: the workspace folder and its top-level entries."""
+    try:
+        root = workspace_root()
+        with os.scandir(root) as it:
+            names = sorted(
+                (entry.name + ("/" if entry.is_dir() else "") for entry in it if not is_hidden_name(entry.name)),
+                key=str.lower,
+            )
+    except OSError as exc:
+        return f"The workspace folder could not be read ({exc})."
+    shown = ", ".join(names[:40]) if names else "(empty)"
+    more = f" and {len(names) - 40} more" if len(names) > 40 else ""
+    return (
+        f"Workspace folder: {root}. Top-level entries ({len(names)}): {shown}{more}. "
+        "File tools take paths relative to this folder and refuse paths outside it; "
+        "writing or editing a file asks the user for confirmation."
+    )
+
+
+def tool_list_files_prompt() -> str:
+    """Replaces the description of ``tool_list_files`` with one naming the workspace."""
+    try:
+        where = f"the workspace folder {workspace_root()}"
+    except OSError:
+        where = "the workspace folder"
+    return (
+        f"Lists files and folders in {where} (the current working directory) or in one "
+        "of its sub-folders, optionally recursively and filtered by a glob pattern. Returns "
+        "entries with their relative path, type and size in bytes. Use it to discover which "
+        "files exist before reading, searching or writing them."
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Tools                                                                        #
+# --------------------------------------------------------------------------- #
+
+
+def tool_list_files(
+    path: str = ".",
+    pattern: str = "*",
+    recursive: bool = False,
+    include_hidden: bool = False,
+    max_entries: int = 200,
+) -> dict[str, Any]:
+    """Lists files and folders in the workspace (the current working directory) or in
+    one of its sub-folders, optionally recursively and filtered by a glob pattern.
+    Returns entries with their relative path, type and size in bytes. Use it to discover
+    which files exist before reading, searching or writing them.
+
+    Args:
+        path (str, optional): Folder to list, relative to the workspace. Defaults to
+            "." (the workspace itself).
+        pattern (str, optional): Glob matched against entry names, e.g. "*.py" or
+            "report_*". A pattern containing "/" is matched against the path relative
+            to the workspace, e.g. "src/*.rs". Defaults to "*" (everything).
+        recursive (bool, optional): Also list the contents of sub-folders (symbolic
+            links to folders are not followed). Defaults to False.
+        include_hidden (bool, optional): Include dot-files, dot-folders,
+            "__pycache__" and "node_modules". Defaults to False.
+        max_entries (int, optional): Maximum number of entries returned (1 to 2000);
+            the total number of matches is still reported. Defaults to 200.
+
+    Returns:
+        dict: On success ``{"success": True, "output": {"path", "entries", "shown",
+        "total_matches", "truncated", "note"?}}`` where each entry is
+        ``{"path", "type": "file" | "dir" | "symlink" | "other", "size"?}``;
+        on failure ``{"success": False, "error": str}``.
+    """
+    try:
+        base = resolve_in_workspace(path, must_exist=True, kind="dir")
+    except WorkspacePathError as exc:
+        return _fail(str(exc))
+    limit = _clamp(max_entries, 1, _MAX_LIST_ENTRIES)
+    root = workspace_root()
+    match_path = "/" in pattern
+
+    entries: list[dict[str, Any]] = []
+    total = 0
+    visited = 0
+    walk_cut = False
+    unreadable = 0
+
+    pending = [base]
+    while pending:
+        folder = pending.pop(0)
+        try:
+            with os.scandir(folder) as it:
+                children = sorted(it, key=lambda e: e.name)
+        except OSError:
+            unreadable += 1
+            continue
+        subfolders = []
+        for child in children:
+            if not include_hidden and is_hidden_name(child.name):
+                continue
+            visited += 1
+            if visited > _WALK_LIMIT:
+                walk_cut = True
+                break
+            child_path = Path(child.path)
+            rel = display_path(child_path, root)
+            try:
+                if child.is_symlink():
+                    kind = "symlink"
+                elif child.is_dir():
+                    kind = "dir"
+                    subfolders.append(child_path)
+                elif child.is_file():
+                    kind = "file"
+                else:
+                    kind = "other"
+            except OSError:
+                kind = "other"
+            target = rel if match_path else child.name
+            if not fnmatch.fnmatch(target, pattern):
+                continue
+            total += 1
+            if len(entries) < limit:
+                item: dict[str, Any] = {"path": rel + ("/" if kind == "dir" else ""), "type": kind}
+                if kind == "file":
+                    try:
+                        item["size"] = child.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        pass
+                entries.append(item)
+        if walk_cut or not recursive:
+            break
+        pending = subfolders + pending  # depth-first, sorted
+
+    output: dict[str, Any] = {
+        "path": display_path(base, root),
+        "entries": entries,
+        "shown": len(entries),
+        "total_matches": total,
+        "truncated": total > len(entries) or walk_cut,
+    }
+    notes = []
+    if total > len(entries):
+        notes.append(
+            f"Showing the first {len(entries)} of {total} matching entries; narrow 'path' or "
+            f"'pattern', or raise 'max_entries' (at most {_MAX_LIST_ENTRIES})."
+        )
+    if walk_cut:
+        notes.append(f"Stopped after visiting {_WALK_LIMIT} entries; the total is a lower bound.")
+    if unreadable:
+        notes.append(f"{unreadable} folder(s) could not be read.")
+    if not entries and total == 0:
+        notes.append("No entries matched.")
+    if notes:
+        output["note"] = " ".join(notes)
+    return {"success": True, "output": output}
+
+
+def tool_read_file(
+    path: str,
+    start_line: int = 1,
+    max_lines: int = 400,
+    line_numbers: bool = False,
+) -> dict[str, Any]:
+    """Reads a UTF-8 text file from the workspace and returns a window of its lines,
+    together with the total line count so you can page through long files. Use it to
+    inspect source code, configuration, logs or data files; binary files are refused.
+
+    Args:
+        path (str): File to read, relative to the workspace, e.g. "src/main.py".
+        start_line (int, optional): First line to return, counting from 1.
+            Defaults to 1.
+        max_lines (int, optional): Maximum number of lines to return (1 to 2000).
+            Lines longer than 2000 characters are shortened. Defaults to 400.
+        line_numbers (bool, optional): Prefix every returned line with its line
+            number and a tab, handy before editing. Defaults to False.
+
+    Returns:
+        dict: On success ``{"success": True, "output": {"path", "content",
+        "start_line", "end_line", "total_lines", "truncated", "note"?}}``;
+        ``truncated`` is True when lines after ``end_line`` were not returned.
+        On failure ``{"success": False, "error": str}``.
+    """
+    try:
+        target = resolve_in_workspace(path, must_exist=True, kind="file")
+    except WorkspacePathError as exc:
+        return _fail(str(exc))
+    if start_line < 1:
+        return _fail("start_line must be 1 or more (lines are counted from 1).")
+    limit = _clamp(max_lines, 1, _MAX_READ_LINES)
+    if looks_binary(target):
+        size = target.stat().st_size
+        return _fail(f"'{path}' looks like a binary file ({size} bytes); only text files can be read.")
+
+    collected: list[str] = []
+    chars = 0
+    total = 0
+    shortened = 0
+    char_cut = False
+    try:
+        with open(target, "r", encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, 1):
+                total = number
+                if number < start_line or len(collected) >= limit or char_cut:
+                    continue
+                line = line.rstrip("\r\n")
+                if len(line) > _MAX_LINE_CHARS:
+                    line = line[:_MAX_LINE_CHARS] + f" [... line shortened, {len(line)} characters]"
+                    shortened += 1
+                if line_numbers:
+                    line = f"{number:>6}\t{line}"
+                if chars + len(line) > _MAX_READ_CHARS and collected:
+                    char_cut = True
+                    continue
+                collected.append(line)
+                chars += len(line) + 1
+    except OSError as exc:
+        return _fail(f"Cannot read '{path}': {exc}")
+
+    if total == 0:
+        return {
+            "success": True,
+            "output": {"path": display_path(target), "content": "", "start_line": 1, "end_line": 0,
+                       "total_lines": 0, "truncated": False, "note": "The file is empty."},
+        }
+    if start_line > total:
+        return _fail(f"start_line {start_line} is past the end of '{path}', which has {total} lines.")
+
+    end_line = start_line + len(collected) - 1
+    content = "\n".join(collected)
+    output: dict[str, Any] = {
+        "path": display_path(target),
+        "content": content,
+        "start_line": start_line,
+        "end_line": end_line,
+        "total_lines": total,
+        "truncated": end_line < total,
+    }
+    notes = []
+    if end_line < total:
+        why = f"the {_MAX_READ_CHARS}-character limit" if char_cut else f"max_lines={limit}"
+        notes.append(
+            f"Showing lines {start_line}-{end_line} of {total} ({why}); call again with "
+            f"start_line={end_line + 1} to continue."
+        )
+    if shortened:
+        notes.append(f"{shortened} long line(s) were shortened.")
+    if "\ufffd" in content:
+        notes.append("The file is not valid UTF-8; undecodable bytes are shown as U+FFFD.")
+    if notes:
+        output["note"] = " ".join(notes)
+    return {"success": True, "output": output}
+
+
+def tool_write_file(
+    path: str,
+    content: str,
+    overwrite: bool = False,
+    create_dirs: bool = True,
+) -> dict[str, Any]:
+    """Creates a text file in the workspace with the given content, or replaces an
+    existing file when overwrite is true. The user is asked to confirm before anything
+    is written. Use it to save new files or rewrite small files completely; prefer
+    tool_edit_file to change part of an existing file.
+
+    Args:
+        path (str): File to write, relative to the workspace, e.g. "notes/todo.md".
+        content (str): Complete text to store (UTF-8). Line endings are written
+            exactly as given.
+        overwrite (bool, optional): Replace the file if it already exists. When
+            False, an existing file is left untouched and an error is returned.
+            Defaults to False.
+        create_dirs (bool, optional): Create missing parent folders. Defaults to True.
+
+    Returns:
+        dict: On success ``{"success": True, "output": {"path", "bytes_written",
+        "action": "created" | "overwritten"}}``; on failure or when the user rejects
+        the write ``{"success": False, "error": str}``.
+    """
+    try:
+        target = resolve_in_workspace(path)
+    except WorkspacePathError as exc:
+        return _fail(str(exc))
+    if target == workspace_root() or target.is_dir():
+        return _fail(f"'{path}' is a directory; give a file path.")
+    exists = target.exists()
+    if exists and not overwrite:
+        return _fail(
+            f"'{path}' already exists ({target.stat().st_size} bytes). Call again with "
+            "overwrite=true to replace it, or use tool_edit_file to change part of it."
+        )
+    if not target.parent.exists() and not create_dirs:
+        return _fail(f"The folder '{display_path(target.parent)}' does not exist; set create_dirs=true to create it.")
+    data = content.encode("utf-8")
+    if len(data) > _MAX_WRITE_BYTES:
+        return _fail(f"The content is {len(data)} bytes; at most {_MAX_WRITE_BYTES} bytes can be written at once.")
+
+    rel = display_path(target)
+    action = "overwritten" if exists else "created"
+    summary = f"{'Overwrite' if exists else 'Create'} '{rel}' ({len(data)} bytes):\n\n{content}"
+    refusal = _confirm("write_file", summary, "Write file")
+    if refusal:
+        return _fail(refusal)
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        return _fail(f"Cannot write '{path}': {exc}")
+    return {"success": True, "output": {"path": rel, "bytes_written": len(data), "action": action}}
+
+
+def tool_edit_file(
+    path: str,
+    old_text: str,
+    new_text: str,
+    replace_all: bool = False,
+) -> dict[str, Any]:
+    """Replaces an exact piece of text in an existing workspace file and returns a
+    unified diff of the change. The user is asked to confirm (and is shown the diff)
+    before the file is saved. Use it for targeted edits; read the file first so old_text
+    matches it character for character, including indentation.
+
+    Args:
+        path (str): File to edit, relative to the workspace.
+        old_text (str): Exact text to find. It must occur exactly once unless
+            replace_all is true; include a few surrounding lines to make it unique.
+        new_text (str): Text that replaces old_text. Use an empty string to delete it.
+        replace_all (bool, optional): Replace every occurrence instead of requiring
+            a unique match. Defaults to False.
+
+    Returns:
+        dict: On success ``{"success": True, "output": {"path", "replacements",
+        "diff"}}``; on failure (text not found, ambiguous match, rejected by the
+        user) ``{"success": False, "error": str}``.
+    """
+    try:
+        target = resolve_in_workspace(path, must_exist=True, kind="file")
+    except WorkspacePathError as exc:
+        return _fail(str(exc))
+    if not old_text:
+        return _fail("old_text is empty; give the exact text to replace.")
+    if target.stat().st_size > _MAX_EDIT_BYTES:
+        return _fail(f"'{path}' is larger than {_MAX_EDIT_BYTES} bytes; it cannot be edited with this tool.")
+    if looks_binary(target):
+        return _fail(f"'{path}' looks like a binary file; only text files can be edited.")
+    try:
+        with open(target, "r", encoding="utf-8", newline="") as handle:
+            original = handle.read()
+    except UnicodeDecodeError:
+        return _fail(f"'{path}' is not valid UTF-8 text; it cannot be edited safely.")
+    except OSError as exc:
+        return _fail(f"Cannot read '{path}': {exc}")
+
+    count = original.count(old_text)
+    if count == 0:
+        hint = ""
+        if "\r\n" in original and "\n" in old_text and "\r\n" not in old_text:
+            hint = " The file uses Windows line endings (\\r\\n)."
+        return _fail(f"old_text was not found in '{path}'. Read the file again and copy the text exactly.{hint}")
+    if count > 1 and not replace_all:
+        return _fail(
+            f"old_text occurs {count} times in '{path}'. Include more surrounding text to make "
+            "it unique, or set replace_all=true."
+        )
+    updated = original.replace(old_text, new_text) if replace_all else original.replace(old_text, new_text, 1)
+    replacements = count if replace_all else 1
+
+    rel = display_path(target)
+    diff = "".join(
+        difflib.unified_diff(
+            original.splitlines(keepends=True),
+            updated.splitlines(keepends=True),
+            fromfile=f"a/{rel}",
+            tofile=f"b/{rel}",
+        )
+    )
+    if len(diff) > _MAX_DIFF_CHARS:
+        diff = diff[:_MAX_DIFF_CHARS] + f"\n[... diff truncated, {len(diff) - _MAX_DIFF_CHARS} more characters ...]"
+
+    refusal = _confirm("write_file", f"Edit '{rel}' ({replacements} replacement(s)):\n\n{diff}", "Edit file")
+    if refusal:
+        return _fail(refusal)
+    try:
+        with open(target, "w", encoding="utf-8", newline="") as handle:
+            handle.write(updated)
+    except OSError as exc:
+        return _fail(f"Cannot write '{path}': {exc}")
+    return {"success": True, "output": {"path": rel, "replacements": replacements, "diff": diff}}
