@@ -171,7 +171,8 @@ fn pretty(value: &Value) -> String {
 fn table(registry: &Registry) -> String {
     let mut rows = vec![["TOOL".to_string(), "LIBRARY".to_string(), "PARAMETERS".to_string(), "SOURCE".to_string()]];
     for (library, tool) in registry.tools() {
-        let required: Vec<&str> = tool.parameters["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let required: Vec<&str> =
+            tool.parameters["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         let parameters: Vec<String> = tool.parameters["properties"]
             .as_object()
             .into_iter()

@@ -6,6 +6,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `(path relative to default_tools/, contents)` of every embedded file.
 const EMBEDDED: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/default_tools.rs"));
@@ -22,14 +23,20 @@ pub fn folder() -> Result<PathBuf, String> {
     materialise()
 }
 
-/// Writes the embedded copy to the cache (once per content) and returns its folder.
 fn materialise() -> Result<PathBuf, String> {
     let cache = cache_root().ok_or("cannot find a cache folder for the built-in tools (set HOME or XDG_CACHE_HOME)")?;
+    materialise_in(&cache)
+}
+
+/// Writes the embedded copy under `cache` (once per content) and returns its folder.
+pub fn materialise_in(cache: &Path) -> Result<PathBuf, String> {
     let target = cache.join(format!("default_tools-{}-{:016x}", env!("CARGO_PKG_VERSION"), fingerprint()));
     if target.is_dir() {
         return Ok(target);
     }
-    let staging = cache.join(format!(".default_tools-{}", std::process::id()));
+    static ATTEMPT: AtomicUsize = AtomicUsize::new(0);
+    let attempt = ATTEMPT.fetch_add(1, Ordering::Relaxed);
+    let staging = cache.join(format!(".default_tools-{}-{attempt}", std::process::id()));
     let write = || -> std::io::Result<()> {
         for (relative, contents) in EMBEDDED {
             let path = staging.join(relative);
@@ -65,12 +72,4 @@ fn fingerprint() -> u64 {
         }
     }
     hash
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn embedded_copy_has_every_library() {
-        assert!(super::EMBEDDED.iter().any(|(path, _)| path.ends_with(".py")));
-    }
 }

@@ -53,14 +53,6 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}: {}",
-            self.path.display(),
-            self.line,
-            self.col,
-            self.level,
-            self.message
-        )
+        write!(f, "{}:{}:{}: {}: {}", self.path.display(), self.line, self.col, self.level, self.message)
     }
 }

@@ -52,20 +52,14 @@ pub fn parse(raw: &str) -> Docstring {
     Docstring { text, summary, params, returns }
 }
 
-const PARAM_FIELDS: &[&str] =
-    &["param", "parameter", "arg", "argument", "key", "keyword", "kwarg", "kwparam"];
+const PARAM_FIELDS: &[&str] = &["param", "parameter", "arg", "argument", "key", "keyword", "kwarg", "kwparam"];
 
 /// `inspect.cleandoc`, except that whitespace-only lines become empty everywhere
 /// (Python keeps whatever spaces exceed the margin), which simplifies blank-line checks.
 fn clean(raw: &str) -> String {
     let expanded = expand_tabs(raw);
     let lines: Vec<&str> = expanded.split('\n').collect();
-    let margin = lines
-        .iter()
-        .skip(1)
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| indent_of(line))
-        .min();
+    let margin = lines.iter().skip(1).filter(|line| !line.trim().is_empty()).map(|line| indent_of(line)).min();
     let cleaned: Vec<&str> = lines
         .iter()
         .enumerate()
@@ -155,11 +149,12 @@ struct Header<'a> {
 
 fn section_kind(name: &str) -> Option<Kind> {
     match name.trim().to_lowercase().as_str() {
-        "args" | "arguments" | "parameters" | "params" | "keyword args" | "keyword arguments"
-        | "other parameters" => Some(Kind::Params),
+        "args" | "arguments" | "parameters" | "params" | "keyword args" | "keyword arguments" | "other parameters" => {
+            Some(Kind::Params)
+        }
         "returns" | "return" | "yields" | "yield" => Some(Kind::Returns),
-        "raises" | "examples" | "example" | "note" | "notes" | "warning" | "warnings" | "warns"
-        | "see also" | "todo" | "attributes" | "references" | "methods" => Some(Kind::Other),
+        "raises" | "examples" | "example" | "note" | "notes" | "warning" | "warnings" | "warns" | "see also"
+        | "todo" | "attributes" | "references" | "methods" => Some(Kind::Other),
         _ => None,
     }
 }
@@ -174,11 +169,7 @@ fn header_at<'a>(lines: &[Line<'a>], index: usize) -> Option<Header<'a>> {
     let (name, rest) = line.content.split_once(':')?;
     let kind = section_kind(name)?;
     let inline = rest.trim();
-    (inline.is_empty() || kind == Kind::Returns).then_some(Header {
-        kind,
-        style: Style::Google,
-        inline,
-    })
+    (inline.is_empty() || kind == Kind::Returns).then_some(Header { kind, style: Style::Google, inline })
 }
 
 /// A reST (`:param x: text`) or Epydoc (`@param x: text`) field line.
@@ -203,8 +194,7 @@ fn parse_field(content: &str) -> Option<Field<'_>> {
 /// Google entry `name (type): text`, returning (name, type, text).
 fn parse_google_entry(content: &str) -> Option<(&str, Option<&str>, &str)> {
     let unstarred = content.trim_start_matches('*');
-    let name_end =
-        unstarred.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(unstarred.len());
+    let name_end = unstarred.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(unstarred.len());
     let (name, rest) = unstarred.split_at(name_end);
     if name.is_empty() || content.len() - unstarred.len() > 2 {
         return None;
@@ -241,8 +231,7 @@ fn parse_numpy_entry(content: &str) -> Option<(Vec<&str>, Option<&str>)> {
         Some((names, type_text)) => (names, Some(type_text.trim())),
         None => (content, None),
     };
-    let names: Vec<&str> =
-        names.split(',').map(|name| name.trim().trim_start_matches('*')).collect();
+    let names: Vec<&str> = names.split(',').map(|name| name.trim().trim_start_matches('*')).collect();
     names.iter().all(|name| is_identifier(name)).then_some((names, type_text))
 }
 
@@ -300,11 +289,8 @@ impl Parser {
             return false;
         }
         let after_blank = std::mem::take(&mut self.saw_blank);
-        let ends_section = after_blank
-            && self
-                .section
-                .as_ref()
-                .is_some_and(|s| s.style == Style::Google && line.indent <= s.indent);
+        let ends_section =
+            after_blank && self.section.as_ref().is_some_and(|s| s.style == Style::Google && line.indent <= s.indent);
         if ends_section {
             self.section = None;
             self.current = None;
@@ -312,9 +298,7 @@ impl Parser {
         // Continuation wins over headers: "return: ..." inside a description stays text.
         if self.current.as_ref().is_some_and(|current| line.indent > current.indent) {
             self.append(line.content);
-        } else if let Some(header) =
-            header_at(lines, index).filter(|header| self.accepts_header(header, line.indent))
-        {
+        } else if let Some(header) = header_at(lines, index).filter(|header| self.accepts_header(header, line.indent)) {
             self.start_section(&header, line.indent);
             return header.style == Style::NumPy;
         } else if let Some(field) = parse_field(line.content) {
@@ -364,8 +348,7 @@ impl Parser {
             },
             "type" => {
                 if let [name] = field.args[..] {
-                    self.types
-                        .push((name.trim_start_matches('*').to_string(), field.text.to_string()));
+                    self.types.push((name.trim_start_matches('*').to_string(), field.text.to_string()));
                 }
                 Target::Ignored
             }
@@ -377,9 +360,7 @@ impl Parser {
 
     fn param_entry(&mut self, line: &Line<'_>, index: usize, style: Style, after_blank: bool) {
         let entry = match style {
-            Style::Google => {
-                parse_google_entry(line.content).map(|(name, ty, text)| (vec![name], ty, text))
-            }
+            Style::Google => parse_google_entry(line.content).map(|(name, ty, text)| (vec![name], ty, text)),
             Style::NumPy => parse_numpy_entry(line.content).map(|(names, ty)| (names, ty, "")),
         };
         match entry {
@@ -397,13 +378,7 @@ impl Parser {
     }
 
     /// Adds the names not documented yet; a repeated name keeps its first entry.
-    fn add_params(
-        &mut self,
-        names: &[&str],
-        type_text: Option<&str>,
-        text: &str,
-        line: usize,
-    ) -> Target {
+    fn add_params(&mut self, names: &[&str], type_text: Option<&str>, text: &str, line: usize) -> Target {
         let ids = names
             .iter()
             .map(|name| name.trim_start_matches('*'))
@@ -477,8 +452,7 @@ mod tests {
     fn check(doc: &str, summary: &str, params: &[(&str, &str)], returns: Option<&str>) {
         let parsed = parse(doc);
         assert_eq!(parsed.summary, summary, "summary of {doc:?}");
-        let got: Vec<_> =
-            parsed.params.iter().map(|p| (p.name.as_str(), p.description.as_str())).collect();
+        let got: Vec<_> = parsed.params.iter().map(|p| (p.name.as_str(), p.description.as_str())).collect();
         assert_eq!(got, params, "params of {doc:?}");
         assert_eq!(parsed.returns.as_deref(), returns, "returns of {doc:?}");
     }
@@ -595,13 +569,11 @@ mod tests {
         check(doc, "Add.", &expected, Some("int The sum."));
         let int = Some("int".to_string());
         assert_eq!(types(doc), [int.clone(), int, None, Some("str, optional".into())]);
-        let other =
-            "S.\nOther Parameters\n----------------\nx : float\n    Scale.\nNotes\n-----\ny";
+        let other = "S.\nOther Parameters\n----------------\nx : float\n    Scale.\nNotes\n-----\ny";
         check(other, "S.", &[("x", "Scale.")], None);
         let keyword = "S.\nKeyword Arguments\n-----------------\nk\n    Key.";
         check(keyword, "S.", &[("k", "Key.")], None);
-        let named =
-            "S.\nParameters\n----------\nreturns : bool\n    Flag.\n\nSee the docs.\nReturns:";
+        let named = "S.\nParameters\n----------\nreturns : bool\n    Flag.\n\nSee the docs.\nReturns:";
         check(named, "S.", &[("returns", "Flag.")], None);
     }
 
@@ -621,8 +593,7 @@ mod tests {
         check(doc, "Fetch.", &expected, Some("The body."));
         assert_eq!(types(doc), [Some("str".into()), Some("int".into())]);
         assert_eq!(types(":type x: Dict[str, int]\n:param x: X."), [Some("Dict[str, int]".into())]);
-        let aliases =
-            "S.\n:parameter a: A.\n:arg b: B.\n:argument c: C.\n:key d: D.\n:keyword e: E.";
+        let aliases = "S.\n:parameter a: A.\n:arg b: B.\n:argument c: C.\n:key d: D.\n:keyword e: E.";
         let expected = [("a", "A."), ("b", "B."), ("c", "C."), ("d", "D."), ("e", "E.")];
         check(&format!("{aliases}\n:return: R."), "S.", &expected, Some("R."));
         let raises = "S.\n:param x: `code` here.\n:raises ValueError: x\n    still raises.";

@@ -156,9 +156,26 @@ fn check_name(format: Format, name: &str) -> Result<(), String> {
 /// Keywords OpenAI's strict mode accepts; everything else is moved into the
 /// description so the model still reads it.
 const STRICT_KEYWORDS: &[&str] = &[
-    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs",
-    "description", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-    "minItems", "maxItems",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "description",
+    "pattern",
+    "format",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "minItems",
+    "maxItems",
 ];
 
 /// Lowers a parameters schema to OpenAI's strict subset: every property required,
@@ -183,8 +200,13 @@ fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
     for (key, value) in object {
         match key.as_str() {
             "properties" => {
-                let required: HashSet<&str> =
-                    object.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+                let required: HashSet<&str> = object
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
                 let mut properties = Map::new();
                 for (name, property) in value.as_object().into_iter().flatten() {
                     let mut lowered = strict_node(property, &format!("{at}.{name}"), problems);
@@ -199,7 +221,8 @@ fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
             "required" => {}
             "additionalProperties" => {
                 if value != &Value::Bool(false) {
-                    problems.push(format!("{at} is an open mapping (free-form keys), which strict mode cannot express"));
+                    problems
+                        .push(format!("{at} is an open mapping (free-form keys), which strict mode cannot express"));
                 }
             }
             "items" => {
@@ -209,7 +232,8 @@ fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
             }
             "anyOf" => {
                 let branches = value.as_array().into_iter().flatten();
-                let lowered = branches.enumerate().map(|(i, b)| strict_node(b, &format!("{at}|{i}"), problems)).collect();
+                let lowered =
+                    branches.enumerate().map(|(i, b)| strict_node(b, &format!("{at}|{i}"), problems)).collect();
                 out.insert(key.clone(), Value::Array(lowered));
             }
             "$defs" => {
@@ -222,8 +246,13 @@ fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
             "prefixItems" => {
                 // A fixed-length tuple: strict mode has no positions; keep the item
                 // types as a union and say the order in the description.
-                let items: Vec<Value> =
-                    value.as_array().into_iter().flatten().enumerate().map(|(i, b)| strict_node(b, &format!("{at}[{i}]"), problems)).collect();
+                let items: Vec<Value> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                    .map(|(i, b)| strict_node(b, &format!("{at}[{i}]"), problems))
+                    .collect();
                 let mut unique: Vec<Value> = Vec::new();
                 for item in &items {
                     if !unique.contains(item) {
@@ -339,15 +368,23 @@ fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Vec<String>) -> Val
     for (key, value) in object {
         match key.as_str() {
             "properties" => {
-                let properties: Map<String, Value> =
-                    value.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), gemini_node(v, defs, expanding))).collect();
+                let properties: Map<String, Value> = value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), gemini_node(v, defs, expanding)))
+                    .collect();
                 out.insert(key.clone(), Value::Object(properties));
             }
-            "items" if value.is_object() => {
-                out.insert(key.clone(), gemini_node(value, defs, expanding));
+            "items" => {
+                // `items: false` closes a tuple; Gemini has no tuples (see prefixItems).
+                if value.is_object() {
+                    out.insert(key.clone(), gemini_node(value, defs, expanding));
+                }
             }
             "prefixItems" => {
-                let items: Vec<Value> = value.as_array().into_iter().flatten().map(|v| gemini_node(v, defs, expanding)).collect();
+                let items: Vec<Value> =
+                    value.as_array().into_iter().flatten().map(|v| gemini_node(v, defs, expanding)).collect();
                 let order: Vec<String> = items.iter().map(type_label).collect();
                 notes.push(format!("Items in order: {}.", order.join(", ")));
                 let mut unique: Vec<Value> = Vec::new();
@@ -360,11 +397,13 @@ fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Vec<String>) -> Val
                 out.insert("items".into(), union);
             }
             "anyOf" => {
-                let branches: Vec<Value> = value.as_array().into_iter().flatten().map(|v| gemini_node(v, defs, expanding)).collect();
-                let (nulls, others): (Vec<Value>, Vec<Value>) = branches.into_iter().partition(|b| b.get("type") == Some(&json!("null")));
-                if !nulls.is_empty() {
+                let is_null = |b: &&Value| b.get("type") == Some(&json!("null"));
+                let branches = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                if branches.iter().any(|b| is_null(&b)) {
                     out.insert("nullable".into(), Value::Bool(true));
                 }
+                let others: Vec<Value> =
+                    branches.iter().filter(|b| !is_null(b)).map(|v| gemini_node(v, defs, expanding)).collect();
                 match <[Value; 1]>::try_from(others) {
                     Ok([single]) => {
                         for (k, v) in single.as_object().into_iter().flatten() {

@@ -22,7 +22,8 @@ use crate::schema::{self, Converter, Scope};
 use crate::source::{self, MAX_NESTING};
 
 /// Parameters the host passes itself; they never appear in a schema.
-pub const DEFAULT_INJECTED: &[&str] = &["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"];
+pub const DEFAULT_INJECTED: &[&str] =
+    &["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"];
 
 pub const NO_DESCRIPTION: &str = "No description provided.";
 
@@ -146,7 +147,8 @@ impl<'t> Reader<'t> {
                 _ if provider_base(name).is_some() => providers.push(*function),
                 _ if name.starts_with("tool_") => {
                     if let Some(first) = library.tools.iter().find(|t| t.name == name) {
-                        let message = format!("`{name}` is defined again; the first definition (line {}) is kept", first.line);
+                        let message =
+                            format!("`{name}` is defined again; the first definition (line {}) is kept", first.line);
                         self.warning(function.name.range, message);
                         continue;
                     }
@@ -170,7 +172,9 @@ impl<'t> Reader<'t> {
                 matched = true;
             }
             if !matched {
-                let message = format!("prompt provider `{name}` matches no tool `{target}` of this file and not the library name `{stem}`: ignored");
+                let message = format!(
+                    "prompt provider `{name}` matches no tool `{target}` of this file and not the library name `{stem}`: ignored"
+                );
                 self.warning(provider.name.range, message);
             }
         }
@@ -194,7 +198,9 @@ impl<'t> Reader<'t> {
                     for alias in &import.names {
                         let full = alias.name.as_str();
                         match &alias.asname {
-                            Some(asname) => module.scope.imports.entry(asname.as_str()).or_insert_with(|| full.to_string()),
+                            Some(asname) => {
+                                module.scope.imports.entry(asname.as_str()).or_insert_with(|| full.to_string())
+                            }
                             // `import a.b` binds `a`.
                             None => {
                                 let top = full.split('.').next().unwrap_or(full);
@@ -273,7 +279,8 @@ impl<'t> Reader<'t> {
         let mut finder = NestedTools::default();
         finder.visit_body(body);
         for (range, name) in finder.found {
-            let message = format!("`{name}` is defined inside {kind} `{owner}` and is not exported; define it at module level");
+            let message =
+                format!("`{name}` is defined inside {kind} `{owner}` and is not exported; define it at module level");
             self.warning(range, message);
         }
     }
@@ -331,7 +338,11 @@ impl<'t> Reader<'t> {
             if matches!(default, Some(Expr::NoneLiteral(_))) {
                 schema = schema::nullable(schema);
             }
-            let documented = doc.as_ref().and_then(|d| d.params.iter().find(|p| p.name == param_name)).map(|p| p.description.clone()).filter(|d| !d.is_empty());
+            let documented = doc
+                .as_ref()
+                .and_then(|d| d.params.iter().find(|p| p.name == param_name))
+                .map(|p| p.description.clone())
+                .filter(|d| !d.is_empty());
             if let Some(text) = documented.or(annotated_description) {
                 schema::set_description(&mut schema, text);
             }
@@ -369,13 +380,18 @@ impl<'t> Reader<'t> {
             for documented in &doc.params {
                 if !all_params.contains(&documented.name.as_str()) {
                     let line = doc_line + skipped + documented.line as u32;
-                    let message = format!("in `{name}`: the docstring documents `{}`, which is not a parameter", documented.name);
+                    let message =
+                        format!("in `{name}`: the docstring documents `{}`, which is not a parameter", documented.name);
                     self.diagnostics.push(Diagnostic::new(self.path, line, 1, Level::Warning, message));
                 }
             }
         }
 
-        let description = doc.as_ref().map(|d| d.summary.clone()).filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string());
+        let description = doc
+            .as_ref()
+            .map(|d| d.summary.clone())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| NO_DESCRIPTION.to_string());
         let (line, _) = position(&self.index, self.text, function.name.range);
         Tool {
             name,
@@ -408,7 +424,9 @@ fn looks_like_type(value: &Expr) -> bool {
     match value {
         Expr::Subscript(_) | Expr::Name(_) | Expr::Attribute(_) | Expr::NoneLiteral(_) => true,
         Expr::BinOp(b) => b.op == ast::Operator::BitOr,
-        Expr::Call(call) => matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "NewType") && call.arguments.args.len() == 2,
+        Expr::Call(call) => {
+            matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "NewType") && call.arguments.args.len() == 2
+        }
         _ => false,
     }
 }

@@ -77,7 +77,8 @@ impl Registry {
             let diagnostics = &mut self.diagnostics;
             library.tools.retain(|tool| match first_seen.get(&tool.name) {
                 Some(first) => {
-                    let message = format!("tool `{}` is already defined in {}; this one is ignored", tool.name, first.display());
+                    let message =
+                        format!("tool `{}` is already defined in {}; this one is ignored", tool.name, first.display());
                     diagnostics.push(Diagnostic::new(&path, tool.line, 1, Level::Warning, message));
                     false
                 }
@@ -95,7 +96,8 @@ impl Registry {
 fn inherit_folder_metadata(libraries: &mut [Library]) {
     for i in 0..libraries.len() {
         let Some(dir) = libraries[i].package.clone() else { continue };
-        let primary = libraries.iter().position(|l| l.package.as_ref() == Some(&dir) && dir.file_name() == Some(l.stem.as_ref()));
+        let primary =
+            libraries.iter().position(|l| l.package.as_ref() == Some(&dir) && dir.file_name() == Some(l.stem.as_ref()));
         let Some(primary) = primary.filter(|&p| p != i) else { continue };
         let (name, description, icon) =
             (libraries[primary].name.clone(), libraries[primary].description.clone(), libraries[primary].icon.clone());
@@ -135,7 +137,14 @@ fn read_all(files: &[SourceFile], injected: &[String]) -> Vec<FileResult> {
         .zip(files)
         .map(|(slot, file)| {
             slot.into_inner().ok().flatten().unwrap_or_else(|| {
-                (None, vec![Diagnostic::at_file(&file.path, Level::Error, "could not be read: no reader thread was available")])
+                (
+                    None,
+                    vec![Diagnostic::at_file(
+                        &file.path,
+                        Level::Error,
+                        "could not be read: no reader thread was available",
+                    )],
+                )
             })
         })
         .collect()
@@ -143,12 +152,17 @@ fn read_all(files: &[SourceFile], injected: &[String]) -> Vec<FileResult> {
 
 fn read_one(file: &SourceFile, injected: &[String]) -> FileResult {
     let path = &file.path;
-    // Refuse a huge file before reading it into memory.
-    if let Ok(meta) = fs::metadata(path) {
-        if meta.len() > MAX_FILE_BYTES as u64 {
+    // Refuse a huge file before reading it into memory, and never open a FIFO or a
+    // device (reading one could block forever or never end).
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return (None, vec![Diagnostic::at_file(path, Level::Error, "not a regular file")]);
+        }
+        Ok(meta) if meta.len() > MAX_FILE_BYTES as u64 => {
             let err = SourceError::TooLarge { bytes: meta.len() as usize };
             return (None, vec![Diagnostic::at_file(path, Level::Error, err.to_string())]);
         }
+        _ => {}
     }
     match fs::read(path) {
         Ok(bytes) => extract::extract(file, &bytes, injected),

@@ -63,10 +63,7 @@ impl Walk {
     fn library_folder(&mut self, dir: &Path, root: &Path) {
         match fs::canonicalize(dir) {
             Ok(target) if root.starts_with(&target) => {
-                return self.warning(
-                    dir,
-                    &format!("symbolic link loop: points back to {}", target.display()),
-                );
+                return self.warning(dir, &format!("symbolic link loop: points back to {}", target.display()));
             }
             Ok(_) => {}
             Err(err) => return self.error(dir, &format!("cannot open folder: {err}")),
@@ -79,9 +76,8 @@ impl Walk {
             .filter(|entry| !entry.is_dir && is_python_file(&entry.path))
             .map(|entry| entry.path)
             .collect();
-        let (primary, siblings): (Vec<_>, Vec<_>) = files
-            .into_iter()
-            .partition(|path| path.file_name().is_some_and(|n| *n == *primary_name));
+        let (primary, siblings): (Vec<_>, Vec<_>) =
+            files.into_iter().partition(|path| path.file_name().is_some_and(|n| *n == *primary_name));
         for path in primary.iter().chain(&siblings) {
             self.add(path, Some(dir.to_path_buf()));
         }
@@ -90,10 +86,7 @@ impl Walk {
     fn explicit_file(&mut self, file: &Path) {
         match fs::metadata(file) {
             Ok(meta) if meta.is_file() => {
-                let package = file
-                    .parent()
-                    .filter(|dir| dir.file_name() == file.file_stem())
-                    .map(Path::to_path_buf);
+                let package = file.parent().filter(|dir| dir.file_name() == file.file_stem()).map(Path::to_path_buf);
                 self.add(file, package);
             }
             Ok(_) => self.error(file, "not a file"),
@@ -104,11 +97,7 @@ impl Walk {
     /// The visible entries of a folder, sorted byte-wise by name, links followed.
     fn entries(&mut self, dir: &Path) -> Vec<Entry> {
         let mut entries = Vec::new();
-        let walker = WalkDir::new(dir)
-            .min_depth(1)
-            .max_depth(1)
-            .follow_links(true)
-            .sort_by_file_name();
+        let walker = WalkDir::new(dir).min_depth(1).max_depth(1).follow_links(true).sort_by_file_name();
         for result in walker {
             match result {
                 Ok(entry) => {
@@ -116,10 +105,7 @@ impl Walk {
                     if name.starts_with('.') || name == "__pycache__" {
                         continue;
                     }
-                    entries.push(Entry {
-                        is_dir: entry.file_type().is_dir(),
-                        path: entry.into_path(),
-                    });
+                    entries.push(Entry { is_dir: entry.file_type().is_dir(), path: entry.into_path() });
                 }
                 Err(err) => {
                     let path = err.path().unwrap_or(dir).to_path_buf();
@@ -138,10 +124,7 @@ impl Walk {
     fn add(&mut self, path: &Path, package: Option<PathBuf>) {
         let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         if !self.seen.insert(canonical.clone()) {
-            return self.warning(
-                path,
-                &format!("skipped: {} is already listed", canonical.display()),
-            );
+            return self.warning(path, &format!("skipped: {} is already listed", canonical.display()));
         }
         self.found.push(SourceFile { path: path.to_path_buf(), package });
     }
@@ -161,6 +144,5 @@ struct Entry {
 }
 
 fn is_python_file(path: &Path) -> bool {
-    path.extension().is_some_and(|ext| ext == "py")
-        && path.file_name().is_some_and(|name| name != "__init__.py")
+    path.extension().is_some_and(|ext| ext == "py") && path.file_name().is_some_and(|name| name != "__init__.py")
 }

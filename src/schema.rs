@@ -164,7 +164,12 @@ impl<'a, 's> Converter<'a, 's> {
         }
     }
 
-    fn string_annotation(&mut self, s: &ast::ExprStringLiteral, depth: usize, description: &mut Option<String>) -> Value {
+    fn string_annotation(
+        &mut self,
+        s: &ast::ExprStringLiteral,
+        depth: usize,
+        description: &mut Option<String>,
+    ) -> Value {
         let text = s.value.to_str();
         let Ok(parsed) = ruff_python_parser::parse_expression(text.trim()) else {
             self.warn(s.range, format!("string annotation `{text}` does not parse: accepted as any JSON value"));
@@ -224,10 +229,12 @@ impl<'a, 's> Converter<'a, 's> {
             "typing.Union" => self.union(args.into_iter(), depth),
             "typing.Literal" => self.literal_values(&args),
             "typing.Annotated" => self.annotated(&args, depth, description),
-            "typing.Required" | "typing.NotRequired" | "typing.ReadOnly" | "typing.Final" | "typing.ClassVar" => match args.first() {
-                Some(inner) => self.convert(inner, depth + 1, description),
-                None => json!({}),
-            },
+            "typing.Required" | "typing.NotRequired" | "typing.ReadOnly" | "typing.Final" | "typing.ClassVar" => {
+                match args.first() {
+                    Some(inner) => self.convert(inner, depth + 1, description),
+                    None => json!({}),
+                }
+            }
             "builtins.type" | "typing.Type" => self.unknown(&sub.value, &qualified),
             q => match container(q) {
                 Some(Container::Array) => {
@@ -303,7 +310,8 @@ impl<'a, 's> Converter<'a, 's> {
         for arg in args {
             match arg {
                 Expr::Subscript(inner) if self.is_qualified(&inner.value, "typing.Literal") => {
-                    if let Some(nested) = self.literal_values(&slice_args(inner)).get("enum").and_then(Value::as_array) {
+                    if let Some(nested) = self.literal_values(&slice_args(inner)).get("enum").and_then(Value::as_array)
+                    {
                         values.extend(nested.iter().cloned());
                     }
                 }
@@ -374,7 +382,8 @@ impl<'a, 's> Converter<'a, 's> {
                 }
             }
             "Len" | "Interval" => {
-                let positional_keys: &[&str] = if name == "Len" { &["min_length", "max_length"] } else { &["gt", "ge", "lt", "le"] };
+                let positional_keys: &[&str] =
+                    if name == "Len" { &["min_length", "max_length"] } else { &["gt", "ge", "lt", "le"] };
                 for (arg, key) in call.arguments.args.iter().zip(positional_keys) {
                     if let Some(value) = self.literal(arg) {
                         apply_constraint(schema, key, value);
@@ -473,7 +482,10 @@ impl<'a, 's> Converter<'a, 's> {
     /// Members of a same-file Enum with their values; `auto()` numbers from 1, or
     /// gives the lower-cased name for a `StrEnum`.
     fn enum_members(&self, class: &ast::StmtClassDef) -> Vec<(String, Value)> {
-        let is_str_enum = class.bases().iter().any(|b| matches!(self.resolve(b), Some(Resolved::Qualified(q)) if q == "enum.StrEnum"));
+        let is_str_enum = class
+            .bases()
+            .iter()
+            .any(|b| matches!(self.resolve(b), Some(Resolved::Qualified(q)) if q == "enum.StrEnum"));
         let mut members = Vec::new();
         let mut next_auto = 1i64;
         for stmt in &class.body {
@@ -592,7 +604,13 @@ impl<'a, 's> Converter<'a, 's> {
 
     /// Whether a class field's value makes it optional; a `Field(...)` / `field(...)`
     /// call also contributes a description, constraints and a default.
-    fn field_default(&mut self, value: &Expr, schema: &mut Value, description: &mut Option<String>, kind: ClassKind) -> bool {
+    fn field_default(
+        &mut self,
+        value: &Expr,
+        schema: &mut Value,
+        description: &mut Option<String>,
+        kind: ClassKind,
+    ) -> bool {
         let Expr::Call(call) = value else {
             if let Some(default) = self.literal(value) {
                 schema["default"] = default;
@@ -698,7 +716,9 @@ impl<'a, 's> Converter<'a, 's> {
                 }
             }
             Expr::Attribute(a) => match self.resolve(&a.value)? {
-                Resolved::Qualified(q) => Some(Resolved::Qualified(normalise_module(&format!("{q}.{}", a.attr.as_str())))),
+                Resolved::Qualified(q) => {
+                    Some(Resolved::Qualified(normalise_module(&format!("{q}.{}", a.attr.as_str()))))
+                }
                 _ => Some(Resolved::Unknown(describe(expr))),
             },
             Expr::NoneLiteral(_) => Some(Resolved::Qualified("builtins.None".into())),
@@ -720,20 +740,49 @@ fn container(qualified: &str) -> Option<Container> {
         return None;
     }
     match name {
-        "list" | "List" | "Sequence" | "MutableSequence" | "Iterable" | "Collection" | "Iterator" | "deque" => Some(Container::Array),
+        "list" | "List" | "Sequence" | "MutableSequence" | "Iterable" | "Collection" | "Iterator" | "deque" => {
+            Some(Container::Array)
+        }
         "set" | "Set" | "frozenset" | "FrozenSet" | "AbstractSet" | "MutableSet" => Some(Container::Set),
         "tuple" | "Tuple" => Some(Container::Tuple),
-        "dict" | "Dict" | "Mapping" | "MutableMapping" | "OrderedDict" | "defaultdict" | "DefaultDict" => Some(Container::Object),
+        "dict" | "Dict" | "Mapping" | "MutableMapping" | "OrderedDict" | "defaultdict" | "DefaultDict" => {
+            Some(Container::Object)
+        }
         _ => None,
     }
 }
 
 fn is_path(qualified: &str) -> bool {
-    matches!(qualified, "pathlib.Path" | "pathlib.PurePath" | "pathlib.PosixPath" | "pathlib.WindowsPath" | "pathlib.PurePosixPath" | "pathlib.PureWindowsPath" | "os.PathLike")
+    matches!(
+        qualified,
+        "pathlib.Path"
+            | "pathlib.PurePath"
+            | "pathlib.PosixPath"
+            | "pathlib.WindowsPath"
+            | "pathlib.PurePosixPath"
+            | "pathlib.PureWindowsPath"
+            | "os.PathLike"
+    )
 }
 
 fn is_builtin(name: &str) -> bool {
-    matches!(name, "str" | "int" | "float" | "bool" | "bytes" | "bytearray" | "list" | "dict" | "set" | "frozenset" | "tuple" | "object" | "type" | "None")
+    matches!(
+        name,
+        "str"
+            | "int"
+            | "float"
+            | "bool"
+            | "bytes"
+            | "bytearray"
+            | "list"
+            | "dict"
+            | "set"
+            | "frozenset"
+            | "tuple"
+            | "object"
+            | "type"
+            | "None"
+    )
 }
 
 /// `typing_extensions.X` and `typing.X` are the same thing for a schema.
@@ -840,7 +889,8 @@ pub fn set_description(schema: &mut Value, text: String) {
 
 /// A class keyword given as a literal, as source-like text: `total=False` → `False`.
 fn class_keyword(class: &ast::StmtClassDef, name: &str) -> Option<String> {
-    let keyword = class.arguments.as_ref()?.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == name))?;
+    let keyword =
+        class.arguments.as_ref()?.keywords.iter().find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == name))?;
     Some(match &keyword.value {
         Expr::BooleanLiteral(b) => if b.value { "True" } else { "False" }.to_string(),
         Expr::StringLiteral(s) => format!("'{}'", s.value.to_str()),

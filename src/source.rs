@@ -34,15 +34,13 @@ impl SourceError {
 impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SourceError::TooLarge { bytes } => write!(
-                f,
-                "file is too large to be a tool library ({bytes} bytes, limit {MAX_FILE_BYTES})"
-            ),
+            SourceError::TooLarge { bytes } => {
+                write!(f, "file is too large to be a tool library ({bytes} bytes, limit {MAX_FILE_BYTES})")
+            }
             SourceError::NotUtf8 { .. } => f.write_str("file is not valid UTF-8"),
-            SourceError::TooDeep { .. } => write!(
-                f,
-                "code is nested too deeply to read safely (more than {MAX_NESTING} levels)"
-            ),
+            SourceError::TooDeep { .. } => {
+                write!(f, "code is nested too deeply to read safely (more than {MAX_NESTING} levels)")
+            }
         }
     }
 }
@@ -161,8 +159,7 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
                 levels[0] = 0;
                 at_line_start = true;
             }
-            b'+' | b'-' | b'*' | b'/' | b'%' | b'@' | b'&' | b'|' | b'^' | b'~' | b'<' | b'>'
-            | b'=' | b'.' | b':' => {
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'@' | b'&' | b'|' | b'^' | b'~' | b'<' | b'>' | b'=' | b'.' | b':' => {
                 if let Some(last) = levels.last_mut() {
                     *last += 1;
                 }
@@ -179,10 +176,7 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
 }
 
 fn is_deepening_keyword(word: &[u8]) -> bool {
-    matches!(
-        word,
-        b"not" | b"lambda" | b"if" | b"else" | b"await" | b"and" | b"or" | b"in" | b"is" | b"yield"
-    )
+    matches!(word, b"not" | b"lambda" | b"if" | b"else" | b"await" | b"and" | b"or" | b"in" | b"is" | b"yield")
 }
 
 /// Index just past the string literal whose opening quote is at `start`.

@@ -1,0 +1,95 @@
+//! SPEC §7: the command line, its streams and its exit codes.
+
+use crate::support::*;
+
+#[test]
+fn list_prints_a_table_of_tools_libraries_parameters_and_sources() {
+    let output = lcp(&["list", "fixtures/rich"]);
+    assert!(output.status.success());
+    let table = String::from_utf8(output.stdout).unwrap();
+    let mut lines = table.lines();
+    let header = lines.next().unwrap();
+    for column in ["TOOL", "LIBRARY", "PARAMETERS", "SOURCE"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let add = lines.next().unwrap();
+    assert!(add.starts_with("tool_add_item"), "{add}");
+    assert!(
+        add.contains("Inventory") && add.contains("name, quantity?, category?") && add.contains("inventory.py:46"),
+        "{add}"
+    );
+    assert!(table.trim_end().ends_with("6 tools in 4 libraries"), "{table}");
+}
+
+#[test]
+fn export_prints_json_on_stdout_for_every_format() {
+    for format in ["openai", "openai-responses", "anthropic", "gemini", "mcp", "manifest"] {
+        let output = lcp(&["export", "--format", format, "--static", "fixtures/rich"]);
+        assert!(output.status.success(), "{format}");
+        stdout_json(&output);
+    }
+}
+
+#[test]
+fn export_reports_strict_problems_on_stderr() {
+    let output = lcp(&["export", "--format", "openai", "--strict", "fixtures/rich"]);
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("reports.py:10:1: error: tool `tool_stock_report` cannot be exported to openai --strict"),
+        "{stderr}"
+    );
+    assert_eq!(stdout_json(&output).as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn check_prints_located_diagnostics_on_stderr_and_exits_1_on_errors() {
+    let output = lcp(&["check", "fixtures/syntax_error"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fixtures/syntax_error/broken.py:1:17: error: syntax error:"), "{stderr}");
+}
+
+#[test]
+fn check_exits_0_when_only_warnings_are_found() {
+    let output = lcp(&["check", "fixtures/nested_tools"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("warning"));
+}
+
+#[test]
+fn check_json_is_for_programs() {
+    let output = lcp(&["check", "--format", "json", "fixtures/non_utf8"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = stdout_json(&output);
+    assert_eq!(report["errors"], 1);
+    assert_eq!(report["tools"], 1);
+    assert_eq!(report["diagnostics"][0]["line"], 2);
+    assert_eq!(report["diagnostics"][0]["level"], "error");
+}
+
+#[test]
+fn file_option_loads_only_the_named_files() {
+    let output = lcp(&["export", "--format", "mcp", "--file", "fixtures/explicit_files/one.py"]);
+    let names: Vec<String> = stdout_json(&output)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["tool_one"]);
+}
+
+#[test]
+fn missing_folder_is_an_io_error_with_exit_2() {
+    let output = lcp(&["list", "fixtures/does_not_exist"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("fixtures/does_not_exist: no such file or folder"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(lcp(&["export", "--format", "nope"]).status.code(), Some(2));
+    assert_eq!(lcp(&["frobnicate"]).status.code(), Some(2));
+}

@@ -1,0 +1,316 @@
+//! SPEC §4: export formats. Snapshots of every format for one rich library, and
+//! independent checkers of each provider's rules.
+
+use serde_json::{Value, json};
+
+use lcp::export::{self, Format};
+
+use crate::support::*;
+
+/// Compares with `tests/snapshots/NAME.json`; `LCP_BLESS=1` rewrites it.
+#[track_caller]
+fn assert_snapshot(name: &str, actual: &Value) {
+    let path = root().join("tests/snapshots").join(format!("{name}.json"));
+    let rendered = serde_json::to_string_pretty(actual).unwrap() + "\n";
+    if std::env::var_os("LCP_BLESS").is_some() {
+        write(&path, &rendered);
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing: run the tests once with LCP_BLESS=1", path.display()));
+    assert!(
+        expected == rendered,
+        "{name} differs from its snapshot; rerun with LCP_BLESS=1 after checking:\n{rendered}"
+    );
+}
+
+fn rich(format: Format, strict: bool) -> (Value, Vec<lcp::diag::Diagnostic>) {
+    export::export(&load(&["rich"]), format, strict)
+}
+
+#[test]
+fn every_format_matches_its_snapshot() {
+    for (name, format, strict) in [
+        ("openai", Format::Openai, false),
+        ("openai-strict", Format::Openai, true),
+        ("openai-responses", Format::OpenaiResponses, false),
+        ("anthropic", Format::Anthropic, false),
+        ("gemini", Format::Gemini, false),
+        ("mcp", Format::Mcp, false),
+        ("manifest", Format::Manifest, false),
+    ] {
+        assert_snapshot(name, &rich(format, strict).0);
+    }
+}
+
+fn names_in(document: &Value) -> Vec<String> {
+    let list = document.get("tools").or_else(|| document.get("functionDeclarations")).unwrap_or(document);
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.get("function").unwrap_or(t)["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn every_format_lists_tools_in_discovery_order() {
+    let order = tool_names(&load(&["rich"]));
+    assert_eq!(
+        order,
+        ["tool_add_item", "tool_remove_item", "tool_move", "tool_stock_report", "tool_convert", "tool_ping"]
+    );
+    for format in
+        [Format::Openai, Format::OpenaiResponses, Format::Anthropic, Format::Gemini, Format::Mcp, Format::Manifest]
+    {
+        assert_eq!(names_in(&rich(format, false).0), order, "{format}");
+    }
+}
+
+#[test]
+fn openai_envelope() {
+    let (document, problems) = rich(Format::Openai, false);
+    assert!(problems.is_empty());
+    let first = &document[0];
+    assert_eq!(first["type"], "function");
+    assert_eq!(first["function"]["name"], "tool_add_item");
+    assert_eq!(first["function"]["parameters"]["type"], "object");
+}
+
+#[test]
+fn openai_responses_envelope_is_flat_with_strict_flag() {
+    let (document, _) = rich(Format::OpenaiResponses, false);
+    assert_eq!(document[0]["type"], "function");
+    assert_eq!(document[0]["name"], "tool_add_item");
+    assert_eq!(document[0]["strict"], false);
+    let (strict, _) = rich(Format::OpenaiResponses, true);
+    assert_eq!(strict[0]["strict"], true);
+    assert!(check_openai_strict(&strict[0]["parameters"]).is_empty());
+}
+
+#[test]
+fn anthropic_envelope_uses_input_schema() {
+    let (document, _) = rich(Format::Anthropic, false);
+    assert_eq!(document[0]["name"], "tool_add_item");
+    assert_eq!(document[0]["input_schema"]["type"], "object");
+}
+
+#[test]
+fn mcp_envelope_is_a_tools_list_result() {
+    let (document, _) = rich(Format::Mcp, false);
+    assert_eq!(document["tools"][0]["inputSchema"]["type"], "object");
+}
+
+#[test]
+fn manifest_has_libraries_tools_and_diagnostics() {
+    let (document, _) = export::export(&load(&["rich", "providers"]), Format::Manifest, false);
+    let inventory = &document["libraries"][0];
+    assert_eq!(inventory["name"], "Inventory");
+    assert_eq!(inventory["icon"], "📦");
+    assert_eq!(inventory["hooks"], json!({"init_tools_library": true, "set_confirm_handler": true}));
+    assert_eq!(inventory["dynamic_prompt"], true);
+    let tool = &document["tools"][0];
+    assert_eq!(tool["line"], 46);
+    assert!(tool["docstring"].as_str().unwrap().contains("Args:"));
+    assert_eq!(tool["returns"]["annotation"], "dict");
+    assert!(
+        document["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["message"].as_str().unwrap().contains("tool_orphan_prompt"))
+    );
+}
+
+/// OpenAI's strict-mode rules, checked independently of the lowering code.
+fn check_openai_strict(schema: &Value) -> Vec<String> {
+    const ALLOWED: &[&str] = &[
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "$ref",
+        "$defs",
+        "description",
+        "pattern",
+        "format",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "minItems",
+        "maxItems",
+    ];
+    const FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
+    fn walk(node: &Value, at: &str, problems: &mut Vec<String>) {
+        let Some(object) = node.as_object() else { return problems.push(format!("{at}: not an object")) };
+        if object.is_empty() {
+            problems.push(format!("{at}: empty schema"));
+        }
+        for key in object.keys() {
+            if !ALLOWED.contains(&key.as_str()) {
+                problems.push(format!("{at}: keyword `{key}` is not allowed"));
+            }
+        }
+        if let Some(format) = object.get("format").and_then(Value::as_str) {
+            if !FORMATS.contains(&format) {
+                problems.push(format!("{at}: format `{format}` is not supported"));
+            }
+        }
+        let is_object = match &object.get("type") {
+            Some(Value::String(t)) => t == "object",
+            Some(Value::Array(types)) => types.contains(&json!("object")),
+            _ => false,
+        };
+        if is_object {
+            if object.get("additionalProperties") != Some(&json!(false)) {
+                problems.push(format!("{at}: additionalProperties must be false"));
+            }
+            let properties: Vec<&String> =
+                object.get("properties").and_then(Value::as_object).map(|p| p.keys().collect()).unwrap_or_default();
+            let required: Vec<&str> = object
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if properties.len() != required.len() || properties.iter().any(|p| !required.contains(&p.as_str())) {
+                problems.push(format!("{at}: every property must be required"));
+            }
+        }
+        for (name, child) in object.get("properties").and_then(Value::as_object).into_iter().flatten() {
+            walk(child, &format!("{at}.{name}"), problems);
+        }
+        for (name, child) in object.get("$defs").and_then(Value::as_object).into_iter().flatten() {
+            walk(child, &format!("$defs.{name}"), problems);
+        }
+        for (i, child) in object.get("anyOf").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            walk(child, &format!("{at}|{i}"), problems);
+        }
+        if let Some(items) = object.get("items") {
+            walk(items, &format!("{at}[]"), problems);
+        }
+    }
+    let mut problems = Vec::new();
+    if schema["type"] != "object" {
+        problems.push("root must be an object".to_string());
+    }
+    walk(schema, "parameters", &mut problems);
+    problems
+}
+
+#[test]
+fn openai_strict_output_passes_the_strict_rules() {
+    let (document, problems) = rich(Format::Openai, true);
+    for entry in document.as_array().unwrap() {
+        assert_eq!(entry["function"]["strict"], true);
+        let violations = check_openai_strict(&entry["function"]["parameters"]);
+        assert!(violations.is_empty(), "{}: {violations:?}", entry["function"]["name"]);
+    }
+    // The one tool with an open dict is refused, with an error naming the parameter.
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].message.contains("tool_stock_report") && problems[0].message.contains("parameters.labels"));
+    assert!(!names_in(&document).contains(&"tool_stock_report".to_string()));
+}
+
+#[test]
+fn openai_strict_makes_optional_properties_nullable_and_moves_defaults_to_the_description() {
+    let (document, _) = rich(Format::Openai, true);
+    let remove = &document[1]["function"]["parameters"];
+    assert_eq!(remove["required"], json!(["name", "quantity", "force"]));
+    assert_eq!(remove["properties"]["quantity"]["type"], json!(["integer", "null"]));
+    assert_eq!(remove["properties"]["quantity"]["description"], "How many to remove. Default: 1.");
+}
+
+#[test]
+fn openai_strict_checker_catches_violations() {
+    // The checker must fail on the non-strict schema, or it proves nothing.
+    let (document, _) = rich(Format::Openai, false);
+    assert!(!check_openai_strict(&document[0]["function"]["parameters"]).is_empty());
+}
+
+/// Gemini's OpenAPI subset.
+fn check_gemini(schema: &Value, at: &str, problems: &mut Vec<String>) {
+    let Some(object) = schema.as_object() else { return };
+    for key in [
+        "$ref",
+        "$defs",
+        "additionalProperties",
+        "const",
+        "prefixItems",
+        "uniqueItems",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+    ] {
+        if object.contains_key(key) {
+            problems.push(format!("{at}: `{key}`"));
+        }
+    }
+    if object.get("items").is_some_and(|items| !items.is_object()) {
+        problems.push(format!("{at}: `items` is not a schema"));
+    }
+    if object.get("type").is_some_and(Value::is_array) {
+        problems.push(format!("{at}: type array"));
+    }
+    if let Some(values) = object.get("enum").and_then(Value::as_array) {
+        if !values.iter().all(Value::is_string) {
+            problems.push(format!("{at}: non-string enum"));
+        }
+    }
+    for (name, child) in object.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        check_gemini(child, &format!("{at}.{name}"), problems);
+    }
+    for child in object.get("anyOf").and_then(Value::as_array).into_iter().flatten() {
+        if child.get("type") == Some(&json!("null")) {
+            problems.push(format!("{at}: null branch instead of nullable"));
+        }
+        check_gemini(child, at, problems);
+    }
+    if let Some(items) = object.get("items") {
+        check_gemini(items, &format!("{at}[]"), problems);
+    }
+}
+
+#[test]
+fn gemini_output_stays_in_the_openapi_subset() {
+    let registry = load(&["rich", "types"]);
+    let (document, _) = export::export(&registry, Format::Gemini, false);
+    let mut problems = Vec::new();
+    for declaration in document["functionDeclarations"].as_array().unwrap() {
+        check_gemini(&declaration["parameters"], declaration["name"].as_str().unwrap(), &mut problems);
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn gemini_uses_nullable_and_string_enums() {
+    let (document, _) = rich(Format::Gemini, false);
+    let add = &document["functionDeclarations"][0]["parameters"]["properties"];
+    assert_eq!(add["location"]["nullable"], true);
+    assert_eq!(add["location"]["type"], "object");
+    assert_eq!(add["category"]["enum"], json!(["tools", "parts"]));
+    let ping = &document["functionDeclarations"][5];
+    assert!(ping.get("parameters").is_none(), "a tool without parameters has none: {ping}");
+}
+
+#[test]
+fn name_limits_are_checked_per_format_and_reported_never_cut() {
+    let registry = load(&["names"]);
+    let long = format!("tool_{}", "x".repeat(70));
+    for (format, accepted) in [
+        (Format::Openai, vec!["tool_fine"]),
+        (Format::Gemini, vec!["tool_fine"]),
+        (Format::Anthropic, vec![long.as_str(), "tool_fine"]),
+        (Format::Mcp, vec![long.as_str(), "tool_fine"]),
+        (Format::Manifest, vec![long.as_str(), "tool_café", "tool_fine"]),
+    ] {
+        let (document, problems) = export::export(&registry, format, false);
+        assert_eq!(names_in(&document), accepted, "{format}");
+        let refused = 3 - accepted.len();
+        assert_eq!(problems.len(), refused, "{format}: {problems:?}");
+        assert!(problems.iter().all(|p| p.is_error() && p.message.contains("its name")), "{problems:?}");
+    }
+}

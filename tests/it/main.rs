@@ -1,0 +1,14 @@
+//! Integration tests: one module per SPEC section or concern, one test per rule,
+//! each named after the rule it checks. Fixtures live in `fixtures/`, one folder
+//! per behaviour.
+
+mod support;
+
+mod cli;
+mod discovery;
+mod docstrings;
+mod exports;
+mod extraction;
+mod python_reference;
+mod robustness;
+mod types;

@@ -1,0 +1,143 @@
+//! Garbage in any tools folder gives diagnostics, never a panic, a hang or a crash.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lcp::registry::{Options, Registry, Sources};
+
+use crate::support::*;
+
+fn load_dir(dir: &Path) -> Registry {
+    Registry::load(&Sources { folders: vec![dir.to_path_buf()], files: vec![] }, &Options::default())
+}
+
+/// Runs `lcp check DIR`; fails if it takes minutes (a hang) or dies of a signal/panic.
+fn check_cli(dir: &Path) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .arg("check")
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!("lcp check hung on {}", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        matches!(output.status.code(), Some(0) | Some(1)),
+        "crashed: {:?}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+    output
+}
+
+fn garbage_folder() -> std::path::PathBuf {
+    let dir = temp_dir("garbage");
+    let mut noise = Vec::with_capacity(1 << 16);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..(1 << 16) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        noise.push(state as u8);
+    }
+    write(&dir.join("binary.py"), &noise);
+    write(&dir.join("nul_bytes.py"), b"def tool_x():\n    pass\n\0\0\0");
+    write(&dir.join("brackets.py"), format!("x = {}{}", "(".repeat(100_000), ")".repeat(100_000)));
+    write(&dir.join("unclosed.py"), "(".repeat(100_000));
+    write(&dir.join("lambdas.py"), format!("f = {}0", "lambda: ".repeat(20_000)));
+    write(&dir.join("indent.py"), (0..3000).map(|i| format!("{}if x:\n", " ".repeat(i))).collect::<String>());
+    write(&dir.join("invalid_utf8.py"), b"def tool_y():\n    \"\"\"\xc3\x28\"\"\"\n");
+    write(&dir.join("empty.py"), b"");
+    write(&dir.join("huge.py"), vec![b'#'; 50 * 1024 * 1024]);
+    std::fs::create_dir(dir.join("folder.py")).unwrap();
+    std::os::unix::fs::symlink(".", dir.join("loop")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.join("device.py")).unwrap();
+    let fifo = dir.join("fifo.py");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    write(&dir.join("good.py"), "def tool_good(a: int):\n    \"\"\"Still found.\"\"\"\n");
+    dir
+}
+
+#[test]
+fn garbage_gives_diagnostics_and_keeps_good_files() {
+    let dir = garbage_folder();
+    let registry = load_dir(&dir);
+    assert_eq!(tool_names(&registry), ["tool_good"]);
+    for (file, message) in [
+        ("binary.py", "error"),
+        ("brackets.py", "nested too deeply"),
+        ("unclosed.py", "nested too deeply"),
+        ("lambdas.py", "nested too deeply"),
+        ("invalid_utf8.py", "not valid UTF-8"),
+        ("huge.py", "too large"),
+        ("device.py", "not a regular file"),
+        ("fifo.py", "not a regular file"),
+        ("loop", "loop"),
+    ] {
+        assert!(!diagnostics_with(&registry, &[file, message]).is_empty(), "{file}: {:#?}", registry.diagnostics);
+    }
+    let output = check_cli(&dir);
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn files_deleted_and_created_during_the_scan_never_break_it() {
+    let dir = temp_dir("churn");
+    for i in 0..200 {
+        write(&dir.join(format!("f{i:03}.py")), format!("def tool_f{i}():\n    \"\"\"File {i}.\"\"\"\n"));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churner = {
+        let dir = dir.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for i in (round % 2..200).step_by(2) {
+                    let path = dir.join(format!("f{i:03}.py"));
+                    if round % 4 < 2 {
+                        let _ = std::fs::remove_file(&path);
+                    } else {
+                        let _ = std::fs::write(&path, format!("def tool_f{i}():\n    pass\n"));
+                    }
+                }
+                round += 1;
+            }
+        })
+    };
+    for _ in 0..20 {
+        let registry = load_dir(&dir);
+        // Every file either contributes its tool or a diagnostic says why not.
+        assert!(registry.tools().count() <= 200);
+        assert!(
+            registry.diagnostics.iter().all(|d| d.message.contains("No such file") || d.message.contains("cannot")),
+            "{:#?}",
+            registry.diagnostics
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    churner.join().unwrap();
+}
+
+#[test]
+fn deep_but_valid_code_within_the_limit_is_read() {
+    let dir = temp_dir("deep-valid");
+    let expression = format!("{}1{}", "(".repeat(150), ")".repeat(150));
+    write(
+        &dir.join("deep.py"),
+        format!("X = {expression}\n\ndef tool_deep(a: int = {expression}):\n    \"\"\"Deep default.\"\"\"\n"),
+    );
+    let registry = load_dir(&dir);
+    assert_eq!(tool_names(&registry), ["tool_deep"]);
+    assert_eq!(property(&registry, "tool_deep", "a")["default"], 1);
+}

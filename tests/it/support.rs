@@ -1,0 +1,171 @@
+//! Shared helpers: loading fixtures, reading schemas, running the binary, and the
+//! pinned Python test environment.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use lcp::diag::Diagnostic;
+use lcp::registry::{Options, Registry, Sources};
+use serde_json::Value;
+
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fixture folder, as a path relative to the package root (tests run there).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new("fixtures").join(name)
+}
+
+pub fn load(folders: &[&str]) -> Registry {
+    let sources = Sources { folders: folders.iter().map(|f| fixture(f)).collect(), files: Vec::new() };
+    Registry::load(&sources, &Options::default())
+}
+
+pub fn tool_names(registry: &Registry) -> Vec<String> {
+    registry.tools().map(|(_, tool)| tool.name.clone()).collect()
+}
+
+/// The parameters schema of a tool; panics with the known names when it is missing.
+pub fn parameters<'r>(registry: &'r Registry, tool: &str) -> &'r Value {
+    match registry.tool(tool) {
+        Some((_, tool)) => &tool.parameters,
+        None => panic!("no tool `{tool}`; found {:?}", tool_names(registry)),
+    }
+}
+
+pub fn property<'r>(registry: &'r Registry, tool: &str, name: &str) -> &'r Value {
+    let schema = &parameters(registry, tool)["properties"][name];
+    assert!(!schema.is_null(), "`{tool}` has no parameter `{name}`: {}", parameters(registry, tool));
+    schema
+}
+
+pub fn required(registry: &Registry, tool: &str) -> Vec<String> {
+    parameters(registry, tool)["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+}
+
+/// Diagnostics whose rendered text contains every one of `needles`.
+pub fn diagnostics_with<'r>(registry: &'r Registry, needles: &[&str]) -> Vec<&'r Diagnostic> {
+    registry.diagnostics.iter().filter(|d| needles.iter().all(|n| d.to_string().contains(n))).collect()
+}
+
+pub fn lcp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lcp")).args(args).current_dir(root()).output().expect("lcp runs")
+}
+
+pub fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("stdout is not JSON ({err}); stderr: {}", String::from_utf8_lossy(&output.stderr)))
+}
+
+/// The Python of the pinned test environment (`tests/python/requirements.txt`),
+/// created on first use in `target/test-venv`. Never skipped: a test that needs it
+/// fails when it cannot be made.
+pub fn test_python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let venv = root().join("target/test-venv");
+        let python = venv.join("bin/python");
+        let requirements = root().join("tests/python/requirements.txt");
+        let stamp = venv.join("requirements.stamp");
+        let wanted = std::fs::read_to_string(&requirements).expect("requirements.txt is readable");
+        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
+            return python;
+        }
+        let _lock = DirLock::acquire(&root().join("target/test-venv.lock"));
+        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
+            return python;
+        }
+        let base = base_python();
+        run(Command::new(&base).args(["-m", "venv", "--clear"]).arg(&venv));
+        run(Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(&requirements));
+        std::fs::write(&stamp, wanted).expect("stamp is writable");
+        python
+    })
+}
+
+/// The interpreter the project builds against: `$PYO3_PYTHON`, pyenv's, or `python3`.
+pub fn base_python() -> PathBuf {
+    if let Some(path) = std::env::var_os("PYO3_PYTHON") {
+        return PathBuf::from(path);
+    }
+    if let Ok(output) = Command::new("pyenv").args(["which", "python3"]).output() {
+        let path = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        if output.status.success() && !path.is_empty() {
+            return PathBuf::from(path);
+        }
+    }
+    PathBuf::from("python3")
+}
+
+fn run(command: &mut Command) {
+    let output = command.output().unwrap_or_else(|err| panic!("cannot run {command:?}: {err}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Runs a script of the test environment; returns its output after checking the exit code.
+pub fn python_script(script: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(test_python())
+        .arg(root().join("tests/python").join(script))
+        .args(args)
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    input.write_all(stdin.unwrap_or_default()).expect("stdin is writable");
+    drop(input);
+    child.wait_with_output().expect("python finishes")
+}
+
+/// A lock shared by test processes (nextest runs tests in separate processes):
+/// creating a directory is atomic.
+struct DirLock(PathBuf);
+
+impl DirLock {
+    fn acquire(path: &Path) -> DirLock {
+        let _ = std::fs::create_dir_all(path.parent().unwrap());
+        for _ in 0..6000 {
+            if std::fs::create_dir(path).is_ok() {
+                return DirLock(path.to_path_buf());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("{} is held for more than 10 minutes; remove it if no test is running", path.display());
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A fresh, empty folder under `target/test-tmp`, unique to this call.
+pub fn temp_dir(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = root().join("target/test-tmp").join(format!("{name}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir is creatable");
+    dir
+}
+
+pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(path, contents).unwrap();
+}
