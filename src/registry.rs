@@ -4,10 +4,12 @@
 //! each on a thread with a stack large enough for deep syntax trees) and the
 //! first-wins rule for tool names across files. It never runs Python.
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{self, DEFAULT_INJECTED, Library, Tool};
@@ -35,8 +37,49 @@ impl Default for Options {
 
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
-    pub libraries: Vec<Library>,
+    /// One library per readable file, in discovery order.
+    pub libraries: Vec<Arc<Library>>,
     pub diagnostics: Vec<Diagnostic>,
+    sources: Sources,
+    options: Options,
+    /// What each file contributed, with the size and modification time it had then.
+    files: HashMap<PathBuf, CachedFile>,
+    scan_diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone)]
+struct CachedFile {
+    stamp: Option<Stamp>,
+    library: Option<Arc<Library>>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// A file is re-read when its size or modification time changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let meta = fs::metadata(path).ok()?;
+        Some(Stamp { len: meta.len(), modified: meta.modified().ok() })
+    }
+}
+
+/// Files whose contribution changed in a rescan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub added: Vec<PathBuf>,
+    pub changed: Vec<PathBuf>,
+    pub removed: Vec<PathBuf>,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
+    }
 }
 
 /// Stack for each reading thread: deep but valid code must never overflow it.
@@ -44,21 +87,62 @@ const READER_STACK: usize = 256 * 1024 * 1024;
 
 impl Registry {
     pub fn load(sources: &Sources, options: &Options) -> Registry {
-        let (files, mut diagnostics) = scan::discover(&sources.folders, &sources.files);
-        let mut libraries = Vec::with_capacity(files.len());
-        for (library, file_diagnostics) in read_all(&files, &options.injected) {
-            diagnostics.extend(file_diagnostics);
-            libraries.extend(library);
-        }
-        inherit_folder_metadata(&mut libraries);
-        let mut registry = Registry { libraries, diagnostics };
-        registry.drop_duplicate_tools();
+        let mut registry = Registry { sources: sources.clone(), options: options.clone(), ..Registry::default() };
+        registry.rescan();
         registry
+    }
+
+    /// Walks the sources again and re-reads only files that are new or whose size or
+    /// modification time changed; everything else is reused as it is.
+    pub fn rescan(&mut self) -> Changes {
+        let (files, scan_diagnostics) = scan::discover(&self.sources.folders, &self.sources.files);
+        let stamps: Vec<Option<Stamp>> = files.iter().map(|file| Stamp::of(&file.path)).collect();
+        let stale: Vec<usize> = (0..files.len())
+            .filter(|&i| match (&self.files.get(&files[i].path), stamps[i]) {
+                (Some(cached), Some(stamp)) => cached.stamp != Some(stamp),
+                _ => true,
+            })
+            .collect();
+        let stale_files: Vec<SourceFile> = stale.iter().map(|&i| files[i].clone()).collect();
+        let mut changes = Changes::default();
+        for ((library, diagnostics), &i) in read_all(&stale_files, &self.options.injected).into_iter().zip(&stale) {
+            let path = files[i].path.clone();
+            let cached = CachedFile { stamp: stamps[i], library: library.map(Arc::new), diagnostics };
+            match self.files.insert(path.clone(), cached) {
+                None => changes.added.push(path),
+                Some(_) => changes.changed.push(path),
+            }
+        }
+        let listed: HashSet<&PathBuf> = files.iter().map(|f| &f.path).collect();
+        let gone: Vec<PathBuf> = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
+        for path in gone {
+            self.files.remove(&path);
+            changes.removed.push(path);
+        }
+        let unchanged = changes.is_empty() && scan_diagnostics == self.scan_diagnostics;
+        if !unchanged {
+            self.scan_diagnostics = scan_diagnostics;
+            self.rebuild(&files);
+        }
+        changes
+    }
+
+    /// Lays out libraries and diagnostics in discovery order from the per-file cache.
+    fn rebuild(&mut self, files: &[SourceFile]) {
+        self.diagnostics = self.scan_diagnostics.clone();
+        self.libraries.clear();
+        for file in files {
+            let Some(cached) = self.files.get(&file.path) else { continue };
+            self.diagnostics.extend(cached.diagnostics.iter().cloned());
+            self.libraries.extend(cached.library.clone());
+        }
+        inherit_folder_metadata(&mut self.libraries);
+        self.drop_duplicate_tools();
     }
 
     /// Every tool in discovery order, with its library.
     pub fn tools(&self) -> impl Iterator<Item = (&Library, &Tool)> {
-        self.libraries.iter().flat_map(|library| library.tools.iter().map(move |tool| (library, tool)))
+        self.libraries.iter().flat_map(|library| library.tools.iter().map(move |tool| (&**library, tool)))
     }
 
     pub fn tool(&self, name: &str) -> Option<(&Library, &Tool)> {
@@ -71,40 +155,48 @@ impl Registry {
 
     /// Tool names are unique: the first discovery wins (SPEC §1).
     fn drop_duplicate_tools(&mut self) {
-        let mut first_seen: std::collections::HashMap<String, PathBuf> = Default::default();
-        for library in &mut self.libraries {
-            let path = library.path.clone();
-            let diagnostics = &mut self.diagnostics;
-            library.tools.retain(|tool| match first_seen.get(&tool.name) {
-                Some(first) => {
-                    let message =
-                        format!("tool `{}` is already defined in {}; this one is ignored", tool.name, first.display());
-                    diagnostics.push(Diagnostic::new(&path, tool.line, 1, Level::Warning, message));
-                    false
+        let mut first_seen: HashMap<&str, usize> = HashMap::new();
+        let mut dropped: Vec<(usize, String)> = Vec::new();
+        for (index, library) in self.libraries.iter().enumerate() {
+            for tool in &library.tools {
+                match first_seen.get(tool.name.as_str()) {
+                    Some(&first) => {
+                        let message = format!(
+                            "tool `{}` is already defined in {}; this one is ignored",
+                            tool.name,
+                            self.libraries[first].path.display()
+                        );
+                        self.diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Warning, message));
+                        dropped.push((index, tool.name.clone()));
+                    }
+                    None => {
+                        first_seen.insert(&tool.name, index);
+                    }
                 }
-                None => {
-                    first_seen.insert(tool.name.clone(), path.clone());
-                    true
-                }
-            });
+            }
+        }
+        for (index, name) in dropped {
+            Arc::make_mut(&mut self.libraries[index]).tools.retain(|tool| tool.name != name);
         }
     }
 }
 
 /// A sibling file of a folder library `X/` shows the name, description and icon of
 /// `X/X.py` unless it sets its own: to a user they are one library.
-fn inherit_folder_metadata(libraries: &mut [Library]) {
+fn inherit_folder_metadata(libraries: &mut [Arc<Library>]) {
     for i in 0..libraries.len() {
-        let Some(dir) = libraries[i].package.clone() else { continue };
+        let sibling = &libraries[i];
+        let Some(dir) = sibling.package.clone() else { continue };
+        if sibling.name.is_some() || sibling.description.is_some() || sibling.icon.is_some() {
+            continue;
+        }
         let primary =
             libraries.iter().position(|l| l.package.as_ref() == Some(&dir) && dir.file_name() == Some(l.stem.as_ref()));
         let Some(primary) = primary.filter(|&p| p != i) else { continue };
         let (name, description, icon) =
             (libraries[primary].name.clone(), libraries[primary].description.clone(), libraries[primary].icon.clone());
-        let sibling = &mut libraries[i];
-        if sibling.name.is_none() && sibling.description.is_none() && sibling.icon.is_none() {
-            (sibling.name, sibling.description, sibling.icon) = (name, description, icon);
-        }
+        let sibling = Arc::make_mut(&mut libraries[i]);
+        (sibling.name, sibling.description, sibling.icon) = (name, description, icon);
     }
 }
 

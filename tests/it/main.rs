@@ -10,5 +10,6 @@ mod docstrings;
 mod exports;
 mod extraction;
 mod python_reference;
+mod rescan;
 mod robustness;
 mod types;

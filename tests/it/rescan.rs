@@ -1,0 +1,62 @@
+//! SPEC §6: a rescan re-reads only files whose size or modification time changed.
+
+use std::sync::Arc;
+
+use lcp::registry::{Options, Registry, Sources};
+
+use crate::support::*;
+
+fn tool_source(name: &str, doc: &str) -> String {
+    format!("def {name}(a: int):\n    \"\"\"{doc}\"\"\"\n")
+}
+
+#[test]
+fn rescan_with_nothing_changed_reads_nothing_and_keeps_every_library() {
+    let dir = temp_dir("rescan-same");
+    write(&dir.join("a.py"), tool_source("tool_a", "A."));
+    write(&dir.join("b.py"), tool_source("tool_b", "B."));
+    let mut registry = Registry::load(&Sources { folders: vec![dir], files: vec![] }, &Options::default());
+    let before = registry.libraries.clone();
+    assert!(registry.rescan().is_empty());
+    assert!(before.iter().zip(&registry.libraries).all(|(a, b)| Arc::ptr_eq(a, b)));
+}
+
+#[test]
+fn rescan_rereads_changed_files_only_and_reports_added_and_removed_ones() {
+    let dir = temp_dir("rescan-changes");
+    write(&dir.join("a.py"), tool_source("tool_a", "A."));
+    write(&dir.join("b.py"), tool_source("tool_b", "B."));
+    write(&dir.join("c.py"), tool_source("tool_c", "C."));
+    let mut registry = Registry::load(&Sources { folders: vec![dir.clone()], files: vec![] }, &Options::default());
+    let untouched = registry.libraries[0].clone();
+
+    write(&dir.join("b.py"), tool_source("tool_b", "B, longer now."));
+    write(&dir.join("d.py"), tool_source("tool_d", "D."));
+    std::fs::remove_file(dir.join("c.py")).unwrap();
+    let changes = registry.rescan();
+
+    assert_eq!(changes.changed, [dir.join("b.py")]);
+    assert_eq!(changes.added, [dir.join("d.py")]);
+    assert_eq!(changes.removed, [dir.join("c.py")]);
+    assert_eq!(tool_names(&registry), ["tool_a", "tool_b", "tool_d"]);
+    assert_eq!(registry.tool("tool_b").unwrap().1.description, "B, longer now.");
+    assert!(Arc::ptr_eq(&untouched, &registry.libraries[0]), "an unchanged file was read again");
+}
+
+#[test]
+fn rescan_keeps_diagnostics_and_first_wins_across_files() {
+    let dir = temp_dir("rescan-dup");
+    write(&dir.join("a.py"), tool_source("tool_same", "First."));
+    let mut registry = Registry::load(&Sources { folders: vec![dir.clone()], files: vec![] }, &Options::default());
+    write(&dir.join("b.py"), tool_source("tool_same", "Second."));
+    write(&dir.join("c.py"), "def tool_broken(:\n");
+    registry.rescan();
+    assert_eq!(tool_names(&registry), ["tool_same"]);
+    assert_eq!(registry.tool("tool_same").unwrap().1.description, "First.");
+    assert_eq!(diagnostics_with(&registry, &["b.py", "already defined"]).len(), 1);
+    assert_eq!(diagnostics_with(&registry, &["c.py", "syntax error"]).len(), 1);
+    // Unchanged on the next rescan: the same diagnostics, not duplicated.
+    registry.rescan();
+    assert_eq!(diagnostics_with(&registry, &["b.py", "already defined"]).len(), 1);
+    assert_eq!(registry.diagnostics.len(), 2);
+}
