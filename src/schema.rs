@@ -401,12 +401,12 @@ impl<'a, 's> Converter<'a, 's> {
 
     fn alias(&mut self, name: &'a str, depth: usize, description: &mut Option<String>) -> Value {
         let Some(&value) = self.scope.aliases.get(name) else { return json!({}) };
-        self.expand(name, depth, |this| this.convert(value, depth + 1, description))
+        self.expand(name, |this| this.convert(value, depth + 1, description))
     }
 
     /// Expands a named definition once; a reference to it from inside itself
     /// becomes `$ref` and the definition moves to `$defs`.
-    fn expand(&mut self, name: &str, _depth: usize, build: impl FnOnce(&mut Self) -> Value) -> Value {
+    fn expand(&mut self, name: &str, build: impl FnOnce(&mut Self) -> Value) -> Value {
         let reference = json!({ "$ref": format!("#/$defs/{name}") });
         if self.defs.contains_key(name) {
             return reference;
@@ -433,7 +433,7 @@ impl<'a, 's> Converter<'a, 's> {
                 self.warn(class.name.range, format!("class `{name}` is not an Enum, TypedDict, dataclass, BaseModel or NamedTuple: accepted as any JSON value"));
                 json!({})
             }
-            kind => self.expand(name, depth, |this| this.object_class(class, kind, depth)),
+            kind => self.expand(name, |this| this.object_class(class, kind, depth)),
         }
     }
 
