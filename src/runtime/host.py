@@ -802,7 +802,8 @@ def _jsonable(value, where, problems):
     elif isinstance(value, (bytes, bytearray, memoryview)):
         problems.append(f"`{where}` is {type(value).__name__} (decode it to text or encode it as base64)")
     else:
-        problems.append(f"`{where}` is a {type(value).__module__}.{type(value).__qualname__} object")
+        module = re.sub(r"_lcp_\d+_", "", type(value).__module__)
+        problems.append(f"`{where}` is a {module}.{type(value).__qualname__} object")
     return None
 
 

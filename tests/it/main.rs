@@ -12,4 +12,5 @@ mod extraction;
 mod python_reference;
 mod rescan;
 mod robustness;
+mod runtime;
 mod types;
