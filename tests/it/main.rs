@@ -4,6 +4,7 @@
 
 mod support;
 
+mod call;
 mod cli;
 mod discovery;
 mod docstrings;
