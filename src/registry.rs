@@ -4,8 +4,10 @@
 //! each on a thread with a stack large enough for deep syntax trees) and the
 //! first-wins rule for tool names across files. It never runs Python.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::fs;
+use std::fs::{self, Metadata};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,14 +45,18 @@ pub struct Registry {
     sources: Sources,
     options: Options,
     /// What each file contributed, with the size and modification time it had then.
-    files: HashMap<PathBuf, CachedFile>,
+    files: FastMap<PathBuf, CachedFile>,
     scan_diagnostics: Vec<Diagnostic>,
 }
 
 #[derive(Debug, Clone)]
 struct CachedFile {
     stamp: Option<Stamp>,
+    /// Shared with `Registry::libraries`; a sibling's copy shows its folder's metadata.
     library: Option<Arc<Library>>,
+    /// A file of a library folder that sets no name, description or icon of its own:
+    /// it shows those of the folder's `X/X.py`.
+    inherits: bool,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -62,9 +68,8 @@ struct Stamp {
 }
 
 impl Stamp {
-    fn of(path: &Path) -> Option<Stamp> {
-        let meta = fs::metadata(path).ok()?;
-        Some(Stamp { len: meta.len(), modified: meta.modified().ok() })
+    fn of(meta: &Metadata) -> Stamp {
+        Stamp { len: meta.len(), modified: meta.modified().ok() }
     }
 }
 
@@ -105,29 +110,39 @@ impl Registry {
     /// Walks the sources again and re-reads only files that are new or whose size or
     /// modification time changed; everything else is reused as it is.
     pub fn rescan(&mut self) -> Changes {
-        let (files, scan_diagnostics) = scan::discover(&self.sources.folders, &self.sources.files);
-        let stamps: Vec<Option<Stamp>> = files.iter().map(|file| Stamp::of(&file.path)).collect();
+        let (listed, scan_diagnostics) = scan::discover_with_metadata(&self.sources.folders, &self.sources.files);
+        let (files, metadata): (Vec<SourceFile>, Vec<Option<Metadata>>) = listed.into_iter().unzip();
+        let stamps: Vec<Option<Stamp>> = metadata.iter().map(|meta| meta.as_ref().map(Stamp::of)).collect();
         let stale: Vec<usize> = (0..files.len())
             .filter(|&i| match (&self.files.get(&files[i].path), stamps[i]) {
                 (Some(cached), Some(stamp)) => cached.stamp != Some(stamp),
                 _ => true,
             })
             .collect();
-        let stale_files: Vec<SourceFile> = stale.iter().map(|&i| files[i].clone()).collect();
+        let stale_files: Vec<(&SourceFile, Option<&Metadata>)> =
+            stale.iter().map(|&i| (&files[i], metadata[i].as_ref())).collect();
+        let read = read_all(&stale_files, &self.options.injected);
         let mut changes = Changes::default();
-        for ((library, diagnostics), &i) in read_all(&stale_files, &self.options.injected).into_iter().zip(&stale) {
+        for ((library, diagnostics), &i) in read.into_iter().zip(&stale) {
             let path = files[i].path.clone();
-            let cached = CachedFile { stamp: stamps[i], library: library.map(Arc::new), diagnostics };
+            let inherits = library.as_ref().is_some_and(|l| {
+                l.package.is_some() && l.name.is_none() && l.description.is_none() && l.icon.is_none()
+            });
+            let cached = CachedFile { stamp: stamps[i], library: library.map(Arc::new), inherits, diagnostics };
             match self.files.insert(path.clone(), cached) {
                 None => changes.added.push(path),
                 Some(_) => changes.changed.push(path),
             }
         }
-        let listed: HashSet<&PathBuf> = files.iter().map(|f| &f.path).collect();
-        let gone: Vec<PathBuf> = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
-        for path in gone {
-            self.files.remove(&path);
-            changes.removed.push(path);
+        // Every listed path (they are distinct) is now cached: more entries means some
+        // files are gone.
+        if self.files.len() > files.len() {
+            let listed: HashSet<&PathBuf, BuildHasherDefault<FxHasher>> = files.iter().map(|f| &f.path).collect();
+            let gone: Vec<PathBuf> = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
+            for path in gone {
+                self.files.remove(&path);
+                changes.removed.push(path);
+            }
         }
         let unchanged = changes.is_empty() && scan_diagnostics == self.scan_diagnostics;
         if !unchanged {
@@ -139,15 +154,56 @@ impl Registry {
 
     /// Lays out libraries and diagnostics in discovery order from the per-file cache.
     fn rebuild(&mut self, files: &[SourceFile]) {
-        self.diagnostics = self.scan_diagnostics.clone();
+        // Released first, so that the cached libraries are unshared and a sibling's
+        // folder metadata is written in place instead of into a copy.
         self.libraries.clear();
+        self.inherit_folder_metadata(files);
+        self.diagnostics = self.scan_diagnostics.clone();
         for file in files {
             let Some(cached) = self.files.get(&file.path) else { continue };
             self.diagnostics.extend(cached.diagnostics.iter().cloned());
             self.libraries.extend(cached.library.clone());
         }
-        inherit_folder_metadata(&mut self.libraries);
         self.drop_duplicate_tools();
+    }
+
+    /// A sibling file of a folder library `X/` shows the name, description and icon of
+    /// `X/X.py` unless it sets its own: to a user they are one library.
+    fn inherit_folder_metadata(&mut self, files: &[SourceFile]) {
+        // Name, description and icon.
+        type Metadata<'l> = (&'l Option<String>, &'l Option<String>, &'l Option<String>);
+        type Owned = (Option<String>, Option<String>, Option<String>);
+        let libraries: Vec<(&Path, &CachedFile, &Library)> = files
+            .iter()
+            .filter_map(|file| {
+                let cached = self.files.get(&file.path)?;
+                Some((file.path.as_path(), cached, cached.library.as_deref()?))
+            })
+            .collect();
+        let mut primaries: FastMap<&Path, (&Path, Metadata)> = FastMap::default();
+        for &(path, _, library) in &libraries {
+            let Some(dir) = library.package.as_deref() else { continue };
+            if dir.file_name() == Some(library.stem.as_ref()) && !primaries.contains_key(dir) {
+                primaries.insert(dir, (path, (&library.name, &library.description, &library.icon)));
+            }
+        }
+        let mut updates: Vec<(PathBuf, Owned)> = Vec::new();
+        for &(path, cached, library) in &libraries {
+            let Some(dir) = library.package.as_deref().filter(|_| cached.inherits) else { continue };
+            let wanted = match primaries.get(dir) {
+                Some(&(primary, metadata)) if primary != path => metadata,
+                _ => (&None, &None, &None),
+            };
+            if (&library.name, &library.description, &library.icon) != wanted {
+                updates.push((path.to_path_buf(), (wanted.0.clone(), wanted.1.clone(), wanted.2.clone())));
+            }
+        }
+        for (path, (name, description, icon)) in updates {
+            if let Some(library) = self.files.get_mut(&path).and_then(|c| c.library.as_mut()) {
+                let library = Arc::make_mut(library);
+                (library.name, library.description, library.icon) = (name, description, icon);
+            }
+        }
     }
 
     /// Every tool in discovery order, with its library.
@@ -165,12 +221,14 @@ impl Registry {
 
     /// Tool names are unique: the first discovery wins (SPEC §1).
     fn drop_duplicate_tools(&mut self) {
-        let mut first_seen: HashMap<&str, usize> = HashMap::new();
+        let count = self.libraries.iter().map(|library| library.tools.len()).sum();
+        let mut first_seen: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(count, Default::default());
         let mut dropped: Vec<(usize, String)> = Vec::new();
         for (index, library) in self.libraries.iter().enumerate() {
             for tool in &library.tools {
-                match first_seen.get(tool.name.as_str()) {
-                    Some(&first) => {
+                match first_seen.entry(tool.name.as_str()) {
+                    Entry::Occupied(seen) => {
+                        let first = *seen.get();
                         let message = format!(
                             "tool `{}` is already defined in {}; this one is ignored",
                             tool.name,
@@ -179,8 +237,8 @@ impl Registry {
                         self.diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Warning, message));
                         dropped.push((index, tool.name.clone()));
                     }
-                    None => {
-                        first_seen.insert(&tool.name, index);
+                    Entry::Vacant(slot) => {
+                        slot.insert(index);
                     }
                 }
             }
@@ -191,29 +249,53 @@ impl Registry {
     }
 }
 
-/// A sibling file of a folder library `X/` shows the name, description and icon of
-/// `X/X.py` unless it sets its own: to a user they are one library.
-fn inherit_folder_metadata(libraries: &mut [Arc<Library>]) {
-    for i in 0..libraries.len() {
-        let sibling = &libraries[i];
-        let Some(dir) = sibling.package.clone() else { continue };
-        if sibling.name.is_some() || sibling.description.is_some() || sibling.icon.is_some() {
-            continue;
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// rustc's FxHash: a few operations per word, against SipHash's rounds. The keys
+/// (paths found on disk, tool names) are hashed several times per rescan, and a
+/// path hashes one component at a time, so the hasher's fixed cost dominates.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
         }
-        let primary =
-            libraries.iter().position(|l| l.package.as_ref() == Some(&dir) && dir.file_name() == Some(l.stem.as_ref()));
-        let Some(primary) = primary.filter(|&p| p != i) else { continue };
-        let (name, description, icon) =
-            (libraries[primary].name.clone(), libraries[primary].description.clone(), libraries[primary].icon.clone());
-        let sibling = Arc::make_mut(&mut libraries[i]);
-        (sibling.name, sibling.description, sibling.icon) = (name, description, icon);
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
 type FileResult = (Option<Library>, Vec<Diagnostic>);
 
 /// Reads and extracts every file, in parallel, keeping discovery order.
-fn read_all(files: &[SourceFile], injected: &[String]) -> Vec<FileResult> {
+fn read_all(files: &[(&SourceFile, Option<&Metadata>)], injected: &[String]) -> Vec<FileResult> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len()).max(1);
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<FileResult>>> = files.iter().map(|_| Mutex::new(None)).collect();
@@ -222,8 +304,8 @@ fn read_all(files: &[SourceFile], injected: &[String]) -> Vec<FileResult> {
             let spawned = std::thread::Builder::new().stack_size(READER_STACK).spawn_scoped(scope, || {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(file) = files.get(i) else { break };
-                    let result = read_one(file, injected);
+                    let Some(&(file, meta)) = files.get(i) else { break };
+                    let result = read_one(file, meta, injected);
                     if let Ok(mut slot) = results[i].lock() {
                         *slot = Some(result);
                     }
@@ -237,7 +319,7 @@ fn read_all(files: &[SourceFile], injected: &[String]) -> Vec<FileResult> {
     results
         .into_iter()
         .zip(files)
-        .map(|(slot, file)| {
+        .map(|(slot, (file, _))| {
             slot.into_inner().ok().flatten().unwrap_or_else(|| {
                 (
                     None,
@@ -252,11 +334,16 @@ fn read_all(files: &[SourceFile], injected: &[String]) -> Vec<FileResult> {
         .collect()
 }
 
-fn read_one(file: &SourceFile, injected: &[String]) -> FileResult {
+/// `meta` is the file's metadata as discovery saw it, if it could.
+fn read_one(file: &SourceFile, meta: Option<&Metadata>, injected: &[String]) -> FileResult {
     let path = &file.path;
     // Refuse a huge file before reading it into memory, and never open a FIFO or a
     // device (reading one could block forever or never end).
-    match fs::metadata(path) {
+    let meta = match meta {
+        Some(meta) => Ok(meta.clone()),
+        None => fs::metadata(path),
+    };
+    match meta {
         Ok(meta) if !meta.is_file() => {
             return (None, vec![Diagnostic::at_file(path, Level::Error, "not a regular file")]);
         }

@@ -5,11 +5,10 @@
 //! repeated files. It reads directory entries only: it never opens a file's contents
 //! and never runs Python. A bad entry is a diagnostic; the walk always goes on.
 
-use std::collections::HashSet;
-use std::fs;
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, Metadata};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-use walkdir::WalkDir;
 
 use crate::diag::{Diagnostic, Level};
 
@@ -24,6 +23,16 @@ pub struct SourceFile {
 
 /// Lists the tool files of `folders` (in the order given), then `files`.
 pub fn discover(folders: &[PathBuf], files: &[PathBuf]) -> (Vec<SourceFile>, Vec<Diagnostic>) {
+    let (found, diagnostics) = discover_with_metadata(folders, files);
+    (found.into_iter().map(|(file, _)| file).collect(), diagnostics)
+}
+
+/// [`discover`], with each file's metadata (links followed) as the walk saw it, so
+/// that a caller needs no second `stat` per file.
+pub fn discover_with_metadata(
+    folders: &[PathBuf],
+    files: &[PathBuf],
+) -> (Vec<(SourceFile, Option<Metadata>)>, Vec<Diagnostic>) {
     let mut walk = Walk::default();
     for folder in folders {
         walk.folder(folder);
@@ -36,11 +45,15 @@ pub fn discover(folders: &[PathBuf], files: &[PathBuf]) -> (Vec<SourceFile>, Vec
 
 #[derive(Default)]
 struct Walk {
-    found: Vec<SourceFile>,
+    found: Vec<(SourceFile, Option<Metadata>)>,
     diagnostics: Vec<Diagnostic>,
-    /// Canonical paths already listed: a file reached twice (a link, a folder given
-    /// twice) is read once.
-    seen: HashSet<PathBuf>,
+    /// A file reached twice (a link, a folder given twice) is read once. Files are
+    /// told apart by device and inode, and only two paths to one inode are compared
+    /// by canonical path (hard links are distinct files), which spares resolving
+    /// every path.
+    seen_inodes: HashMap<(u64, u64), Vec<PathBuf>>,
+    /// Canonical paths of files that could not be `stat`-ed.
+    seen_paths: HashSet<PathBuf>,
 }
 
 impl Walk {
@@ -52,7 +65,7 @@ impl Walk {
         };
         for entry in self.entries(folder) {
             if entry.is_dir {
-                self.library_folder(&entry.path, &root);
+                self.library_folder(&entry.path, entry.is_link, &root);
             } else if is_python_file(&entry.path) {
                 self.add(&entry.path, None);
             }
@@ -60,13 +73,16 @@ impl Walk {
     }
 
     /// A sub-folder `X/`: `X/X.py` first when it exists, then every other `*.py`.
-    fn library_folder(&mut self, dir: &Path, root: &Path) {
-        match fs::canonicalize(dir) {
-            Ok(target) if root.starts_with(&target) => {
-                return self.warning(dir, &format!("symbolic link loop: points back to {}", target.display()));
+    fn library_folder(&mut self, dir: &Path, is_link: bool, root: &Path) {
+        // Only a link can point back up: a plain sub-folder resolves to `root/X`.
+        if is_link {
+            match fs::canonicalize(dir) {
+                Ok(target) if root.starts_with(&target) => {
+                    return self.warning(dir, &format!("symbolic link loop: points back to {}", target.display()));
+                }
+                Ok(_) => {}
+                Err(err) => return self.error(dir, &format!("cannot open folder: {err}")),
             }
-            Ok(_) => {}
-            Err(err) => return self.error(dir, &format!("cannot open folder: {err}")),
         }
         let Some(name) = dir.file_name() else { return };
         let primary_name = format!("{}.py", name.to_string_lossy());
@@ -99,38 +115,77 @@ impl Walk {
     }
 
     /// The visible entries of a folder, sorted byte-wise by name, links followed.
+    /// The kind of an entry comes from the directory listing; only links are `stat`-ed.
     fn entries(&mut self, dir: &Path) -> Vec<Entry> {
-        let mut entries = Vec::new();
-        let walker = WalkDir::new(dir).min_depth(1).max_depth(1).follow_links(true).sort_by_file_name();
-        for result in walker {
+        let listing = match fs::read_dir(dir) {
+            Ok(listing) => listing,
+            Err(err) => {
+                if !dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                    self.warning(dir, &format!("skipped: {err}"));
+                }
+                return Vec::new();
+            }
+        };
+        let mut named = Vec::new();
+        for result in listing {
             match result {
                 Ok(entry) => {
-                    let name = entry.file_name().to_string_lossy();
-                    if name.starts_with('.') || name == "__pycache__" {
+                    let name = entry.file_name();
+                    if !name.to_string_lossy().starts_with('.') {
+                        named.push((name, entry));
+                    }
+                }
+                Err(err) => self.warning(dir, &format!("skipped: {err}")),
+            }
+        }
+        named.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut entries = Vec::with_capacity(named.len());
+        for (name, entry) in named {
+            let path = entry.path();
+            let is_link = entry.file_type().map_or(true, |t| t.is_symlink());
+            let is_dir = if is_link {
+                match fs::metadata(&path) {
+                    Ok(meta) => meta.is_dir(),
+                    Err(err) => {
+                        self.warning(&path, &format!("skipped: {err}"));
                         continue;
                     }
-                    entries.push(Entry { is_dir: entry.file_type().is_dir(), path: entry.into_path() });
                 }
-                Err(err) => {
-                    let path = err.path().unwrap_or(dir).to_path_buf();
-                    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-                    if name.as_deref().is_some_and(|n| n.starts_with('.')) {
-                        continue;
-                    }
-                    let reason = err.io_error().map_or_else(|| err.to_string(), |e| e.to_string());
-                    self.warning(&path, &format!("skipped: {reason}"));
-                }
+            } else {
+                entry.file_type().is_ok_and(|t| t.is_dir())
+            };
+            if name != "__pycache__" {
+                entries.push(Entry { path, is_dir, is_link });
             }
         }
         entries
     }
 
     fn add(&mut self, path: &Path, package: Option<PathBuf>) {
-        let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        if !self.seen.insert(canonical.clone()) {
+        let meta = fs::metadata(path).ok();
+        let canonical = match &meta {
+            Some(meta) => match self.seen_inodes.get(&(meta.dev(), meta.ino())) {
+                None => None,
+                Some(others) => {
+                    let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+                    others
+                        .iter()
+                        .any(|other| fs::canonicalize(other).unwrap_or_else(|_| other.clone()) == canonical)
+                        .then_some(canonical)
+                }
+            },
+            None => {
+                let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+                (!self.seen_paths.insert(canonical.clone())).then_some(canonical)
+            }
+        };
+        if let Some(canonical) = canonical {
             return self.warning(path, &format!("skipped: {} is already listed", canonical.display()));
         }
-        self.found.push(SourceFile { path: path.to_path_buf(), package });
+        if let Some(meta) = &meta {
+            self.seen_inodes.entry((meta.dev(), meta.ino())).or_default().push(path.to_path_buf());
+        }
+        self.found.push((SourceFile { path: path.to_path_buf(), package }, meta));
     }
 
     fn error(&mut self, path: &Path, message: &str) {
@@ -145,6 +200,7 @@ impl Walk {
 struct Entry {
     path: PathBuf,
     is_dir: bool,
+    is_link: bool,
 }
 
 fn is_python_file(path: &Path) -> bool {
