@@ -4,6 +4,8 @@
 //! docstring. Parsing is purely textual: Python is never run, and [`parse`] never
 //! fails or panics; unusual input just yields fewer recognised parts.
 
+use std::borrow::Cow;
+
 /// A docstring split into the parts a tool schema uses.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Docstring {
@@ -59,12 +61,12 @@ const PARAM_FIELDS: &[&str] = &["param", "parameter", "arg", "argument", "key", 
 fn clean(raw: &str) -> String {
     let expanded = expand_tabs(raw);
     let lines: Vec<&str> = expanded.split('\n').collect();
-    let margin = lines.iter().skip(1).filter(|line| !line.trim().is_empty()).map(|line| indent_of(line)).min();
+    let margin = lines.iter().skip(1).filter(|line| !is_blank(line)).map(|line| indent_of(line)).min();
     let cleaned: Vec<&str> = lines
         .iter()
         .enumerate()
         .map(|(index, line)| match (index, margin) {
-            _ if line.trim().is_empty() => "",
+            _ if is_blank(line) => "",
             (0, _) | (_, None) => line.trim_start(),
             // The margin never exceeds a non-blank line's indent; `get` just rules out panics.
             (_, Some(margin)) => line.get(margin..).unwrap_or_else(|| line.trim_start()),
@@ -76,7 +78,10 @@ fn clean(raw: &str) -> String {
 }
 
 /// Python's `str.expandtabs(8)`: tab stops are per line, counted in characters.
-fn expand_tabs(raw: &str) -> String {
+fn expand_tabs(raw: &str) -> Cow<'_, str> {
+    if !raw.contains('\t') {
+        return Cow::Borrowed(raw);
+    }
     let mut out = String::with_capacity(raw.len());
     let mut column = 0;
     for c in raw.chars() {
@@ -96,16 +101,54 @@ fn expand_tabs(raw: &str) -> String {
             }
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 fn indent_of(line: &str) -> usize {
     line.len() - line.trim_start_matches(' ').len()
 }
 
+/// `str::trim`, byte by byte over the ASCII whitespace (tab to carriage return, and
+/// space) that surrounds nearly every line; `str::trim` finishes a non-ASCII edge.
+fn trim(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    let blank = |b: &u8| *b == b' ' || (b'\t'..=b'\r').contains(b);
+    let start = bytes.iter().position(|b| !blank(b)).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|b| !blank(b)).map_or(start, |last| last + 1);
+    // Both ends sit next to ASCII bytes (or the ends of the text): char boundaries.
+    let trimmed = text.get(start..end).unwrap_or_default();
+    match (trimmed.as_bytes().first(), trimmed.as_bytes().last()) {
+        (Some(first), Some(last)) if !first.is_ascii() || !last.is_ascii() => trimmed.trim(),
+        _ => trimmed,
+    }
+}
+
+fn is_blank(line: &str) -> bool {
+    trim(line).is_empty()
+}
+
 /// Collapses every whitespace run (line joins included) into one space and trims.
 fn normalize(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    // Most descriptions are one ASCII line already in that form.
+    let bytes = text.as_bytes();
+    let plain = !bytes.iter().any(|&b| !b.is_ascii() || (b.is_ascii_whitespace() && b != b' ') || b == 0x0B);
+    if plain && !text.contains("  ") && !text.starts_with(' ') && !text.ends_with(' ') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut push = |word: &str| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    };
+    // ASCII text splits the same on ASCII whitespace, vertical tab aside, and far faster.
+    if !bytes.iter().any(|&b| !b.is_ascii() || b == 0x0B) {
+        text.split_ascii_whitespace().for_each(&mut push);
+    } else {
+        text.split_whitespace().for_each(&mut push);
+    }
+    out
 }
 
 fn is_dash_line(content: &str) -> bool {
@@ -123,7 +166,7 @@ struct Line<'a> {
 
 impl<'a> Line<'a> {
     fn new(line: &'a str) -> Self {
-        Line { indent: indent_of(line), content: line.trim() }
+        Line { indent: indent_of(line), content: trim(line) }
     }
 }
 
@@ -148,7 +191,23 @@ struct Header<'a> {
 }
 
 fn section_kind(name: &str) -> Option<Kind> {
-    match name.trim().to_lowercase().as_str() {
+    let name = trim(name);
+    // Every header name is short ASCII: lower-case those on the stack (this runs for
+    // most lines of every docstring); anything else takes the general path.
+    let mut buffer = [0u8; 24];
+    let lowered;
+    let key = match buffer.get_mut(..name.len()) {
+        Some(slot) if name.is_ascii() => {
+            slot.copy_from_slice(name.as_bytes());
+            slot.make_ascii_lowercase();
+            std::str::from_utf8(slot).unwrap_or_default()
+        }
+        _ => {
+            lowered = name.to_lowercase();
+            lowered.as_str()
+        }
+    };
+    match key {
         "args" | "arguments" | "parameters" | "params" | "keyword args" | "keyword arguments" | "other parameters" => {
             Some(Kind::Params)
         }
@@ -448,6 +507,30 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_trim_and_normalize_agree_with_the_standard_library() {
+        let cases = [
+            "",
+            " ",
+            "a",
+            "  a b  ",
+            "\ta\x0B",
+            "\u{a0}a\u{a0}",
+            " \u{2003}a b\u{3000} ",
+            "é",
+            " é ",
+            "a  b",
+            "a\tb",
+            "a\x0Bb",
+            "a\u{85}b",
+            "\r\n x \x0C",
+        ];
+        for case in cases {
+            assert_eq!(trim(case), case.trim(), "trim {case:?}");
+            assert_eq!(normalize(case), case.split_whitespace().collect::<Vec<_>>().join(" "), "normalize {case:?}");
+        }
+    }
 
     fn check(doc: &str, summary: &str, params: &[(&str, &str)], returns: Option<&str>) {
         let parsed = parse(doc);

@@ -387,22 +387,21 @@ impl<'t> Reader<'t> {
             }
         }
 
-        let description = doc
-            .as_ref()
-            .map(|d| d.summary.clone())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| NO_DESCRIPTION.to_string());
         let (line, _) = position(&self.index, self.text, function.name.range);
+        let (text, summary, returns) = match doc {
+            Some(d) => (Some(d.text), Some(d.summary), d.returns),
+            None => (None, None, None),
+        };
         Tool {
             name,
-            description,
+            description: summary.filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string()),
             parameters: Value::Object(schema),
             line,
             is_async: function.is_async,
-            docstring: doc.as_ref().map(|d| d.text.clone()),
+            docstring: text,
             returns: Returns {
                 annotation: function.returns.as_deref().map(|r| self.text[r.range()].to_string()),
-                description: doc.and_then(|d| d.returns),
+                description: returns,
             },
             prompt_provider: None,
         }
@@ -492,12 +491,14 @@ struct DepthProbe {
 }
 
 impl DepthProbe {
-    fn enter(&mut self, range: TextRange) -> bool {
+    /// `node` is only asked for its range when the walk stops there: most trees are
+    /// shallow, and a range costs a match on the node kind.
+    fn enter(&mut self, node: &impl Ranged) -> bool {
         if self.too_deep.is_some() {
             return false;
         }
         if self.depth >= MAX_NESTING {
-            self.too_deep = Some(range);
+            self.too_deep = Some(node.range());
             return false;
         }
         true
@@ -506,7 +507,7 @@ impl DepthProbe {
 
 impl<'a> Visitor<'a> for DepthProbe {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        if self.enter(stmt.range()) {
+        if self.enter(stmt) {
             self.depth += 1;
             visitor::walk_stmt(self, stmt);
             self.depth -= 1;
@@ -514,7 +515,7 @@ impl<'a> Visitor<'a> for DepthProbe {
     }
 
     fn visit_expr(&mut self, expr: &'a Expr) {
-        if self.enter(expr.range()) {
+        if self.enter(expr) {
             self.depth += 1;
             visitor::walk_expr(self, expr);
             self.depth -= 1;

@@ -89,13 +89,11 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
     let mut indent = 0usize;
     let mut at_line_start = true;
     let mut i = 0;
-    let mut word_start: Option<usize> = None;
     let too_deep = |at: usize| {
         let (line, col) = line_col(&bytes[..at]);
         Err(SourceError::TooDeep { line, col })
     };
     while i < bytes.len() {
-        let b = bytes[i];
         if at_line_start && levels.len() == 1 {
             let start = i;
             while i < bytes.len() && (bytes[i] == b' ' || bytes[i] == b'\t') {
@@ -106,25 +104,35 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
             at_line_start = false;
             continue;
         }
-        let is_word = b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
-        if is_word {
-            word_start.get_or_insert(i);
-            i += 1;
+        let b = bytes[i];
+        if WORD[b as usize] {
+            // A whole word at once; it counts when the byte after it is handled, so a
+            // word that ends the file never counts.
+            let start = i;
+            while i < bytes.len() && WORD[bytes[i] as usize] {
+                i += 1;
+            }
+            if i < bytes.len() && is_deepening_keyword(&bytes[start..i]) {
+                if let Some(last) = levels.last_mut() {
+                    *last += 1;
+                }
+                depth_sum += 1;
+            }
             continue;
         }
-        if let Some(start) = word_start.take()
-            && is_deepening_keyword(&bytes[start..i])
-        {
-            if let Some(last) = levels.last_mut() {
-                *last += 1;
-            }
-            depth_sum += 1;
-        }
         match b {
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
+            // A run of spaces changes nothing: checked once, at its first space.
+            b' ' => {
+                if depth_sum + indent > MAX_NESTING {
+                    return too_deep(i);
+                }
+                while bytes.get(i) == Some(&b' ') {
                     i += 1;
                 }
+                continue;
+            }
+            b'#' => {
+                i = bytes[i..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |end| i + end);
                 continue;
             }
             b'\'' | b'"' => {
@@ -173,6 +181,18 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
     Ok(())
 }
 
+/// Bytes of identifiers, keywords and numbers (any non-ASCII byte included).
+static WORD: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c == b'_' || c.is_ascii_alphanumeric() || c >= 0x80;
+        b += 1;
+    }
+    table
+};
+
 fn is_deepening_keyword(word: &[u8]) -> bool {
     matches!(word, b"not" | b"lambda" | b"if" | b"else" | b"await" | b"and" | b"or" | b"in" | b"is" | b"yield")
 }
@@ -183,10 +203,16 @@ fn skip_string(bytes: &[u8], start: usize) -> usize {
     let triple = bytes.get(start + 1) == Some(&quote) && bytes.get(start + 2) == Some(&quote);
     let mut i = start + if triple { 3 } else { 1 };
     while i < bytes.len() {
+        // Jump to the next byte that can matter.
+        match find_any(&bytes[i..], [quote, b'\\', b'\n']) {
+            Some(offset) => i += offset,
+            None => return bytes.len(),
+        }
         match bytes[i] {
             b'\\' => i += 2,
             b'\n' if !triple => return i,
-            b if b == quote => {
+            b'\n' => i += 1,
+            _ => {
                 if !triple {
                     return i + 1;
                 }
@@ -195,10 +221,30 @@ fn skip_string(bytes: &[u8], start: usize) -> usize {
                 }
                 i += 1;
             }
-            _ => i += 1,
         }
     }
     bytes.len()
+}
+
+/// Position of the first of `needles` in `haystack`, eight bytes at a time
+/// (string bodies are most of a tool file's bytes).
+fn find_any(haystack: &[u8], needles: [u8; 3]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Non-zero exactly when some byte of `word` is zero.
+    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    let [a, b, c] = needles.map(|n| ONES * u64::from(n));
+    let mut start = 0;
+    for chunk in haystack.chunks_exact(8) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(bytes);
+        if has_zero(word ^ a) | has_zero(word ^ b) | has_zero(word ^ c) != 0 {
+            break;
+        }
+        start += 8;
+    }
+    haystack[start..].iter().position(|byte| needles.contains(byte)).map(|offset| start + offset)
 }
 
 #[cfg(test)]
@@ -223,6 +269,17 @@ mod tests {
         assert!(prepare(flat.as_bytes()).is_ok());
         let chain = format!("x = {}1", "-".repeat(5000));
         assert!(prepare(chain.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn find_any_finds_the_first_needle_at_any_offset() {
+        for at in 0..40 {
+            let mut hay = vec![b'x'; 40];
+            hay[at] = b'"';
+            assert_eq!(find_any(&hay, [b'"', b'\\', b'\n']), Some(at));
+            hay[at] = 0x80 | b'"';
+            assert_eq!(find_any(&hay, [b'"', b'\\', b'\n']), None);
+        }
     }
 
     #[test]
