@@ -9,8 +9,9 @@ imported).  Writes JSON to ``--out``:
 - ``import_s``: importing ``lollms_client.tools_bindings.lcp``;
 - ``discover_s``: constructing ``LCPBinding(tools_folders=[FOLDER])``;
 - ``tools``: how many tools it discovered;
-- ``maxrss_before_kib`` / ``maxrss_after_kib``: ``ru_maxrss`` of this process after
-  the import and after discovery;
+- ``maxrss_after_kib``: ``ru_maxrss`` (peak RSS) of this process after discovery;
+- ``vmrss_before_kib`` / ``vmrss_after_kib``: its current RSS (``VmRSS``) just before
+  and just after the construction;
 - with ``--tracemalloc``: ``traced_peak_bytes`` / ``traced_current_bytes``, the peak
   and retained Python allocations during construction (tracing started just before
   it, so the import is not counted; timings of such a run are not used).
@@ -19,9 +20,15 @@ The binding logs through ASCIIColors on stdout; the bench sends stdout to /dev/n
 """
 
 import json
+import re
 import resource
 import sys
 import time
+
+
+def vmrss_kib():
+    with open("/proc/self/status") as status:
+        return int(re.search(r"^VmRSS:\s*(\d+)", status.read(), re.M).group(1))
 
 
 def main():
@@ -31,19 +38,21 @@ def main():
     started = time.perf_counter()
     from lollms_client.tools_bindings.lcp import LCPBinding
     imported = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = vmrss_kib()
     if trace:
         import tracemalloc
         tracemalloc.start()
     begin = time.perf_counter()
     binding = LCPBinding(tools_folders=[folder])
     discovered = time.perf_counter()
+    rss_after = vmrss_kib()
     result = {
         "import_s": imported - started,
         "discover_s": discovered - begin,
         "tools": len(binding.discovered_tools),
-        "maxrss_before_kib": before,
         "maxrss_after_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "vmrss_before_kib": rss_before,
+        "vmrss_after_kib": rss_after,
     }
     if trace:
         current, peak = tracemalloc.get_traced_memory()

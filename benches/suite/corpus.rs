@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Bump when the generated text changes.
-const GENERATOR_VERSION: u32 = 1;
+const GENERATOR_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
@@ -310,8 +310,7 @@ fn library(rng: &mut Rng, stem: &str, index: usize, metadata: bool, tools: usize
     out.push_str("from pathlib import Path\nfrom typing import Any, Dict, List, Literal, Optional, Union\n\n");
 
     if metadata {
-        let topic = TOPICS[index % TOPICS.len()];
-        let _ = writeln!(out, "TOOL_LIBRARY_NAME = \"{} {index}\"", capitalise(topic));
+        let _ = writeln!(out, "TOOL_LIBRARY_NAME = \"{}\"", capitalise(&stem.replace('_', " ")));
         let _ = writeln!(out, "TOOL_LIBRARY_DESC = \"{}\"", rng.sentence(12));
         out.push_str("TOOL_LIBRARY_ICON = \"🧰\"\n\n");
     }

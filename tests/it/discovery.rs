@@ -117,6 +117,18 @@ fn a_file_reached_twice_is_read_once() {
 }
 
 #[test]
+fn hard_links_are_distinct_files_and_a_symlink_to_a_listed_file_is_skipped() {
+    let dir = temp_dir("hard_links");
+    write(&dir.join("a.py"), "def tool_a():\n    pass\n");
+    std::fs::hard_link(dir.join("a.py"), dir.join("b.py")).unwrap();
+    symlink("a.py", dir.join("c.py")).unwrap();
+    let registry = Registry::load(&Sources { folders: vec![dir], files: vec![] }, &Options::default());
+    let files: Vec<String> = registry.libraries.iter().map(|l| l.stem.clone()).collect();
+    assert_eq!(files, ["a", "b"]);
+    assert_eq!(diagnostics_with(&registry, &["c.py", "already listed"]).len(), 1, "{:?}", registry.diagnostics);
+}
+
+#[test]
 fn duplicate_tool_names_first_discovery_wins_with_a_warning_naming_both_files() {
     let registry = load(&["duplicates"]);
     assert_eq!(tool_names(&registry), ["tool_shared", "tool_only_first", "tool_only_second"]);
