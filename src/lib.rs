@@ -11,6 +11,7 @@
 //!   first-wins rule for tool names.
 //! - [`export`]: the registry in each provider's format (SPEC §4).
 //! - [`default_tools`]: where the built-in tool libraries live.
+//! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol.
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
@@ -22,6 +23,7 @@ pub mod diag;
 pub mod docstring;
 pub mod export;
 pub mod extract;
+pub mod mcp;
 pub mod registry;
 pub mod scan;
 pub mod schema;
