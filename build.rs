@@ -1,11 +1,15 @@
 //! Embeds `default_tools/` in the binary, so an installed `lcp` has its built-in
-//! tools even when the source tree is gone.
+//! tools even when the source tree is gone, and records which CPython the binary is
+//! linked against: its libpython is found through an rpath (no `LD_LIBRARY_PATH`) and
+//! its executable path becomes the embedded interpreter's program name, from which
+//! CPython derives `sys.prefix` and the standard library.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
 fn main() {
+    python();
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let folder = root.join("default_tools");
     println!("cargo:rerun-if-changed={}", folder.display());
@@ -38,4 +42,16 @@ fn collect(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
             files.push((relative, path));
         }
     }
+}
+
+/// The interpreter is `$PYO3_PYTHON` (pinned in `.cargo/config.toml`), as pyo3 saw it.
+fn python() {
+    pyo3_build_config::add_libpython_rpath_link_args();
+    let config = pyo3_build_config::get();
+    let executable =
+        config.executable().map(str::to_string).or_else(|| env::var("PYO3_PYTHON").ok()).unwrap_or_default();
+    let version = config.version();
+    println!("cargo:rustc-env=LCP_PYTHON_EXECUTABLE={executable}");
+    println!("cargo:rustc-env=LCP_PYTHON_VERSION={}.{}", version.major, version.minor);
+    println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
 }

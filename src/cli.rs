@@ -1,12 +1,15 @@
 //! The `lcp` command line (SPEC §7).
 //!
 //! Owns argument parsing, where output goes and exit codes: JSON for programs on
-//! stdout, diagnostics and human messages on stderr; 0 success, 1 errors found,
-//! 2 usage or I/O error. It holds no logic of its own beyond choosing what to print.
+//! stdout, diagnostics and human messages on stderr; 0 success, 1 errors found (or
+//! the tool failed), 2 usage or I/O error. It holds no logic of its own beyond
+//! choosing what to print, and the terminal prompt of `lcp call`'s confirm handler.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
@@ -15,9 +18,14 @@ use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format};
 use crate::mcp::{self, config::HostConfig};
 use crate::registry::{Options, Registry, Sources};
+use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig};
 
 #[derive(Parser)]
-#[command(name = "lcp", version, about = "Turn Python tool files into LLM tool schemas, without running them.")]
+#[command(
+    name = "lcp",
+    version,
+    about = "Turn Python tool files into LLM tool schemas by reading them, and run a tool on demand."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -45,6 +53,37 @@ enum Command {
         /// Never start Python (descriptions are the static ones).
         #[arg(long = "static")]
         static_only: bool,
+    },
+    /// Run one tool and print its result as JSON on stdout; exit 1 when the tool failed.
+    Call {
+        /// The tool's name, e.g. `tool_read_file`.
+        tool: String,
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// The arguments, as a JSON object.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+        /// The tool's working directory while it runs.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Configuration of the tool's library (a JSON object), for `init_tools_library`.
+        #[arg(long, value_name = "JSON")]
+        config: Option<String>,
+        /// Autonomy level given to the libraries.
+        #[arg(long, value_name = "LEVEL", default_value = "safe", value_parser = ["safe", "ask", "full_access"])]
+        autonomy: String,
+        /// Stop the tool after this many seconds.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// Allow whatever the tool asks to confirm.
+        #[arg(long, conflicts_with = "no")]
+        yes: bool,
+        /// Refuse whatever the tool asks to confirm.
+        #[arg(long)]
+        no: bool,
+        /// A virtual environment whose packages tools may import [default: $VIRTUAL_ENV].
+        #[arg(long, value_name = "DIR")]
+        venv: Option<PathBuf>,
     },
     /// Report every problem in the tool files; exit 1 when one is an error.
     Check {
@@ -110,19 +149,62 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
-        Command::List { sources, static_only: _ } => {
-            let registry = load(&sources)?;
+        Command::List { sources, static_only } => {
+            let mut registry = load(&sources)?;
             print_diagnostics(&registry.diagnostics);
+            if !static_only {
+                describe(&mut registry);
+            }
             print_stdout(&table(&registry))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { sources, format, strict, static_only: _ } => {
-            let registry = load(&sources)?;
+        Command::Export { sources, format, strict, static_only } => {
+            let mut registry = load(&sources)?;
             print_diagnostics(&registry.diagnostics);
+            if !static_only {
+                describe(&mut registry);
+            }
             let (document, problems) = export::export(&registry, format, strict);
             print_diagnostics(&problems);
             print_stdout(&pretty(&document))?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { tool, sources, args, workspace, config, autonomy, timeout, yes, no, venv } => {
+            let registry = load(&sources)?;
+            print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            let Some((library, _)) = registry.tool(&tool) else { return Err(runtime::unknown_tool(&registry, &tool)) };
+            let args: Value = serde_json::from_str(&args).map_err(|err| format!("--args is not JSON: {err}"))?;
+            if !args.is_object() {
+                return Err("--args must be a JSON object".to_string());
+            }
+            let mut settings = RuntimeConfig { autonomy_level: autonomy, ..RuntimeConfig::default() };
+            if let Some(config) = config {
+                let Ok(Value::Object(config)) = serde_json::from_str(&config) else {
+                    return Err("--config must be a JSON object".to_string());
+                };
+                settings.libraries.insert(runtime::library_key(library), config);
+            }
+            if let Some(venv) = venv {
+                settings.venv = Some(venv);
+            }
+            if let Some(dir) = workspace.as_ref().filter(|dir| !dir.is_dir()) {
+                return Err(format!("{}: the workspace is not a folder", dir.display()));
+            }
+            let timeout = match timeout {
+                Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+                Some(_) => return Err("--timeout must be a positive number of seconds".to_string()),
+                None => None,
+            };
+            let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
+            // From here on fd 1 belongs to lcp's capture: nothing a tool or its children
+            // write can reach the result on stdout.
+            let mut stdout =
+                Runtime::claim_stdout().map_err(|err| format!("cannot keep stdout for the result: {err}"))?;
+            print_diagnostics(&runtime.set_confirm_handler(move |request| confirm(request, yes, no)));
+            let result = runtime.call(&registry, &tool, &args, &CallOptions { workspace, timeout });
+            let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
+            write_out(&mut stdout, &text)?;
+            Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Command::Check { sources, format } => {
             let registry = load(&sources)?;
@@ -189,8 +271,61 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
     }
 }
 
+/// Lays the prompt providers' descriptions over the static ones. Python starts only
+/// when a tool has a provider; when it cannot, the static descriptions stay.
+fn describe(registry: &mut Registry) {
+    if registry.tools().all(|(_, tool)| tool.prompt_provider.is_none()) {
+        return;
+    }
+    match Runtime::new(RuntimeConfig::default()) {
+        Ok(runtime) => {
+            let descriptions = runtime.describe(registry, &CallOptions::default());
+            print_diagnostics(&descriptions.diagnostics);
+            descriptions.apply(registry);
+        }
+        Err(err) => eprintln!("lcp: warning: Python did not start, descriptions are the static ones: {err}"),
+    }
+}
+
+/// The confirm handler of `lcp call`: `--yes`, `--no`, else the user at the terminal.
+fn confirm(request: &ConfirmRequest, yes: bool, no: bool) -> Confirmation {
+    if yes {
+        return Confirmation::allow("allowed with --yes");
+    }
+    if no {
+        return Confirmation::reject("refused with --no");
+    }
+    if !std::io::stdin().is_terminal() {
+        return Confirmation::reject(
+            "there is no terminal to ask the user; run `lcp call` with --yes to allow or --no to refuse",
+        );
+    }
+    // One question at a time, even when calls run in parallel.
+    static ASKING: Mutex<()> = Mutex::new(());
+    let _asking = ASKING.lock().unwrap_or_else(|p| p.into_inner());
+    let tool = request.tool.as_deref().unwrap_or("a tool");
+    let label = if request.label.is_empty() { "confirm" } else { &request.label };
+    eprintln!("\n{tool} ({}) asks: {label}", request.library);
+    for line in request.content.lines() {
+        eprintln!("    {line}");
+    }
+    eprint!("Allow? [y]es / [n]o / [a]lways: ");
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return Confirmation::reject("the answer could not be read");
+    }
+    match answer.trim().to_lowercase().as_str() {
+        "y" | "yes" => Confirmation::allow("allowed by the user"),
+        "a" | "always" => Confirmation { decision: Decision::Always, reason: "always allowed by the user".to_string() },
+        _ => Confirmation::reject("refused by the user"),
+    }
+}
+
 fn print_stdout(text: &str) -> Result<(), String> {
-    let mut stdout = std::io::stdout().lock();
+    write_out(&mut std::io::stdout().lock(), text)
+}
+
+fn write_out(stdout: &mut impl Write, text: &str) -> Result<(), String> {
     match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
         Ok(()) => Ok(()),
         // A closed pipe (`lcp export | head`) is the reader's choice, not an error.

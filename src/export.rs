@@ -311,10 +311,10 @@ fn strict_nullable(mut schema: Value) -> Value {
         Some(Value::String(t)) if t == "null" => {}
         Some(Value::String(t)) => {
             object.insert("type".into(), json!([t, "null"]));
-            if let Some(Value::Array(values)) = object.get_mut("enum") {
-                if !values.contains(&Value::Null) {
-                    values.push(Value::Null);
-                }
+            if let Some(Value::Array(values)) = object.get_mut("enum")
+                && !values.contains(&Value::Null)
+            {
+                values.push(Value::Null);
             }
         }
         Some(Value::Array(mut types)) => {

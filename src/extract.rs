@@ -349,10 +349,10 @@ impl<'t> Reader<'t> {
             match default {
                 None => required.push(Value::from(param_name)),
                 Some(default) => {
-                    if let Some(value) = converter.literal(default) {
-                        if let Some(object) = schema.as_object_mut() {
-                            object.insert("default".into(), value);
-                        }
+                    if let Some(value) = converter.literal(default)
+                        && let Some(object) = schema.as_object_mut()
+                    {
+                        object.insert("default".into(), value);
                     }
                 }
             }
@@ -465,10 +465,11 @@ struct NestedTools {
 
 impl<'a> Visitor<'a> for NestedTools {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        if let Stmt::FunctionDef(function) = stmt {
-            if function.name.starts_with("tool_") && provider_base(function.name.as_str()).is_none() {
-                self.found.push((function.name.range, function.name.to_string()));
-            }
+        if let Stmt::FunctionDef(function) = stmt
+            && function.name.starts_with("tool_")
+            && provider_base(function.name.as_str()).is_none()
+        {
+            self.found.push((function.name.range, function.name.to_string()));
         }
         visitor::walk_stmt(self, stmt);
     }

@@ -11,11 +11,15 @@
 //!   first-wins rule for tool names.
 //! - [`export`]: the registry in each provider's format (SPEC §4).
 //! - [`default_tools`]: where the built-in tool libraries live.
-//! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol.
+//! - [`runtime`]: running a tool in an embedded CPython when it is called, the host
+//!   hooks and host-side management (SPEC §5–§6); the only code that touches pyo3.
+//! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol; the only code
+//!   that touches rmcp.
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
-//! never a panic. Nothing in this crate runs Python while discovering tools.
+//! never a panic. Nothing in this crate runs Python while discovering tools: only
+//! [`runtime`] does, when a tool or a prompt provider is asked for.
 
 pub mod cli;
 pub mod default_tools;
@@ -25,6 +29,7 @@ pub mod export;
 pub mod extract;
 pub mod mcp;
 pub mod registry;
+pub mod runtime;
 pub mod scan;
 pub mod schema;
 pub mod source;

@@ -401,12 +401,12 @@ impl<'a, 's> Converter<'a, 's> {
 
     fn alias(&mut self, name: &'a str, depth: usize, description: &mut Option<String>) -> Value {
         let Some(&value) = self.scope.aliases.get(name) else { return json!({}) };
-        self.expand(name, depth, |this| this.convert(value, depth + 1, description))
+        self.expand(name, |this| this.convert(value, depth + 1, description))
     }
 
     /// Expands a named definition once; a reference to it from inside itself
     /// becomes `$ref` and the definition moves to `$defs`.
-    fn expand(&mut self, name: &str, _depth: usize, build: impl FnOnce(&mut Self) -> Value) -> Value {
+    fn expand(&mut self, name: &str, build: impl FnOnce(&mut Self) -> Value) -> Value {
         let reference = json!({ "$ref": format!("#/$defs/{name}") });
         if self.defs.contains_key(name) {
             return reference;
@@ -433,7 +433,7 @@ impl<'a, 's> Converter<'a, 's> {
                 self.warn(class.name.range, format!("class `{name}` is not an Enum, TypedDict, dataclass, BaseModel or NamedTuple: accepted as any JSON value"));
                 json!({})
             }
-            kind => self.expand(name, depth, |this| this.object_class(class, kind, depth)),
+            kind => self.expand(name, |this| this.object_class(class, kind, depth)),
         }
     }
 
@@ -446,10 +446,10 @@ impl<'a, 's> Converter<'a, 's> {
                 Expr::Call(call) => &*call.func,
                 other => other,
             };
-            if let Some(Resolved::Qualified(q)) = self.resolve(target) {
-                if matches!(q.as_str(), "dataclasses.dataclass" | "pydantic.dataclasses.dataclass") {
-                    return ClassKind::Dataclass;
-                }
+            if let Some(Resolved::Qualified(q)) = self.resolve(target)
+                && matches!(q.as_str(), "dataclasses.dataclass" | "pydantic.dataclasses.dataclass")
+            {
+                return ClassKind::Dataclass;
             }
         }
         for base in class.bases() {
@@ -591,12 +591,11 @@ impl<'a, 's> Converter<'a, 's> {
             return;
         }
         for base in class.bases() {
-            if let Some(Resolved::Class(name)) = self.resolve(base) {
-                if let Some(&parent) = self.scope.classes.get(name) {
-                    if !std::ptr::eq(parent, class) {
-                        self.lineage(parent, out, depth + 1);
-                    }
-                }
+            if let Some(Resolved::Class(name)) = self.resolve(base)
+                && let Some(&parent) = self.scope.classes.get(name)
+                && !std::ptr::eq(parent, class)
+            {
+                self.lineage(parent, out, depth + 1);
             }
         }
         out.push(class);
@@ -622,12 +621,13 @@ impl<'a, 's> Converter<'a, 's> {
             return true;
         }
         let mut has_default = false;
-        if let Some(first) = call.arguments.args.first() {
-            if kind == ClassKind::BaseModel && !matches!(first, Expr::EllipsisLiteral(_)) {
-                has_default = true;
-                if let Some(default) = self.literal(first) {
-                    schema["default"] = default;
-                }
+        if let Some(first) = call.arguments.args.first()
+            && kind == ClassKind::BaseModel
+            && !matches!(first, Expr::EllipsisLiteral(_))
+        {
+            has_default = true;
+            if let Some(default) = self.literal(first) {
+                schema["default"] = default;
             }
         }
         for keyword in &call.arguments.keywords {

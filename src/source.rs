@@ -112,13 +112,13 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
             i += 1;
             continue;
         }
-        if let Some(start) = word_start.take() {
-            if is_deepening_keyword(&bytes[start..i]) {
-                if let Some(last) = levels.last_mut() {
-                    *last += 1;
-                }
-                depth_sum += 1;
+        if let Some(start) = word_start.take()
+            && is_deepening_keyword(&bytes[start..i])
+        {
+            if let Some(last) = levels.last_mut() {
+                *last += 1;
             }
+            depth_sum += 1;
         }
         match b {
             b'#' => {
@@ -142,11 +142,9 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
                 depth_sum += 1;
                 levels.push(0);
             }
-            b')' | b']' | b'}' => {
-                if levels.len() > 1 {
-                    let closed = levels.pop().unwrap_or(0);
-                    depth_sum -= closed;
-                }
+            b')' | b']' | b'}' if levels.len() > 1 => {
+                let closed = levels.pop().unwrap_or(0);
+                depth_sum -= closed;
             }
             b',' | b';' => {
                 if let Some(last) = levels.last_mut() {

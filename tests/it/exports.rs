@@ -156,10 +156,10 @@ fn check_openai_strict(schema: &Value) -> Vec<String> {
                 problems.push(format!("{at}: keyword `{key}` is not allowed"));
             }
         }
-        if let Some(format) = object.get("format").and_then(Value::as_str) {
-            if !FORMATS.contains(&format) {
-                problems.push(format!("{at}: format `{format}` is not supported"));
-            }
+        if let Some(format) = object.get("format").and_then(Value::as_str)
+            && !FORMATS.contains(&format)
+        {
+            problems.push(format!("{at}: format `{format}` is not supported"));
         }
         let is_object = match &object.get("type") {
             Some(Value::String(t)) => t == "object",
@@ -255,10 +255,10 @@ fn check_gemini(schema: &Value, at: &str, problems: &mut Vec<String>) {
     if object.get("type").is_some_and(Value::is_array) {
         problems.push(format!("{at}: type array"));
     }
-    if let Some(values) = object.get("enum").and_then(Value::as_array) {
-        if !values.iter().all(Value::is_string) {
-            problems.push(format!("{at}: non-string enum"));
-        }
+    if let Some(values) = object.get("enum").and_then(Value::as_array)
+        && !values.iter().all(Value::is_string)
+    {
+        problems.push(format!("{at}: non-string enum"));
     }
     for (name, child) in object.get("properties").and_then(Value::as_object).into_iter().flatten() {
         check_gemini(child, &format!("{at}.{name}"), problems);

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod call;
 mod cli;
 mod discovery;
 mod docstrings;
@@ -13,4 +14,5 @@ mod mcp;
 mod python_reference;
 mod rescan;
 mod robustness;
+mod runtime;
 mod types;

@@ -141,3 +141,70 @@ fn deep_but_valid_code_within_the_limit_is_read() {
     assert_eq!(tool_names(&registry), ["tool_deep"]);
     assert_eq!(property(&registry, "tool_deep", "a")["default"], 1);
 }
+
+/// Thousands of generated near-Python files through the extractor: every one gives a
+/// library or a diagnostic, never a panic.
+#[test]
+fn generated_near_python_never_panics_the_extractor() {
+    const FRAGMENTS: &[&str] = &[
+        "def tool_x(",
+        "a: ",
+        "Optional[",
+        "list[",
+        "dict[str, ",
+        "Literal[\"a\", 1",
+        "Annotated[int, Field(ge=",
+        "]",
+        ")",
+        "):\n",
+        "    \"\"\"Doc.\n\n    Args:\n        a (int): x\n    \"\"\"\n",
+        "= None",
+        "= (1, -2.5, b'x')",
+        ", ",
+        "*, ",
+        "/, ",
+        "**kw",
+        "class C(BaseModel):\n    a: int = Field(",
+        "class E(Enum):\n    A = auto()\n",
+        "@dataclass\n",
+        "TOOL_LIBRARY_NAME = ",
+        "\"n\" \"m\"",
+        "type V = ",
+        "V = ",
+        "'list[\"V\"]'",
+        "from typing import *\n",
+        "import typing as t\n",
+        "t.",
+        "async ",
+        "if x:\n    ",
+        "try:\n    pass\nexcept E:\n    ",
+        "\n",
+        "    ",
+        "é",
+        "\\",
+        "tuple[()]",
+        "tuple[int, ...]",
+        "|",
+        "None",
+        "C",
+        "E.A",
+        "lambda: 0",
+        "'''",
+        "#",
+        "\t",
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let file = lcp::scan::SourceFile { path: "generated.py".into(), package: None };
+    for _ in 0..3000 {
+        let length = 1 + (next() % 40) as usize;
+        let source: String = (0..length).map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize]).collect();
+        let (library, diagnostics) = lcp::extract::extract(&file, source.as_bytes(), &[]);
+        assert!(library.is_some() || !diagnostics.is_empty(), "{source:?}");
+    }
+}

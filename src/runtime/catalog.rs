@@ -1,0 +1,258 @@
+//! A registry that changes while the host runs (SPEC §6).
+//!
+//! Adds to [`Registry`] (which already rescans incrementally) what a host changes at
+//! run time: libraries mounted by name, tools registered from code (written to a
+//! private folder, so that to everything else they are ordinary tool files) and
+//! prefixes unregistered. Nothing here runs Python; every file whose module may be
+//! out of date (changed, removed, re-read) is handed to the runtime, which drops the
+//! module before its next call. Modules of unchanged files stay loaded.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::registry::{Changes, Options, Registry, Sources};
+use crate::scan;
+
+pub struct Catalog {
+    sources: Sources,
+    options: Options,
+    /// Everything read from the sources.
+    loaded: Registry,
+    /// `loaded` without the unregistered tools: what hosts see.
+    view: Registry,
+    /// Files written by [`Catalog::register_tool_from_code`].
+    dynamic: Vec<PathBuf>,
+    dynamic_dir: Option<PathBuf>,
+    dynamic_allowed: bool,
+    /// Prefixes whose file tools stay unregistered across rescans.
+    hidden: Vec<String>,
+    base: PathBuf,
+}
+
+impl Catalog {
+    /// Reads every file of `sources` ([`Registry::load`]). Relative paths are resolved
+    /// against the current working directory, as [`super::Runtime`] does.
+    pub fn load(sources: Sources, options: Options) -> Catalog {
+        let loaded = Registry::load(&sources, &options);
+        Catalog {
+            view: loaded.clone(),
+            loaded,
+            sources,
+            options,
+            dynamic: Vec::new(),
+            dynamic_dir: None,
+            dynamic_allowed: false,
+            hidden: Vec::new(),
+            base: std::env::current_dir().unwrap_or_default(),
+        }
+    }
+
+    /// The tools as they are now.
+    pub fn registry(&self) -> &Registry {
+        &self.view
+    }
+
+    /// Whether [`Catalog::register_tool_from_code`] may add tools. Default: no.
+    pub fn allow_dynamic_tools(&mut self, allowed: bool) {
+        self.dynamic_allowed = allowed;
+    }
+
+    /// Re-reads only the files whose size or modification time changed.
+    pub fn rescan(&mut self) -> Changes {
+        let changes = self.loaded.rescan();
+        self.stale(changes.changed.iter().chain(&changes.removed));
+        self.refresh();
+        changes
+    }
+
+    /// Mounts a library by name: a folder `NAME/` (or a file `NAME.py`) of the
+    /// built-in tools, or the path of a library folder or file. Returns the names of
+    /// its tools; mounting it again changes nothing.
+    pub fn mount_tool_library(&mut self, name: &str) -> Result<Vec<String>, String> {
+        let path = resolve_library(name)?;
+        let files = library_files(&path);
+        if files.is_empty() {
+            return Err(format!("{}: no tool files in this library", path.display()));
+        }
+        let new: Vec<PathBuf> = files.iter().filter(|f| !self.sources.files.contains(f)).cloned().collect();
+        if !new.is_empty() {
+            self.sources.files.extend(new);
+            self.reload();
+        }
+        Ok(self.tools_of(&files))
+    }
+
+    /// Adds the `tool_*` functions of `code` as tools, when the host allowed dynamic
+    /// tools. Every name must start with `prefix` and be new. The code is read like
+    /// any tool file and runs only when one of its tools is called.
+    pub fn register_tool_from_code(&mut self, prefix: &str, code: &str) -> Result<Vec<String>, String> {
+        if !self.dynamic_allowed {
+            return Err("registering tools from code is disabled; the host has to allow dynamic tools".to_string());
+        }
+        if prefix.is_empty() {
+            return Err("the prefix of dynamic tools cannot be empty".to_string());
+        }
+        let path = self.dynamic_file()?;
+        fs::write(&path, code).map_err(|err| format!("{}: cannot write the code: {err}", path.display()))?;
+        let alone = Registry::load(&Sources { folders: Vec::new(), files: vec![path.clone()] }, &self.options);
+        if let Err(refusal) = check_dynamic(&alone, prefix, &self.view) {
+            let _ = fs::remove_file(&path);
+            return Err(refusal);
+        }
+        self.dynamic.push(path.clone());
+        self.sources.files.push(path.clone());
+        self.reload();
+        Ok(self.tools_of(&[path]))
+    }
+
+    /// Removes every tool whose name starts with `prefix`: tools registered from code
+    /// are forgotten, tools of files stay hidden across rescans. Returns the names.
+    pub fn unregister_tools_by_prefix(&mut self, prefix: &str) -> Vec<String> {
+        let removed: Vec<String> =
+            self.view.tools().map(|(_, t)| t.name.clone()).filter(|n| n.starts_with(prefix)).collect();
+        let gone: Vec<PathBuf> = self
+            .loaded
+            .libraries
+            .iter()
+            .filter(|library| self.dynamic.contains(&library.path))
+            .filter(|library| library.tools.iter().all(|t| t.name.starts_with(prefix)))
+            .map(|library| library.path.clone())
+            .collect();
+        if !gone.is_empty() {
+            for path in &gone {
+                let _ = fs::remove_file(path);
+            }
+            self.dynamic.retain(|p| !gone.contains(p));
+            self.sources.files.retain(|p| !gone.contains(p));
+            self.stale(&gone);
+            self.reload();
+        }
+        if !prefix.is_empty() && !self.hidden.iter().any(|h| h == prefix) {
+            self.hidden.push(prefix.to_string());
+            self.refresh();
+        }
+        removed
+    }
+
+    /// Reads the sources again after they changed. Files edited since the last scan
+    /// are found first, so that their modules are dropped.
+    fn reload(&mut self) {
+        let changes = self.loaded.rescan();
+        self.stale(changes.changed.iter().chain(&changes.removed));
+        self.loaded = Registry::load(&self.sources, &self.options);
+        self.refresh();
+    }
+
+    fn refresh(&mut self) {
+        let mut view = self.loaded.clone();
+        for library in &mut view.libraries {
+            if self.dynamic.contains(&library.path) {
+                continue;
+            }
+            let hidden = |name: &str| self.hidden.iter().any(|prefix| name.starts_with(prefix.as_str()));
+            if library.tools.iter().any(|t| hidden(&t.name)) {
+                std::sync::Arc::make_mut(library).tools.retain(|t| !hidden(&t.name));
+            }
+        }
+        self.view = view;
+    }
+
+    fn stale<'p>(&self, paths: impl IntoIterator<Item = &'p PathBuf>) {
+        super::drop_modules(paths.into_iter().map(|p| super::absolute(&self.base, p)));
+    }
+
+    /// Tools of the libraries read from `files` (compared as canonical paths).
+    fn tools_of(&self, files: &[PathBuf]) -> Vec<String> {
+        let wanted: Vec<PathBuf> = files.iter().filter_map(|f| fs::canonicalize(f).ok()).collect();
+        self.view
+            .libraries
+            .iter()
+            .filter(|l| fs::canonicalize(&l.path).is_ok_and(|p| wanted.contains(&p)))
+            .flat_map(|l| &l.tools)
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    fn dynamic_file(&mut self) -> Result<PathBuf, String> {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let dir = match &self.dynamic_dir {
+            Some(dir) => dir.clone(),
+            None => {
+                let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+                let dir = std::env::temp_dir().join(format!("lcp-dynamic-{}-{n}", std::process::id()));
+                fs::create_dir_all(&dir)
+                    .map_err(|err| format!("{}: cannot create the folder for dynamic tools: {err}", dir.display()))?;
+                self.dynamic_dir = Some(dir.clone());
+                dir
+            }
+        };
+        Ok(dir.join(format!("dynamic_{}.py", COUNTER.fetch_add(1, Ordering::Relaxed))))
+    }
+}
+
+impl Drop for Catalog {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dynamic_dir {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Why code cannot become dynamic tools under `prefix`, if it cannot.
+fn check_dynamic(alone: &Registry, prefix: &str, current: &Registry) -> Result<(), String> {
+    let errors: Vec<String> =
+        alone.diagnostics.iter().filter(|d| d.is_error()).map(|d| format!("line {}: {}", d.line, d.message)).collect();
+    if !errors.is_empty() {
+        return Err(format!("the code cannot be read: {}", errors.join("; ")));
+    }
+    let tools: Vec<&str> = alone.tools().map(|(_, t)| t.name.as_str()).collect();
+    if tools.is_empty() {
+        return Err("the code defines no `tool_*` function".to_string());
+    }
+    for name in tools {
+        if !name.starts_with(prefix) {
+            return Err(format!("`{name}` does not start with the prefix `{prefix}`"));
+        }
+        if let Some((library, _)) = current.tool(name) {
+            return Err(format!("`{name}` is already a tool of {}", library.path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// A library name of the built-in tools, or a path.
+fn resolve_library(name: &str) -> Result<PathBuf, String> {
+    let given = Path::new(name);
+    if given.exists() {
+        return std::path::absolute(given).map_err(|err| format!("{name}: {err}"));
+    }
+    if given.components().count() > 1 {
+        return Err(format!("{name}: no such library folder or file"));
+    }
+    let builtin = crate::default_tools::folder()?;
+    for candidate in [builtin.join(name), builtin.join(format!("{name}.py"))] {
+        if candidate.exists() {
+            return Ok(candidate);
+        }
+    }
+    let mut known: Vec<String> = fs::read_dir(&builtin)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().trim_end_matches(".py").to_string())
+        .filter(|n| !n.starts_with(['.', '_']))
+        .collect();
+    known.sort();
+    Err(format!("no library `{name}` among the built-in tools ({})", known.join(", ")))
+}
+
+/// The tool files of one library, in discovery order, found by the scanner itself.
+fn library_files(path: &Path) -> Vec<PathBuf> {
+    if !path.is_dir() {
+        return vec![path.to_path_buf()];
+    }
+    let parent = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let (files, _) = scan::discover(&[parent], &[]);
+    files.into_iter().filter(|f| f.package.as_deref() == Some(path)).map(|f| f.path).collect()
+}

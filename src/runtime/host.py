@@ -1,0 +1,923 @@
+"""lcp's Python side of running tools (SPEC §5).
+
+Loaded once into the embedded interpreter as the module ``_lcp_host``. It owns:
+importing a tool file under a private module name (a library folder becomes a
+private package), the library hooks, converting JSON arguments to the annotated
+types, running the tool with what it prints captured, and turning its result or
+its exception into plain data.
+
+Every entry point takes and returns JSON text, and the only host object it holds is
+the ``confirm`` function given to ``install`` (JSON text in, JSON text out). Nothing
+here depends on living in the same process as the registry, so a worker process can
+serve the same requests. Nothing here writes to the process's standard output.
+"""
+
+import asyncio
+import collections.abc
+import dataclasses
+import datetime
+import enum
+import importlib.machinery
+import importlib.util
+import inspect
+import io
+import itertools
+import json
+import math
+import os
+import re
+import sys
+import threading
+import traceback
+import types
+import typing
+import uuid
+import weakref
+from pathlib import PurePath
+
+
+class Timeout(BaseException):
+    """Raised inside a tool's thread when its call runs out of time.
+
+    A ``BaseException``, so that ``except Exception`` in a tool does not swallow it.
+    """
+
+
+# Text a tool prints is kept up to this many characters per stream and call.
+_CAPTURE_LIMIT = 1_000_000
+# Problems listed when a return value cannot be carried by JSON.
+_MAX_PROBLEMS = 10
+
+_confirm = None
+_lock = threading.Lock()
+_names = itertools.count(1)
+_libraries = {}  # file path -> _Library (loaded, or rejected with its error)
+_load_locks = {}  # file path -> lock held while that file is imported
+_packages = {}  # library folder -> private package name
+_calls = {}  # call id -> _Call, for every call in progress
+_local = threading.local()
+_plans = weakref.WeakKeyDictionary()  # tool function -> _Plan
+
+
+# --------------------------------------------------------------------------- #
+# Entry points                                                                 #
+# --------------------------------------------------------------------------- #
+
+
+def install(confirm):
+    """Called once: ``confirm(request_json) -> answer_json`` asks the host's handler."""
+    global _confirm
+    _confirm = confirm
+    sys.dont_write_bytecode = True  # never litter tool folders with __pycache__
+    sys.stdout = _STDOUT
+    sys.stderr = _STDERR
+
+
+def add_site_dir(path):
+    """Makes a virtual environment's site-packages importable, ahead of the
+    interpreter's own (as inside the environment)."""
+    import site
+
+    if path in sys.path:
+        return
+    before = list(sys.path)
+    site.addsitedir(path)
+    added = [entry for entry in sys.path if entry not in before]
+    sys.path[:] = added + before
+
+
+def call(request_text):
+    """Runs a tool (``kind: "tool"``) or a prompt provider (``kind: "provider"``).
+
+    Returns ``{"ok", "output", "error"?, "traceback"?, "timed_out"?, "stdout", "stderr"}``.
+    """
+    request = json.loads(request_text)
+    current = _Call(request.get("call_id"), request.get("library"), request.get("function"))
+    _enter(current)
+    try:
+        result = _run(request, current)
+    except Timeout as exc:
+        result = _timed_out(request, exc)
+    except BaseException as exc:  # a failure of this module itself, still a result
+        result = _failure(f"lcp could not run `{request.get('function')}`: {_describe(exc)}", exc)
+    finally:
+        _leave(current)
+    result["stdout"] = current.text(current.out)
+    result["stderr"] = current.text(current.err)
+    return _dumps(result)
+
+
+def stop(call_id):
+    """Raises ``Timeout`` in the thread running ``call_id`` if it is running tool code.
+
+    Returns whether it did. Called with the GIL held, so the check and the injection
+    cannot race with the call leaving tool code.
+    """
+    current = _calls.get(call_id)
+    if current is None or not current.stoppable:
+        return False
+    import ctypes
+
+    set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+    return set_async_exc(current.thread, Timeout) == 1
+
+
+def rebind():
+    """Calls ``set_confirm_handler`` again on every loaded module that defines it.
+
+    Returns a JSON list of ``{"file", "error"}`` for the hooks that raised.
+    """
+    problems = []
+    current = _Call(None, None, "set_confirm_handler")
+    _enter(current)
+    try:
+        for path, library in list(_libraries.items()):
+            hook = getattr(library.module, "set_confirm_handler", None)
+            if library.module is None or not callable(hook):
+                continue
+            try:
+                hook(library.bridge)
+            except BaseException as exc:
+                problems.append({"file": path, "error": f"set_confirm_handler failed: {_describe(exc)}"})
+    finally:
+        _leave(current)
+    return json.dumps(problems)
+
+
+def forget(paths_json):
+    """Drops the modules of these files: their next call imports them again."""
+    paths = set(json.loads(paths_json))
+    with _lock:
+        for path in paths:
+            _libraries.pop(path, None)
+        for name, module in list(sys.modules.items()):
+            if name.startswith("_lcp_") and getattr(module, "__file__", None) in paths:
+                del sys.modules[name]
+
+
+# --------------------------------------------------------------------------- #
+# One call                                                                     #
+# --------------------------------------------------------------------------- #
+
+
+class _Call:
+    """A call in progress: where its output goes, and whether it may be stopped."""
+
+    __slots__ = ("id", "library", "function", "thread", "stoppable", "out", "err", "dropped")
+
+    def __init__(self, call_id, library, function):
+        self.id = call_id
+        self.library = library
+        self.function = function
+        self.thread = threading.get_ident()
+        self.stoppable = False
+        self.out = []
+        self.err = []
+        self.dropped = {}
+
+    def write(self, stream, text):
+        kept = sum(map(len, stream))
+        if kept + len(text) > _CAPTURE_LIMIT:
+            room = max(0, _CAPTURE_LIMIT - kept)
+            key = id(stream)
+            self.dropped[key] = self.dropped.get(key, 0) + len(text) - room
+            text = text[:room]
+        if text:
+            stream.append(text)
+
+    def text(self, stream):
+        dropped = self.dropped.get(id(stream))
+        note = f"\n[lcp: {dropped} more characters were printed and not kept]\n" if dropped else ""
+        return "".join(stream) + note
+
+
+def _enter(current):
+    _local.call = current
+    if current.id is not None:
+        _calls[current.id] = current
+
+
+def _leave(current):
+    _local.call = None
+    if current.id is not None:
+        _calls.pop(current.id, None)
+    # Text a tool wrote to the real streams or their buffers reaches the file
+    # descriptors now, while the host still captures them.
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    # A tool that replaced sys.stdout does not keep it for the next call.
+    sys.stdout = _STDOUT
+    sys.stderr = _STDERR
+
+
+def _current():
+    """The call this thread serves; for a thread a tool started, the only call running."""
+    current = getattr(_local, "call", None)
+    if current is None:
+        running = list(_calls.values())
+        if len(running) == 1:
+            current = running[0]
+    return current
+
+
+def _run(request, current):
+    workspace = request.get("workspace")
+    try:
+        _WORKSPACE.enter(workspace)
+    except OSError as exc:
+        return _failure(f"cannot use the workspace {workspace!r}: {exc}")
+    try:
+        library, timed_out = _library(request, current)
+        if timed_out:
+            return _timed_out(request)
+        if library.error is not None:
+            return {"ok": False, "output": None, "error": library.error, "traceback": library.traceback}
+        function = getattr(library.module, request["function"], None)
+        if not callable(function):
+            return _failure(f"`{request['function']}` is not a function of {request['file']} once the module has run")
+        if request.get("kind") == "provider":
+            return _provide(function, current)
+        return _tool(function, request, current)
+    finally:
+        _WORKSPACE.leave()
+
+
+def _tool(function, request, current):
+    try:
+        positional, keywords = _arguments(function, request.get("args") or {}, request.get("injected") or ())
+    except _ArgumentError as exc:
+        return _failure(str(exc))
+    try:
+        value = _invoke(current, function, positional, keywords)
+        _settle()
+    except Timeout:
+        raise
+    except SystemExit as exc:
+        return _failure(f"the tool tried to exit the process (SystemExit: {exc.code!r}); lcp kept running", exc)
+    except BaseException as exc:
+        return _failure(_describe(exc), exc)
+    problems = []
+    try:
+        output = _jsonable(value, "output", problems)
+    except RecursionError:
+        problems = ["`output` is nested too deeply or contains itself"]
+    if problems:
+        return _failure(
+            "the tool's return value cannot be carried by JSON: " + "; ".join(problems[:_MAX_PROBLEMS])
+            + (f"; and {len(problems) - _MAX_PROBLEMS} more" if len(problems) > _MAX_PROBLEMS else "")
+        )
+    if isinstance(value, dict) and (value.get("success") is False or value.get("error")):
+        reported = value.get("error")
+        if not reported:
+            reported = "the tool reported a failure (success: false)"
+        elif not isinstance(reported, str):
+            reported = _dumps(output.get("error"))
+        return {"ok": False, "output": output, "error": reported}
+    return {"ok": True, "output": output}
+
+
+def _provide(function, current):
+    try:
+        value = _invoke(current, function, (), {})
+        _settle()
+    except Timeout:
+        raise
+    except BaseException as exc:
+        return _failure(_describe(exc), exc)
+    if not isinstance(value, str):
+        return _failure(f"returned {type(value).__name__}, not a string")
+    return {"ok": True, "output": str.__str__(value)}
+
+
+def _invoke(current, function, positional, keywords):
+    current.stoppable = True
+    try:
+        value = function(*positional, **keywords)
+        if inspect.isawaitable(value):
+            value = asyncio.run(_awaited(value))
+        return value
+    finally:
+        current.stoppable = False
+
+
+async def _awaited(awaitable):
+    return await awaitable
+
+
+def _settle():
+    """A function call: a ``Timeout`` injected just before the tool returned is
+    delivered here, inside the caller's ``try``, never later in host code."""
+
+
+def _timed_out(request, exc=None):
+    result = {"ok": False, "output": None, "error": f"`{request.get('function')}` timed out", "timed_out": True}
+    if exc is not None:
+        result["traceback"] = _traceback(exc)
+    return result
+
+
+def _failure(message, exc=None):
+    result = {"ok": False, "output": None, "error": message}
+    if exc is not None:
+        result["traceback"] = _traceback(exc)
+    return result
+
+
+def _describe(exc):
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _traceback(exc):
+    """The formatted traceback, starting at the first frame that is not lcp's or importlib's."""
+    tb = exc.__traceback__
+    while tb is not None and _is_machinery(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _is_machinery(filename):
+    return filename == __file__ or filename.startswith("<frozen importlib")
+
+
+def _dumps(value):
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+# --------------------------------------------------------------------------- #
+# Loading and hooks                                                            #
+# --------------------------------------------------------------------------- #
+
+
+class _Library:
+    __slots__ = ("module", "error", "traceback", "bridge")
+
+    def __init__(self, module=None, error=None, traceback=None, bridge=None):
+        self.module = module
+        self.error = error
+        self.traceback = traceback
+        self.bridge = bridge
+
+
+def _library(request, current):
+    """The loaded (or rejected) library of the request's file; loads it once per process.
+
+    Returns ``(library, timed_out)``; a load stopped by a timeout is not remembered.
+    """
+    path = request["file"]
+    library = _libraries.get(path)
+    if library is not None:
+        return library, False
+    with _lock:
+        load_lock = _load_locks.setdefault(path, threading.Lock())
+    with load_lock:
+        library = _libraries.get(path)
+        if library is not None:
+            return library, False
+        current.stoppable = True
+        try:
+            library = _load(request)
+            _settle()
+        except Timeout:
+            return None, True
+        finally:
+            current.stoppable = False
+        _libraries[path] = library
+        return library, False
+
+
+def _load(request):
+    path = request["file"]
+    bridge = _Bridge(request.get("library"))
+    try:
+        module = _import(path, request.get("package"))
+    except Timeout:
+        raise
+    except BaseException as exc:
+        return _Library(error=f"the library {path} could not be imported: {_describe(exc)}", traceback=_traceback(exc))
+    try:
+        _init(module, request, bridge)
+    except Timeout:
+        raise
+    except BaseException as exc:
+        return _Library(error=f"the library {path} was rejected: {_describe(exc)}", traceback=_traceback(exc))
+    return _Library(module=module, bridge=bridge)
+
+
+def _import(path, package):
+    """Imports ``path`` under a private name; a library folder becomes a private package,
+    so ``from . import helper`` finds the folder's own ``helper.py``."""
+    stem = _identifier(os.path.splitext(os.path.basename(path))[0])
+    folder = os.path.dirname(path)
+    if not package and os.path.isfile(os.path.join(folder, os.path.basename(folder) + ".py")):
+        package = folder  # a file of a library folder `X/` given on its own
+    if package:
+        parent = _package(package)
+        name = f"{parent}.{stem}"
+        existing = sys.modules.get(name)
+        if existing is not None and getattr(existing, "__file__", None) == path:
+            return existing  # already imported by a sibling's relative import
+    else:
+        parent = None
+        with _lock:
+            name = f"_lcp_{next(_names)}_{stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    if parent is not None:
+        setattr(sys.modules[parent], stem, module)
+    return module
+
+
+def _package(folder):
+    with _lock:
+        name = _packages.get(folder)
+        if name is None or name not in sys.modules:
+            name = f"_lcp_{next(_names)}_{_identifier(os.path.basename(folder.rstrip(os.sep)))}"
+            spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            spec.submodule_search_locations = [folder]
+            sys.modules[name] = importlib.util.module_from_spec(spec)
+            _packages[folder] = name
+        return name
+
+
+def _identifier(text):
+    text = re.sub(r"\W", "_", text)
+    return text if text and not text[0].isdigit() else f"_{text}"
+
+
+def _init(module, request, bridge):
+    """``set_confirm_handler`` (when the host has a handler), then ``init_tools_library``."""
+    has_handler = bool(request.get("has_handler"))
+    hook = getattr(module, "set_confirm_handler", None)
+    if has_handler and callable(hook):
+        hook(bridge)
+    init = getattr(module, "init_tools_library", None)
+    if not callable(init):
+        return
+    config = dict(request.get("config") or {})
+    config["autonomy_level"] = request.get("autonomy_level") or "safe"
+    config["confirm_handler"] = bridge if has_handler else None
+    if _takes_positional(init):
+        init(config)
+    else:
+        init()
+
+
+def _takes_positional(function):
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    return any(p.kind in kinds for p in parameters)
+
+
+class _Bridge:
+    """The confirm handler a library sees: any arguments in, ``(decision, reason)`` out."""
+
+    def __init__(self, library):
+        self.library = library
+
+    def __call__(self, *args, **kwargs):
+        current = _current()
+        request = {
+            "call_id": current.id if current is not None else None,
+            "library": self.library,
+            "tool": current.function if current is not None else None,
+            "args": [_plain(a) for a in args],
+            "kwargs": {str(k): _plain(v) for k, v in kwargs.items()},
+        }
+        if _confirm is None:
+            return ("reject", "no confirmation handler is installed")
+        answer = json.loads(_confirm(_dumps(request)))
+        return (answer.get("decision") or "reject", answer.get("reason") or "")
+
+    def __repr__(self):
+        return f"<lcp confirm handler for {self.library}>"
+
+
+def _plain(value):
+    """A JSON-able stand-in for what a library passes to the confirm handler."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return repr(value)
+
+
+# --------------------------------------------------------------------------- #
+# Arguments                                                                    #
+# --------------------------------------------------------------------------- #
+
+
+class _ArgumentError(Exception):
+    pass
+
+
+class _Plan:
+    """A tool's parameters as Python sees them, computed once per function."""
+
+    __slots__ = ("parameters", "var_keyword")
+
+    def __init__(self, function):
+        signature = inspect.signature(function)
+        hints = _hints(function)
+        self.parameters = [
+            (p.name, p.kind, hints.get(p.name, inspect.Parameter.empty), p.default)
+            for p in signature.parameters.values()
+            if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        ]
+        self.var_keyword = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+
+
+def _hints(function):
+    try:
+        return typing.get_type_hints(function, include_extras=True)
+    except Exception:
+        pass
+    # One unresolvable annotation must not cost the others their conversion.
+    hints = {}
+    namespace = getattr(function, "__globals__", {})
+    for name, annotation in getattr(function, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # noqa: S307 - the tool's own annotation
+            except Exception:
+                continue
+        hints[name] = annotation
+    return hints
+
+
+def _arguments(function, args, injected):
+    """Positional and keyword arguments for the call, converted to the annotated types.
+
+    Only the arguments given are passed, so Python applies its own defaults.
+    Positional-only parameters are passed by position (their skipped predecessors
+    get their defaults).
+    """
+    try:
+        plan = _plans.get(function)
+    except TypeError:  # not weakly referable: no cache
+        plan = None
+    if plan is None:
+        plan = _Plan(function)
+        try:
+            _plans[function] = plan
+        except TypeError:
+            pass
+    args = dict(args)
+    positional, pending, keywords = [], [], {}
+    for name, kind, hint, default in plan.parameters:
+        if name in args:
+            value = _converted(name, args.pop(name), hint)
+        elif name in injected and default is inspect.Parameter.empty:
+            value = None
+        else:
+            if kind == inspect.Parameter.POSITIONAL_ONLY:
+                pending.append(default)
+            continue
+        if kind == inspect.Parameter.POSITIONAL_ONLY:
+            positional.extend(pending)
+            pending.clear()
+            positional.append(value)
+        else:
+            keywords[name] = value
+    if args and not plan.var_keyword:
+        raise _ArgumentError(f"unknown arguments: {', '.join(sorted(args))}")
+    keywords.update(args)
+    return positional, keywords
+
+
+def _converted(name, value, hint):
+    try:
+        return _convert(value, hint)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise _ArgumentError(f"argument `{name}` cannot be converted to {_type_name(hint)}: {exc}") from None
+
+
+def _type_name(hint):
+    return getattr(hint, "__name__", None) or str(hint)
+
+
+_NONE = type(None)
+_LISTS = (list, collections.abc.Sequence, collections.abc.Iterable, collections.abc.MutableSequence, collections.abc.Collection)
+_SETS = (set, frozenset, collections.abc.Set, collections.abc.MutableSet)
+_DICTS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+
+
+def _convert(value, hint):
+    """``value`` (parsed JSON) as the type ``hint`` asks for, where that is unambiguous."""
+    if hint is inspect.Parameter.empty or hint is typing.Any or hint is object:
+        return value
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _convert(value, typing.get_args(hint)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return _convert_union(value, typing.get_args(hint))
+    if origin is typing.Literal or hint is None or hint is _NONE:
+        return value
+    if origin is not None:
+        return _convert_generic(value, origin, typing.get_args(hint))
+    if not isinstance(hint, type):
+        return value  # a TypeVar, a NewType or something else we do not convert
+    if value is None:
+        return None
+    if issubclass(hint, enum.Enum):
+        return value if isinstance(value, hint) else hint(value)
+    if hint is bool or hint is str:
+        return value
+    if hint is int:
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+    if hint is float:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if hint is datetime.datetime:
+        return datetime.datetime.fromisoformat(_iso(value))
+    if hint is datetime.date:
+        return datetime.date.fromisoformat(value)
+    if hint is datetime.time:
+        return datetime.time.fromisoformat(_iso(value))
+    if hint is datetime.timedelta:
+        return _duration(value)
+    if hint is uuid.UUID:
+        return uuid.UUID(value)
+    if issubclass(hint, PurePath):
+        return hint(value)
+    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        fields = {f.name for f in dataclasses.fields(hint) if f.init}
+        return hint(**_fields(value, _hints(hint), fields))
+    if typing.is_typeddict(hint) and isinstance(value, dict):
+        return _fields(value, _hints(hint), None)
+    if issubclass(hint, tuple) and hasattr(hint, "_fields") and isinstance(value, dict):
+        return hint(**_fields(value, _hints(hint), set(hint._fields)))
+    if isinstance(value, dict) and callable(getattr(hint, "model_validate", None)):
+        return hint.model_validate(value)  # pydantic 2
+    if isinstance(value, dict) and callable(getattr(hint, "parse_obj", None)):
+        return hint.parse_obj(value)  # pydantic 1
+    if hint in (tuple, set, frozenset) and isinstance(value, list):
+        return hint(value)
+    return value
+
+
+def _convert_union(value, arms):
+    if value is None and _NONE in arms:
+        return None
+    arms = [arm for arm in arms if arm is not _NONE]
+    # A value that already is what one arm asks for stays as it is.
+    if any(_fits(value, arm) for arm in arms):
+        return value
+    converted = []
+    for arm in arms:
+        try:
+            converted.append(_convert(value, arm))
+        except (TypeError, ValueError, KeyError, AttributeError):
+            pass
+    return converted[0] if len(converted) == 1 else value
+
+
+def _fits(value, hint):
+    """Whether ``value`` needs no conversion to be a ``hint``."""
+    if hint is typing.Any or hint is object:
+        return True
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _fits(value, typing.get_args(hint)[0])
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if origin in _LISTS:
+        return isinstance(value, list) and all(_fits(v, a) for a in typing.get_args(hint)[:1] for v in value)
+    if origin in _DICTS:
+        args = typing.get_args(hint)
+        return isinstance(value, dict) and (len(args) < 2 or all(_fits(v, args[1]) for v in value.values()))
+    if hint is float:
+        return isinstance(value, float)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in (str, bool, list, dict):
+        return isinstance(value, hint)
+    return False
+
+
+def _convert_generic(value, origin, args):
+    if value is None:
+        return None
+    if origin is tuple and isinstance(value, list):
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(v, args[0]) for v in value)
+        if args and len(args) == len(value):
+            return tuple(_convert(v, a) for v, a in zip(value, args))
+        return tuple(value)
+    if origin in _SETS and isinstance(value, list):
+        items = [_convert(v, args[0]) for v in value] if args else value
+        return frozenset(items) if origin is frozenset else set(items)
+    if origin in _LISTS and isinstance(value, list):
+        return [_convert(v, args[0]) for v in value] if args else value
+    if origin in _DICTS and isinstance(value, dict):
+        return {k: _convert(v, args[1]) for k, v in value.items()} if len(args) == 2 else value
+    return value
+
+
+def _fields(value, hints, allowed):
+    return {
+        key: _convert(item, hints.get(key, inspect.Parameter.empty))
+        for key, item in value.items()
+        if allowed is None or key in allowed
+    }
+
+
+def _iso(text):
+    # Python 3.11 reads "Z" itself; older ones do not.
+    return text[:-1] + "+00:00" if isinstance(text, str) and text.endswith(("Z", "z")) else text
+
+
+_DURATION = re.compile(
+    r"^(?P<sign>-)?P(?:(?P<weeks>\d+(?:[.,]\d+)?)W)?(?:(?P<days>\d+(?:[.,]\d+)?)D)?"
+    r"(?:T(?:(?P<hours>\d+(?:[.,]\d+)?)H)?(?:(?P<minutes>\d+(?:[.,]\d+)?)M)?(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?$"
+)
+
+
+def _duration(value):
+    """An ISO 8601 duration (``P1DT2H30M``) or a number of seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.timedelta(seconds=value)
+    match = _DURATION.match(value) if isinstance(value, str) else None
+    if match is None or value.rstrip("T").endswith("P"):
+        raise ValueError(f"not an ISO 8601 duration: {value!r}")
+    parts = {k: float(v.replace(",", ".")) for k, v in match.groupdict().items() if v and k != "sign"}
+    delta = datetime.timedelta(**parts)
+    return -delta if match.group("sign") else delta
+
+
+# --------------------------------------------------------------------------- #
+# Results                                                                      #
+# --------------------------------------------------------------------------- #
+
+
+def _jsonable(value, where, problems):
+    """``value`` as plain JSON data (tuples become arrays); what JSON cannot carry is
+    added to ``problems`` with the place it sits."""
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            problems.append(f"`{where}` is {value!r}, which JSON cannot represent")
+            return None
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item, f"{where}[{i}]", problems) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            if isinstance(key, str):
+                key = str.__str__(key)
+            elif isinstance(key, int) and not isinstance(key, bool):
+                key = str(int(key))
+            else:
+                problems.append(f"`{where}` has a key {key!r} of type {type(key).__name__} (keys must be strings)")
+                continue
+            result[key] = _jsonable(item, f"{where}[{json.dumps(key, ensure_ascii=False)}]", problems)
+        return result
+    if isinstance(value, (set, frozenset)):
+        problems.append(f"`{where}` is a {type(value).__name__} (JSON has no sets: return a list)")
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        problems.append(f"`{where}` is {type(value).__name__} (decode it to text or encode it as base64)")
+    else:
+        module = re.sub(r"_lcp_\d+_", "", type(value).__module__)
+        problems.append(f"`{where}` is a {module}.{type(value).__qualname__} object")
+    return None
+
+
+# --------------------------------------------------------------------------- #
+# Output capture and the working directory                                     #
+# --------------------------------------------------------------------------- #
+
+
+class _Router(io.TextIOBase):
+    """``sys.stdout`` / ``sys.stderr``: text goes to the call of the writing thread.
+
+    Text written outside any call goes to the real standard error, never to the
+    standard output.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.buffer = _BinaryRouter(self)
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "replace"
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        real = sys.__stdout__ if self._stream == "out" else sys.__stderr__
+        if real is None:
+            raise io.UnsupportedOperation("fileno")
+        return real.fileno()
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        current = _current()
+        if current is not None:
+            current.write(current.out if self._stream == "out" else current.err, text)
+        elif sys.__stderr__ is not None:
+            try:
+                sys.__stderr__.write(text)
+            except (OSError, ValueError):
+                pass
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+class _BinaryRouter(io.RawIOBase):
+    def __init__(self, text):
+        self._text = text
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        self._text.write(bytes(data).decode("utf-8", errors="replace"))
+        return len(data)
+
+
+_STDOUT = _Router("out")
+_STDERR = _Router("err")
+
+
+class _Workspace:
+    """The process's working directory, shared by the calls running at one time.
+
+    Calls for the same folder run together; a call for another folder waits until
+    they are done. When the last call leaves, the directory the host had is restored,
+    even if a tool changed it.
+    """
+
+    def __init__(self):
+        self._changed = threading.Condition(threading.Lock())
+        self._folder = None
+        self._users = 0
+        self._home = None
+
+    def enter(self, folder):
+        with self._changed:
+            while self._users and self._folder != folder:
+                self._changed.wait()
+            if self._users == 0:
+                try:
+                    self._home = os.getcwd()
+                except OSError:
+                    self._home = None
+                if folder is not None:
+                    os.chdir(folder)
+                self._folder = folder
+            self._users += 1
+
+    def leave(self):
+        with self._changed:
+            self._users -= 1
+            if self._users == 0:
+                try:
+                    if self._home is not None and os.getcwd() != self._home:
+                        os.chdir(self._home)
+                except OSError:
+                    try:
+                        os.chdir(self._home)
+                    except (OSError, TypeError):
+                        pass
+                self._folder = None
+                self._changed.notify_all()
+
+
+_WORKSPACE = _Workspace()

@@ -1,0 +1,635 @@
+//! SPEC §5–§6 through the runtime API, in this process: one test per rule, on the
+//! libraries of `fixtures/runtime/`, each doing one thing.
+//!
+//! The interpreter and its loaded modules belong to the process, so each library
+//! here is used by one test only. No test in this process changes the working
+//! directory (other tests read relative paths): workspaces are checked through `lcp
+//! call` (`call.rs`) and through `host.py` run by a plain Python.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lcp::registry::{Options, Registry, Sources};
+use lcp::runtime::catalog::Catalog;
+use lcp::runtime::{CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, ToolResult};
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn config() -> RuntimeConfig {
+    RuntimeConfig { venv: None, ..RuntimeConfig::default() }
+}
+
+fn runtime() -> Runtime {
+    Runtime::new(config()).expect("the embedded Python starts")
+}
+
+/// A fixture of `fixtures/runtime/`, by absolute path.
+fn folder(name: &str) -> PathBuf {
+    root().join("fixtures/runtime").join(name)
+}
+
+fn registry(name: &str) -> Registry {
+    Registry::load(&Sources { folders: vec![folder(name)], files: vec![] }, &Options::default())
+}
+
+fn call(runtime: &Runtime, registry: &Registry, tool: &str, args: Value) -> ToolResult {
+    runtime.call(registry, tool, &args, &CallOptions::default())
+}
+
+/// The output of a call that must succeed.
+fn output(result: ToolResult) -> Value {
+    assert!(result.ok, "the call failed: {result:#?}");
+    result.output
+}
+
+fn error(result: &ToolResult) -> &str {
+    assert!(!result.ok, "the call succeeded: {result:#?}");
+    result.error.as_deref().unwrap_or_default()
+}
+
+// ---------------------------------------------------------------- loading ---
+
+#[test]
+fn first_call_imports_the_file_under_a_private_module_name() {
+    let (runtime, registry) = (runtime(), registry("interpreter"));
+    let module = output(call(&runtime, &registry, "tool_module_name", json!({})));
+    assert!(module["name"].as_str().unwrap().starts_with("_lcp_"), "{module}");
+    assert_eq!(module["plain_name_imported"], false);
+}
+
+#[test]
+fn library_folders_are_private_packages_so_same_named_helpers_never_collide() {
+    let (runtime, registry) = (runtime(), registry("helpers"));
+    assert_eq!(
+        output(call(&runtime, &registry, "tool_alpha_helper", json!({}))),
+        json!({"module_name": "alpha helper", "value": 1})
+    );
+    assert_eq!(
+        output(call(&runtime, &registry, "tool_beta_helper", json!({}))),
+        json!({"module_name": "beta helper", "value": 2})
+    );
+    assert_eq!(output(call(&runtime, &registry, "tool_beta_second", json!({}))), json!("beta helper"));
+}
+
+#[test]
+fn interpreter_is_the_one_lcp_was_built_with() {
+    let (runtime, registry) = (runtime(), registry("interpreter"));
+    let (executable, version) = lcp::runtime::python_build();
+    let info = output(call(&runtime, &registry, "tool_interpreter", json!({})));
+    assert_eq!(info["executable"], executable);
+    assert_eq!(info["version"], json!(version.split('.').map(|n| n.parse::<u32>().unwrap()).collect::<Vec<_>>()));
+    let prefix = Path::new(executable).parent().and_then(Path::parent).unwrap();
+    assert_eq!(info["prefix"], prefix.to_str().unwrap());
+}
+
+// ------------------------------------------------------------------ hooks ---
+
+#[test]
+fn init_tools_library_gets_the_config_positionally_once_per_process() {
+    let mut settings = config();
+    settings.autonomy_level = "ask".to_string();
+    settings.libraries.insert("positional".to_string(), json!({"api_key": "k"}).as_object().unwrap().clone());
+    let (runtime, registry) = (Runtime::new(settings).unwrap(), registry("hooks"));
+    let first = output(call(&runtime, &registry, "tool_positional_state", json!({})));
+    let second = output(call(&runtime, &registry, "tool_positional_state", json!({})));
+    let expected = json!({"received": [{"api_key": "k", "autonomy_level": "ask", "has_confirm_handler": false}]});
+    assert_eq!(first, expected);
+    assert_eq!(second, expected);
+}
+
+#[test]
+fn init_tools_library_without_a_positional_parameter_is_called_with_no_arguments() {
+    let (runtime, registry) = (runtime(), registry("hooks"));
+    assert_eq!(output(call(&runtime, &registry, "tool_keyword_only_state", json!({}))), json!({"received": [null]}));
+}
+
+#[test]
+fn init_tools_library_taking_star_args_gets_the_config() {
+    let (runtime, registry) = (runtime(), registry("hooks"));
+    let state = output(call(&runtime, &registry, "tool_varargs_state", json!({})));
+    assert_eq!(state, json!({"received": [["autonomy_level", "confirm_handler"]]}));
+}
+
+#[test]
+fn set_confirm_handler_runs_at_load_and_again_for_every_new_handler() {
+    let (runtime, registry) = (runtime(), registry("hooks"));
+    runtime.set_confirm_handler(|_| Confirmation::allow(""));
+    let count = |runtime: &Runtime| {
+        output(call(runtime, &registry, "tool_handler_hook_state", json!({})))["set_calls"].as_u64().unwrap()
+    };
+    let at_load = count(&runtime);
+    assert!(at_load >= 1, "set_confirm_handler was not called at load");
+    // Other tests of this process register handlers too: count at least one more each time.
+    let problems = runtime.set_confirm_handler(|_| Confirmation::reject(""));
+    assert!(problems.is_empty(), "{problems:?}");
+    let after_second = count(&runtime);
+    assert!(after_second > at_load);
+    runtime.set_confirm_handler(|_| Confirmation::allow(""));
+    assert!(count(&runtime) > after_second);
+}
+
+// ---------------------------------------------------------------- confirm ---
+
+/// A runtime whose handler answers `answer` and records every request.
+fn confirming(answer: Confirmation) -> (Runtime, Arc<Mutex<Vec<ConfirmRequest>>>) {
+    let runtime = runtime();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    runtime.set_confirm_handler(move |request| {
+        record.lock().unwrap().push(request.clone());
+        answer.clone()
+    });
+    (runtime, seen)
+}
+
+#[test]
+fn confirm_handler_allowing_gets_content_label_library_and_tool() {
+    let (runtime, seen) = confirming(Confirmation::allow("fine by me"));
+    let result = call(&runtime, &registry("confirm"), "tool_ask_pair", json!({"content": "rm notes.txt"}));
+    assert_eq!(output(result), json!({"decision": "allow", "reason": "fine by me"}));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!((seen[0].library.as_str(), seen[0].tool.as_deref()), ("confirm", Some("tool_ask_pair")));
+    assert_eq!((seen[0].content.as_str(), seen[0].label.as_str()), ("rm notes.txt", "Delete file"));
+}
+
+#[test]
+fn confirm_handler_rejecting_gives_its_reason_to_the_tool() {
+    let (runtime, _) = confirming(Confirmation::reject("not today"));
+    let result = call(&runtime, &registry("confirm"), "tool_ask_pair", json!({"content": "rm -rf /"}));
+    assert_eq!(output(result), json!({"decision": "reject", "reason": "not today"}));
+}
+
+#[test]
+fn confirm_handler_always_is_passed_through() {
+    let (runtime, _) = confirming(Confirmation { decision: Decision::Always, reason: String::new() });
+    let result = call(&runtime, &registry("confirm"), "tool_ask_pair", json!({"content": "x"}));
+    assert_eq!(output(result)["decision"], "always");
+}
+
+#[test]
+fn confirm_handler_receives_an_extra_argument_and_a_single_dict() {
+    let (runtime, seen) = confirming(Confirmation::allow("ok"));
+    let registry = registry("confirm");
+    output(call(&runtime, &registry, "tool_ask_extra", json!({"content": "notes.txt"})));
+    output(call(&runtime, &registry, "tool_ask_dict", json!({"content": "make test"})));
+    let seen = seen.lock().unwrap();
+    assert_eq!((seen[0].content.as_str(), seen[0].label.as_str()), ("notes.txt", "Write file"));
+    assert_eq!(seen[0].args, [json!("notes.txt"), json!("Write file"), json!({"bytes": 12})]);
+    assert_eq!((seen[1].content.as_str(), seen[1].label.as_str()), ("make test", "Run command"));
+    assert_eq!(seen[1].args, [json!({"content": "make test", "label": "Run command"})]);
+}
+
+#[test]
+fn each_runtime_answers_the_confirmations_of_its_own_calls() {
+    let registry = registry("confirm");
+    let (yes, _) = confirming(Confirmation::allow("yes"));
+    let (no, _) = confirming(Confirmation::reject("no"));
+    let without = runtime();
+    for _ in 0..3 {
+        assert_eq!(output(call(&yes, &registry, "tool_ask_pair", json!({"content": "a"})))["reason"], "yes");
+        assert_eq!(output(call(&no, &registry, "tool_ask_pair", json!({"content": "a"})))["reason"], "no");
+        let refused = output(call(&without, &registry, "tool_ask_pair", json!({"content": "a"})));
+        assert_eq!(refused, json!({"decision": "reject", "reason": "the host has no confirmation handler"}));
+    }
+}
+
+// --------------------------------------------------------------- rejected ---
+
+#[test]
+fn a_library_whose_import_fails_reports_it_with_the_traceback_on_every_call() {
+    let (runtime, registry) = (runtime(), registry("rejected"));
+    for _ in 0..2 {
+        let result = call(&runtime, &registry, "tool_bad_import", json!({}));
+        assert!(error(&result).contains("RuntimeError: cannot import this library"), "{result:#?}");
+        let traceback = result.traceback.unwrap();
+        assert!(traceback.contains("bad_import.py") && traceback.contains("_explode"), "{traceback}");
+    }
+}
+
+#[test]
+fn a_library_whose_init_fails_is_rejected_and_others_keep_working() {
+    let (runtime, registry) = (runtime(), registry("rejected"));
+    for _ in 0..2 {
+        let result = call(&runtime, &registry, "tool_bad_init", json!({}));
+        // Init ran once: the same error comes back.
+        assert!(error(&result).contains("ValueError: missing api key (init call 1)"), "{result:#?}");
+        assert!(result.traceback.unwrap().contains("init_tools_library"));
+    }
+    assert_eq!(output(call(&runtime, &registry, "tool_healthy", json!({}))), "fine");
+}
+
+// -------------------------------------------------------------- arguments ---
+
+#[test]
+fn invalid_arguments_list_every_problem_and_the_valid_names_and_run_nothing() {
+    let runtime = runtime();
+    // The library would fail to import: the error shows that nothing was run.
+    let result = call(&runtime, &registry("rejected"), "tool_bad_import", json!({"verbose": true}));
+    assert_eq!(
+        error(&result),
+        "invalid arguments for `tool_bad_import`:\n- unknown parameter `verbose`\nthe tool takes no parameters"
+    );
+    let result = call(&runtime, &registry("output"), "tool_print_text", json!({"txt": 1}));
+    assert_eq!(
+        error(&result),
+        "invalid arguments for `tool_print_text`:\n- missing required parameter `text`\n- unknown parameter `txt`\nvalid parameters: text (string, required)"
+    );
+    assert_eq!(result.stdout, "");
+}
+
+#[test]
+fn python_applies_its_own_defaults() {
+    let (runtime, registry) = (runtime(), registry("coercions"));
+    let result = output(call(&runtime, &registry, "tool_defaults", json!({"label": "x"})));
+    assert_eq!(result, json!({"count": 3, "label": "x", "when": "None"}));
+}
+
+#[test]
+fn arguments_are_converted_to_the_annotated_types() {
+    let (runtime, registry) = (runtime(), registry("coercions"));
+    let args = json!({
+        "color": "green",
+        "level": 2,
+        "point": {"x": 1, "y": 2.5},
+        "box": {"width": 3, "corner": {"x": 0, "y": 0, "label": "green"}},
+        "pair": {"left": 1, "right": "r"},
+        "couple": [7, "seven"],
+        "tags": ["b", "a"],
+        "frozen": [1, 2],
+        "when": "2024-05-06T07:08:09Z",
+        "day": "2024-05-06",
+        "at": "07:08",
+        "span": "P1DT2H",
+        "path": "notes/a.txt",
+        "ident": "123e4567-e89b-12d3-a456-426614174000",
+        "ratio": 2,
+        "maybe": "red",
+        "either": "text",
+        "points": [{"x": 1, "y": 1}]
+    });
+    let shown = output(call(&runtime, &registry, "tool_convert", args));
+    let kind = |name: &str| shown[name]["type"].as_str().unwrap().to_string();
+    let repr = |name: &str| shown[name]["repr"].as_str().unwrap().to_string();
+    assert_eq!(repr("color"), "<Color.GREEN: 'green'>");
+    assert_eq!(repr("level"), "<Level.HIGH: 2>");
+    assert_eq!(repr("point"), "Point(x=1.0, y=2.5, label=<Color.RED: 'red'>)");
+    assert_eq!(repr("box"), "{'width': 3, 'corner': Point(x=0.0, y=0.0, label=<Color.GREEN: 'green'>)}");
+    assert_eq!(repr("pair"), "Pair(left=1, right='r')");
+    assert_eq!(repr("couple"), "(7, 'seven')");
+    assert_eq!(kind("tags"), "set");
+    assert!(repr("tags").contains("'a'") && repr("tags").contains("'b'"));
+    assert_eq!(kind("frozen"), "frozenset");
+    assert_eq!(repr("when"), "datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.timezone.utc)");
+    assert_eq!(repr("day"), "datetime.date(2024, 5, 6)");
+    assert_eq!(repr("at"), "datetime.time(7, 8)");
+    assert_eq!(repr("span"), "datetime.timedelta(days=1, seconds=7200)");
+    assert_eq!(repr("path"), "PosixPath('notes/a.txt')");
+    assert_eq!(repr("ident"), "UUID('123e4567-e89b-12d3-a456-426614174000')");
+    assert_eq!(repr("ratio"), "2.0");
+    assert_eq!(repr("maybe"), "<Color.RED: 'red'>");
+    assert_eq!(repr("either"), "'text'");
+    assert_eq!(repr("points"), "[Point(x=1.0, y=1.0, label=<Color.RED: 'red'>)]");
+}
+
+#[test]
+fn positional_only_parameters_are_passed_by_position_and_extras_go_to_kwargs() {
+    let (runtime, registry) = (runtime(), registry("coercions"));
+    assert_eq!(output(call(&runtime, &registry, "tool_positional_only", json!({"a": 1, "c": 5}))), json!([1, 10, 5]));
+    assert_eq!(
+        output(call(&runtime, &registry, "tool_kwargs", json!({"name": "n", "x": [1]}))),
+        json!({"name": "n", "extra": {"x": [1]}})
+    );
+}
+
+#[test]
+fn async_tools_are_awaited() {
+    let (runtime, registry) = (runtime(), registry("async"));
+    assert_eq!(output(call(&runtime, &registry, "tool_async_add", json!({"a": 2, "b": 3}))), 5);
+    assert_eq!(output(call(&runtime, &registry, "tool_async_gather", json!({"count": 4}))), json!([0, 1, 4, 9]));
+}
+
+// ---------------------------------------------------------------- results ---
+
+#[test]
+fn tuples_become_arrays() {
+    let (runtime, registry) = (runtime(), registry("returns"));
+    assert_eq!(output(call(&runtime, &registry, "tool_tuple", json!({}))), json!([1, [2, "three"], {"k": [4]}]));
+}
+
+#[test]
+fn values_json_cannot_carry_are_errors_naming_where_they_sit() {
+    let (runtime, registry) = (runtime(), registry("returns"));
+    let set = call(&runtime, &registry, "tool_set", json!({}));
+    assert!(error(&set).contains("`output` is a set"), "{set:#?}");
+    let nan = call(&runtime, &registry, "tool_nan", json!({}));
+    assert!(
+        error(&nan).contains("`output[\"stats\"][1]` is nan") && error(&nan).contains("`output[\"max\"]` is inf"),
+        "{nan:#?}"
+    );
+    let object = call(&runtime, &registry, "tool_object", json!({}));
+    assert!(error(&object).contains("`output[\"rows\"][0][\"value\"]` is a values.Opaque object"), "{object:#?}");
+    assert!(error(&object).contains("`output[\"blob\"]` is bytes"), "{object:#?}");
+}
+
+#[test]
+fn a_dict_with_success_false_or_an_error_is_a_tool_reported_failure_with_its_output_kept() {
+    let (runtime, registry) = (runtime(), registry("failures"));
+    let failed = call(&runtime, &registry, "tool_report_failure", json!({}));
+    assert_eq!(error(&failed), "the file is locked");
+    assert_eq!(failed.output, json!({"success": false, "error": "the file is locked", "output": {"path": "a.txt"}}));
+    let failed = call(&runtime, &registry, "tool_report_error", json!({}));
+    assert_eq!(error(&failed), r#"{"code": 7}"#);
+    assert_eq!(
+        output(call(&runtime, &registry, "tool_report_success", json!({}))),
+        json!({"success": true, "output": 42})
+    );
+}
+
+#[test]
+fn exceptions_become_error_results_with_the_full_traceback() {
+    let (runtime, registry) = (runtime(), registry("failures"));
+    let result = call(&runtime, &registry, "tool_raise", json!({"message": "no such row"}));
+    assert_eq!(error(&result), "ValueError: no such row");
+    let traceback = result.traceback.unwrap();
+    assert!(traceback.starts_with("Traceback (most recent call last):"), "{traceback}");
+    assert!(traceback.contains("failures.py") && traceback.contains("in tool_raise"), "{traceback}");
+    assert!(!traceback.contains("<lcp host>"), "lcp's own frames are left out: {traceback}");
+}
+
+#[test]
+fn system_exit_and_keyboard_interrupt_are_contained() {
+    let (runtime, registry) = (runtime(), registry("failures"));
+    let exit = call(&runtime, &registry, "tool_exit", json!({}));
+    assert!(error(&exit).contains("SystemExit: 3"), "{exit:#?}");
+    let interrupt = call(&runtime, &registry, "tool_interrupt", json!({}));
+    assert_eq!(error(&interrupt), "KeyboardInterrupt");
+    // The process is alive and the interpreter still works.
+    assert_eq!(output(call(&runtime, &registry, "tool_report_success", json!({})))["output"], 42);
+}
+
+// ----------------------------------------------------------------- output ---
+
+#[test]
+fn what_a_tool_prints_is_captured_per_call_even_raw_writes_to_fd_1() {
+    let (runtime, registry) = (runtime(), registry("output"));
+    let result = call(&runtime, &registry, "tool_print_everywhere", json!({}));
+    assert_eq!(output(result.clone()), "done");
+    // Python-level output comes first; what reached fd 1 follows.
+    assert!(result.stdout.starts_with("printed line\n"), "{result:#?}");
+    for line in ["raw fd one", "child process line", "dunder stdout line"] {
+        assert!(result.stdout.contains(line), "{line:?} missing: {result:#?}");
+    }
+    assert_eq!(result.stderr, "error line\n");
+}
+
+#[test]
+fn a_tool_that_replaces_sys_stdout_does_not_keep_it() {
+    let (runtime, registry) = (runtime(), registry("output"));
+    output(call(&runtime, &registry, "tool_replace_stdout", json!({})));
+    let result = call(&runtime, &registry, "tool_print_text", json!({"text": "still captured"}));
+    assert!(result.stdout.starts_with("still captured\n"), "{result:#?}");
+}
+
+// --------------------------------------------------------------- timeouts ---
+
+fn with_timeout(seconds: f64) -> CallOptions {
+    CallOptions { timeout: Some(Duration::from_secs_f64(seconds)), ..CallOptions::default() }
+}
+
+#[test]
+fn a_timeout_stops_a_tool_spinning_in_pure_python() {
+    let (runtime, registry) = (runtime(), registry("timeouts"));
+    let result = runtime.call(&registry, "tool_spin", &json!({}), &with_timeout(0.3));
+    assert_eq!(error(&result), "`tool_spin` timed out after 0.3 s and was stopped");
+    assert!(result.traceback.as_deref().unwrap_or_default().contains("in tool_spin"), "{result:#?}");
+    let stubborn = runtime.call(&registry, "tool_spin_stubborn", &json!({}), &with_timeout(0.3));
+    assert_eq!(error(&stubborn), "`tool_spin_stubborn` timed out after 0.3 s and was stopped");
+    assert_eq!(output(runtime.call(&registry, "tool_quick", &json!({}), &with_timeout(30.0))), "quick");
+}
+
+// ------------------------------------------------------------ concurrency ---
+
+#[test]
+fn calls_from_several_threads_at_once_get_their_own_results_and_output() {
+    let (runtime, registry) = (runtime(), registry("concurrency"));
+    std::thread::scope(|scope| {
+        for thread in 0..6 {
+            let (runtime, registry) = (&runtime, &registry);
+            scope.spawn(move || {
+                for i in 0..20 {
+                    let value = thread * 100 + i;
+                    let pause = if i % 5 == 0 { 0.002 } else { 0.0 };
+                    let result = call(runtime, registry, "tool_echo", json!({"value": value, "pause": pause}));
+                    let echoes: Vec<&str> = result.stdout.lines().filter(|l| l.starts_with("echo ")).collect();
+                    assert_eq!(echoes, [format!("echo {value}")], "{result:#?}");
+                    assert_eq!(output(result), value);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_spinning_tool_does_not_block_calls_of_other_tools() {
+    let (runtime, registry) = (runtime(), registry("concurrency"));
+    std::thread::scope(|scope| {
+        // The safety timeout only matters if the spinner blocked everyone else.
+        let spinner =
+            scope.spawn(|| runtime.call(&registry, "tool_spin_until_released", &json!({}), &with_timeout(120.0)));
+        for value in 0..20 {
+            assert_eq!(output(call(&runtime, &registry, "tool_echo", json!({"value": value}))), value);
+        }
+        assert_eq!(output(call(&runtime, &registry, "tool_release", json!({}))), "ok");
+        assert_eq!(output(spinner.join().unwrap()), "released");
+    });
+}
+
+// -------------------------------------------------------------- providers ---
+
+#[test]
+fn prompt_providers_replace_descriptions_and_failures_keep_the_static_one() {
+    let (runtime, mut registry) = (runtime(), registry("providers"));
+    let descriptions = runtime.describe(&registry, &CallOptions::default());
+    descriptions.apply(&mut registry);
+    let description = |name: &str| registry.tool(name).unwrap().1.description.clone();
+    assert!(
+        description("tool_greet").starts_with("Greets someone (dynamic description"),
+        "{}",
+        description("tool_greet")
+    );
+    assert_eq!(description("tool_broken"), "Static description of the broken one.");
+    assert_eq!(description("tool_wrong_type"), "Static description kept when the provider returns a number.");
+    let messages: Vec<String> = descriptions.diagnostics.iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 2, "{messages:#?}");
+    assert!(
+        messages[0].contains("`tool_broken_prompt` failed")
+            && messages[0].contains("RuntimeError: the provider failed")
+    );
+    assert!(
+        messages[1].contains("`tool_wrong_type_prompt` failed") && messages[1].contains("returned int, not a string")
+    );
+    let (prompts, problems) = runtime.library_prompts(&registry, &CallOptions::default());
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].1, "Library context: three greeting tools.");
+}
+
+// ------------------------------------------------------ host management ---
+
+fn counter_library(dir: &Path) {
+    write(
+        &dir.join("counter.py"),
+        "COUNT = 0\n\ndef tool_count() -> int:\n    \"\"\"Counts calls.\"\"\"\n    global COUNT\n    COUNT += 1\n    return COUNT\n",
+    );
+    version_file(dir, "one");
+}
+
+/// Each version has another length, so that a change is seen even within one tick
+/// of the file system's clock.
+fn version_file(dir: &Path, version: &str) {
+    write(
+        &dir.join("version.py"),
+        format!("def tool_version() -> str:\n    \"\"\"The version.\"\"\"\n    return {version:?}\n"),
+    );
+}
+
+#[test]
+fn rescan_rereads_changed_files_and_keeps_modules_of_unchanged_files_loaded() {
+    let dir = temp_dir("runtime-rescan");
+    counter_library(&dir);
+    let runtime = runtime();
+    let mut catalog = Catalog::load(Sources { folders: vec![dir.clone()], files: vec![] }, Options::default());
+    assert_eq!(output(call(&runtime, catalog.registry(), "tool_count", json!({}))), 1);
+    assert_eq!(output(call(&runtime, catalog.registry(), "tool_version", json!({}))), "one");
+
+    version_file(&dir, "second");
+    let changes = catalog.rescan();
+    assert_eq!(changes.changed, [dir.join("version.py")]);
+    assert_eq!(output(call(&runtime, catalog.registry(), "tool_version", json!({}))), "second");
+    assert_eq!(
+        output(call(&runtime, catalog.registry(), "tool_count", json!({}))),
+        2,
+        "the unchanged module was reloaded"
+    );
+}
+
+#[test]
+fn runtime_rescan_of_a_plain_registry_drops_the_modules_of_changed_files() {
+    let dir = temp_dir("runtime-rescan-plain");
+    counter_library(&dir);
+    let runtime = runtime();
+    let mut registry = Registry::load(&Sources { folders: vec![dir.clone()], files: vec![] }, &Options::default());
+    assert_eq!(output(call(&runtime, &registry, "tool_version", json!({}))), "one");
+    version_file(&dir, "two, longer");
+    assert_eq!(runtime.rescan(&mut registry).changed, [dir.join("version.py")]);
+    assert_eq!(output(call(&runtime, &registry, "tool_version", json!({}))), "two, longer");
+}
+
+#[test]
+fn mount_tool_library_adds_a_library_by_name_or_path() {
+    let runtime = runtime();
+    let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
+    let names = catalog.mount_tool_library("text_utils").unwrap();
+    assert!(names.contains(&"tool_text_statistics".to_string()), "{names:?}");
+    assert_eq!(catalog.mount_tool_library("text_utils").unwrap(), names, "mounting again changes nothing");
+    let stats = output(call(&runtime, catalog.registry(), "tool_text_statistics", json!({"text": "a b a"})));
+    assert_eq!(stats["success"], true, "{stats}");
+
+    // A library folder by path: its siblings still import through the folder's package.
+    let beta = catalog.mount_tool_library(folder("helpers/beta").to_str().unwrap()).unwrap();
+    assert_eq!(beta, ["tool_beta_helper", "tool_beta_second"]);
+    assert_eq!(output(call(&runtime, catalog.registry(), "tool_beta_second", json!({}))), "beta helper");
+
+    let unknown = catalog.mount_tool_library("no_such_library").unwrap_err();
+    assert!(
+        unknown.contains("no library `no_such_library` among the built-in tools") && unknown.contains("shell"),
+        "{unknown}"
+    );
+}
+
+const DYNAMIC: &str = "def tool_dyn_add(a: int, b: int = 1) -> int:\n    \"\"\"Adds.\"\"\"\n    return a + b\n";
+
+#[test]
+fn register_tool_from_code_is_refused_unless_the_host_enables_it() {
+    let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
+    let refused = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err();
+    assert!(refused.contains("disabled"), "{refused}");
+    assert!(catalog.registry().tool("tool_dyn_add").is_none());
+}
+
+#[test]
+fn register_tool_from_code_adds_tools_that_validate_and_run() {
+    let runtime = runtime();
+    let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
+    catalog.allow_dynamic_tools(true);
+    assert_eq!(catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap(), ["tool_dyn_add"]);
+    assert_eq!(output(call(&runtime, catalog.registry(), "tool_dyn_add", json!({"a": 2}))), 3);
+    assert!(error(&call(&runtime, catalog.registry(), "tool_dyn_add", json!({"a": "2"}))).contains("expected integer"));
+
+    let outside = catalog.register_tool_from_code("tool_dyn_", "def tool_other() -> int:\n    return 1\n").unwrap_err();
+    assert!(outside.contains("does not start with the prefix"), "{outside}");
+    let again = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err();
+    assert!(again.contains("already a tool"), "{again}");
+    let broken = catalog.register_tool_from_code("tool_dyn_", "def tool_dyn_x(:\n").unwrap_err();
+    assert!(broken.contains("cannot be read"), "{broken}");
+}
+
+#[test]
+fn unregister_tools_by_prefix_forgets_dynamic_tools_and_hides_file_tools() {
+    let runtime = runtime();
+    let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
+    catalog.allow_dynamic_tools(true);
+    catalog.register_tool_from_code("tool_gone_", "def tool_gone_one() -> int:\n    return 1\n").unwrap();
+    assert_eq!(catalog.unregister_tools_by_prefix("tool_gone_"), ["tool_gone_one"]);
+    assert!(error(&call(&runtime, catalog.registry(), "tool_gone_one", json!({}))).contains("unknown tool"));
+
+    assert_eq!(catalog.unregister_tools_by_prefix("tool_healthy"), ["tool_healthy"]);
+    catalog.rescan();
+    assert!(catalog.registry().tool("tool_healthy").is_none(), "hidden tools stay hidden across rescans");
+    assert!(catalog.registry().tool("tool_bad_init").is_some());
+}
+
+// --------------------------------------------------- host.py on its own ---
+
+/// `host.py` serves the same requests in a plain Python process (the worker-process
+/// design depends on it), and there the working directory can be checked.
+#[test]
+fn host_py_runs_outside_the_embedding_process_and_restores_the_workspace_even_on_failure() {
+    let workspace = temp_dir("host-standalone");
+    let script = r#"
+import json, os, sys
+sys.path.insert(0, "src/runtime")
+import host
+host.install(lambda request: json.dumps({"decision": "allow", "reason": "standalone " + json.loads(request)["tool"]}))
+def call(function, file, workspace=None, args=None):
+    request = {"call_id": 1, "kind": "tool", "file": os.path.abspath(file), "package": None, "library": "x",
+               "function": function, "args": args or {}, "workspace": workspace, "config": None,
+               "autonomy_level": "safe", "has_handler": True, "injected": []}
+    return json.loads(host.call(json.dumps(request)))
+home = os.getcwd()
+results = {
+    "failed": call("tool_wander_and_fail", "fixtures/runtime/workspace/workspace.py", sys.argv[1]),
+    "after_failure": os.getcwd() == home,
+    "cwd": call("tool_cwd", "fixtures/runtime/workspace/workspace.py", sys.argv[1]),
+    "after": os.getcwd() == home,
+    "confirm": call("tool_ask_pair", "fixtures/runtime/confirm/confirm.py", None, {"content": "x"}),
+}
+sys.__stdout__.write(json.dumps(results))
+"#;
+    let output = std::process::Command::new(base_python())
+        .args(["-c", script])
+        .arg(&workspace)
+        .current_dir(root())
+        .output()
+        .expect("python runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let results: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(results["failed"]["error"], "RuntimeError: lost");
+    assert_eq!(results["after_failure"], true);
+    assert_eq!(results["cwd"]["output"], workspace.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(results["after"], true);
+    assert_eq!(results["confirm"]["output"], json!({"decision": "allow", "reason": "standalone tool_ask_pair"}));
+}
