@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format};
-use crate::mcp::{self, config::HostConfig};
+use crate::mcp;
 use crate::registry::{Options, Registry, Sources};
 use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig};
 
@@ -99,7 +99,7 @@ enum Command {
         /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio; a bare port means 127.0.0.1.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
-        /// Configuration of the libraries, JSON or TOML: `autonomy_level` and `[libraries.<stem>]`.
+        /// Configuration of the libraries, JSON or TOML: `autonomy_level` and `[libraries.<name>]`.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Longest a tool call may run, in seconds (default: no limit).
@@ -234,7 +234,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Serve { sources, http, config, timeout, yes, max_output } => {
             let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
-            let config = config.as_deref().map(HostConfig::read).transpose()?.unwrap_or_default();
+            let runtime = config.as_deref().map(mcp::config::read).transpose()?.unwrap_or_default();
             let timeout = match timeout {
                 Some(secs) if !(secs > 0.0 && secs.is_finite()) => {
                     return Err(format!("--timeout {secs}: must be a positive number of seconds"));
@@ -244,7 +244,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let registry = load(&sources)?;
             print_diagnostics(&registry.diagnostics);
             eprintln!("lcp: {} tools in {} libraries", registry.tools().count(), registry.libraries.len());
-            mcp::serve(registry, mcp::Settings { http, config, timeout, yes, max_output })?;
+            mcp::serve(registry, mcp::Settings { http, runtime, timeout, yes, max_output })?;
             Ok(ExitCode::SUCCESS)
         }
     }

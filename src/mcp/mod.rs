@@ -21,7 +21,7 @@ pub mod http;
 mod stdio;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -35,20 +35,21 @@ use tokio::sync::broadcast;
 
 use crate::export::{self, Format};
 use crate::registry::Registry;
-use config::HostConfig;
+use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
 
 /// How `lcp serve` runs; every field is a command-line option.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Streamable HTTP on this address instead of stdio.
     pub http: Option<SocketAddr>,
-    pub config: HostConfig,
+    /// The libraries' configuration and autonomy level (`--config`).
+    pub runtime: RuntimeConfig,
     /// Longest a call may run; `None` waits as long as the tool takes.
     pub timeout: Option<Duration>,
     /// Allow what a tool asks to confirm when the client cannot ask the user
     /// (no elicitation support). Without it such confirmations are rejected.
     pub yes: bool,
-    /// Results larger than this many bytes of JSON are cut, with a marker.
+    /// Texts of a result longer than this many bytes are cut, with a marker.
     pub max_output: usize,
 }
 
@@ -94,17 +95,32 @@ pub struct Server {
 }
 
 struct Shared {
+    /// The registry rescans update.
     registry: Mutex<Registry>,
+    /// The registry as of the last change, for listings and calls.
+    snapshot: RwLock<Arc<Registry>>,
     settings: Settings,
+    runtime_config: RuntimeConfig,
+    /// The runtime for prompt providers and for dropping changed modules; it exists
+    /// once Python has started (by the first call or listing that needs it).
+    python: OnceLock<Result<Runtime, String>>,
     /// Fires after a rescan that changed the tool list.
     tools_changed: broadcast::Sender<()>,
-    calls: call::Calls,
+    parked: call::Parked,
 }
 
 impl Server {
     fn new(registry: Registry, settings: Settings) -> Server {
         let (tools_changed, _) = broadcast::channel(16);
-        let shared = Shared { registry: Mutex::new(registry), settings, tools_changed, calls: call::Calls::default() };
+        let shared = Shared {
+            snapshot: RwLock::new(Arc::new(registry.clone())),
+            registry: Mutex::new(registry),
+            runtime_config: settings.runtime.clone(),
+            settings,
+            python: OnceLock::new(),
+            tools_changed,
+            parked: call::Parked::default(),
+        };
         Server { shared: Arc::new(shared) }
     }
 
@@ -113,21 +129,65 @@ impl Server {
         self.shared.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Re-reads changed files (cheap when nothing changed) and tells every listener
-    /// when the tool list changed.
+    fn snapshot(&self) -> Arc<Registry> {
+        Arc::clone(&self.shared.snapshot.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    /// Starts Python (once); blocks, so only on a blocking thread.
+    fn python(&self) -> Result<&Runtime, String> {
+        let started = self.shared.python.get_or_init(|| {
+            let runtime = Runtime::new(self.shared.runtime_config.clone())?;
+            // Libraries loaded by a prompt provider must get the confirm bridge too.
+            runtime.set_confirm_handler(|_| Confirmation::reject("a prompt provider cannot ask for confirmation"));
+            Ok(runtime)
+        });
+        started.as_ref().map_err(|err| format!("cannot start Python: {err}"))
+    }
+
+    /// Re-reads changed files (cheap when nothing changed), drops the loaded modules
+    /// of changed files, and tells every listener when the tool list changed.
     async fn rescan(&self) {
         let server = self.clone();
-        let changed = tokio::task::spawn_blocking(move || !server.registry().rescan().is_empty()).await;
-        if changed.unwrap_or(false) {
+        let changed = tokio::task::spawn_blocking(move || {
+            let mut registry = server.registry();
+            let changes = match server.shared.python.get() {
+                Some(Ok(python)) => python.rescan(&mut registry),
+                _ => registry.rescan(),
+            };
+            if changes.is_empty() {
+                return false;
+            }
+            *server.shared.snapshot.write().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                Arc::new(registry.clone());
+            true
+        });
+        if changed.await.unwrap_or(false) {
             let _ = self.shared.tools_changed.send(());
         }
     }
 
-    /// The registry's `mcp` export as rmcp tools (tools whose names MCP refuses are
-    /// left out, as `lcp export --format mcp` does).
-    fn tools(&self) -> Vec<Tool> {
-        let (document, _) = export::export(&self.registry(), Format::Mcp, false);
-        let Value::Object(mut document) = document else { return Vec::new() };
+    /// The registry's `mcp` export, with the prompt providers' descriptions, as rmcp
+    /// tools (tools whose names MCP refuses are left out, as in `lcp export`).
+    async fn tools(&self) -> Vec<Tool> {
+        let server = self.clone();
+        let listed = tokio::task::spawn_blocking(move || {
+            let mut registry = (*server.snapshot()).clone();
+            if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
+                match server.python() {
+                    Ok(python) => {
+                        let descriptions = python.describe(&registry, &CallOptions::default());
+                        for diagnostic in &descriptions.diagnostics {
+                            eprintln!("{diagnostic}");
+                        }
+                        descriptions.apply(&mut registry);
+                    }
+                    Err(err) => eprintln!("lcp: descriptions are the static ones: {err}"),
+                }
+            }
+            let (document, _) = export::export(&registry, Format::Mcp, false);
+            document
+        });
+        let Ok(Value::Object(mut document)) = listed.await else { return Vec::new() };
         let Some(Value::Array(tools)) = document.remove("tools") else { return Vec::new() };
         tools.into_iter().filter_map(|tool| serde_json::from_value(tool).ok()).collect()
     }
@@ -181,7 +241,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.rescan().await;
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        Ok(ListToolsResult::with_all_items(self.tools().await))
     }
 
     async fn call_tool(

@@ -76,13 +76,14 @@ fn both_lifecycles_list_the_registrys_mcp_export() {
 #[test]
 fn results_carry_the_output_as_json_text_and_structured_content() {
     for mode in MODES {
-        let steps = json!([call("tool_add", json!({"a": 2, "b": 3})), call("tool_point", json!({"x": 1.5, "y": -2}))]);
+        let steps =
+            json!([call("tool_add", json!({"a": 2, "b": 3})), call("tool_point", json!({"x": 1.5, "y": -2.5}))]);
         let report = session(mode, "none", &["fixtures/mcp/results"], steps);
         let [add, point] = [&report["results"][0], &report["results"][1]];
         assert_ok(add, json!({"result": 5}));
         assert_eq!(text(add), "5");
-        assert_ok(point, json!({"x": 1.5, "y": -2}));
-        assert_eq!(serde_json::from_str::<Value>(text(point)).unwrap(), json!({"x": 1.5, "y": -2}));
+        assert_ok(point, json!({"x": 1.5, "y": -2.5}));
+        assert_eq!(serde_json::from_str::<Value>(text(point)).unwrap(), json!({"x": 1.5, "y": -2.5}));
     }
 }
 
@@ -127,11 +128,18 @@ fn an_unknown_tool_is_a_protocol_error_naming_the_closest_tools() {
 
 #[test]
 fn nothing_a_tool_prints_reaches_the_protocol_stream() {
+    let printed = ["print() to stdout", "sys.stdout.write", "os.write to fd 1", "a subprocess writing to its stdout"];
     for mode in MODES {
         let steps = json!([call("tool_noisy", json!({"text": "one"})), call("tool_noisy", json!({"text": "two"}))]);
         let results = &session(mode, "none", &["fixtures/mcp/printing"], steps)["results"];
         assert_ok(&results[0], json!({"echo": "one"}));
         assert_ok(&results[1], json!({"echo": "two"}));
+        // What the tool printed comes back inside the result, as more text.
+        let stdout = results[1]["content"][1]["text"].as_str().unwrap_or_default();
+        assert!(stdout.starts_with("[the tool printed to stdout]"), "{}", results[1]);
+        for line in printed {
+            assert!(stdout.contains(line), "`{line}` is missing from {stdout}");
+        }
     }
     // Byte for byte: every line on the server's real stdout is a JSON-RPC message.
     let mut server = RawServer::start(&["fixtures/mcp/printing"]);
@@ -140,13 +148,9 @@ fn nothing_a_tool_prints_reaches_the_protocol_stream() {
         "params": {"name": "tool_noisy", "arguments": {"text": "raw"}}}));
     let response = server.response(2);
     assert_eq!(response["result"]["structuredContent"], json!({"echo": "raw"}));
-    let stdout = server.finish();
-    for line in stdout.lines() {
+    for line in server.finish().lines() {
         let message: Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("not a protocol message: {line}"));
         assert_eq!(message["jsonrpc"], "2.0", "{line}");
-    }
-    for printed in ["print() to stdout", "os.write to fd 1", "a subprocess writing to its stdout"] {
-        assert!(!stdout.contains(printed), "`{printed}` reached stdout");
     }
 }
 
