@@ -212,21 +212,27 @@ fn a_client_that_cannot_elicit_gets_reject_with_a_reason_unless_yes() {
 
 #[test]
 fn a_file_dropped_into_a_served_folder_sends_list_changed_and_is_callable() {
-    for mode in MODES {
-        let folder = temp_dir("mcp-dropped");
-        let mut command = Command::new(test_python());
-        command
-            .arg(root().join("tests/python/mcp_client_list_changed.py"))
-            .args(["--mode", mode, "--drop", "fixtures/mcp/dropped/late_tool.py", "--into"])
-            .arg(&folder)
-            .args(["--call", "tool_late", "--arguments", r#"{"x": 21}"#, "--", lcp_bin(), "serve"])
-            .arg(&folder)
-            .current_dir(root());
-        let report = report(output_within(&mut command, b"", LIMIT));
-        assert_eq!(report["before"], json!([]), "{mode}");
-        assert_eq!(report["after_drop"], json!(["tool_late"]), "{mode}");
-        assert_ok(&report["call"], json!({"result": 42}));
-        assert_eq!(report["after_remove"], json!([]), "{mode}");
+    for http in [false, true] {
+        for mode in MODES {
+            let folder = temp_dir("mcp-dropped");
+            let server = http.then(|| HttpServer::start(&[folder.to_str().unwrap()]));
+            let mut command = Command::new(test_python());
+            command
+                .arg(root().join("tests/python/mcp_client_list_changed.py"))
+                .args(["--mode", mode, "--drop", "fixtures/mcp/dropped/late_tool.py", "--into"])
+                .arg(&folder)
+                .args(["--call", "tool_late", "--arguments", r#"{"x": 21}"#])
+                .current_dir(root());
+            match &server {
+                Some(server) => command.args(["--url", &server.url]),
+                None => command.args(["--", lcp_bin(), "serve"]).arg(&folder),
+            };
+            let report = report(output_within(&mut command, b"", LIMIT));
+            assert_eq!(report["before"], json!([]), "{mode}, http: {http}");
+            assert_eq!(report["after_drop"], json!(["tool_late"]), "{mode}, http: {http}");
+            assert_ok(&report["call"], json!({"result": 42}));
+            assert_eq!(report["after_remove"], json!([]), "{mode}, http: {http}");
+        }
     }
 }
 
@@ -263,13 +269,15 @@ fn a_cancelled_call_gets_no_response_and_the_server_goes_on() {
 }
 
 #[test]
-fn http_serves_both_lifecycles() {
-    let server = HttpServer::start(&["fixtures/mcp/results"]);
-    let steps = json!(["list", call("tool_add", json!({"a": 20, "b": 22}))]);
+fn http_serves_both_lifecycles_with_elicitation() {
+    let server = HttpServer::start(&["fixtures/mcp/results", "fixtures/mcp/confirm"]);
+    let steps = json!(["list", call("tool_add", json!({"a": 20, "b": 22})), call("tool_delete", json!({"name": "x"}))]);
     for mode in MODES {
-        let report = session(mode, "none", &["--url", &server.url], steps.clone());
+        let report = session(mode, "accept", &["--url", &server.url], steps.clone());
         assert_eq!(report["results"][0]["tools"][0]["name"], "tool_add", "{mode}");
         assert_ok(&report["results"][1], json!({"result": 42}));
+        assert_ok(&report["results"][2], json!({"deleted": "x", "decision": "allow"}));
+        assert_eq!(report["elicitations"].as_array().unwrap().len(), 1, "{mode}");
     }
 }
 

@@ -2,7 +2,7 @@
 what the official Python MCP client saw.
 
     mcp_client_list_changed.py --mode legacy|auto --drop FILE --into DIR
-                               --call NAME [--arguments JSON] -- COMMAND ARGS...
+                               --call NAME [--arguments JSON] (--url URL | -- COMMAND ARGS...)
 
 Each change must produce `notifications/tools/list_changed`: through the session's
 message handler after an `initialize` handshake (`legacy`), through a
@@ -30,7 +30,8 @@ def parse_args():
     parser.add_argument("--into", required=True)
     parser.add_argument("--call", required=True)
     parser.add_argument("--arguments", default="{}")
-    parser.add_argument("command", nargs="+")
+    parser.add_argument("--url")
+    parser.add_argument("command", nargs="*")
     return parser.parse_args()
 
 
@@ -48,7 +49,7 @@ async def main():
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    server = StdioServerParameters(command=args.command[0], args=args.command[1:])
+    server = args.url or StdioServerParameters(command=args.command[0], args=args.command[1:])
     report = {}
     async with Client(server, mode=args.mode, message_handler=on_message, read_timeout_seconds=300) as client:
         report["protocol_version"] = client.protocol_version
