@@ -338,9 +338,11 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|err| format!("{{\"error\": \"{err}\"}}"))
 }
 
-/// `TOOL  LIBRARY  PARAMETERS  SOURCE`, one row per tool; `?` marks optional parameters.
+/// `TOOL  LIBRARY  PARAMETERS  SOURCE  DESCRIPTION`, one row per tool; `?` marks
+/// optional parameters; descriptions longer than a line are cut.
 fn table(registry: &Registry) -> String {
-    let mut rows = vec![["TOOL".to_string(), "LIBRARY".to_string(), "PARAMETERS".to_string(), "SOURCE".to_string()]];
+    const DESCRIPTION_CHARS: usize = 72;
+    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let required: Vec<&str> =
             tool.parameters["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
@@ -355,9 +357,13 @@ fn table(registry: &Registry) -> String {
             library.name.clone().unwrap_or_else(|| library.stem.clone()),
             parameters.join(", "),
             format!("{}:{}", library.path.display(), tool.line),
+            match tool.description.char_indices().nth(DESCRIPTION_CHARS) {
+                Some((cut, _)) => format!("{}…", &tool.description[..cut]),
+                None => tool.description.clone(),
+            },
         ]);
     }
-    let widths: Vec<usize> = (0..4).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in &rows {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();

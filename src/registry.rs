@@ -92,6 +92,16 @@ impl Registry {
         registry
     }
 
+    pub fn sources(&self) -> &Sources {
+        &self.sources
+    }
+
+    /// Changes where tools come from; the next [`Registry::rescan`] reads the new
+    /// sources and reuses what it already read of the files they share.
+    pub fn set_sources(&mut self, sources: Sources) {
+        self.sources = sources;
+    }
+
     /// Walks the sources again and re-reads only files that are new or whose size or
     /// modification time changed; everything else is reused as it is.
     pub fn rescan(&mut self) -> Changes {

@@ -86,7 +86,11 @@ impl Walk {
     fn explicit_file(&mut self, file: &Path) {
         match fs::metadata(file) {
             Ok(meta) if meta.is_file() => {
-                let package = file.parent().filter(|dir| dir.file_name() == file.file_stem()).map(Path::to_path_buf);
+                // A file of a library folder `X/` (one holding `X/X.py`) belongs to it.
+                let is_library_folder = |dir: &&Path| {
+                    dir.file_name().is_some_and(|name| dir.join(format!("{}.py", name.to_string_lossy())).is_file())
+                };
+                let package = file.parent().filter(is_library_folder).map(Path::to_path_buf);
                 self.add(file, package);
             }
             Ok(_) => self.error(file, "not a file"),

@@ -135,12 +135,12 @@ impl Catalog {
         removed
     }
 
-    /// Reads the sources again after they changed. Files edited since the last scan
-    /// are found first, so that their modules are dropped.
+    /// Reads the sources again after they changed, re-reading only new and edited
+    /// files; modules of edited or removed files are dropped.
     fn reload(&mut self) {
+        self.loaded.set_sources(self.sources.clone());
         let changes = self.loaded.rescan();
         self.stale(changes.changed.iter().chain(&changes.removed));
-        self.loaded = Registry::load(&self.sources, &self.options);
         self.refresh();
     }
 

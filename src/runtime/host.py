@@ -102,8 +102,8 @@ def call(request_text):
         result = _failure(f"lcp could not run `{request.get('function')}`: {_describe(exc)}", exc)
     finally:
         _leave(current)
-    result["stdout"] = current.text(current.out)
-    result["stderr"] = current.text(current.err)
+    result["stdout"] = current.captured("out")
+    result["stderr"] = current.captured("err")
     return _dumps(result)
 
 
@@ -164,7 +164,7 @@ def forget(paths_json):
 class _Call:
     """A call in progress: where its output goes, and whether it may be stopped."""
 
-    __slots__ = ("id", "library", "function", "thread", "stoppable", "out", "err", "dropped")
+    __slots__ = ("id", "library", "function", "thread", "stoppable", "text", "kept", "dropped", "outer")
 
     def __init__(self, call_id, library, function):
         self.id = call_id
@@ -172,34 +172,35 @@ class _Call:
         self.function = function
         self.thread = threading.get_ident()
         self.stoppable = False
-        self.out = []
-        self.err = []
-        self.dropped = {}
+        self.text = {"out": [], "err": []}
+        self.kept = {"out": 0, "err": 0}
+        self.dropped = {"out": 0, "err": 0}
+        self.outer = None
 
     def write(self, stream, text):
-        kept = sum(map(len, stream))
-        if kept + len(text) > _CAPTURE_LIMIT:
-            room = max(0, _CAPTURE_LIMIT - kept)
-            key = id(stream)
-            self.dropped[key] = self.dropped.get(key, 0) + len(text) - room
+        room = max(0, _CAPTURE_LIMIT - self.kept[stream])
+        if len(text) > room:
+            self.dropped[stream] += len(text) - room
             text = text[:room]
         if text:
-            stream.append(text)
+            self.text[stream].append(text)
+            self.kept[stream] += len(text)
 
-    def text(self, stream):
-        dropped = self.dropped.get(id(stream))
+    def captured(self, stream):
+        dropped = self.dropped[stream]
         note = f"\n[lcp: {dropped} more characters were printed and not kept]\n" if dropped else ""
-        return "".join(stream) + note
+        return "".join(self.text[stream]) + note
 
 
 def _enter(current):
+    current.outer = getattr(_local, "call", None)
     _local.call = current
     if current.id is not None:
         _calls[current.id] = current
 
 
 def _leave(current):
-    _local.call = None
+    _local.call = current.outer
     if current.id is not None:
         _calls.pop(current.id, None)
     # Text a tool wrote to the real streams or their buffers reaches the file
@@ -848,7 +849,7 @@ class _Router(io.TextIOBase):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         current = _current()
         if current is not None:
-            current.write(current.out if self._stream == "out" else current.err, text)
+            current.write(self._stream, text)
         elif sys.__stderr__ is not None:
             try:
                 sys.__stderr__.write(text)

@@ -72,7 +72,9 @@ impl Default for RuntimeConfig {
 /// Options of one call.
 #[derive(Debug, Clone, Default)]
 pub struct CallOptions {
-    /// Working directory while the tool runs; the previous one is restored after.
+    /// Working directory while the tool runs; the previous one is restored after,
+    /// even on failure. The directory belongs to the process: calls for the same
+    /// workspace run together, a call for another one waits until they are done.
     pub workspace: Option<PathBuf>,
     /// Time limit; a tool still running then is stopped and the call fails.
     pub timeout: Option<Duration>,
@@ -190,6 +192,11 @@ impl Descriptions {
 /// the configuration of the runtime that first loads it. Each runtime has its own
 /// confirm handler, used for the calls it makes. Relative paths (of tool files and
 /// workspaces) are taken from the working directory the runtime was created in.
+///
+/// Calls may come from many threads; Python runs one at a time (the GIL), switching
+/// every few milliseconds, so a tool that spins does not hold up the others. While a
+/// call runs, the process's fd 1 points at lcp's capture: a host that writes to its
+/// standard output while tools may run writes through [`Runtime::claim_stdout`].
 pub struct Runtime {
     config: RuntimeConfig,
     base: PathBuf,

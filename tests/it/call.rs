@@ -269,7 +269,9 @@ fn export_and_list_show_prompt_provider_descriptions_unless_static() {
     assert!(!stderr(&output).contains("prompt provider"));
 
     let listed = String::from_utf8(lcp_in(root(), &["list", &folder], &[]).stdout).unwrap();
-    assert!(listed.contains("tool_greet"), "{listed}");
+    assert!(listed.lines().any(|l| l.starts_with("tool_greet") && l.contains("(dynamic description")), "{listed}");
+    let listed = String::from_utf8(lcp_in(root(), &["list", &folder, "--static"], &[]).stdout).unwrap();
+    assert!(listed.lines().any(|l| l.starts_with("tool_greet") && l.contains("(static description)")), "{listed}");
 }
 
 // ------------------------------------------------------------ interpreter ---

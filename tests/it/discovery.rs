@@ -145,3 +145,15 @@ fn discovery_executes_no_python() {
     assert_eq!(stdout_json(&output)["tools"][0]["name"], "tool_quiet");
     assert!(!marker.exists(), "discovery ran module code");
 }
+
+#[test]
+fn an_explicit_file_of_a_library_folder_belongs_to_its_package() {
+    let sources = Sources { folders: vec![], files: vec![fixture("rich/inventory/reports.py")] };
+    let registry = Registry::load(&sources, &Options::default());
+    assert_eq!(registry.libraries[0].package.as_deref(), Some(fixture("rich/inventory").as_path()));
+    let loose = Registry::load(
+        &Sources { folders: vec![], files: vec![fixture("explicit_files/one.py")] },
+        &Options::default(),
+    );
+    assert_eq!(loose.libraries[0].package, None);
+}

@@ -60,3 +60,19 @@ fn rescan_keeps_diagnostics_and_first_wins_across_files() {
     assert_eq!(diagnostics_with(&registry, &["b.py", "already defined"]).len(), 1);
     assert_eq!(registry.diagnostics.len(), 2);
 }
+
+#[test]
+fn changed_sources_are_read_on_the_next_rescan() {
+    let first = temp_dir("sources-a");
+    let second = temp_dir("sources-b");
+    write(&first.join("a.py"), tool_source("tool_a", "A."));
+    write(&second.join("b.py"), tool_source("tool_b", "B."));
+    let mut registry = Registry::load(&Sources { folders: vec![first.clone()], files: vec![] }, &Options::default());
+    let kept = registry.libraries[0].clone();
+    registry.set_sources(Sources { folders: vec![first.clone(), second.clone()], files: vec![] });
+    assert_eq!(registry.sources().folders, [first.clone(), second.clone()]);
+    let changes = registry.rescan();
+    assert_eq!(changes.added, [second.join("b.py")]);
+    assert_eq!(tool_names(&registry), ["tool_a", "tool_b"]);
+    assert!(Arc::ptr_eq(&kept, &registry.libraries[0]));
+}

@@ -386,6 +386,20 @@ fn what_a_tool_prints_is_captured_per_call_even_raw_writes_to_fd_1() {
 }
 
 #[test]
+fn what_a_tool_prints_is_kept_up_to_a_bound() {
+    let (runtime, registry) = (runtime(), registry("output"));
+    let result = call(&runtime, &registry, "tool_print_a_lot", json!({"lines": 200_000}));
+    assert_eq!(output(result.clone()), 200_000);
+    assert!(result.stdout.starts_with("line 000000\nline 000001\n"));
+    // 12 characters a line, 1 000 000 kept.
+    assert!(
+        result.stdout.contains("\n[lcp: 1400000 more characters were printed and not kept]\n"),
+        "{}",
+        &result.stdout[result.stdout.len() - 200..]
+    );
+}
+
+#[test]
 fn a_tool_that_replaces_sys_stdout_does_not_keep_it() {
     let (runtime, registry) = (runtime(), registry("output"));
     output(call(&runtime, &registry, "tool_replace_stdout", json!({})));
