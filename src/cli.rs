@@ -102,6 +102,9 @@ enum Command {
         /// Configuration of the libraries, JSON or TOML: `autonomy_level` and `[libraries.<name>]`.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// The tools' working directory [default: the current directory].
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
         /// Longest a tool call may run, in seconds (default: no limit).
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
@@ -232,8 +235,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
             }
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
-        Command::Serve { sources, http, config, timeout, yes, max_output } => {
+        Command::Serve { sources, http, config, workspace, timeout, yes, max_output } => {
             let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
+            if let Some(dir) = workspace.as_ref().filter(|dir| !dir.is_dir()) {
+                return Err(format!("{}: the workspace is not a folder", dir.display()));
+            }
             let runtime = config.as_deref().map(mcp::config::read).transpose()?.unwrap_or_default();
             let timeout = match timeout {
                 Some(secs) if !(secs > 0.0 && secs.is_finite()) => {
@@ -244,7 +250,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let registry = load(&sources)?;
             print_diagnostics(&registry.diagnostics);
             eprintln!("lcp: {} tools in {} libraries", registry.tools().count(), registry.libraries.len());
-            mcp::serve(registry, mcp::Settings { http, runtime, timeout, yes, max_output })?;
+            mcp::serve(registry, mcp::Settings { http, runtime, workspace, timeout, yes, max_output })?;
             Ok(ExitCode::SUCCESS)
         }
     }

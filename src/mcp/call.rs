@@ -151,7 +151,8 @@ fn start(
 ) -> mpsc::UnboundedReceiver<Event> {
     let (events, receiver) = mpsc::unbounded_channel();
     let config = server.shared.runtime_config.clone();
-    let options = CallOptions { workspace: None, timeout: server.shared.settings.timeout };
+    let settings = &server.shared.settings;
+    let options = CallOptions { workspace: settings.workspace.clone(), timeout: settings.timeout };
     let server = server.clone();
     let tool = tool.to_string();
     tokio::task::spawn_blocking(move || {

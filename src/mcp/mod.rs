@@ -21,6 +21,7 @@ pub mod http;
 mod stdio;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ pub struct Settings {
     pub http: Option<SocketAddr>,
     /// The libraries' configuration and autonomy level (`--config`).
     pub runtime: RuntimeConfig,
+    /// Working directory of every call and prompt provider; `None`: the server's.
+    pub workspace: Option<PathBuf>,
     /// Longest a call may run; `None` waits as long as the tool takes.
     pub timeout: Option<Duration>,
     /// Allow what a tool asks to confirm when the client cannot ask the user
@@ -175,7 +178,9 @@ impl Server {
             if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
                 match server.python() {
                     Ok(python) => {
-                        let descriptions = python.describe(&registry, &CallOptions::default());
+                        let options =
+                            CallOptions { workspace: server.shared.settings.workspace.clone(), timeout: None };
+                        let descriptions = python.describe(&registry, &options);
                         for diagnostic in &descriptions.diagnostics {
                             eprintln!("{diagnostic}");
                         }

@@ -303,6 +303,15 @@ fn the_inspector_cli_lists_and_calls_tools_over_http() {
 }
 
 #[test]
+fn tools_run_in_the_workspace() {
+    let workspace = temp_dir("mcp-workspace");
+    let serve = ["fixtures/mcp/results", "--workspace", workspace.to_str().unwrap()];
+    let report = session("auto", "none", &serve, json!([call("tool_cwd", json!({}))]));
+    let cwd = report["results"][0]["structuredContent"]["result"].as_str().unwrap_or_default().to_string();
+    assert_eq!(std::fs::canonicalize(&cwd).unwrap(), std::fs::canonicalize(&workspace).unwrap(), "{report}");
+}
+
+#[test]
 fn a_bad_config_file_is_a_usage_error() {
     let dir = temp_dir("mcp-bad-config");
     let cases =
