@@ -1,7 +1,8 @@
 //! One `tools/call`, from the request to the result.
 //!
-//! A call runs on a blocking thread with a runtime of its own, whose confirm handler
-//! reports to this call only; calls run side by side. The thread sends [`Event`]s:
+//! A call runs on a blocking thread with a runtime of its own (taken from a pool, so
+//! libraries' `set_confirm_handler` hooks run once per runtime, not per call), whose
+//! confirm handler reports to this call only; calls run side by side. The thread sends [`Event`]s:
 //! confirmations the tool asks for, then its result. A confirmation becomes an
 //! elicitation: a server→client `elicitation/create` request in a handshake session,
 //! or, on the handshake-less protocol (which forbids server→client requests), an
@@ -30,13 +31,57 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::Server;
-use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Runtime, ToolResult};
+use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Runtime, RuntimeConfig, ToolResult};
 
 /// How long a call parked on a confirmation waits for the client to answer.
 const PARKED_FOR: Duration = Duration::from_secs(600);
 
 /// The key of the confirmation inside `inputRequests` / `inputResponses`.
 const CONFIRM_KEY: &str = "confirm";
+
+/// Runtimes not in use by a call. Each has its confirm handler set once, to ask
+/// whichever call uses it at the moment.
+#[derive(Default)]
+pub(super) struct Runtimes {
+    idle: Mutex<Vec<CallRuntime>>,
+}
+
+struct CallRuntime {
+    runtime: Runtime,
+    user: Arc<Mutex<Option<User>>>,
+}
+
+/// The call using a runtime: its tool, and where its questions go.
+type User = (String, mpsc::UnboundedSender<Event>);
+
+impl Runtimes {
+    fn take(&self, config: &RuntimeConfig) -> Result<CallRuntime, String> {
+        if let Some(idle) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(idle);
+        }
+        let runtime = Runtime::new(config.clone()).map_err(|err| format!("cannot start Python: {err}"))?;
+        let user: Arc<Mutex<Option<User>>> = Arc::default();
+        let asked = Arc::clone(&user);
+        let handler = move |request: &ConfirmRequest| {
+            let current = asked.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            match current {
+                // A call that timed out and could not be stopped may ask late, when
+                // this runtime serves another call: it never reaches that call's user.
+                Some((tool, events)) if request.tool.as_deref() == Some(tool.as_str()) => ask(&events, request),
+                _ => rejected("this call is no longer waited for"),
+            }
+        };
+        for problem in runtime.set_confirm_handler(handler) {
+            eprintln!("{problem}");
+        }
+        Ok(CallRuntime { runtime, user })
+    }
+
+    fn put_back(&self, runtime: CallRuntime) {
+        *runtime.user.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(runtime);
+    }
+}
 
 /// Calls waiting for a handshake-less client to answer a confirmation.
 #[derive(Default)]
@@ -150,21 +195,20 @@ fn start(
     arguments: Map<String, Value>,
 ) -> mpsc::UnboundedReceiver<Event> {
     let (events, receiver) = mpsc::unbounded_channel();
-    let config = server.shared.runtime_config.clone();
     let settings = &server.shared.settings;
     let options = CallOptions { workspace: settings.workspace.clone(), timeout: settings.timeout };
     let server = server.clone();
     let tool = tool.to_string();
     tokio::task::spawn_blocking(move || {
-        let started = server.python().map(drop).and_then(|()| Runtime::new(config));
-        let result = match started {
+        let shared = &server.shared;
+        let taken = server.python().and_then(|_| shared.runtimes.take(&shared.runtime_config));
+        let result = match taken {
             Err(err) => ToolResult::failure(err),
-            Ok(runtime) => {
-                let questions = events.clone();
-                for problem in runtime.set_confirm_handler(move |request| ask(&questions, request)) {
-                    eprintln!("{problem}");
-                }
-                runtime.call(&registry, &tool, &Value::Object(arguments), &options)
+            Ok(call) => {
+                *call.user.lock().unwrap_or_else(|p| p.into_inner()) = Some((tool.clone(), events.clone()));
+                let result = call.runtime.call(&registry, &tool, &Value::Object(arguments), &options);
+                shared.runtimes.put_back(call);
+                result
             }
         };
         let _ = events.send(Event::Done(result));

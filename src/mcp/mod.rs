@@ -109,6 +109,7 @@ struct Shared {
     python: OnceLock<Result<Runtime, String>>,
     /// Fires after a rescan that changed the tool list.
     tools_changed: broadcast::Sender<()>,
+    runtimes: call::Runtimes,
     parked: call::Parked,
 }
 
@@ -122,6 +123,7 @@ impl Server {
             settings,
             python: OnceLock::new(),
             tools_changed,
+            runtimes: call::Runtimes::default(),
             parked: call::Parked::default(),
         };
         Server { shared: Arc::new(shared) }
