@@ -91,6 +91,7 @@ pub(super) struct Parked {
 }
 
 struct Waiting {
+    tool: String,
     events: mpsc::UnboundedReceiver<Event>,
     question: Question,
 }
@@ -135,8 +136,12 @@ fn rejected(reason: &str) -> Confirmation {
 }
 
 impl Parked {
-    fn park(&self, waiting: Waiting) -> String {
-        let state = format!("lcp-confirm-{}", self.next.fetch_add(1, Ordering::Relaxed));
+    /// Parks the call under a `requestState` no other client can guess (with HTTP,
+    /// whoever names it answers the confirmation); gives it back when the system
+    /// has no randomness to offer.
+    fn park(&self, waiting: Waiting) -> Result<String, Waiting> {
+        let Some(secret) = unguessable() else { return Err(waiting) };
+        let state = format!("lcp-{}-{secret}", self.next.fetch_add(1, Ordering::Relaxed));
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(state.clone(), waiting);
         let calls = Arc::clone(&self.calls);
         let expiring = state.clone();
@@ -148,12 +153,30 @@ impl Parked {
                 drain(waiting.events);
             }
         });
-        state
+        Ok(state)
     }
 
-    fn take(&self, state: &str) -> Option<Waiting> {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(state)
+    /// The call parked under `state`, if it is a call of `tool`.
+    fn take(&self, state: &str, tool: &str) -> Option<Waiting> {
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        if calls.get(state).is_some_and(|waiting| waiting.tool == tool) { calls.remove(state) } else { None }
     }
+}
+
+/// 128 random bits from the kernel, as hex.
+fn unguessable() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        // SAFETY: writes at most the remaining length into the buffer.
+        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
+        match usize::try_from(n) {
+            Ok(n) => filled += n,
+            Err(_) if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 pub(super) async fn call_tool(
@@ -163,7 +186,7 @@ pub(super) async fn call_tool(
 ) -> Result<CallToolResponse, ErrorData> {
     let events = match &request.request_state {
         Some(state) => {
-            let Some(waiting) = server.shared.parked.take(state) else {
+            let Some(waiting) = server.shared.parked.take(state, &request.name) else {
                 let message = "this confirmation was already answered or has expired; call the tool again";
                 return Ok(failure(message).into());
             };
@@ -183,7 +206,7 @@ pub(super) async fn call_tool(
             start(server, registry, name, request.arguments.clone().unwrap_or_default())
         }
     };
-    drive(server, events, &context).await
+    drive(server, &request.name, events, &context).await
 }
 
 /// Starts the call on a blocking thread, with a runtime whose confirm handler asks
@@ -230,6 +253,7 @@ fn ask(events: &mpsc::UnboundedSender<Event>, request: &ConfirmRequest) -> Confi
 /// Follows the call until it ends, is parked on a confirmation, or is cancelled.
 async fn drive(
     server: &Server,
+    tool: &str,
     mut events: mpsc::UnboundedReceiver<Event>,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
@@ -265,9 +289,17 @@ async fn drive(
             }
             How::InputRequired => {
                 let request = InputRequest::Elicitation(ElicitRequest::new(elicitation(&question)));
-                let state = server.shared.parked.park(Waiting { events, question });
-                let requests = InputRequests::from([(CONFIRM_KEY.to_string(), request)]);
-                return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+                let waiting = Waiting { tool: tool.to_string(), events, question };
+                match server.shared.parked.park(waiting) {
+                    Ok(state) => {
+                        let requests = InputRequests::from([(CONFIRM_KEY.to_string(), request)]);
+                        return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+                    }
+                    Err(waiting) => {
+                        events = waiting.events;
+                        waiting.question.answer(rejected("lcp could not make a secret to park the call under"));
+                    }
+                }
             }
             How::Cannot if settings.yes => question.answer(Confirmation::allow("allowed by `lcp serve --yes`")),
             How::Cannot => question.answer(rejected(

@@ -3,9 +3,10 @@
 //! rmcp's `StreamableHttpService` does the protocol (sessions for handshake clients,
 //! stateless requests for handshake-less ones); this file only accepts connections
 //! (with `TCP_NODELAY`: replies are small and latency-bound) and routes the path.
-//! A loopback address keeps rmcp's DNS-rebinding guard (`Host` must be a loopback
-//! name); binding any other address is an explicit choice to be reachable, so the
-//! guard is lifted.
+//! On a loopback address, `Host` must be a loopback name (DNS rebinding) and a
+//! browser's `Origin`, when there is one, a loopback origin (another site's page);
+//! clients that send no `Origin` are unaffected. Binding any other address is an
+//! explicit choice to be reachable, so both guards are lifted.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -23,6 +24,15 @@ use super::Server;
 
 pub const PATH: &str = "/mcp";
 
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
 /// `8080` and `:8080` mean `127.0.0.1:8080`; anything else is `host:port`.
 pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
     let port_only = text.strip_prefix(':').unwrap_or(text);
@@ -38,10 +48,11 @@ pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
 pub async fn serve(server: Server, address: SocketAddr) -> Result<(), String> {
     let listener = TcpListener::bind(address).await.map_err(|err| format!("--http {address}: {err}"))?;
     let bound = listener.local_addr().map_err(|err| err.to_string())?;
-    let mut config = StreamableHttpServerConfig::default();
-    if !address.ip().is_loopback() {
-        config = config.disable_allowed_hosts();
-    }
+    let config = if address.ip().is_loopback() {
+        StreamableHttpServerConfig::default().with_allowed_origins(LOOPBACK_ORIGINS)
+    } else {
+        StreamableHttpServerConfig::default().disable_allowed_hosts()
+    };
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     eprintln!("lcp: serving MCP at http://{bound}{PATH}");

@@ -255,6 +255,20 @@ fn a_call_over_the_timeout_is_an_error_result() {
 }
 
 #[test]
+fn calls_run_side_by_side() {
+    let flag = temp_dir("mcp-rendezvous").join("flag");
+    let flag = flag.to_str().unwrap();
+    let mut server = RawServer::start(&["fixtures/mcp/concurrency"]);
+    server.initialize();
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "tool_wait_for", "arguments": {"path": flag}}}));
+    server.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "tool_create", "arguments": {"path": flag}}}));
+    assert_eq!(server.response(3)["result"]["structuredContent"], json!({"result": "created"}));
+    assert_eq!(server.response(2)["result"]["structuredContent"], json!({"result": "found"}));
+}
+
+#[test]
 fn a_cancelled_call_gets_no_response_and_the_server_goes_on() {
     let mut server = RawServer::start(&["fixtures/mcp/results"]);
     server.initialize();
@@ -279,6 +293,40 @@ fn http_serves_both_lifecycles_with_elicitation() {
         assert_ok(&report["results"][2], json!({"deleted": "x", "decision": "allow"}));
         assert_eq!(report["elicitations"].as_array().unwrap().len(), 1, "{mode}");
     }
+}
+
+#[test]
+fn http_on_loopback_refuses_other_hosts_other_sites_and_other_paths() {
+    let server = HttpServer::start(&["fixtures/mcp/results"]);
+    let address = server.url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let status = |path: &str, headers: &str| http_status(address, path, headers);
+    assert_eq!(status("/mcp", ""), 200);
+    assert_eq!(status("/mcp", "Origin: http://localhost:6274\r\n"), 200);
+    assert_eq!(status("/mcp", "Origin: http://evil.example\r\n"), 403);
+    assert_eq!(status("/mcp", "Host: evil.example\r\n"), 403);
+    assert_eq!(status("/other", ""), 404);
+}
+
+/// The status of an `initialize` POST to `http://ADDRESS/PATH` with extra headers
+/// (a `Host` among them replaces the real one).
+fn http_status(address: &str, path: &str, headers: &str) -> u16 {
+    use std::io::Read;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let host = if headers.contains("Host:") { String::new() } else { format!("Host: {address}\r\n") };
+    let request = format!(
+        "POST {path} HTTP/1.1\r\n{host}{headers}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = std::net::TcpStream::connect(address).expect("the server accepts connections");
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).expect("an HTTP status line");
+    let status = String::from_utf8_lossy(&head[9..12]).into_owned();
+    status.parse().unwrap_or_else(|_| panic!("not an HTTP status line: {}", String::from_utf8_lossy(&head)))
 }
 
 #[test]
@@ -417,17 +465,17 @@ impl RawServer {
         writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("the server reads stdin");
     }
 
-    /// The response to request `id`; other messages are kept for `finish`.
+    /// The response to request `id`, whenever it came.
     fn response(&mut self, id: u64) -> Value {
         loop {
-            let line =
-                self.stdout.recv_timeout(LIMIT).unwrap_or_else(|_| panic!("no response to {id}: {:?}", self.seen));
-            self.seen.push(line.clone());
-            let message: Value =
-                serde_json::from_str(&line).unwrap_or_else(|_| panic!("not a protocol message: {line}"));
-            if message["id"] == id {
+            let seen = self.seen.iter().map(|line| serde_json::from_str::<Value>(line));
+            if let Some(message) = seen.flatten().find(|message| message["id"] == id) {
                 return message;
             }
+            let line =
+                self.stdout.recv_timeout(LIMIT).unwrap_or_else(|_| panic!("no response to {id}: {:?}", self.seen));
+            assert!(serde_json::from_str::<Value>(&line).is_ok(), "not a protocol message: {line}");
+            self.seen.push(line);
         }
     }
 
