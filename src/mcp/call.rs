@@ -136,15 +136,18 @@ fn rejected(reason: &str) -> Confirmation {
 }
 
 impl Parked {
-    /// Parks the call under a `requestState` no other client can guess (with HTTP,
-    /// whoever names it answers the confirmation); gives it back when the system
-    /// has no randomness to offer.
-    fn park(&self, waiting: Waiting) -> Result<String, Waiting> {
-        let Some(secret) = unguessable() else { return Err(waiting) };
-        let state = format!("lcp-{}-{secret}", self.next.fetch_add(1, Ordering::Relaxed));
-        self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(state.clone(), waiting);
+    /// A `requestState` no other client can guess (with HTTP, whoever names it
+    /// answers the confirmation); `None` when the system has no randomness to offer.
+    fn new_state(&self) -> Option<String> {
+        let secret = unguessable()?;
+        Some(format!("lcp-{}-{secret}", self.next.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// Parks the call until the client answers or [`PARKED_FOR`] passes.
+    fn park(&self, state: &str, waiting: Waiting) {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(state.to_string(), waiting);
         let calls = Arc::clone(&self.calls);
-        let expiring = state.clone();
+        let expiring = state.to_string();
         tokio::spawn(async move {
             tokio::time::sleep(PARKED_FOR).await;
             let expired = calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&expiring);
@@ -153,7 +156,6 @@ impl Parked {
                 drain(waiting.events);
             }
         });
-        Ok(state)
     }
 
     /// The call parked under `state`, if it is a call of `tool`.
@@ -287,20 +289,15 @@ async fn drive(
                     }
                 }
             }
-            How::InputRequired => {
-                let request = InputRequest::Elicitation(ElicitRequest::new(elicitation(&question)));
-                let waiting = Waiting { tool: tool.to_string(), events, question };
-                match server.shared.parked.park(waiting) {
-                    Ok(state) => {
-                        let requests = InputRequests::from([(CONFIRM_KEY.to_string(), request)]);
-                        return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
-                    }
-                    Err(waiting) => {
-                        events = waiting.events;
-                        waiting.question.answer(rejected("lcp could not make a secret to park the call under"));
-                    }
+            How::InputRequired => match server.shared.parked.new_state() {
+                Some(state) => {
+                    let request = InputRequest::Elicitation(ElicitRequest::new(elicitation(&question)));
+                    server.shared.parked.park(&state, Waiting { tool: tool.to_string(), events, question });
+                    let requests = InputRequests::from([(CONFIRM_KEY.to_string(), request)]);
+                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
                 }
-            }
+                None => question.answer(rejected("lcp could not make a secret to park the call under")),
+            },
             How::Cannot if settings.yes => question.answer(Confirmation::allow("allowed by `lcp serve --yes`")),
             How::Cannot => question.answer(rejected(
                 "the MCP client cannot ask the user (it does not support elicitation); \
