@@ -1,9 +1,10 @@
 //! One `tools/call`, from the request to the result.
 //!
-//! A call runs on a blocking thread with a runtime of its own (taken from a pool, so
-//! libraries' `set_confirm_handler` hooks run once per runtime, not per call), whose
-//! confirm handler reports to this call only; calls run side by side. The thread sends [`Event`]s:
-//! confirmations the tool asks for, then its result. A confirmation becomes an
+//! A call runs on a blocking thread with a runtime of its own (from a pool, so the
+//! libraries' `set_confirm_handler` hooks run once per runtime, not once per call),
+//! whose confirm handler reports to this call only; calls run side by side. The
+//! thread sends [`Event`]s: the confirmations the tool asks for, then its result. A
+//! confirmation becomes an
 //! elicitation: a server→client `elicitation/create` request in a handshake session,
 //! or, on the handshake-less protocol (which forbids server→client requests), an
 //! `InputRequiredResult` carrying that request; the call is then parked under an
@@ -18,7 +19,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -65,8 +66,6 @@ impl Runtimes {
         let handler = move |request: &ConfirmRequest| {
             let current = asked.lock().unwrap_or_else(|p| p.into_inner()).clone();
             match current {
-                // A call that timed out and could not be stopped may ask late, when
-                // this runtime serves another call: it never reaches that call's user.
                 Some((tool, events)) if request.tool.as_deref() == Some(tool.as_str()) => ask(&events, request),
                 _ => rejected("this call is no longer waited for"),
             }
@@ -77,9 +76,14 @@ impl Runtimes {
         Ok(CallRuntime { runtime, user })
     }
 
-    fn put_back(&self, runtime: CallRuntime) {
+    /// Returns a runtime to the pool after its call, unless the call ran out of time:
+    /// a call the runtime could not stop goes on and may still ask to confirm, which
+    /// must never reach the user of a later call.
+    fn put_back(&self, runtime: CallRuntime, timed_out: bool) {
         *runtime.user.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(runtime);
+        if !timed_out {
+            self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(runtime);
+        }
     }
 }
 
@@ -231,8 +235,9 @@ fn start(
             Err(err) => ToolResult::failure(err),
             Ok(call) => {
                 *call.user.lock().unwrap_or_else(|p| p.into_inner()) = Some((tool.clone(), events.clone()));
+                let began = Instant::now();
                 let result = call.runtime.call(&registry, &tool, &Value::Object(arguments), &options);
-                shared.runtimes.put_back(call);
+                shared.runtimes.put_back(call, options.timeout.is_some_and(|limit| began.elapsed() >= limit));
                 result
             }
         };
@@ -276,16 +281,29 @@ async fn drive(
         };
         match how_to_ask(context) {
             How::Request => {
-                // The call can still end meanwhile (its timeout): then the question is moot.
-                tokio::select! {
-                    answer = elicit(&context.peer, &question) => question.answer(answer),
-                    event = events.recv() => {
-                        question.answer(rejected("the call ended before the user answered"));
-                        next = Some(event);
-                    }
-                    () = context.ct.cancelled() => {
-                        question.answer(rejected("the call was cancelled"));
-                        return Ok(cancelled(events));
+                let asking = elicit(&context.peer, elicitation(&question));
+                tokio::pin!(asking);
+                loop {
+                    tokio::select! {
+                        answer = &mut asking => {
+                            question.answer(answer);
+                            break;
+                        }
+                        // The call can still end meanwhile (its timeout): then the question is moot.
+                        event = events.recv() => match event {
+                            Some(Event::Confirm(other)) => {
+                                other.answer(rejected("another confirmation of this call is waiting for the user"));
+                            }
+                            event => {
+                                question.answer(rejected("the call ended before the user answered"));
+                                next = Some(event);
+                                break;
+                            }
+                        },
+                        () = context.ct.cancelled() => {
+                            question.answer(rejected("the call was cancelled"));
+                            return Ok(cancelled(events));
+                        }
                     }
                 }
             }
@@ -354,8 +372,8 @@ fn elicitation(question: &Question) -> ElicitRequestParams {
     ElicitRequestParams::FormElicitationParams { meta: None, message: question.message(), requested_schema: schema }
 }
 
-async fn elicit(peer: &Peer<RoleServer>, question: &Question) -> Confirmation {
-    let request = ServerRequest::ElicitRequest(ElicitRequest::new(elicitation(question)));
+async fn elicit(peer: &Peer<RoleServer>, params: ElicitRequestParams) -> Confirmation {
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
     match peer.send_request(request).await {
         Ok(ClientResult::ElicitResult(result)) => match result.action {
             ElicitationAction::Accept => Confirmation::allow("the user accepted"),
