@@ -1,0 +1,535 @@
+//! The benchmark suite (issue 5): lcp against the tools people use instead, in one
+//! run, on generated corpora; prints one table of medians, spreads and ratios.
+//!
+//! Run: `cargo bench --bench suite` (`-- --quick` for 3 repetitions of everything).
+//! It generates `target/bench-corpus/` (see `corpus`), makes `target/bench-venv` with
+//! the pinned lollms-client (see `python`), then measures, interleaving the
+//! contenders of each section round by round:
+//!
+//! 1. cold discovery + schemas: the parse-only floor (read + `parse_module`, same
+//!    threads, no schema work; defined here, not in `src/`), `Registry::load`, the
+//!    `lcp check` process, a stdlib-`ast` extractor and `LCPBinding`;
+//! 2. warm rescan (nothing changed, one file changed) against walking + `stat`-ing;
+//! 3. export of the large corpus to each format;
+//! 4. and 5. runtime rows, marked "needs the runtime" until `Runtime::call` and
+//!    `lcp serve` exist;
+//! 6. peak memory of the registry against `LCPBinding`'s.
+//!
+//! The table also goes to `target/bench-results.txt`. No assertion here is about time.
+
+mod corpus;
+mod measure;
+mod python;
+mod table;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use lcp::export::{self, Format};
+use lcp::registry::{Options, Registry, Sources};
+use serde_json::Value;
+
+use corpus::Corpus;
+use measure::{Contender, Samples, interleaved, process, seconds};
+use python::Python;
+use table::{Table, duration, ratio, verdict};
+
+#[global_allocator]
+static ALLOC: measure::CountingAlloc = measure::CountingAlloc;
+
+/// Stack of each floor thread: the same as the registry's readers.
+const READER_STACK: usize = 256 * 1024 * 1024;
+
+struct Setup {
+    root: PathBuf,
+    lcp: PathBuf,
+    scripts: PathBuf,
+    python: Python,
+    scratch: PathBuf,
+    quick: bool,
+    /// `--lcp-only`: leave out the Python contenders (for quick work on lcp itself).
+    lcp_only: bool,
+    threads: usize,
+}
+
+impl Setup {
+    /// Repetitions: `fast` for in-process work, `slow` for Python processes.
+    fn reps(&self, normal: usize) -> usize {
+        if self.quick { normal.min(3) } else { normal }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child-memory") {
+        return child_memory(Path::new(&args[i + 1]));
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let quick = args.iter().any(|a| a == "--quick");
+    let base = root.join("target/bench-corpus");
+    eprintln!("corpora in {} ...", base.display());
+    let small = corpus::ensure(&base, corpus::SMALL);
+    let large = corpus::ensure(&base, corpus::LARGE);
+    let empty = base.join("empty");
+    fs::create_dir_all(&empty).expect("empty corpus folder is creatable");
+    let python = if args.iter().any(|a| a == "--lcp-only") { python::none() } else { python::ensure(&root) };
+    let scratch = root.join("target/bench-scratch");
+    fs::create_dir_all(&scratch).expect("scratch folder is creatable");
+    let setup = Setup {
+        lcp: PathBuf::from(env!("CARGO_BIN_EXE_lcp")),
+        scripts: root.join("benches/python"),
+        python,
+        scratch,
+        quick,
+        lcp_only: args.iter().any(|a| a == "--lcp-only"),
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        root,
+    };
+
+    let mut table = Table::new();
+    header(&mut table, &setup, &[&small, &large]);
+    cold(&mut table, &setup, &small, "200 libraries / 1,000 tools", false);
+    let large_cold = cold(&mut table, &setup, &large, "2,000 libraries / 10,000 tools", true);
+    rescan(&mut table, &setup, &large);
+    exports(&mut table, &setup, &large);
+    runtime_rows(&mut table);
+    memory(&mut table, &setup, &large, &empty, &large_cold);
+
+    let rendered = table.render();
+    println!("{rendered}");
+    let report = setup.root.join("target/bench-results.txt");
+    if fs::write(&report, &rendered).is_ok() {
+        eprintln!("table written to {}", report.display());
+    }
+}
+
+fn header(table: &mut Table, setup: &Setup, corpora: &[&Corpus]) {
+    let cpu = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(&setup.root)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    table.text(format!(
+        "lcp bench suite: lcp {} ({commit}), {} threads available ({cpu}), Python {}, lollms-client {}",
+        env!("CARGO_PKG_VERSION"),
+        setup.threads,
+        setup.python.version,
+        setup.python.lollms_client
+    ));
+    for c in corpora {
+        table.text(format!(
+            "corpus {}: {} files, {} tools, {:.1} MiB",
+            c.root.display(),
+            c.files,
+            c.tools,
+            c.bytes as f64 / (1024.0 * 1024.0)
+        ));
+    }
+    table.text(
+        "Each contender runs once to warm up (the OS file cache is warm for all), then in interleaved rounds; \
+         times are wall-clock medians, spread is min-max, ratios are medians of this run.",
+    );
+}
+
+fn sources(corpus: &Corpus) -> Sources {
+    Sources { folders: vec![corpus.root.clone()], files: Vec::new() }
+}
+
+/// Section 1: cold discovery + schemas.
+fn cold(table: &mut Table, setup: &Setup, corpus: &Corpus, title: &str, targets: bool) -> BTreeMap<String, Samples> {
+    eprintln!("cold discovery, {title} ...");
+    let sources = sources(corpus);
+    let options = Options::default();
+    let (files, _) = lcp::scan::discover(&sources.folders, &sources.files);
+    let paths: Vec<PathBuf> = files.into_iter().map(|f| f.path).collect();
+    let registry = Registry::load(&sources, &options);
+    assert_eq!(registry.tools().count(), corpus.tools, "lcp finds every tool of the corpus");
+    assert!(registry.diagnostics.is_empty(), "the corpus reads cleanly: {:?}", &registry.diagnostics[..1]);
+    drop(registry);
+    let folder = corpus.root.to_str().expect("corpus path is UTF-8");
+    let threads = setup.threads;
+    let (fast, slow) = if targets { (setup.reps(15), setup.reps(5)) } else { (setup.reps(21), setup.reps(7)) };
+    let out = setup.scratch.join("python-result.json");
+
+    let mut contenders = vec![
+        Contender::new("floor", fast, || seconds(|| assert_eq!(floor(&paths, threads), paths.len()))),
+        Contender::new("floor-1", fast, || seconds(|| assert_eq!(floor(&paths, 1), paths.len()))),
+        Contender::new("load", fast, || {
+            let started = std::time::Instant::now();
+            let registry = Registry::load(&sources, &options);
+            let elapsed = started.elapsed().as_secs_f64();
+            drop(registry);
+            elapsed
+        }),
+        Contender::new("check", fast, || process(&setup.lcp, &["check", folder])),
+        Contender::new("check-1", fast, || {
+            process(Path::new("taskset"), &["-c", "0", path_str(&setup.lcp), "check", folder])
+        }),
+    ];
+    if !setup.lcp_only {
+        contenders.push(Contender::many(&["ast-whole", "ast-in"], slow, || {
+            let whole = process(
+                &setup.python.executable,
+                &[path_str(&setup.scripts.join("ast_extractor.py")), folder, "--out", path_str(&out)],
+            );
+            let result = read_json(&out);
+            assert_eq!(result["tools"].as_u64(), Some(corpus.tools as u64), "the ast extractor finds every tool");
+            vec![whole, result["discover_s"].as_f64().unwrap_or(f64::NAN)]
+        }));
+        // Its peak RSS after import and after discovery feed section 6.
+        contenders.push(Contender::many(
+            &["ref-whole", "ref-in", "ref-import", "ref-rss-import", "ref-rss"],
+            slow,
+            || {
+                let whole = process(
+                    &setup.python.executable,
+                    &[path_str(&setup.scripts.join("lcpbinding.py")), folder, "--out", path_str(&out)],
+                );
+                let result = read_json(&out);
+                assert_eq!(result["tools"].as_u64(), Some(corpus.tools as u64), "LCPBinding finds every tool");
+                let number = |key: &str| result[key].as_f64().unwrap_or(f64::NAN);
+                vec![
+                    whole,
+                    number("discover_s"),
+                    number("import_s"),
+                    number("maxrss_before_kib") * 1024.0,
+                    number("maxrss_after_kib") * 1024.0,
+                ]
+            },
+        ));
+    }
+    let mut r = interleaved(contenders);
+    for key in ["ast-whole", "ast-in", "ref-whole", "ref-in", "ref-import", "ref-rss-import", "ref-rss"] {
+        r.entry(key.to_string()).or_default();
+    }
+    let m = |k: &str| r[k].median();
+
+    table.section(&format!("1. Cold discovery + schemas, {title}"));
+    table.time(
+        &format!("floor: read + parse_module, {threads} threads (no schema work)"),
+        &r["floor"],
+        "1.00× (reference)",
+        "",
+    );
+    table.time(
+        "floor: read + parse_module, 1 thread",
+        &r["floor-1"],
+        &format!("{} threads are {} faster", threads, ratio(m("floor-1"), m("floor"))),
+        "",
+    );
+    let load_vs_floor = m("load") / m("floor");
+    table.time(
+        "lcp Registry::load (library call)",
+        &r["load"],
+        &format!("{} floor", ratio(m("load"), m("floor"))),
+        &if targets { verdict(load_vs_floor <= 1.5, "<= 1.5× floor") } else { String::new() },
+    );
+    table.time("lcp check (whole process)", &r["check"], &format!("{} library call", ratio(m("check"), m("load"))), "");
+    table.time(
+        "lcp check, 1 core (taskset -c 0)",
+        &r["check-1"],
+        &format!("{threads} cores are {} faster", ratio(m("check-1"), m("check"))),
+        "",
+    );
+    table.time(
+        "stdlib-ast extractor (whole process)",
+        &r["ast-whole"],
+        &format!("{} lcp check", ratio(m("ast-whole"), m("check"))),
+        "",
+    );
+    table.time(
+        "stdlib-ast extractor (in-process discovery)",
+        &r["ast-in"],
+        &format!("{} lcp library call", ratio(m("ast-in"), m("load"))),
+        "",
+    );
+    let speedup = m("ref-whole") / m("check");
+    table.time(
+        "LCPBinding (whole process: python + import + discovery)",
+        &r["ref-whole"],
+        &format!("{} lcp check", ratio(m("ref-whole"), m("check"))),
+        &if targets { verdict(speedup >= 100.0, ">= 100× lcp check") } else { String::new() },
+    );
+    table.time(
+        "LCPBinding (in-process: construction only)",
+        &r["ref-in"],
+        &format!("{} lcp library call", ratio(m("ref-in"), m("load"))),
+        "",
+    );
+    table.time("LCPBinding import only (python startup excluded)", &r["ref-import"], "", "");
+    r
+}
+
+/// Reads and parses every file with `threads` threads, nothing else: the floor.
+fn floor(paths: &[PathBuf], threads: usize) -> usize {
+    let next = AtomicUsize::new(0);
+    let parsed = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            std::thread::Builder::new()
+                .stack_size(READER_STACK)
+                .spawn_scoped(scope, || {
+                    while let Some(path) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let bytes = fs::read(path).expect("corpus file is readable");
+                        let text = std::str::from_utf8(&bytes).expect("corpus file is UTF-8");
+                        if ruff_python_parser::parse_module(text).is_ok() {
+                            parsed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+                .expect("floor thread starts");
+        }
+    });
+    parsed.into_inner()
+}
+
+/// Walks the tree and `stat`s every entry (following links, as discovery does).
+fn walk_stat(dir: &Path) -> usize {
+    let mut entries = 0;
+    for entry in fs::read_dir(dir).expect("corpus folder is readable") {
+        let path = entry.expect("corpus entry is readable").path();
+        let meta = fs::metadata(&path).expect("corpus entry can be stat-ed");
+        entries += 1;
+        if meta.is_dir() {
+            entries += walk_stat(&path);
+        }
+    }
+    entries
+}
+
+/// Section 2: warm rescan of the large corpus.
+fn rescan(table: &mut Table, setup: &Setup, corpus: &Corpus) {
+    eprintln!("warm rescan ...");
+    let registry = RefCell::new(Registry::load(&sources(corpus), &Options::default()));
+    let original = fs::read_to_string(&corpus.probe).expect("probe file is readable");
+    let edited = format!(
+        "{original}\n\ndef tool_bench_probe(count: int = 1) -> int:\n    \"\"\"Added by the bench.\n\n    Args:\n        count: How many.\n    \"\"\"\n    return count\n"
+    );
+    let reps = setup.reps(31);
+    let contenders = vec![
+        Contender::new("walk", reps, || seconds(|| assert!(walk_stat(&corpus.root) > corpus.files))),
+        Contender::new("unchanged", reps, || {
+            seconds(|| assert!(registry.borrow_mut().rescan().is_empty(), "nothing changed"))
+        }),
+        Contender::new("one", reps, || {
+            fs::write(&corpus.probe, &edited).expect("probe file is writable");
+            let t = seconds(|| assert_eq!(registry.borrow_mut().rescan().changed.len(), 1, "one file changed"));
+            fs::write(&corpus.probe, &original).expect("probe file is writable");
+            assert_eq!(registry.borrow_mut().rescan().changed.len(), 1, "the probe file is restored");
+            t
+        }),
+    ];
+    let r = interleaved(contenders);
+    let m = |k: &str| r[k].median();
+    assert_eq!(registry.borrow().tools().count(), corpus.tools, "the probe file is back as it was");
+
+    table.section("2. Warm rescan, 2,000 libraries / 10,000 tools");
+    table.time(
+        &format!("walk the tree + stat every entry ({} entries)", walk_stat(&corpus.root)),
+        &r["walk"],
+        "1.00× (reference)",
+        "",
+    );
+    table.time(
+        "Registry::rescan, nothing changed",
+        &r["unchanged"],
+        &format!("{} walk+stat", ratio(m("unchanged"), m("walk"))),
+        &verdict(m("unchanged") <= 2.0 * m("walk"), "<= 2× walk+stat"),
+    );
+    let extra = m("one") - m("unchanged");
+    table.time(
+        "Registry::rescan, one file changed",
+        &r["one"],
+        &format!("+{} over nothing changed", duration(extra)),
+        &verdict(extra < 5e-3, "< 5 ms on top"),
+    );
+}
+
+/// Section 3: export of the large corpus, lowering + pretty JSON (what `lcp export` prints).
+fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus) {
+    eprintln!("export ...");
+    let registry = Registry::load(&sources(corpus), &Options::default());
+    let formats = [
+        ("openai", Format::Openai, false),
+        ("openai --strict", Format::Openai, true),
+        ("openai-responses", Format::OpenaiResponses, false),
+        ("anthropic", Format::Anthropic, false),
+        ("gemini", Format::Gemini, false),
+        ("mcp", Format::Mcp, false),
+        ("manifest", Format::Manifest, false),
+    ];
+    let mut sizes = BTreeMap::new();
+    for (label, format, strict) in formats {
+        let (document, problems) = export::export(&registry, format, strict);
+        sizes.insert(label, (serde_json::to_string_pretty(&document).map_or(0, |s| s.len()), problems.len()));
+    }
+    let reps = setup.reps(15);
+    let folder = path_str(&corpus.root);
+    let mut contenders: Vec<Contender> = formats
+        .iter()
+        .map(|&(label, format, strict)| {
+            let registry = &registry;
+            Contender::new(label, reps, move || {
+                seconds(|| {
+                    let (document, _) = export::export(registry, format, strict);
+                    std::hint::black_box(serde_json::to_string_pretty(&document).map_or(0, |s| s.len()));
+                })
+            })
+        })
+        .collect();
+    contenders.push(Contender::new("process", reps, || process(&setup.lcp, &["export", "--format", "openai", folder])));
+    let r = interleaved(contenders);
+
+    table.section("3. Export, 2,000 libraries / 10,000 tools (lowering + pretty JSON, in-process)");
+    for (label, _, _) in formats {
+        let (size, problems) = sizes[label];
+        let note = format!(
+            "{:.1} MiB of JSON{}",
+            size as f64 / (1024.0 * 1024.0),
+            if problems > 0 { format!(", {problems} tools left out") } else { String::new() }
+        );
+        table.time(&format!("export --format {label}"), &r[label], &note, "");
+    }
+    table.time("lcp export --format openai > /dev/null (whole process)", &r["process"], "", "");
+}
+
+/// Sections 4 and 5: they need `src/runtime/` (`Runtime::call`) and `lcp serve`.
+///
+/// HERE GO the per-call rows (a trivial tool through `Runtime::call`, the same
+/// function called directly in Python, `LCPBinding.execute_tool`) and the
+/// `tools/call` round trip through `lcp serve` (stdio, raw JSON-RPC client), once
+/// those exist.
+fn runtime_rows(table: &mut Table) {
+    table.section("4. Per-call overhead on a trivial tool");
+    table.placeholder("lcp Runtime::call", "needs the runtime");
+    table.placeholder("direct Python call", "needs the runtime");
+    table.placeholder("LCPBinding.execute_tool", "needs the runtime");
+    table.section("5. tools/call round trip through lcp serve (stdio, raw JSON-RPC)");
+    table.placeholder("lcp serve tools/call", "needs the runtime (and lcp serve)");
+}
+
+/// Section 6: peak memory of discovery on the large corpus.
+///
+/// LCPBinding's process RSS comes from its timing runs in section 1; its traced
+/// heap from one more run under tracemalloc (slow, and the same every time).
+fn memory(table: &mut Table, setup: &Setup, corpus: &Corpus, empty: &Path, cold: &BTreeMap<String, Samples>) {
+    eprintln!("memory ...");
+    let runs = setup.reps(3);
+    let me = std::env::current_exe().expect("the bench knows its path");
+    let maxrss = setup.scripts.join("maxrss.py");
+    let out = setup.scratch.join("python-result.json");
+    let folder = path_str(&corpus.root);
+    let mut s: BTreeMap<&str, Samples> = BTreeMap::new();
+    let mut push = |key: &'static str, value: f64| s.entry(key).or_default().0.push(value);
+    for _ in 0..runs {
+        let child: Value = serde_json::from_str(&python::output(Command::new(&me).args(["--child-memory", folder])))
+            .expect("memory child prints JSON");
+        push("heap-peak", child["heap_peak"].as_f64().unwrap_or(f64::NAN));
+        push("heap-live", child["heap_live"].as_f64().unwrap_or(f64::NAN));
+        let rss = |args: &[&str]| -> f64 {
+            let kib: f64 = python::output(Command::new(&setup.python.executable).arg(&maxrss).args(args))
+                .parse()
+                .expect("maxrss prints a number");
+            kib * 1024.0
+        };
+        push("lcp-rss", rss(&[path_str(&setup.lcp), "check", folder]));
+        push("lcp-rss-empty", rss(&[path_str(&setup.lcp), "check", path_str(empty)]));
+    }
+    let script = setup.scripts.join("lcpbinding.py");
+    python::output(Command::new(&setup.python.executable).args([
+        path_str(&script),
+        folder,
+        "--out",
+        path_str(&out),
+        "--tracemalloc",
+    ]));
+    let traced = read_json(&out);
+    push("ref-traced-peak", traced["traced_peak_bytes"].as_f64().unwrap_or(f64::NAN));
+    push("ref-traced-live", traced["traced_current_bytes"].as_f64().unwrap_or(f64::NAN));
+    for key in ["ref-rss", "ref-rss-import"] {
+        s.insert(key, cold[key].clone());
+    }
+    let m = |k: &str| s[k].median();
+
+    table.section("6. Peak memory, 2,000 libraries / 10,000 tools");
+    table.text(
+        "  heap: bytes allocated and not yet freed, peak during discovery (lcp: a counting global allocator around",
+    );
+    table
+        .text("  Registry::load in a child process; LCPBinding: tracemalloc around its construction, import excluded)");
+    table.bytes(
+        "lcp registry heap, peak during Registry::load",
+        &s["heap-peak"],
+        &format!("{} LCPBinding's traced peak", ratio(m("heap-peak"), m("ref-traced-peak"))),
+        &verdict(m("heap-peak") < 0.5 * m("ref-traced-peak"), "< 0.5× LCPBinding peak"),
+    );
+    table.bytes(
+        "lcp registry heap, retained after load",
+        &s["heap-live"],
+        &format!("{} LCPBinding's retained", ratio(m("heap-live"), m("ref-traced-live"))),
+        "",
+    );
+    table.bytes("LCPBinding traced heap, peak during construction", &s["ref-traced-peak"], "", "");
+    table.bytes("LCPBinding traced heap, retained after construction", &s["ref-traced-live"], "", "");
+    table.text("  process: peak resident set size (ru_maxrss) of the whole process, same metric for both");
+    table.bytes(
+        "lcp check (whole process)",
+        &s["lcp-rss"],
+        &format!("{} LCPBinding process", ratio(m("lcp-rss"), m("ref-rss"))),
+        &verdict(m("lcp-rss") < 0.5 * m("ref-rss"), "< 0.5× LCPBinding peak"),
+    );
+    table.bytes("lcp check on an empty folder (baseline)", &s["lcp-rss-empty"], "", "");
+    table.bytes("LCPBinding process (python + import + discovery)", &s["ref-rss"], "", "");
+    table.bytes("LCPBinding process after import, before discovery (baseline)", &s["ref-rss-import"], "", "");
+    let lcp_growth = m("lcp-rss") - m("lcp-rss-empty");
+    let ref_growth = m("ref-rss") - m("ref-rss-import");
+    table.text(format!(
+        "  growth over baseline: lcp {} vs LCPBinding {} ({})",
+        table::bytes(lcp_growth),
+        table::bytes(ref_growth),
+        ratio(lcp_growth, ref_growth)
+    ));
+}
+
+/// The memory child: counts the heap around one `Registry::load` and prints JSON.
+fn child_memory(folder: &Path) {
+    let sources = Sources { folders: vec![folder.to_path_buf()], files: Vec::new() };
+    let options = Options::default();
+    let hwm_before = measure::proc_status_kib("VmHWM");
+    measure::start_counting();
+    let registry = Registry::load(&sources, &options);
+    let (live, peak) = measure::heap();
+    let hwm_after = measure::proc_status_kib("VmHWM");
+    let tools = registry.tools().count();
+    println!(
+        "{}",
+        serde_json::json!({
+            "heap_live": live, "heap_peak": peak, "tools": tools,
+            "vmhwm_before_kib": hwm_before, "vmhwm_after_kib": hwm_after,
+        })
+    );
+    drop(registry);
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("bench paths are UTF-8")
+}
