@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format};
+use crate::mcp;
 use crate::registry::{Options, Registry, Sources};
 use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig};
 
@@ -90,6 +91,29 @@ enum Command {
         sources: SourceArgs,
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,
+    },
+    /// Serve the tools to MCP clients (over stdio unless --http is given).
+    Serve {
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio; a bare port means 127.0.0.1.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Configuration of the libraries, JSON or TOML: `autonomy_level` and `[libraries.<name>]`.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The tools' working directory [default: the current directory].
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Longest a tool call may run, in seconds (default: no limit).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// Allow what a tool asks to confirm when the client cannot ask the user.
+        #[arg(long)]
+        yes: bool,
+        /// Cut results longer than this many bytes, with a marker.
+        #[arg(long, value_name = "BYTES", default_value_t = mcp::DEFAULT_MAX_OUTPUT)]
+        max_output: usize,
     },
 }
 
@@ -210,6 +234,24 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 }
             }
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Command::Serve { sources, http, config, workspace, timeout, yes, max_output } => {
+            let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
+            if let Some(dir) = workspace.as_ref().filter(|dir| !dir.is_dir()) {
+                return Err(format!("{}: the workspace is not a folder", dir.display()));
+            }
+            let runtime = config.as_deref().map(mcp::config::read).transpose()?.unwrap_or_default();
+            let timeout = match timeout {
+                Some(secs) if !(secs > 0.0 && secs.is_finite()) => {
+                    return Err(format!("--timeout {secs}: must be a positive number of seconds"));
+                }
+                secs => secs.map(std::time::Duration::from_secs_f64),
+            };
+            let registry = load(&sources)?;
+            print_diagnostics(&registry.diagnostics);
+            eprintln!("lcp: {} tools in {} libraries", registry.tools().count(), registry.libraries.len());
+            mcp::serve(registry, mcp::Settings { http, runtime, workspace, timeout, yes, max_output })?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -13,6 +13,8 @@
 //! - [`default_tools`]: where the built-in tool libraries live.
 //! - [`runtime`]: running a tool in an embedded CPython when it is called, the host
 //!   hooks and host-side management (SPEC §5–§6); the only code that touches pyo3.
+//! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol; the only code
+//!   that touches rmcp.
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
@@ -25,6 +27,7 @@ pub mod diag;
 pub mod docstring;
 pub mod export;
 pub mod extract;
+pub mod mcp;
 pub mod registry;
 pub mod runtime;
 pub mod scan;

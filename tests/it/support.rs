@@ -169,3 +169,58 @@ pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
     }
     std::fs::write(path, contents).unwrap();
 }
+
+/// The MCP Inspector's launcher (`@modelcontextprotocol/inspector`, pinned), installed
+/// on first use into `target/inspector` with the machine's `npm`. Never skipped.
+pub fn inspector() -> &'static Path {
+    const PACKAGE: &str = "@modelcontextprotocol/inspector@2.12.0";
+    static INSPECTOR: OnceLock<PathBuf> = OnceLock::new();
+    INSPECTOR.get_or_init(|| {
+        let prefix = root().join("target/inspector");
+        let launcher = prefix.join("node_modules/.bin/mcp-inspector");
+        let stamp = prefix.join("installed.stamp");
+        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(PACKAGE) && launcher.exists() {
+            return launcher;
+        }
+        let _lock = DirLock::acquire(&root().join("target/inspector.lock"));
+        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(PACKAGE) && launcher.exists() {
+            return launcher;
+        }
+        std::fs::create_dir_all(&prefix).expect("target/inspector is creatable");
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+            .arg(&prefix)
+            .arg(PACKAGE));
+        std::fs::write(&stamp, PACKAGE).expect("stamp is writable");
+        launcher
+    })
+}
+
+/// Runs `command` with `stdin`, killing it if it is still running after `limit`
+/// (a hung peer must fail a test, never hang the suite).
+pub fn output_within(command: &mut Command, stdin: &[u8], limit: std::time::Duration) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot run {command:?}: {err}"));
+    let mut input = child.stdin.take().expect("stdin is piped");
+    input.write_all(stdin).expect("stdin is writable");
+    drop(input);
+    let id = child.id();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if finished.recv_timeout(limit).is_err() {
+            // SAFETY: a signal to our own child; it can only have been reaped in the same
+            // instant the limit passed, a race a test can live with.
+            unsafe { libc::kill(id as libc::pid_t, libc::SIGKILL) };
+        }
+    });
+    let output = child.wait_with_output().expect("the child can be waited for");
+    let _ = done.send(());
+    let _ = watchdog.join();
+    output
+}

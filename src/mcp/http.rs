@@ -1,0 +1,92 @@
+//! `lcp serve --http ADDR`: Streamable HTTP on one address, endpoint `/mcp`.
+//!
+//! rmcp's `StreamableHttpService` does the protocol (sessions for handshake clients,
+//! stateless requests for handshake-less ones); this file only accepts connections
+//! (with `TCP_NODELAY`: replies are small and latency-bound) and routes the path.
+//! On a loopback address, `Host` must be a loopback name (DNS rebinding) and a
+//! browser's `Origin`, when there is one, a loopback origin (another site's page);
+//! clients that send no `Origin` are unaffected. Binding any other address is an
+//! explicit choice to be reachable, so both guards are lifted.
+
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+
+use super::Server;
+
+pub const PATH: &str = "/mcp";
+
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// `8080` and `:8080` mean `127.0.0.1:8080`; anything else is `host:port`.
+pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
+    let port_only = text.strip_prefix(':').unwrap_or(text);
+    if let Ok(port) = port_only.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    text.to_socket_addrs()
+        .map_err(|err| format!("--http {text}: {err}"))?
+        .next()
+        .ok_or_else(|| format!("--http {text}: the name resolves to no address"))
+}
+
+pub async fn serve(server: Server, address: SocketAddr) -> Result<(), String> {
+    let listener = TcpListener::bind(address).await.map_err(|err| format!("--http {address}: {err}"))?;
+    let bound = listener.local_addr().map_err(|err| err.to_string())?;
+    let config = if address.ip().is_loopback() {
+        StreamableHttpServerConfig::default().with_allowed_origins(LOOPBACK_ORIGINS)
+    } else {
+        StreamableHttpServerConfig::default().disable_allowed_hosts()
+    };
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    eprintln!("lcp: serving MCP at http://{bound}{PATH}");
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // Out of descriptors or a connection reset before accept: the next one may work.
+            Err(err) => {
+                eprintln!("lcp: accept failed: {err}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = service.clone();
+        tokio::spawn(async move {
+            let route = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let service = service.clone();
+                async move {
+                    if request.uri().path() == PATH {
+                        Ok::<_, Infallible>(service.handle(request).await)
+                    } else {
+                        Ok(not_found())
+                    }
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), route).await;
+        });
+    }
+}
+
+fn not_found() -> Response<http_body_util::combinators::BoxBody<Bytes, Infallible>> {
+    let mut response =
+        Response::new(Full::new(Bytes::from(format!("not found: the MCP endpoint is {PATH}\n"))).boxed());
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
+}

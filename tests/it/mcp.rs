@@ -1,0 +1,512 @@
+//! `lcp serve`: the MCP server end to end, with the official Python MCP client
+//! (`tests/python/mcp_client_*.py`, pinned in `requirements.txt`) and the MCP
+//! Inspector CLI. `legacy` sessions use the `initialize` handshake; `auto` sessions
+//! probe `server/discover` and use the handshake-less protocol (2026-07-28).
+//! Fixtures: `fixtures/mcp/`, one folder per behaviour.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// How long any one client run may take on a loaded machine before it fails.
+const LIMIT: Duration = Duration::from_secs(600);
+const MODES: [&str; 2] = ["legacy", "auto"];
+
+fn lcp_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_lcp")
+}
+
+/// One session of `tests/python/mcp_client_session.py` against `lcp serve SERVE`
+/// over stdio (or over HTTP when `serve` is `["--url", URL]`); its JSON report.
+fn session(mode: &str, elicit: &str, serve: &[&str], steps: Value) -> Value {
+    let mut command = Command::new(test_python());
+    command.arg(root().join("tests/python/mcp_client_session.py")).args(["--mode", mode, "--elicit", elicit]);
+    match serve {
+        ["--url", url] => command.args(["--url", url]),
+        serve => command.args(["--", lcp_bin(), "serve"]).args(serve),
+    };
+    report(output_within(command.current_dir(root()), steps.to_string().as_bytes(), LIMIT))
+}
+
+fn report(output: Output) -> Value {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the client failed ({}):\n{stderr}", output.status);
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("the client's report is not JSON ({err}); stderr:\n{stderr}"))
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!({ "call": name, "arguments": arguments })
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text content: {result}"))
+}
+
+fn assert_ok(result: &Value, structured: Value) {
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["structuredContent"], structured, "{result}");
+}
+
+fn assert_error(result: &Value, needles: &[&str]) {
+    assert_eq!(result["isError"], true, "{result}");
+    for needle in needles {
+        assert!(text(result).contains(needle), "`{needle}` is not in {}", text(result));
+    }
+}
+
+#[test]
+fn both_lifecycles_list_the_registrys_mcp_export() {
+    let export = stdout_json(&lcp(&["export", "--format", "mcp", "--static", "fixtures/mcp/results"]));
+    for mode in MODES {
+        let report = session(mode, "none", &["fixtures/mcp/results"], json!(["list"]));
+        assert_eq!(report["results"][0]["tools"], export["tools"], "{mode}");
+        assert_eq!(report["server_info"]["name"], "lcp");
+        assert_eq!(report["capabilities"]["tools"]["listChanged"], true);
+        let handshake_less = report["protocol_version"] == "2026-07-28";
+        assert_eq!(handshake_less, mode == "auto", "{mode}: {}", report["protocol_version"]);
+    }
+}
+
+#[test]
+fn results_carry_the_output_as_json_text_and_structured_content() {
+    for mode in MODES {
+        let steps =
+            json!([call("tool_add", json!({"a": 2, "b": 3})), call("tool_point", json!({"x": 1.5, "y": -2.5}))]);
+        let report = session(mode, "none", &["fixtures/mcp/results"], steps);
+        let [add, point] = [&report["results"][0], &report["results"][1]];
+        assert_ok(add, json!({"result": 5}));
+        assert_eq!(text(add), "5");
+        assert_ok(point, json!({"x": 1.5, "y": -2.5}));
+        assert_eq!(serde_json::from_str::<Value>(text(point)).unwrap(), json!({"x": 1.5, "y": -2.5}));
+    }
+}
+
+#[test]
+fn a_failing_tool_is_an_error_result_saying_what_went_wrong() {
+    let steps = json!([
+        call("tool_raise", json!({"message": "boom"})),
+        call("tool_reported_failure", json!({})),
+        call("tool_exit", json!({"code": 3})),
+        call("tool_add", json!({"a": 1, "b": 2})),
+    ]);
+    for mode in MODES {
+        let results = &session(mode, "none", &["fixtures/mcp/results"], steps.clone())["results"];
+        assert_error(&results[0], &["ValueError", "boom", "Traceback"]);
+        assert_error(&results[1], &["the disk is full"]);
+        assert_eq!(results[1]["structuredContent"], json!({"success": false, "error": "the disk is full"}));
+        assert_error(&results[2], &["SystemExit"]);
+        // `sys.exit` ended the call, not the server.
+        assert_ok(&results[3], json!({"result": 3}));
+    }
+}
+
+#[test]
+fn invalid_arguments_are_an_error_result_naming_every_problem() {
+    let steps = json!([call("tool_add", json!({"a": "two"})), call("tool_add", json!({"a": 1, "b": 2, "c": 3})),]);
+    for mode in MODES {
+        let results = &session(mode, "none", &["fixtures/mcp/results"], steps.clone())["results"];
+        assert_error(&results[0], &["`a`", "`b`"]);
+        assert_error(&results[1], &["`c`"]);
+    }
+}
+
+#[test]
+fn an_unknown_tool_is_a_protocol_error_naming_the_closest_tools() {
+    for mode in MODES {
+        let report = session(mode, "none", &["fixtures/mcp/results"], json!([call("tool_ad", json!({}))]));
+        let error = &report["results"][0]["error"];
+        assert_eq!(error["code"], -32602, "{error}");
+        assert!(error["message"].as_str().unwrap().contains("did you mean `tool_add`"), "{error}");
+    }
+}
+
+#[test]
+fn nothing_a_tool_prints_reaches_the_protocol_stream() {
+    let printed = ["print() to stdout", "sys.stdout.write", "os.write to fd 1", "a subprocess writing to its stdout"];
+    for mode in MODES {
+        let steps = json!([call("tool_noisy", json!({"text": "one"})), call("tool_noisy", json!({"text": "two"}))]);
+        let results = &session(mode, "none", &["fixtures/mcp/printing"], steps)["results"];
+        assert_ok(&results[0], json!({"echo": "one"}));
+        assert_ok(&results[1], json!({"echo": "two"}));
+        // What the tool printed comes back inside the result, as more text.
+        let stdout = results[1]["content"][1]["text"].as_str().unwrap_or_default();
+        assert!(stdout.starts_with("[the tool printed to stdout]"), "{}", results[1]);
+        for line in printed {
+            assert!(stdout.contains(line), "`{line}` is missing from {stdout}");
+        }
+    }
+    // Byte for byte: every line on the server's real stdout is a JSON-RPC message.
+    let mut server = RawServer::start(&["fixtures/mcp/printing"]);
+    server.initialize();
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "tool_noisy", "arguments": {"text": "raw"}}}));
+    let response = server.response(2);
+    assert_eq!(response["result"]["structuredContent"], json!({"echo": "raw"}));
+    for line in server.finish().lines() {
+        let message: Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("not a protocol message: {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+}
+
+#[test]
+fn libraries_with_a_same_named_helper_module_each_see_their_own() {
+    let steps = json!([call("tool_alpha_helper", json!({})), call("tool_beta_helper", json!({}))]);
+    for mode in MODES {
+        let results = &session(mode, "none", &["fixtures/mcp/helpers"], steps.clone())["results"];
+        assert_ok(&results[0], json!({"result": "alpha helper"}));
+        assert_ok(&results[1], json!({"result": "beta helper"}));
+    }
+}
+
+#[test]
+fn init_tools_library_runs_once_across_calls_with_the_config_file() {
+    let dir = temp_dir("mcp-config");
+    let config = dir.join("lcp.toml");
+    write(&config, "autonomy_level = \"safe\"\n\n[libraries.counted]\nkey = \"value\"\n");
+    let steps = json!([
+        call("tool_init_state", json!({})),
+        call("tool_init_state", json!({})),
+        call("tool_init_state", json!({}))
+    ]);
+    for mode in MODES {
+        let report =
+            session(mode, "none", &["fixtures/mcp/init_once", "--config", config.to_str().unwrap()], steps.clone());
+        for result in report["results"].as_array().unwrap() {
+            assert_ok(result, json!({"init_calls": 1, "config": {"key": "value", "autonomy_level": "safe"}}));
+        }
+    }
+}
+
+#[test]
+fn a_confirmation_is_an_elicitation_accept_allows_and_decline_rejects() {
+    let steps = json!([call("tool_delete", json!({"name": "notes.txt"}))]);
+    for mode in MODES {
+        let accepted = session(mode, "accept", &["fixtures/mcp/confirm"], steps.clone());
+        assert_ok(&accepted["results"][0], json!({"deleted": "notes.txt", "decision": "allow"}));
+        let message =
+            accepted["elicitations"][0].as_str().unwrap_or_else(|| panic!("{mode}: no elicitation: {accepted}"));
+        assert!(message.contains("Delete notes.txt for good?") && message.contains("delete a file"), "{message}");
+
+        let declined = session(mode, "decline", &["fixtures/mcp/confirm"], steps.clone());
+        assert_error(&declined["results"][0], &["not deleted", "declined"]);
+        assert_eq!(declined["elicitations"].as_array().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn a_client_that_cannot_elicit_gets_reject_with_a_reason_unless_yes() {
+    let steps = json!([call("tool_delete", json!({"name": "notes.txt"}))]);
+    for mode in MODES {
+        let refused = session(mode, "none", &["fixtures/mcp/confirm"], steps.clone());
+        assert_error(&refused["results"][0], &["not deleted", "elicitation", "--yes"]);
+        let allowed = session(mode, "none", &["fixtures/mcp/confirm", "--yes"], steps.clone());
+        assert_ok(&allowed["results"][0], json!({"deleted": "notes.txt", "decision": "allow"}));
+    }
+}
+
+#[test]
+fn a_file_dropped_into_a_served_folder_sends_list_changed_and_is_callable() {
+    for http in [false, true] {
+        for mode in MODES {
+            let folder = temp_dir("mcp-dropped");
+            let server = http.then(|| HttpServer::start(&[folder.to_str().unwrap()]));
+            let mut command = Command::new(test_python());
+            command
+                .arg(root().join("tests/python/mcp_client_list_changed.py"))
+                .args(["--mode", mode, "--drop", "fixtures/mcp/dropped/late_tool.py", "--into"])
+                .arg(&folder)
+                .args(["--call", "tool_late", "--arguments", r#"{"x": 21}"#])
+                .current_dir(root());
+            match &server {
+                Some(server) => command.args(["--url", &server.url]),
+                None => command.args(["--", lcp_bin(), "serve"]).arg(&folder),
+            };
+            let report = report(output_within(&mut command, b"", LIMIT));
+            assert_eq!(report["before"], json!([]), "{mode}, http: {http}");
+            assert_eq!(report["after_drop"], json!(["tool_late"]), "{mode}, http: {http}");
+            assert_ok(&report["call"], json!({"result": 42}));
+            assert_eq!(report["after_remove"], json!([]), "{mode}, http: {http}");
+        }
+    }
+}
+
+#[test]
+fn output_over_the_limit_is_cut_with_a_marker() {
+    let steps = json!([call("tool_big", json!({"size": 5000})), call("tool_big", json!({"size": 10}))]);
+    let results = &session("auto", "none", &["fixtures/mcp/results", "--max-output", "1000"], steps)["results"];
+    assert!(text(&results[0]).contains("[output cut: 1000 of 5002 bytes shown"), "{}", text(&results[0]));
+    assert!(text(&results[0]).len() < 1200);
+    assert_eq!(results[0]["structuredContent"], Value::Null);
+    assert_ok(&results[1], json!({"result": "xxxxxxxxxx"}));
+}
+
+#[test]
+fn a_call_over_the_timeout_is_an_error_result() {
+    let steps = json!([call("tool_sleep", json!({"seconds": 60})), call("tool_add", json!({"a": 1, "b": 1}))]);
+    let results = &session("auto", "none", &["fixtures/mcp/results", "--timeout", "2"], steps)["results"];
+    assert_error(&results[0], &["timed out"]);
+    assert_ok(&results[1], json!({"result": 2}));
+}
+
+#[test]
+fn calls_run_side_by_side() {
+    let flag = temp_dir("mcp-rendezvous").join("flag");
+    let flag = flag.to_str().unwrap();
+    let mut server = RawServer::start(&["fixtures/mcp/concurrency"]);
+    server.initialize();
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "tool_wait_for", "arguments": {"path": flag}}}));
+    server.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "tool_create", "arguments": {"path": flag}}}));
+    assert_eq!(server.response(3)["result"]["structuredContent"], json!({"result": "created"}));
+    assert_eq!(server.response(2)["result"]["structuredContent"], json!({"result": "found"}));
+}
+
+#[test]
+fn a_cancelled_call_gets_no_response_and_the_server_goes_on() {
+    let mut server = RawServer::start(&["fixtures/mcp/results"]);
+    server.initialize();
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "tool_sleep", "arguments": {"seconds": 2}}}));
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}));
+    server.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "tool_add", "arguments": {"a": 1, "b": 2}}}));
+    assert_eq!(server.response(3)["result"]["structuredContent"], json!({"result": 3}));
+    let stdout = server.finish();
+    assert!(!stdout.contains("\"id\":2"), "the cancelled call was answered: {stdout}");
+}
+
+#[test]
+fn http_serves_both_lifecycles_with_elicitation() {
+    let server = HttpServer::start(&["fixtures/mcp/results", "fixtures/mcp/confirm"]);
+    let steps = json!(["list", call("tool_add", json!({"a": 20, "b": 22})), call("tool_delete", json!({"name": "x"}))]);
+    for mode in MODES {
+        let report = session(mode, "accept", &["--url", &server.url], steps.clone());
+        assert_eq!(report["results"][0]["tools"][0]["name"], "tool_add", "{mode}");
+        assert_ok(&report["results"][1], json!({"result": 42}));
+        assert_ok(&report["results"][2], json!({"deleted": "x", "decision": "allow"}));
+        assert_eq!(report["elicitations"].as_array().unwrap().len(), 1, "{mode}");
+    }
+}
+
+#[test]
+fn http_on_loopback_refuses_other_hosts_other_sites_and_other_paths() {
+    let server = HttpServer::start(&["fixtures/mcp/results"]);
+    let address = server.url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let status = |path: &str, headers: &str| http_status(address, path, headers);
+    assert_eq!(status("/mcp", ""), 200);
+    assert_eq!(status("/mcp", "Origin: http://localhost:6274\r\n"), 200);
+    assert_eq!(status("/mcp", "Origin: http://evil.example\r\n"), 403);
+    assert_eq!(status("/mcp", "Host: evil.example\r\n"), 403);
+    assert_eq!(status("/other", ""), 404);
+}
+
+/// The status of an `initialize` POST to `http://ADDRESS/PATH` with extra headers
+/// (a `Host` among them replaces the real one).
+fn http_status(address: &str, path: &str, headers: &str) -> u16 {
+    use std::io::Read;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let host = if headers.contains("Host:") { String::new() } else { format!("Host: {address}\r\n") };
+    let request = format!(
+        "POST {path} HTTP/1.1\r\n{host}{headers}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = std::net::TcpStream::connect(address).expect("the server accepts connections");
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).expect("an HTTP status line");
+    let status = String::from_utf8_lossy(&head[9..12]).into_owned();
+    status.parse().unwrap_or_else(|_| panic!("not an HTTP status line: {}", String::from_utf8_lossy(&head)))
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
+    let serve = [lcp_bin(), "serve", "fixtures/mcp/results"];
+    let listed = inspector_cli(&serve, &["--method", "tools/list"]);
+    assert_eq!(listed["tools"][0]["name"], "tool_add");
+    let called =
+        inspector_cli(&serve, &["--method", "tools/call", "--tool-name", "tool_add", "--tool-arg", "a=2", "b=3"]);
+    assert_ok(&called, json!({"result": 5}));
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_tools_over_http() {
+    let server = HttpServer::start(&["fixtures/mcp/results"]);
+    let target = [server.url.as_str(), "--transport", "http"];
+    let listed = inspector_cli(&target, &["--method", "tools/list"]);
+    assert_eq!(listed["tools"][0]["name"], "tool_add");
+    let called =
+        inspector_cli(&target, &["--method", "tools/call", "--tool-name", "tool_add", "--tool-arg", "a=2", "b=3"]);
+    assert_ok(&called, json!({"result": 5}));
+}
+
+#[test]
+fn tools_run_in_the_workspace() {
+    let workspace = temp_dir("mcp-workspace");
+    let serve = ["fixtures/mcp/results", "--workspace", workspace.to_str().unwrap()];
+    let report = session("auto", "none", &serve, json!([call("tool_cwd", json!({}))]));
+    let cwd = report["results"][0]["structuredContent"]["result"].as_str().unwrap_or_default().to_string();
+    assert_eq!(std::fs::canonicalize(&cwd).unwrap(), std::fs::canonicalize(&workspace).unwrap(), "{report}");
+}
+
+#[test]
+fn a_bad_config_file_is_a_usage_error() {
+    let dir = temp_dir("mcp-bad-config");
+    let cases =
+        [("bad.toml", "autonomy_level = \n", "invalid TOML"), ("bad.json", "{\"typo\": 1}", "unknown key `typo`")];
+    for (name, contents, message) in cases {
+        let path = dir.join(name);
+        write(&path, contents);
+        let output = lcp(&["serve", "fixtures/mcp/results", "--config", path.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(message),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let output = lcp(&["serve", "fixtures/mcp/results", "--config", "no/such/file.toml"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// `mcp-inspector --cli TARGET ARGS`: its JSON output.
+fn inspector_cli(target: &[&str], args: &[&str]) -> Value {
+    let home = root().join("target/inspector/home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut command = Command::new(inspector());
+    // HOME: the inspector keeps a catalog there; it must not touch the real one.
+    command.arg("--cli").args(target).args(args).env("HOME", &home).current_dir(root());
+    let output = output_within(&mut command, b"", LIMIT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "inspector failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("inspector output is not JSON ({err}): {stdout}"))
+}
+
+/// `lcp serve --http 127.0.0.1:0 ARGS`, stopped when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(args: &[&str]) -> HttpServer {
+        let mut child = Command::new(lcp_bin())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("lcp serve starts");
+        let lines = lines_of(child.stderr.take().unwrap());
+        let url = loop {
+            let line = lines.recv_timeout(LIMIT).expect("lcp serve --http names its address on stderr");
+            if let Some(url) = line.strip_prefix("lcp: serving MCP at ") {
+                break url.to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.into_iter().for_each(drop));
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `lcp serve ARGS` spoken to in raw JSON-RPC lines, to see its stdout byte for byte.
+struct RawServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl RawServer {
+    fn start(args: &[&str]) -> RawServer {
+        let mut child = Command::new(lcp_bin())
+            .arg("serve")
+            .args(args)
+            .current_dir(root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("lcp serve starts");
+        let stdin = child.stdin.take();
+        let stdout = lines_of(child.stdout.take().unwrap());
+        RawServer { child, stdin, stdout, seen: Vec::new() }
+    }
+
+    fn initialize(&mut self) {
+        self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
+        self.response(1);
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("the server reads stdin");
+    }
+
+    /// The response to request `id`, whenever it came.
+    fn response(&mut self, id: u64) -> Value {
+        loop {
+            let seen = self.seen.iter().map(|line| serde_json::from_str::<Value>(line));
+            if let Some(message) = seen.flatten().find(|message| message["id"] == id) {
+                return message;
+            }
+            let line =
+                self.stdout.recv_timeout(LIMIT).unwrap_or_else(|_| panic!("no response to {id}: {:?}", self.seen));
+            assert!(serde_json::from_str::<Value>(&line).is_ok(), "not a protocol message: {line}");
+            self.seen.push(line);
+        }
+    }
+
+    /// Closes stdin and returns everything the server wrote on stdout.
+    fn finish(mut self) -> String {
+        drop(self.stdin.take());
+        while let Ok(line) = self.stdout.recv_timeout(LIMIT) {
+            self.seen.push(line);
+        }
+        let _ = self.child.wait();
+        self.seen.join("\n")
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The lines of a child's stream, read on a thread.
+fn lines_of(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (sender, receiver) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { return };
+            if sender.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    receiver
+}
