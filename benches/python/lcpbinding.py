@@ -9,7 +9,9 @@ imported).  Writes JSON to ``--out``:
 - ``import_s``: importing ``lollms_client.tools_bindings.lcp``;
 - ``discover_s``: constructing ``LCPBinding(tools_folders=[FOLDER])``;
 - ``tools``: how many tools it discovered;
-- ``maxrss_after_kib``: ``ru_maxrss`` (peak RSS) of this process after discovery;
+- ``vmhwm_before_kib`` / ``vmhwm_after_kib``: this process's peak RSS (``VmHWM``)
+  before and after the construction (not ``ru_maxrss``, which a spawned child
+  inherits from its parent at ``exec``);
 - ``vmrss_before_kib`` / ``vmrss_after_kib``: its current RSS (``VmRSS``) just before
   and just after the construction;
 - with ``--tracemalloc``: ``traced_peak_bytes`` / ``traced_current_bytes``, the peak
@@ -21,14 +23,13 @@ The binding logs through ASCIIColors on stdout; the bench sends stdout to /dev/n
 
 import json
 import re
-import resource
 import sys
 import time
 
 
-def vmrss_kib():
+def status_kib(field):
     with open("/proc/self/status") as status:
-        return int(re.search(r"^VmRSS:\s*(\d+)", status.read(), re.M).group(1))
+        return int(re.search(r"^%s:\s*(\d+)" % field, status.read(), re.M).group(1))
 
 
 def main():
@@ -38,19 +39,20 @@ def main():
     started = time.perf_counter()
     from lollms_client.tools_bindings.lcp import LCPBinding
     imported = time.perf_counter()
-    rss_before = vmrss_kib()
+    rss_before, hwm_before = status_kib("VmRSS"), status_kib("VmHWM")
     if trace:
         import tracemalloc
         tracemalloc.start()
     begin = time.perf_counter()
     binding = LCPBinding(tools_folders=[folder])
     discovered = time.perf_counter()
-    rss_after = vmrss_kib()
+    rss_after, hwm_after = status_kib("VmRSS"), status_kib("VmHWM")
     result = {
         "import_s": imported - started,
         "discover_s": discovered - begin,
         "tools": len(binding.discovered_tools),
-        "maxrss_after_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "vmhwm_before_kib": hwm_before,
+        "vmhwm_after_kib": hwm_after,
         "vmrss_before_kib": rss_before,
         "vmrss_after_kib": rss_after,
     }

@@ -204,7 +204,7 @@ fn cold(table: &mut Table, setup: &Setup, corpus: &Corpus, title: &str, targets:
         }));
         // Its RSS growth and peak RSS feed section 6.
         contenders.push(Contender::many(
-            &["ref-whole", "ref-in", "ref-import", "ref-rss-growth", "ref-rss"],
+            &["ref-whole", "ref-in", "ref-import", "ref-rss-growth", "ref-hwm", "ref-hwm-import"],
             slow,
             || {
                 let whole = process(
@@ -219,13 +219,16 @@ fn cold(table: &mut Table, setup: &Setup, corpus: &Corpus, title: &str, targets:
                     number("discover_s"),
                     number("import_s"),
                     (number("vmrss_after_kib") - number("vmrss_before_kib")) * 1024.0,
-                    number("maxrss_after_kib") * 1024.0,
+                    number("vmhwm_after_kib") * 1024.0,
+                    number("vmhwm_before_kib") * 1024.0,
                 ]
             },
         ));
     }
     let mut r = interleaved(contenders);
-    for key in ["ast-whole", "ast-in", "ref-whole", "ref-in", "ref-import", "ref-rss-growth", "ref-rss"] {
+    for key in
+        ["ast-whole", "ast-in", "ref-whole", "ref-in", "ref-import", "ref-rss-growth", "ref-hwm", "ref-hwm-import"]
+    {
         r.entry(key.to_string()).or_default();
     }
     let m = |k: &str| r[k].median();
@@ -436,44 +439,42 @@ fn runtime_rows(table: &mut Table) {
 
 /// Section 6: peak memory of discovery on the large corpus.
 ///
-/// LCPBinding's process figures come from its timing runs in section 1; its traced
-/// heap from one more run under tracemalloc (slow, and the same every time).
+/// Every figure is read by the measured process itself: the heap by a counting
+/// allocator (lcp) or tracemalloc (LCPBinding), RSS from `/proc/self/status`
+/// (`ru_maxrss` is no use here: a spawned child inherits its parent's at `exec`).
+/// LCPBinding's RSS figures come from its timing runs in section 1, its traced heap
+/// from one more run under tracemalloc (slow, and the same every time).
 fn memory(table: &mut Table, setup: &Setup, corpus: &Corpus, empty: &Path, cold: &BTreeMap<String, Samples>) {
     eprintln!("memory ...");
     let me = std::env::current_exe().expect("the bench knows its path");
-    let maxrss = setup.scripts.join("maxrss.py");
-    let folder = path_str(&corpus.root);
     let mut s: BTreeMap<&str, Samples> = BTreeMap::new();
+    let child = |folder: &Path| -> Value {
+        let out = python::output(Command::new(&me).args(["--child-memory", path_str(folder)]));
+        serde_json::from_str(&out).expect("memory child prints JSON")
+    };
     for _ in 0..setup.reps(3) {
-        let child: Value = serde_json::from_str(&python::output(Command::new(&me).args(["--child-memory", folder])))
-            .expect("memory child prints JSON");
-        let number = |key: &str| child[key].as_f64().unwrap_or(f64::NAN);
+        let large = child(&corpus.root);
+        let number = |key: &str| large[key].as_f64().unwrap_or(f64::NAN);
         s.entry("heap-peak").or_default().0.push(number("heap_peak"));
         s.entry("heap-live").or_default().0.push(number("heap_live"));
         s.entry("lcp-rss-growth")
             .or_default()
             .0
             .push((number("vmrss_after_kib") - number("vmrss_before_kib")) * 1024.0);
-        // ru_maxrss of a child, read by a small Python wrapper: the same figure for both.
-        let rss = |args: &[&str]| -> f64 {
-            let kib: f64 = python::output(Command::new(&setup.python.executable).arg(&maxrss).args(args))
-                .parse()
-                .expect("maxrss prints a number");
-            kib * 1024.0
-        };
-        s.entry("lcp-rss").or_default().0.push(rss(&[path_str(&setup.lcp), "check", folder]));
-        s.entry("lcp-rss-empty").or_default().0.push(rss(&[path_str(&setup.lcp), "check", path_str(empty)]));
+        s.entry("lcp-hwm").or_default().0.push(number("vmhwm_after_kib") * 1024.0);
+        let none = child(empty);
+        s.entry("lcp-hwm-empty").or_default().0.push(none["vmhwm_after_kib"].as_f64().unwrap_or(f64::NAN) * 1024.0);
     }
     if !setup.lcp_only {
         let out = setup.scratch.join("python-result.json");
         let script = setup.scripts.join("lcpbinding.py");
-        let args = [path_str(&script), folder, "--out", path_str(&out), "--tracemalloc"];
+        let args = [path_str(&script), path_str(&corpus.root), "--out", path_str(&out), "--tracemalloc"];
         python::output(Command::new(&setup.python.executable).args(args));
         let traced = read_json(&out);
         s.entry("ref-traced-peak").or_default().0.push(traced["traced_peak_bytes"].as_f64().unwrap_or(f64::NAN));
         s.entry("ref-traced-live").or_default().0.push(traced["traced_current_bytes"].as_f64().unwrap_or(f64::NAN));
     }
-    for key in ["ref-rss", "ref-rss-growth"] {
+    for key in ["ref-rss-growth", "ref-hwm", "ref-hwm-import"] {
         s.insert(key, cold.get(key).cloned().unwrap_or_default());
     }
     for key in ["ref-traced-peak", "ref-traced-live"] {
@@ -506,15 +507,16 @@ fn memory(table: &mut Table, setup: &Setup, corpus: &Corpus, empty: &Path, cold:
         "",
     );
     table.bytes("LCPBinding, across its construction", &s["ref-rss-growth"], "", "");
-    table.text("  process: peak resident set size (ru_maxrss) of the whole process");
+    table.text("  process peak RSS (VmHWM) of a process that only discovers: the bench's memory child for lcp");
     table.bytes(
-        "lcp check (whole process)",
-        &s["lcp-rss"],
-        &format!("{} LCPBinding process", ratio(m("lcp-rss"), m("ref-rss"))),
-        &verdict(m("lcp-rss") < 0.5 * m("ref-rss"), "< 0.5× LCPBinding process peak"),
+        "lcp: Registry::load in its own process",
+        &s["lcp-hwm"],
+        &format!("{} LCPBinding process", ratio(m("lcp-hwm"), m("ref-hwm"))),
+        &verdict(m("lcp-hwm") < 0.5 * m("ref-hwm"), "< 0.5× LCPBinding process peak"),
     );
-    table.bytes("lcp check on an empty folder", &s["lcp-rss-empty"], "", "");
-    table.bytes("LCPBinding process (python + import + discovery)", &s["ref-rss"], "", "");
+    table.bytes("lcp: the same process on an empty folder", &s["lcp-hwm-empty"], "", "");
+    table.bytes("LCPBinding process (python + import + discovery)", &s["ref-hwm"], "", "");
+    table.bytes("LCPBinding process after its import, before discovery", &s["ref-hwm-import"], "", "");
 }
 
 /// The memory child: counts the heap around one `Registry::load` and prints JSON.
@@ -526,12 +528,13 @@ fn child_memory(folder: &Path) {
     let registry = Registry::load(&sources, &options);
     let (live, peak) = measure::heap();
     let rss_after = measure::proc_status_kib("VmRSS");
+    let hwm_after = measure::proc_status_kib("VmHWM");
     let tools = registry.tools().count();
     println!(
         "{}",
         serde_json::json!({
             "heap_live": live, "heap_peak": peak, "tools": tools,
-            "vmrss_before_kib": rss_before, "vmrss_after_kib": rss_after,
+            "vmrss_before_kib": rss_before, "vmrss_after_kib": rss_after, "vmhwm_after_kib": hwm_after,
         })
     );
     drop(registry);
