@@ -47,6 +47,8 @@ pub struct Registry {
     /// What each file contributed, with the size and modification time it had then.
     files: FastMap<PathBuf, CachedFile>,
     scan_diagnostics: Vec<Diagnostic>,
+    /// Tool name → (library index, tool index): a call finds its tool in O(1).
+    index: FastMap<String, (usize, usize)>,
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +167,12 @@ impl Registry {
             self.libraries.extend(cached.library.clone());
         }
         self.drop_duplicate_tools();
+        self.index = self
+            .libraries
+            .iter()
+            .enumerate()
+            .flat_map(|(l, library)| library.tools.iter().enumerate().map(move |(t, tool)| (tool.name.clone(), (l, t))))
+            .collect();
     }
 
     /// A sibling file of a folder library `X/` shows the name, description and icon of
@@ -211,8 +219,14 @@ impl Registry {
         self.libraries.iter().flat_map(|library| library.tools.iter().map(move |tool| (&**library, tool)))
     }
 
+    /// The tool named `name`. The index is checked against the libraries, which are
+    /// public and may have been edited since the last rescan.
     pub fn tool(&self, name: &str) -> Option<(&Library, &Tool)> {
-        self.tools().find(|(_, tool)| tool.name == name)
+        let indexed = self.index.get(name).and_then(|&(l, t)| {
+            let library = self.libraries.get(l)?;
+            library.tools.get(t).filter(|tool| tool.name == name).map(|tool| (&**library, tool))
+        });
+        indexed.or_else(|| self.tools().find(|(_, tool)| tool.name == name))
     }
 
     pub fn has_errors(&self) -> bool {

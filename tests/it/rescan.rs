@@ -76,3 +76,13 @@ fn changed_sources_are_read_on_the_next_rescan() {
     assert_eq!(tool_names(&registry), ["tool_a", "tool_b"]);
     assert!(Arc::ptr_eq(&kept, &registry.libraries[0]));
 }
+
+#[test]
+fn tools_are_found_by_name_even_after_the_libraries_were_edited() {
+    let mut registry = load(&["rich"]);
+    assert_eq!(registry.tool("tool_move").unwrap().1.name, "tool_move");
+    Arc::make_mut(&mut registry.libraries[0]).tools.retain(|tool| tool.name != "tool_add_item");
+    assert!(registry.tool("tool_add_item").is_none());
+    assert_eq!(registry.tool("tool_move").unwrap().1.name, "tool_move");
+    assert_eq!(registry.tool("tool_ping").unwrap().1.name, "tool_ping");
+}
