@@ -159,6 +159,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 describe(&mut registry);
             }
             print_stdout(&table(&registry))?;
+            exit_without_freeing(registry);
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { sources, format, strict, static_only } => {
@@ -170,6 +171,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let (document, problems) = export::export(&registry, format, strict);
             print_diagnostics(&problems);
             print_stdout(&pretty(&document))?;
+            exit_without_freeing((registry, document));
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { tool, sources, args, workspace, config, autonomy, timeout, yes, no, venv } => {
@@ -233,6 +235,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     print_stdout(&pretty(&report))?;
                 }
             }
+            exit_without_freeing(registry);
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Serve { sources, http, config, workspace, timeout, yes, max_output } => {
@@ -254,6 +257,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The process ends right after a one-shot command: freeing a registry of thousands
+/// of tools piece by piece costs more than the operating system reclaiming it at once.
+fn exit_without_freeing<T>(value: T) {
+    std::mem::forget(value);
 }
 
 /// Loads the registry; a folder or file that does not exist is a usage error.

@@ -10,7 +10,7 @@ use std::fs::{self, Metadata};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
@@ -47,8 +47,9 @@ pub struct Registry {
     /// What each file contributed, with the size and modification time it had then.
     files: FastMap<PathBuf, CachedFile>,
     scan_diagnostics: Vec<Diagnostic>,
-    /// Tool name → (library index, tool index): a call finds its tool in O(1).
-    index: FastMap<String, (usize, usize)>,
+    /// Tool name → (library index, tool index), built on the first lookup after a
+    /// rebuild: a call finds its tool in O(1), and a rescan pays nothing for it.
+    index: OnceLock<FastMap<String, (usize, usize)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -167,12 +168,7 @@ impl Registry {
             self.libraries.extend(cached.library.clone());
         }
         self.drop_duplicate_tools();
-        self.index = self
-            .libraries
-            .iter()
-            .enumerate()
-            .flat_map(|(l, library)| library.tools.iter().enumerate().map(move |(t, tool)| (tool.name.clone(), (l, t))))
-            .collect();
+        self.index = OnceLock::new();
     }
 
     /// A sibling file of a folder library `X/` shows the name, description and icon of
@@ -222,7 +218,13 @@ impl Registry {
     /// The tool named `name`. The index is checked against the libraries, which are
     /// public and may have been edited since the last rescan.
     pub fn tool(&self, name: &str) -> Option<(&Library, &Tool)> {
-        let indexed = self.index.get(name).and_then(|&(l, t)| {
+        let index = self.index.get_or_init(|| {
+            let names = self.libraries.iter().enumerate().flat_map(|(l, library)| {
+                library.tools.iter().enumerate().map(move |(t, tool)| (tool.name.clone(), (l, t)))
+            });
+            names.collect()
+        });
+        let indexed = index.get(name).and_then(|&(l, t)| {
             let library = self.libraries.get(l)?;
             library.tools.get(t).filter(|tool| tool.name == name).map(|tool| (&**library, tool))
         });
