@@ -3,8 +3,8 @@
 //!
 //! Run: `cargo bench --bench suite`; after `--`, `--quick` makes at most 3 repetitions
 //! of everything and `--lcp-only` leaves the Python contenders out (both for work on
-//! lcp itself, not for the record), and `--profile-load FOLDER` only loads a folder
-//! three times, for a profiler.
+//! lcp itself, not for the record), `--runtime-only` runs sections 4 and 5 alone, and
+//! `--profile-load FOLDER` only loads a folder three times, for a profiler.
 //! It generates `target/bench-corpus/` (see `corpus`), makes `target/bench-venv` with
 //! the pinned lollms-client (see `python`), then measures, interleaving the
 //! contenders of each section round by round:
@@ -14,8 +14,10 @@
 //!    `lcp check` process, a stdlib-`ast` extractor and `LCPBinding`;
 //! 2. warm rescan (nothing changed, one file changed) against walking + `stat`-ing;
 //! 3. export of the large corpus to each format;
-//! 4. and 5. runtime rows, marked "needs the runtime" until `Runtime::call` and
-//!    `lcp serve` exist;
+//! 4. per-call overhead of a trivial tool: `Runtime::call` against a direct Python call
+//!    and `LCPBinding.execute_tool`;
+//! 5. the `tools/call` round trip through `lcp serve` (stdio, raw JSON-RPC client),
+//!    and its start-up time;
 //! 6. peak memory of the registry against `LCPBinding`'s.
 //!
 //! The table also goes to `target/bench-results.txt`. No assertion here is about time.
@@ -28,12 +30,14 @@ mod table;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lcp::export::{self, Format};
 use lcp::registry::{Options, Registry, Sources};
+use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
 use serde_json::Value;
 
 use corpus::Corpus;
@@ -82,12 +86,10 @@ fn main() {
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let quick = args.iter().any(|a| a == "--quick");
+    let runtime_only = args.iter().any(|a| a == "--runtime-only");
     let base = root.join("target/bench-corpus");
-    eprintln!("corpora in {} ...", base.display());
-    let small = corpus::ensure(&base, corpus::SMALL);
-    let large = corpus::ensure(&base, corpus::LARGE);
-    let empty = base.join("empty");
-    fs::create_dir_all(&empty).expect("empty corpus folder is creatable");
+    let trivial = base.join("trivial");
+    fs::create_dir_all(&trivial).expect("trivial library folder is creatable");
     let python = if args.iter().any(|a| a == "--lcp-only") { python::none() } else { python::ensure(&root) };
     let scratch = root.join("target/bench-scratch");
     fs::create_dir_all(&scratch).expect("scratch folder is creatable");
@@ -103,13 +105,23 @@ fn main() {
     };
 
     let mut table = Table::new();
-    header(&mut table, &setup, &[&small, &large]);
-    cold(&mut table, &setup, &small, "200 libraries / 1,000 tools", false);
-    let large_cold = cold(&mut table, &setup, &large, "2,000 libraries / 10,000 tools", true);
-    rescan(&mut table, &setup, &large);
-    exports(&mut table, &setup, &large);
-    runtime_rows(&mut table);
-    memory(&mut table, &setup, &large, &empty, &large_cold);
+    if runtime_only {
+        header(&mut table, &setup, &[]);
+        runtime_rows(&mut table, &setup, &trivial);
+    } else {
+        eprintln!("corpora in {} ...", base.display());
+        let small = corpus::ensure(&base, corpus::SMALL);
+        let large = corpus::ensure(&base, corpus::LARGE);
+        let empty = base.join("empty");
+        fs::create_dir_all(&empty).expect("empty corpus folder is creatable");
+        header(&mut table, &setup, &[&small, &large]);
+        cold(&mut table, &setup, &small, "200 libraries / 1,000 tools", false);
+        let large_cold = cold(&mut table, &setup, &large, "2,000 libraries / 10,000 tools", true);
+        rescan(&mut table, &setup, &large);
+        exports(&mut table, &setup, &large);
+        runtime_rows(&mut table, &setup, &trivial);
+        memory(&mut table, &setup, &large, &empty, &large_cold);
+    }
 
     let rendered = table.render();
     println!("{rendered}");
@@ -422,19 +434,194 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus) {
     table.time("lcp export --format openai > /dev/null (whole process)", &r["process"], "", "");
 }
 
-/// Sections 4 and 5: they need `src/runtime/` (`Runtime::call`) and `lcp serve`.
-///
-/// HERE GO the per-call rows (a trivial tool through `Runtime::call`, the same
-/// function called directly in Python, `LCPBinding.execute_tool`) and the
-/// `tools/call` round trip through `lcp serve` (stdio, raw JSON-RPC client), once
-/// those exist.
-fn runtime_rows(table: &mut Table) {
-    table.section("4. Per-call overhead on a trivial tool");
-    table.placeholder("lcp Runtime::call", "needs the runtime");
-    table.placeholder("direct Python call", "needs the runtime");
-    table.placeholder("LCPBinding.execute_tool", "needs the runtime");
-    table.section("5. tools/call round trip through lcp serve (stdio, raw JSON-RPC)");
-    table.placeholder("lcp serve tools/call", "needs the runtime (and lcp serve)");
+/// The trivial library of sections 4 and 5: one file, one tool that returns its argument.
+const TRIVIAL: &str = "def tool_noop(x: int = 0) -> int:\n    \"\"\"Returns x.\n\n    Args:\n        x: A number.\n    \"\"\"\n    return x\n";
+
+/// Sections 4 and 5: the per-call overhead of a trivial tool through `Runtime::call`
+/// (against the same function called directly, by `timeit` in the same embedded
+/// interpreter, and against `LCPBinding.execute_tool`), then the `tools/call` round
+/// trip through `lcp serve` over stdio with a raw JSON-RPC client.
+fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
+    eprintln!("per-call overhead ...");
+    let file = folder.join("trivial.py");
+    fs::write(&file, TRIVIAL).expect("trivial library is writable");
+    let registry =
+        Registry::load(&Sources { folders: vec![folder.to_path_buf()], files: Vec::new() }, &Options::default());
+    assert_eq!(registry.tools().count(), 1, "the trivial library has one tool");
+    let runtime = Runtime::new(RuntimeConfig { venv: None, ..RuntimeConfig::default() }).expect("Python starts");
+    let args = serde_json::json!({"x": 1});
+    let options = CallOptions::default();
+    let first = runtime.call(&registry, "tool_noop", &args, &options);
+    assert!(first.ok && first.output == 1, "the trivial tool runs: {first:?}");
+    // Calls per sample: per-call times are a batch's time divided by this.
+    let calls = if setup.quick { 2_000 } else { 20_000 };
+    let direct = format!(
+        "__import__('timeit').timeit('f(x=1)', globals={{'f': next(m for m in list(__import__('sys').modules.values()) \
+         if getattr(m, '__file__', None) == {:?}).tool_noop}}, number={calls}) / {calls}",
+        path_str(&file)
+    );
+    let out = setup.scratch.join("execute-tool.json");
+    let reps = setup.reps(11);
+    let mut contenders = vec![
+        Contender::new("call", reps, || {
+            seconds(|| {
+                for _ in 0..calls {
+                    std::hint::black_box(runtime.call(&registry, "tool_noop", &args, &options));
+                }
+            }) / calls as f64
+        }),
+        Contender::new("direct", reps, || {
+            runtime.eval(&direct).expect("timeit runs").parse().expect("timeit prints a number")
+        }),
+    ];
+    if !setup.lcp_only {
+        let script = setup.scripts.join("execute_tool_timing.py");
+        let calls = calls.to_string();
+        contenders.push(Contender::many(&["ref-call", "ref-direct"], reps, move || {
+            let args = [path_str(&script), path_str(folder), "tool_noop", &calls, "--out", path_str(&out)];
+            process(&setup.python.executable, &args);
+            let result = read_json(&out);
+            vec![result["execute_tool_s"].as_f64().unwrap_or(f64::NAN), result["direct_s"].as_f64().unwrap_or(f64::NAN)]
+        }));
+    }
+    let mut r = interleaved(contenders);
+    for key in ["ref-call", "ref-direct"] {
+        r.entry(key.to_string()).or_default();
+    }
+    let m = |k: &str| r[k].median();
+    let lcp_overhead = m("call") - m("direct");
+    let ref_overhead = m("ref-call") - m("ref-direct");
+    table.section(&format!("4. Per-call overhead on a trivial tool (warm; {calls} calls per sample, time per call)"));
+    table.time(
+        "lcp Runtime::call (in-process)",
+        &r["call"],
+        &format!("overhead {} over direct", duration(lcp_overhead)),
+        "",
+    );
+    table.time("direct Python call (timeit, same embedded interpreter)", &r["direct"], "1.00× (reference)", "");
+    table.time(
+        "LCPBinding.execute_tool (lollms-client, own python process)",
+        &r["ref-call"],
+        &format!("overhead {}: {} lcp's", duration(ref_overhead), ratio(ref_overhead, lcp_overhead)),
+        &verdict(ref_overhead >= 20.0 * lcp_overhead, "lcp overhead >= 20× lower"),
+    );
+    table.time("direct Python call (timeit, LCPBinding's process)", &r["ref-direct"], "", "");
+    drop(runtime);
+
+    eprintln!("lcp serve round trip ...");
+    let trips = if setup.quick { 200 } else { 1_000 };
+    let all = RefCell::new(Vec::new());
+    let mut server = Server::start(&setup.lcp, folder);
+    let mut id = 1;
+    let first = seconds(|| server.call_noop(&mut id));
+    let contenders = vec![
+        Contender::new("start", setup.reps(21), || {
+            let (server, started) = Server::started(&setup.lcp, folder);
+            server.stop();
+            started
+        }),
+        Contender::many(&["trips"], setup.reps(11), || {
+            let mut batch: Vec<f64> = (0..trips).map(|_| seconds(|| server.call_noop(&mut id))).collect();
+            all.borrow_mut().extend_from_slice(&batch);
+            batch.sort_by(f64::total_cmp);
+            vec![batch[batch.len() / 2]]
+        }),
+    ];
+    let r = interleaved(contenders);
+    server.stop();
+    let mut all = Samples(all.into_inner());
+    // The warm-up batch is not part of the record.
+    all.0.drain(..trips);
+    let p99 = {
+        let mut sorted = all.0.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted[(sorted.len() * 99 / 100).min(sorted.len() - 1)]
+    };
+    table.section("5. tools/call round trip through lcp serve (stdio, raw JSON-RPC, sequential)");
+    table.time(
+        "lcp serve tools/call, each round trip",
+        &all,
+        &format!("p99 {}", duration(p99)),
+        &verdict(all.median() < 200e-6, "median < 200 µs"),
+    );
+    table.time(&format!("  median of each batch of {trips}"), &r["trips"], "", "");
+    table.time("lcp serve start-up (spawn -> initialize response)", &r["start"], "", "");
+    table.time("first tools/call (starts Python, imports the library)", &Samples(vec![first]), "", "");
+}
+
+/// `lcp serve FOLDER` over stdio, driven by hand: one JSON-RPC message a line.
+struct Server {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    /// Spawns the server and does the handshake; also returns the time from spawn to
+    /// the `initialize` response.
+    fn started(lcp: &Path, folder: &Path) -> (Server, f64) {
+        let started = std::time::Instant::now();
+        let mut child = Command::new(lcp)
+            .arg("serve")
+            .arg(folder)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot run {} serve: {err}", lcp.display()));
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut server = Server { child, stdin, stdout };
+        let init = server.request(
+            0,
+            "initialize",
+            serde_json::json!({
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "lcp-bench", "version": "1"},
+            }),
+        );
+        let elapsed = started.elapsed().as_secs_f64();
+        assert!(init.get("result").is_some(), "initialize answered: {init}");
+        server.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        (server, elapsed)
+    }
+
+    fn start(lcp: &Path, folder: &Path) -> Server {
+        Server::started(lcp, folder).0
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = serde_json::to_vec(message).expect("JSON-RPC message serializes");
+        line.push(b'\n');
+        self.stdin.write_all(&line).and_then(|()| self.stdin.flush()).expect("lcp serve reads its stdin");
+    }
+
+    /// Sends a request and waits for the response with its id (skipping notifications).
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = self.stdout.read_line(&mut line).expect("lcp serve writes its stdout");
+            assert!(read > 0, "lcp serve closed its stdout before answering {method}");
+            let message: Value = serde_json::from_str(&line).expect("lcp serve writes JSON lines");
+            if message.get("id").and_then(Value::as_u64) == Some(id) {
+                return message;
+            }
+        }
+    }
+
+    fn call_noop(&mut self, id: &mut u64) {
+        *id += 1;
+        let response = self.request(*id, "tools/call", serde_json::json!({"name": "tool_noop", "arguments": {"x": 1}}));
+        let result = &response["result"];
+        assert!(result.is_object() && result["isError"] != true, "tools/call of the trivial tool succeeds: {response}");
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
 }
 
 /// Section 6: peak memory of discovery on the large corpus.

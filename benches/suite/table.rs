@@ -52,17 +52,6 @@ impl Table {
         ]));
     }
 
-    pub fn placeholder(&mut self, label: &str, note: &str) {
-        self.lines.push(Line::Row([
-            format!("  {label}"),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            note.into(),
-            String::new(),
-        ]));
-    }
-
     pub fn render(&self) -> String {
         let mut widths = [0usize; 6];
         for line in &self.lines {
@@ -108,8 +97,10 @@ pub fn duration(seconds: f64) -> String {
         format!("{seconds:.2} s")
     } else if seconds >= 1e-3 {
         format!("{:.2} ms", seconds * 1e3)
-    } else {
+    } else if seconds >= 1e-6 {
         format!("{:.1} µs", seconds * 1e6)
+    } else {
+        format!("{:.0} ns", seconds * 1e9)
     }
 }
 
