@@ -237,6 +237,18 @@ def _set_deadline(conn: sqlite3.Connection, seconds: float = _TIME_LIMIT_SECONDS
     conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
 
 
+def _open_read_only(database_name: str) -> tuple[Any, Optional[Path], Optional[dict[str, Any]]]:
+    """Opens a workspace database for reading: ``(connection, path, None)``, or
+    ``(None, None, failure)`` with the tool result that says why it cannot be opened."""
+    try:
+        path, _ = _resolve_database(database_name)
+        return _connect_read_only(path), path, None
+    except _DatabaseError as exc:
+        return None, None, _fail(str(exc))
+    except (sqlite3.Error, OSError) as exc:
+        return None, None, _fail(f"Cannot open '{database_name}': {exc}")
+
+
 def _connect_read_only(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path.as_uri() + "?mode=ro", uri=True, timeout=5)
     conn.set_authorizer(_deny_attach)
@@ -388,13 +400,9 @@ def tool_execute_query(
             f"'{keyword or statements[0][:20]}' changes data, so use tool_execute_statement instead."
         )
     limit = max(1, min(_MAX_ROWS, int(max_rows)))
-    try:
-        path, _ = _resolve_database(database_name)
-        conn = _connect_read_only(path)
-    except _DatabaseError as exc:
-        return _fail(str(exc))
-    except (sqlite3.Error, OSError) as exc:
-        return _fail(f"Cannot open '{database_name}': {exc}")
+    conn, path, failure = _open_read_only(database_name)
+    if failure is not None:
+        return failure
 
     try:
         cursor = conn.execute(statements[0], list(parameters or []))
@@ -449,13 +457,9 @@ def tool_list_tables(database_name: str) -> dict[str, Any]:
         "rows"}`` (``rows`` is null for views or when counting took too long);
         on failure ``{"success": False, "error": str}``.
     """
-    try:
-        path, _ = _resolve_database(database_name)
-        conn = _connect_read_only(path)
-    except _DatabaseError as exc:
-        return _fail(str(exc))
-    except (sqlite3.Error, OSError) as exc:
-        return _fail(f"Cannot open '{database_name}': {exc}")
+    conn, path, failure = _open_read_only(database_name)
+    if failure is not None:
+        return failure
     try:
         objects = conn.execute(
             "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
@@ -501,13 +505,9 @@ def tool_describe_table(database_name: str, table: str, sample_rows: int = 3) ->
         "sample": {"columns", "rows"}}}``; on failure (unknown table, bad file)
         ``{"success": False, "error": str}``.
     """
-    try:
-        path, _ = _resolve_database(database_name)
-        conn = _connect_read_only(path)
-    except _DatabaseError as exc:
-        return _fail(str(exc))
-    except (sqlite3.Error, OSError) as exc:
-        return _fail(f"Cannot open '{database_name}': {exc}")
+    conn, path, failure = _open_read_only(database_name)
+    if failure is not None:
+        return failure
     sample_limit = max(0, min(20, int(sample_rows)))
     try:
         found = conn.execute(
