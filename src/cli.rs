@@ -6,7 +6,7 @@
 //! choosing what to print, and the terminal prompt of `lcp call`'s confirm handler.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -192,14 +192,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if let Some(venv) = venv {
                 settings.venv = Some(venv);
             }
-            if let Some(dir) = workspace.as_ref().filter(|dir| !dir.is_dir()) {
-                return Err(format!("{}: the workspace is not a folder", dir.display()));
-            }
-            let timeout = match timeout {
-                Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-                Some(_) => return Err("--timeout must be a positive number of seconds".to_string()),
-                None => None,
-            };
+            check_workspace(workspace.as_deref())?;
+            let timeout = parse_timeout(timeout)?;
             let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
             // From here on fd 1 belongs to lcp's capture: nothing a tool or its children
             // write can reach the result on stdout.
@@ -240,22 +234,32 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Serve { sources, http, config, workspace, timeout, yes, max_output } => {
             let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
-            if let Some(dir) = workspace.as_ref().filter(|dir| !dir.is_dir()) {
-                return Err(format!("{}: the workspace is not a folder", dir.display()));
-            }
+            check_workspace(workspace.as_deref())?;
             let runtime = config.as_deref().map(mcp::config::read).transpose()?.unwrap_or_default();
-            let timeout = match timeout {
-                Some(secs) if !(secs > 0.0 && secs.is_finite()) => {
-                    return Err(format!("--timeout {secs}: must be a positive number of seconds"));
-                }
-                secs => secs.map(std::time::Duration::from_secs_f64),
-            };
+            let timeout = parse_timeout(timeout)?;
             let registry = load(&sources)?;
             print_diagnostics(&registry.diagnostics);
             eprintln!("lcp: {} tools in {} libraries", registry.tools().count(), registry.libraries.len());
             mcp::serve(registry, mcp::Settings { http, runtime, workspace, timeout, yes, max_output })?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// `--workspace` must name an existing folder.
+fn check_workspace(workspace: Option<&Path>) -> Result<(), String> {
+    match workspace {
+        Some(dir) if !dir.is_dir() => Err(format!("{}: the workspace is not a folder", dir.display())),
+        _ => Ok(()),
+    }
+}
+
+/// `--timeout SECS`: a positive, finite number of seconds.
+fn parse_timeout(timeout: Option<f64>) -> Result<Option<Duration>, String> {
+    match timeout {
+        Some(secs) if secs.is_finite() && secs > 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
+        Some(secs) => Err(format!("--timeout {secs}: must be a positive number of seconds")),
+        None => Ok(None),
     }
 }
 
