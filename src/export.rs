@@ -253,16 +253,9 @@ fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
                     .enumerate()
                     .map(|(i, b)| strict_node(b, &format!("{at}[{i}]"), problems))
                     .collect();
-                let mut unique: Vec<Value> = Vec::new();
-                for item in &items {
-                    if !unique.contains(item) {
-                        unique.push(item.clone());
-                    }
-                }
-                let union = if unique.len() == 1 { unique.remove(0) } else { json!({ "anyOf": unique }) };
+                let (union, note) = positions_as_union(items);
                 out.insert("items".into(), union);
-                let order: Vec<String> = items.iter().map(type_label).collect();
-                notes.push(format!("Items in order: {}.", order.join(", ")));
+                notes.push(note);
             }
             "default" => notes.push(format!("Default: {value}.")),
             "description" => {}
@@ -282,12 +275,31 @@ fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
         }
         out.insert("additionalProperties".into(), Value::Bool(false));
     }
-    let description = object.get("description").and_then(Value::as_str).map(str::to_string);
+    describe_with_notes(&mut out, object.get("description"), notes);
+    Value::Object(out)
+}
+
+/// A fixed-length tuple for a target without positions: the item types as one union,
+/// and a note saying their order.
+fn positions_as_union(items: Vec<Value>) -> (Value, String) {
+    let order: Vec<String> = items.iter().map(type_label).collect();
+    let mut unique: Vec<Value> = Vec::new();
+    for item in items {
+        if !unique.contains(&item) {
+            unique.push(item);
+        }
+    }
+    let union = if unique.len() == 1 { unique.remove(0) } else { json!({ "anyOf": unique }) };
+    (union, format!("Items in order: {}.", order.join(", ")))
+}
+
+/// The schema's own description followed by what the target could not say otherwise.
+fn describe_with_notes(out: &mut Map<String, Value>, description: Option<&Value>, notes: Vec<String>) {
+    let description = description.and_then(Value::as_str).map(str::to_string);
     let text = description.into_iter().chain(notes).collect::<Vec<_>>().join(" ");
     if !text.is_empty() {
         out.insert("description".into(), Value::String(text));
     }
-    Value::Object(out)
 }
 
 fn type_label(schema: &Value) -> String {
@@ -385,16 +397,9 @@ fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Vec<String>) -> Val
             "prefixItems" => {
                 let items: Vec<Value> =
                     value.as_array().into_iter().flatten().map(|v| gemini_node(v, defs, expanding)).collect();
-                let order: Vec<String> = items.iter().map(type_label).collect();
-                notes.push(format!("Items in order: {}.", order.join(", ")));
-                let mut unique: Vec<Value> = Vec::new();
-                for item in items {
-                    if !unique.contains(&item) {
-                        unique.push(item);
-                    }
-                }
-                let union = if unique.len() == 1 { unique.remove(0) } else { json!({ "anyOf": unique }) };
+                let (union, note) = positions_as_union(items);
                 out.insert("items".into(), union);
+                notes.push(note);
             }
             "anyOf" => {
                 let is_null = |b: &&Value| b.get("type") == Some(&json!("null"));
@@ -459,11 +464,7 @@ fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Vec<String>) -> Val
             }
         }
     }
-    let description = object.get("description").and_then(Value::as_str).map(str::to_string);
-    let text = description.into_iter().chain(notes).collect::<Vec<_>>().join(" ");
-    if !text.is_empty() {
-        out.insert("description".into(), Value::String(text));
-    }
+    describe_with_notes(&mut out, object.get("description"), notes);
     Value::Object(out)
 }
 
