@@ -265,13 +265,13 @@ impl Registry {
     }
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// rustc's FxHash: a few operations per word, against SipHash's rounds. The keys
 /// (paths found on disk, tool names) are hashed several times per rescan, and a
 /// path hashes one component at a time, so the hasher's fixed cost dominates.
 #[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl FxHasher {
     fn add(&mut self, word: u64) {

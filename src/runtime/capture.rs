@@ -33,6 +33,8 @@ struct State {
     /// The host's fd 1 while calls run (or for good once claimed).
     saved: Option<OwnedFd>,
     claimed: bool,
+    /// Where `drain` reads into, kept between calls.
+    buffer: Vec<u8>,
 }
 
 struct Captured {
@@ -42,6 +44,12 @@ struct Captured {
 }
 
 static PIPE: OnceLock<Option<Pipe>> = OnceLock::new();
+
+unsafe extern "C" {
+    /// C's `stdout` stream (glibc and musl name the variable so).
+    #[link_name = "stdout"]
+    static c_stdout: *mut libc::FILE;
+}
 
 /// The pipe and its reader thread, made on first use. `None` when the system refused
 /// (then only Python-level output is captured).
@@ -84,7 +92,8 @@ impl Pipe {
 
     /// Reads everything the pipe holds now and hands it out.
     fn drain(&self, state: &mut State) {
-        let mut buffer = [0u8; 16 * 1024];
+        let mut buffer = std::mem::take(&mut state.buffer);
+        buffer.resize(16 * 1024, 0);
         loop {
             // SAFETY: reads into a buffer of the length given.
             let n = unsafe { libc::read(self.read.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len()) };
@@ -102,6 +111,7 @@ impl Pipe {
                 call.dropped += bytes.len() - room;
             }
         }
+        state.buffer = buffer;
     }
 
     /// Points fd 1 at the pipe, keeping the host's fd 1 in `state.saved`.
@@ -185,9 +195,9 @@ impl Capturing {
             return String::new();
         }
         let Some(pipe) = pipe() else { return String::new() };
-        // C stdio buffers (a C extension's printf) reach the pipe before it is read.
-        // SAFETY: fflush(NULL) flushes every open output stream.
-        unsafe { libc::fflush(std::ptr::null_mut()) };
+        // C stdio's buffer (a C extension's printf) reaches the pipe before it is read.
+        // SAFETY: `stdout` is C's standard output stream, valid for the process's life.
+        unsafe { libc::fflush(c_stdout) };
         let mut state = pipe.lock();
         pipe.drain(&mut state);
         let Some(index) = state.calls.iter().position(|call| call.id == self.id) else { return String::new() };

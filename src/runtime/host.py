@@ -6,10 +6,13 @@ private package), the library hooks, converting JSON arguments to the annotated
 types, running the tool with what it prints captured, and turning its result or
 its exception into plain data.
 
-Every entry point takes and returns JSON text, and the only host object it holds is
-the ``confirm`` function given to ``install`` (JSON text in, JSON text out). Nothing
-here depends on living in the same process as the registry, so a worker process can
-serve the same requests. Nothing here writes to the process's standard output.
+``call`` takes and returns JSON text, and the only host objects it holds are the
+functions given to ``install``; nothing in ``call`` depends on living in the same
+process as the registry, so a worker process can serve the same requests. For warm
+calls the embedding also calls tool functions itself (the *direct* path): ``direct``
+hands it a function whose arguments need no conversion beyond a number's type, and
+the ``_direct_*`` helpers route what such a call prints and turn what Rust cannot
+into a reply. Nothing here writes to the process's standard output.
 """
 
 import asyncio
@@ -57,6 +60,10 @@ _packages = {}  # library folder -> private package name
 _calls = {}  # call id -> _Call, for every call in progress
 _local = threading.local()
 _plans = weakref.WeakKeyDictionary()  # tool function -> _Plan
+# Direct calls: thread ident -> [call id, (library, function)] of the call the thread
+# runs, call id None between calls; the embedding fills them in around each call.
+_direct = {}
+_direct_calls = {}  # call id -> _Call, made when a direct call first prints or confirms
 
 
 # --------------------------------------------------------------------------- #
@@ -64,13 +71,41 @@ _plans = weakref.WeakKeyDictionary()  # tool function -> _Plan
 # --------------------------------------------------------------------------- #
 
 
-def install(confirm):
-    """Called once: ``confirm(request_json) -> answer_json`` asks the host's handler."""
+def install(confirm, before_chdir=None):
+    """Called once: ``confirm(request_json) -> answer_json`` asks the host's handler;
+    ``before_chdir()``, if given, is called before a tool changes the working directory
+    (``os.chdir``, ``os.fchdir``), so the host can restore it."""
     global _confirm
     _confirm = confirm
     sys.dont_write_bytecode = True  # never litter tool folders with __pycache__
+    # The real streams write through: what a tool writes to them reaches the file
+    # descriptors at once, inside its call, with no flush needed after the call.
+    sys.__stdout__ = _unbuffered(sys.__stdout__)
+    sys.__stderr__ = _unbuffered(sys.__stderr__)
     sys.stdout = _STDOUT
     sys.stderr = _STDERR
+    if before_chdir is not None:
+        os.chdir = _watched(os.chdir, before_chdir)
+        os.fchdir = _watched(os.fchdir, before_chdir)
+
+
+def _unbuffered(stream):
+    try:
+        fd = stream.fileno()
+        raw = io.FileIO(fd, "w", closefd=False)
+    except (AttributeError, OSError, ValueError):
+        return stream
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", write_through=True)
+
+
+def _watched(change, before):
+    def watched(path):
+        before()
+        return change(path)
+
+    watched.__name__ = change.__name__
+    watched.__doc__ = change.__doc__
+    return watched
 
 
 def add_site_dir(path):
@@ -211,18 +246,19 @@ def _leave(current):
                 stream.flush()
         except (OSError, ValueError):
             pass
-    # A tool that replaced sys.stdout does not keep it for the next call.
-    sys.stdout = _STDOUT
-    sys.stderr = _STDERR
+    _restore_streams()
 
 
 def _current():
     """The call this thread serves; for a thread a tool started, the only call running."""
     current = getattr(_local, "call", None)
     if current is None:
-        running = list(_calls.values())
+        marker = _direct.get(threading.get_ident())
+        if marker is not None and marker[0] is not None:
+            return _direct_call(tuple(marker))
+        running = list(_calls.values()) + [m for m in map(tuple, list(_direct.values())) if m[0] is not None]
         if len(running) == 1:
-            current = running[0]
+            current = running[0] if isinstance(running[0], _Call) else _direct_call(running[0])
     return current
 
 
@@ -258,10 +294,20 @@ def _tool(function, request, current):
         _settle()
     except Timeout:
         raise
-    except SystemExit as exc:
-        return _failure(f"the tool tried to exit the process (SystemExit: {exc.code!r}); lcp kept running", exc)
     except BaseException as exc:
-        return _failure(_describe(exc), exc)
+        return _raised(exc)
+    return _outcome(value)
+
+
+def _raised(exc):
+    """The result of a tool that raised ``exc``."""
+    if isinstance(exc, SystemExit):
+        return _failure(f"the tool tried to exit the process (SystemExit: {exc.code!r}); lcp kept running", exc)
+    return _failure(_describe(exc), exc)
+
+
+def _outcome(value):
+    """The result of a tool that returned ``value``."""
     problems = []
     try:
         output = _jsonable(value, "output", problems)
@@ -348,6 +394,103 @@ def _is_machinery(filename):
 
 def _dumps(value):
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+# --------------------------------------------------------------------------- #
+# Direct calls                                                                 #
+# --------------------------------------------------------------------------- #
+
+
+def direct(path, function, injected):
+    """``(function, [(parameter, coercion)], takes_any_keyword)`` for a tool the
+    embedding may call itself, with no JSON text and none of this module's code in
+    between; ``None`` while the library of ``path`` is not loaded, ``False`` when every
+    call of the tool needs ``call``.
+
+    That is when the library failed to load, the tool is
+    not a plain ``def`` function, takes a positional-only parameter or an injected one
+    without a default, or a parameter's type asks for more than a number's type
+    (``coercion`` is ``"int"``, ``"float"`` or ``"none"``, see ``_coercion``).
+    """
+    library = _libraries.get(path)
+    if library is None:
+        return None
+    tool = getattr(library.module, function, None)
+    if not isinstance(tool, types.FunctionType) or inspect.iscoroutinefunction(tool):
+        return False
+    plan = _plan(tool)
+    parameters = []
+    for name, kind, hint, default in plan.parameters:
+        coercion = _coercion(hint)
+        if coercion is None or kind == inspect.Parameter.POSITIONAL_ONLY:
+            return False
+        if name in injected and default is inspect.Parameter.empty:
+            return False
+        parameters.append((name, coercion))
+    return tool, parameters, plan.var_keyword
+
+
+def _coercion(hint):
+    """What ``_convert`` does to a valid JSON value for ``hint`` when that is at most a
+    number's type: ``"int"`` (an integral float becomes an int), ``"float"`` (an int
+    becomes a float), ``"none"``; ``None`` for every other hint."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _coercion(typing.get_args(hint)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        arms = [arm for arm in typing.get_args(hint) if arm is not _NONE]
+        return _coercion(arms[0]) if len(arms) == 1 else None
+    if hint is int:
+        return "int"
+    if hint is float:
+        return "float"
+    if origin is typing.Literal or any(hint is plain for plain in _AS_IS):
+        return "none"
+    if origin in _LISTS or origin in _DICTS:
+        args = typing.get_args(hint)
+        return "none" if all(_coercion(arg) == "none" for arg in args[-1:]) else None
+    return None
+
+
+def _direct_call(marker):
+    """The ``_Call`` of a direct call, made the first time it is needed."""
+    call_id, (library, function) = marker
+    current = _direct_calls.get(call_id)
+    if current is None:
+        current = _direct_calls[call_id] = _Call(call_id, library, function)
+    return current
+
+
+def _direct_captured(call_id):
+    """``(stdout, stderr)`` a direct call printed, and forgets them."""
+    current = _direct_calls.pop(call_id, None)
+    return ("", "") if current is None else (current.captured("out"), current.captured("err"))
+
+
+def _direct_result(value):
+    """The reply (JSON text) for what a direct call returned, when the embedding does
+    not take it as it is: an awaitable, a value JSON cannot carry as it is, a reported
+    failure."""
+    try:
+        if inspect.isawaitable(value):
+            value = asyncio.run(_awaited(value))
+        result = _outcome(value)
+    except BaseException as exc:
+        result = _raised(exc)
+    return _dumps(result)
+
+
+def _direct_failure(exc, tb):
+    """The reply (JSON text) for a direct call that raised ``exc`` (``tb``: its traceback)."""
+    if tb is not None:
+        exc = exc.with_traceback(tb)
+    return _dumps(_raised(exc))
+
+
+def _restore_streams():
+    """A tool that replaced ``sys.stdout`` or ``sys.stderr`` does not keep it."""
+    sys.stdout = _STDOUT
+    sys.stderr = _STDERR
 
 
 # --------------------------------------------------------------------------- #
@@ -566,13 +709,7 @@ def _hints(function):
     return hints
 
 
-def _arguments(function, args, injected):
-    """Positional and keyword arguments for the call, converted to the annotated types.
-
-    Only the arguments given are passed, so Python applies its own defaults.
-    Positional-only parameters are passed by position (their skipped predecessors
-    get their defaults).
-    """
+def _plan(function):
     try:
         plan = _plans.get(function)
     except TypeError:  # not weakly referable: no cache
@@ -583,6 +720,17 @@ def _arguments(function, args, injected):
             _plans[function] = plan
         except TypeError:
             pass
+    return plan
+
+
+def _arguments(function, args, injected):
+    """Positional and keyword arguments for the call, converted to the annotated types.
+
+    Only the arguments given are passed, so Python applies its own defaults.
+    Positional-only parameters are passed by position (their skipped predecessors
+    get their defaults).
+    """
+    plan = _plan(function)
     args = dict(args)
     positional, pending, keywords = [], [], {}
     for name, kind, hint, default in plan.parameters:
@@ -621,6 +769,8 @@ _NONE = type(None)
 _LISTS = (list, collections.abc.Sequence, collections.abc.Iterable, collections.abc.MutableSequence, collections.abc.Collection)
 _SETS = (set, frozenset, collections.abc.Set, collections.abc.MutableSet)
 _DICTS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+# Hints ``_convert`` gives every valid JSON value back unchanged.
+_AS_IS = (inspect.Parameter.empty, typing.Any, object, str, bool, None, _NONE, list, dict)
 
 
 def _convert(value, hint):
@@ -878,7 +1028,9 @@ _STDERR = _Router("err")
 
 
 class _Workspace:
-    """The process's working directory, shared by the calls running at one time.
+    """The process's working directory, shared by the calls running at one time, for
+    requests that name a workspace: outside the embedding (a plain Python or a worker
+    process). The embedding leases it in Rust instead, for both of its call paths.
 
     Calls for the same folder run together; a call for another folder waits until
     they are done. When the last call leaves, the directory the host had is restored,

@@ -8,7 +8,17 @@
 //! - `python`: the only code in lcp that touches pyo3. `host.py`: the Python side
 //!   (loading, hooks, conversion, capture); it speaks JSON text only, so it can serve
 //!   a worker process as well.
-//! - `capture`: keeps file descriptor 1 away from tools.
+//! - `capture`: keeps file descriptor 1 away from tools. `workspace`: leases the
+//!   working directory to calls.
+//!
+//! A call takes one of two paths. The first call of a tool, a call with a timeout and
+//! a call of a tool whose arguments need converting go through `host.py`'s `call`
+//! (JSON text in and out). Once a tool's library is loaded, a tool whose parameters
+//! are plain JSON types (numbers, strings, booleans, lists, dicts, `Optional` of them)
+//! is called *directly*: its arguments are built from the `serde_json` values and its
+//! return value read back without JSON text, `host.py` only joins in for what the tool
+//! prints, an exception or a value that is not plain JSON. Both paths give the same
+//! result for the same call.
 //!
 //! Invariants: module code runs only when one of its tools or providers is asked
 //! for; a tool's failure of any kind, `SystemExit` included, is a [`ToolResult`],
@@ -18,7 +28,9 @@ mod capture;
 pub mod catalog;
 mod python;
 mod validate;
+mod workspace;
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -33,7 +45,7 @@ use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{DEFAULT_INJECTED, Library};
-use crate::registry::{Changes, Registry};
+use crate::registry::{Changes, FastMap, Registry};
 
 /// How long a call that ran out of time gets to unwind after it was told to stop.
 const GRACE: Duration = Duration::from_secs(2);
@@ -201,9 +213,50 @@ pub struct Runtime {
     config: RuntimeConfig,
     base: PathBuf,
     handler: RwLock<Option<Handler>>,
+    /// How each tool called so far is called, by function name.
+    resolved: RwLock<FastMap<String, Resolved>>,
+}
+
+/// A tool's [`python::Resolution`], while the modules it was made with stay loaded.
+struct Resolved {
+    /// The tool's library file, as the registry names it.
+    file: PathBuf,
+    generation: u64,
+    direct: Option<Arc<python::Direct>>,
+}
+
+impl Resolved {
+    fn holds(&self, library: &Library, generation: u64) -> bool {
+        self.generation == generation && self.file.as_os_str() == library.path.as_os_str()
+    }
 }
 
 static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
+
+/// Counts the times loaded modules were dropped: a resolution made before is stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Calls running on this thread: a call made while another one runs here (from a
+    /// confirm handler) takes `host.py`'s path, which keeps the outer call's state.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// This thread's share of [`DEPTH`] while a call runs.
+struct Nesting;
+
+impl Nesting {
+    fn enter() -> Nesting {
+        DEPTH.set(DEPTH.get() + 1);
+        Nesting
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        DEPTH.set(DEPTH.get() - 1);
+    }
+}
 
 /// The confirm handler of each call in progress, by call id.
 static HANDLERS: LazyLock<Mutex<HashMap<u64, Handler>>> = LazyLock::new(Default::default);
@@ -213,12 +266,12 @@ impl Runtime {
     /// site-packages. Runs no tool code.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, String> {
         let base = std::env::current_dir().map_err(|err| format!("cannot read the working directory: {err}"))?;
-        python::start(answer_confirm)?;
+        python::start(answer_confirm, workspace::before_chdir)?;
         if let Some(venv) = &config.venv {
             let site = site_packages(&base.join(venv))?;
             python::add_site_dir(&site.to_string_lossy())?;
         }
-        Ok(Runtime { config, base, handler: RwLock::new(None) })
+        Ok(Runtime { config, base, handler: RwLock::new(None), resolved: RwLock::default() })
     }
 
     pub fn config(&self) -> &RuntimeConfig {
@@ -255,7 +308,78 @@ impl Runtime {
         if !problems.is_empty() {
             return ToolResult::failure(validate::report(tool, &found.parameters, &problems));
         }
-        self.run(library, &found.name, Kind::Tool, args, options, options.timeout)
+        if options.timeout.is_none()
+            && let Some(result) = self.call_direct(library, &found.name, args, options)
+        {
+            return result;
+        }
+        let result = self.run(library, &found.name, Kind::Tool, args, options, options.timeout);
+        self.resolve(library, &found.name);
+        result
+    }
+
+    /// The direct path (see the module doc); `None` when the call must take `host.py`'s.
+    fn call_direct(
+        &self,
+        library: &Library,
+        function: &str,
+        args: &Value,
+        options: &CallOptions,
+    ) -> Option<ToolResult> {
+        let Value::Object(args) = args else { return None };
+        if DEPTH.get() > 0 || ANY_DROPPED.load(Ordering::Acquire) {
+            return None;
+        }
+        let direct = {
+            let resolved = self.resolved.read().unwrap_or_else(|p| p.into_inner());
+            let entry = resolved.get(function).filter(|entry| entry.holds(library, GENERATION.load(Ordering::Acquire)));
+            entry?.direct.clone()?
+        };
+        if !direct.takes(args) {
+            return None;
+        }
+        let id = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
+        let handler = self.handler.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let _registration = handler.map(|handler| Registration::new(id, handler));
+        let folder = options.workspace.as_deref().map(|dir| self.base.join(dir));
+        let _lease = match workspace::enter(folder.as_deref()) {
+            Ok(lease) => lease,
+            Err(err) => return Some(ToolResult::failure(err)),
+        };
+        let _nesting = Nesting::enter();
+        let capture = capture::begin(id);
+        let outcome = python::call_direct(&direct, id, args);
+        let raw_stdout = capture.finish();
+        Some(match outcome {
+            Ok(python::DirectOutcome { returned: python::Returned::Output(output), stdout, stderr }) => {
+                ToolResult { ok: true, output, error: None, traceback: None, stdout: stdout + &raw_stdout, stderr }
+            }
+            Ok(python::DirectOutcome { returned: python::Returned::Reply(reply), stdout, stderr }) => {
+                let mut result = read_reply(Ok(reply), raw_stdout).0;
+                result.stdout.insert_str(0, &stdout);
+                result.stderr.insert_str(0, &stderr);
+                result
+            }
+            Err(err) => read_reply(Err(err), raw_stdout).0,
+        })
+    }
+
+    /// Records how `function` of `library` is called from now on, unless known.
+    fn resolve(&self, library: &Library, function: &str) {
+        let generation = GENERATION.load(Ordering::Acquire);
+        let resolved = self.resolved.read().unwrap_or_else(|p| p.into_inner());
+        if resolved.get(function).is_some_and(|entry| entry.holds(library, generation)) {
+            return;
+        }
+        drop(resolved);
+        let file = absolute(&self.base, &library.path);
+        let direct = match python::direct(&file, function, &library_key(library), &self.config.injected) {
+            python::Resolution::Direct(direct) => Some(Arc::new(direct)),
+            python::Resolution::Never => None,
+            python::Resolution::NotLoaded => return,
+        };
+        let entry = Resolved { file: library.path.clone(), generation, direct };
+        self.resolved.write().unwrap_or_else(|p| p.into_inner()).insert(function.to_string(), entry);
     }
 
     /// Asks every tool's prompt provider for its description (SPEC §2).
@@ -359,7 +483,6 @@ impl Runtime {
             library: &key,
             function,
             args,
-            workspace: options.workspace.as_deref().map(|dir| absolute(&self.base, dir)),
             config: self.config.libraries.get(&key),
             autonomy_level: &self.config.autonomy_level,
             has_handler: handler.is_some(),
@@ -369,9 +492,10 @@ impl Runtime {
             Ok(text) => text,
             Err(err) => return ToolResult::failure(format!("cannot encode the call: {err}")),
         };
+        let folder = options.workspace.as_deref().map(|dir| self.base.join(dir));
         match timeout {
-            None => execute(id, &request, handler).0,
-            Some(limit) => execute_with_deadline(id, request, handler, limit, function),
+            None => execute(id, &request, handler, folder.as_deref()).0,
+            Some(limit) => execute_with_deadline(id, request, handler, folder, limit, function),
         }
     }
 }
@@ -393,7 +517,6 @@ struct Request<'a> {
     library: &'a str,
     function: &'a str,
     args: &'a Value,
-    workspace: Option<String>,
     config: Option<&'a Map<String, Value>>,
     autonomy_level: &'a str,
     has_handler: bool,
@@ -416,12 +539,23 @@ struct Reply {
     timed_out: bool,
 }
 
-/// Runs the call on this thread; returns the result and whether it was stopped.
-fn execute(id: u64, request: &str, handler: Option<Handler>) -> (ToolResult, bool) {
+/// Runs the call on this thread, in the working directory `workspace` (the host's
+/// own when `None`); returns the result and whether it was stopped.
+fn execute(id: u64, request: &str, handler: Option<Handler>, workspace: Option<&Path>) -> (ToolResult, bool) {
     let _registration = handler.map(|handler| Registration::new(id, handler));
+    let _lease = match workspace::enter(workspace) {
+        Ok(lease) => lease,
+        Err(err) => return (ToolResult::failure(err), false),
+    };
+    let _nesting = Nesting::enter();
     let capture = capture::begin(id);
     let reply = python::call(request);
     let raw_stdout = capture.finish();
+    read_reply(reply, raw_stdout)
+}
+
+/// A result from `host.py`'s reply and what reached fd 1; also whether the call was stopped.
+fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult, bool) {
     let reply =
         reply.and_then(|text| serde_json::from_str::<Reply>(&text).map_err(|err| format!("unreadable reply: {err}")));
     match reply {
@@ -451,12 +585,13 @@ fn execute_with_deadline(
     id: u64,
     request: String,
     handler: Option<Handler>,
+    workspace: Option<PathBuf>,
     limit: Duration,
     function: &str,
 ) -> ToolResult {
     let (sender, receiver) = mpsc::channel();
     let worker = std::thread::Builder::new().name(format!("lcp-call-{id}")).spawn(move || {
-        let _ = sender.send(execute(id, &request, handler));
+        let _ = sender.send(execute(id, &request, handler, workspace.as_deref()));
     });
     if let Err(err) = worker {
         return ToolResult::failure(format!("cannot start a thread for the call: {err}"));
@@ -507,6 +642,7 @@ static ANY_DROPPED: AtomicBool = AtomicBool::new(false);
 pub(crate) fn drop_modules(paths: impl IntoIterator<Item = String>) {
     let mut dropped = DROPPED.lock().unwrap_or_else(|p| p.into_inner());
     dropped.extend(paths);
+    GENERATION.fetch_add(1, Ordering::AcqRel);
     ANY_DROPPED.store(!dropped.is_empty(), Ordering::Release);
 }
 

@@ -3,16 +3,21 @@
 //! Starts CPython once per process (the interpreter chosen at build time, as its
 //! program name, so `sys.prefix` and the standard library are its own from any
 //! working directory; no signal handlers), loads `host.py` as `_lcp_host` and passes
-//! JSON text to and from it. Python objects never leave this file: failures come back
-//! as strings holding the formatted traceback.
+//! JSON text to and from it. Warm calls of simple tools skip both the JSON text and
+//! `host.py`: [`direct`] resolves the tool function once and [`call_direct`] calls it
+//! with arguments built straight from `serde_json` values. Python objects never leave
+//! this file (a [`Direct`] holds them opaquely): failures come back as strings holding
+//! the formatted traceback.
 
 use std::ffi::{CStr, CString};
 use std::path::Path;
 use std::sync::OnceLock;
 
+use pyo3::exceptions::PyRecursionError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyCFunction, PyDict, PyModule, PyTuple};
+use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyModule, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
 
 /// The interpreter lcp was built against (`PYO3_PYTHON`, see `build.rs`).
 pub const EXECUTABLE: &str = env!("LCP_PYTHON_EXECUTABLE");
@@ -28,6 +33,19 @@ struct Host {
     rebind: Py<PyAny>,
     forget: Py<PyAny>,
     add_site_dir: Py<PyAny>,
+    direct: Py<PyAny>,
+    /// `_direct`: thread ident -> marker of the direct call it runs.
+    direct_markers: Py<PyDict>,
+    /// `_direct_calls`: the direct calls that printed or asked to confirm.
+    direct_calls: Py<PyDict>,
+    direct_captured: Py<PyAny>,
+    direct_result: Py<PyAny>,
+    direct_failure: Py<PyAny>,
+    restore_streams: Py<PyAny>,
+    /// `sys.__dict__`, and the keys and values of `sys.stdout` and `sys.stderr` while
+    /// `host.py` routes them.
+    sys: Py<PyDict>,
+    streams: [(Py<PyString>, Py<PyAny>); 2],
 }
 
 static HOST: OnceLock<Result<Host, String>> = OnceLock::new();
@@ -37,9 +55,10 @@ static HOST: OnceLock<Result<Host, String>> = OnceLock::new();
 /// other calls.
 pub type ConfirmFn = fn(&str) -> String;
 
-/// Starts the interpreter and the host module, once per process.
-pub fn start(confirm: ConfirmFn) -> Result<(), String> {
-    HOST.get_or_init(|| load(confirm)).as_ref().map(|_| ()).map_err(Clone::clone)
+/// Starts the interpreter and the host module, once per process. `before_chdir` is
+/// called before a tool changes the working directory.
+pub fn start(confirm: ConfirmFn, before_chdir: fn()) -> Result<(), String> {
+    HOST.get_or_init(|| load(confirm, before_chdir)).as_ref().map(|_| ()).map_err(Clone::clone)
 }
 
 fn host() -> Result<&'static Host, String> {
@@ -50,7 +69,7 @@ fn host() -> Result<&'static Host, String> {
     }
 }
 
-fn load(confirm: ConfirmFn) -> Result<Host, String> {
+fn load(confirm: ConfirmFn, before_chdir: fn()) -> Result<Host, String> {
     initialize()?;
     Python::attach(|py| {
         let source = CString::new(HOST_SOURCE).map_err(|err| err.to_string())?;
@@ -65,14 +84,42 @@ fn load(confirm: ConfirmFn) -> Result<Host, String> {
             },
         )
         .map_err(|err| describe(py, err))?;
-        module.getattr("install").and_then(|install| install.call1((bridge,))).map_err(|err| describe(py, err))?;
+        let chdir_hook = PyCFunction::new_closure(
+            py,
+            Some(c"before_chdir"),
+            None,
+            move |_: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| -> PyResult<()> {
+                before_chdir();
+                Ok(())
+            },
+        )
+        .map_err(|err| describe(py, err))?;
+        module
+            .getattr("install")
+            .and_then(|install| install.call1((bridge, chdir_hook)))
+            .map_err(|err| describe(py, err))?;
         let function = |name: &str| module.getattr(name).map(Bound::unbind).map_err(|err| describe(py, err));
+        let dict = |name: &str| {
+            module.getattr(name).and_then(|d| Ok(d.cast_into::<PyDict>()?.unbind())).map_err(|err| describe(py, err))
+        };
         Ok(Host {
             call: function("call")?,
             stop: function("stop")?,
             rebind: function("rebind")?,
             forget: function("forget")?,
             add_site_dir: function("add_site_dir")?,
+            direct: function("direct")?,
+            direct_markers: dict("_direct")?,
+            direct_calls: dict("_direct_calls")?,
+            direct_captured: function("_direct_captured")?,
+            direct_result: function("_direct_result")?,
+            direct_failure: function("_direct_failure")?,
+            restore_streams: function("_restore_streams")?,
+            sys: py.import("sys").map(|sys| sys.dict().unbind()).map_err(|err| describe(py, err))?,
+            streams: [
+                (PyString::intern(py, "stdout").unbind(), function("_STDOUT")?),
+                (PyString::intern(py, "stderr").unbind(), function("_STDERR")?),
+            ],
         })
     })
 }
@@ -153,6 +200,309 @@ pub fn forget(paths: &str) -> Result<(), String> {
 pub fn add_site_dir(dir: &str) -> Result<(), String> {
     let host = host()?;
     Python::attach(|py| host.add_site_dir.call1(py, (dir,)).map(drop).map_err(|err| describe(py, err)))
+}
+
+/// A tool function resolved by `host.direct`, for [`call_direct`].
+pub struct Direct {
+    function: Py<PyAny>,
+    /// Each parameter: its name, the same as a Python string, what a number becomes.
+    parameters: Vec<(String, Py<PyString>, Coercion)>,
+    takes_any_keyword: bool,
+    /// `(library, function)`: what `host.py` needs to route what the call prints.
+    names: Py<PyTuple>,
+    /// Bit set of the parameters given -> the tuple of their names.
+    keyword_names: Py<PyDict>,
+}
+
+/// What `host.py`'s `_convert` does to a valid JSON value for a parameter of a direct tool.
+#[derive(Clone, Copy, PartialEq)]
+enum Coercion {
+    Keep,
+    /// An integral float becomes an int.
+    Int,
+    /// An int becomes a float.
+    Float,
+}
+
+/// Whether a tool can be called directly.
+pub enum Resolution {
+    Direct(Direct),
+    /// Its calls need `host.py` (see `host.direct`).
+    Never,
+    /// Its library is not loaded yet.
+    NotLoaded,
+}
+
+/// The tool `function` of the library `file` (library key `library`), resolved for
+/// [`call_direct`] when its calls need nothing of `host.py`.
+pub fn direct(file: &str, function: &str, library: &str, injected: &[String]) -> Resolution {
+    let Ok(host) = host() else { return Resolution::NotLoaded };
+    Python::attach(|py| {
+        let Ok(resolved) = host.direct.call1(py, (file, function, injected.to_vec())) else {
+            return Resolution::Never;
+        };
+        let resolved = resolved.bind(py);
+        if resolved.is_none() {
+            return Resolution::NotLoaded;
+        }
+        let Ok((tool, parameters, takes_any_keyword)) =
+            resolved.extract::<(Bound<'_, PyAny>, Vec<(String, String)>, bool)>()
+        else {
+            return Resolution::Never;
+        };
+        let parameters = parameters
+            .into_iter()
+            .map(|(name, coercion)| {
+                let coercion = match coercion.as_str() {
+                    "int" => Coercion::Int,
+                    "float" => Coercion::Float,
+                    _ => Coercion::Keep,
+                };
+                let python = PyString::intern(py, &name).unbind();
+                (name, python, coercion)
+            })
+            .collect();
+        match PyTuple::new(py, [library, function]) {
+            Ok(names) => Resolution::Direct(Direct {
+                function: tool.unbind(),
+                parameters,
+                takes_any_keyword,
+                names: names.unbind(),
+                keyword_names: PyDict::new(py).unbind(),
+            }),
+            Err(_) => Resolution::Never,
+        }
+    })
+}
+
+impl Direct {
+    /// Whether every argument names a parameter the function takes.
+    pub fn takes(&self, args: &Map<String, Value>) -> bool {
+        self.takes_any_keyword || args.keys().all(|name| self.parameters.iter().any(|(known, ..)| known == name))
+    }
+}
+
+/// What a direct call returned.
+pub enum Returned {
+    /// Plain JSON data that reports no failure: the call succeeded with it.
+    Output(Value),
+    /// `host.py`'s reply (JSON text) for everything else: an exception, a value JSON
+    /// cannot carry as it is, a failure the tool reported.
+    Reply(String),
+}
+
+/// A finished direct call.
+pub struct DirectOutcome {
+    pub returned: Returned,
+    /// What the call printed through `sys.stdout` / `sys.stderr`.
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Calls a [`Direct`] tool with `args` (valid for its schema, [`Direct::takes`] them)
+/// as keywords.
+pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> Result<DirectOutcome, String> {
+    let host = host()?;
+    Python::attach(|py| {
+        let (names, values) = keywords(py, direct, args).map_err(|err| describe(py, err))?;
+        let marker = marker(py, host).map_err(|err| describe(py, err))?;
+        let marked = marker.set_item(0, call_id).and_then(|()| marker.set_item(1, direct.names.bind(py)));
+        marked.map_err(|err| describe(py, err))?;
+        let result = vectorcall(py, direct.function.bind(py), &values, &names);
+        let cleared = marker.set_item(0, py.None());
+        let returned = match result {
+            Ok(value) => match to_json(&value, 0) {
+                Some(output) if !may_report_failure(&output) => Returned::Output(output),
+                _ => Returned::Reply(reply(py, host.direct_result.call1(py, (value,)))?),
+            },
+            Err(err) => {
+                let traceback = err.traceback(py);
+                Returned::Reply(reply(py, host.direct_failure.call1(py, (err.value(py), traceback)))?)
+            }
+        };
+        cleared.map_err(|err| describe(py, err))?;
+        let sys = host.sys.bind(py);
+        let replaced = host.streams.iter().any(|(name, router)| {
+            sys.get_item(name.bind(py)).ok().flatten().is_none_or(|stream| !stream.is(router.bind(py)))
+        });
+        if replaced {
+            host.restore_streams.call0(py).map_err(|err| describe(py, err))?;
+        }
+        let (stdout, stderr) = if host.direct_calls.bind(py).is_empty() {
+            (String::new(), String::new())
+        } else {
+            host.direct_captured
+                .call1(py, (call_id,))
+                .and_then(|texts| texts.extract(py))
+                .map_err(|err| describe(py, err))?
+        };
+        Ok(DirectOutcome { returned, stdout, stderr })
+    })
+}
+
+/// The keyword arguments of a direct call: their names (a tuple made once per set
+/// of names) and their values, in the order of the function's parameters.
+fn keywords<'py>(
+    py: Python<'py>,
+    direct: &Direct,
+    args: &Map<String, Value>,
+) -> PyResult<(Bound<'py, PyTuple>, Vec<Bound<'py, PyAny>>)> {
+    let mut ordered: Vec<(usize, &String, &Value)> = Vec::with_capacity(args.len());
+    for (name, value) in args {
+        let index = direct.parameters.iter().position(|(known, ..)| known == name).unwrap_or(usize::MAX);
+        ordered.push((index, name, value));
+    }
+    ordered.sort_by_key(|(index, ..)| *index);
+    let mut values = Vec::with_capacity(ordered.len());
+    for (index, _, value) in &ordered {
+        let coercion = direct.parameters.get(*index).map_or(Coercion::Keep, |(_, _, coercion)| *coercion);
+        values.push(to_python(py, value, coercion, 0)?);
+    }
+    let known = ordered.iter().all(|(index, ..)| *index < 64);
+    if !known {
+        let names = ordered.iter().map(|(index, name, _)| match direct.parameters.get(*index) {
+            Some((_, python, _)) => python.bind(py).clone(),
+            None => PyString::new(py, name),
+        });
+        return Ok((PyTuple::new(py, names)?, values));
+    }
+    let mask: u64 = ordered.iter().fold(0, |mask, (index, ..)| mask | 1 << index);
+    let cache = direct.keyword_names.bind(py);
+    if let Some(names) = cache.get_item(mask)? {
+        return Ok((names.cast_into::<PyTuple>()?, values));
+    }
+    let names = PyTuple::new(py, ordered.iter().map(|(index, ..)| direct.parameters[*index].1.bind(py)))?;
+    cache.set_item(mask, &names)?;
+    Ok((names, values))
+}
+
+/// `function(**dict(zip(names, values)))`, without making the dict.
+fn vectorcall<'py>(
+    py: Python<'py>,
+    function: &Bound<'py, PyAny>,
+    values: &[Bound<'py, PyAny>],
+    names: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let pointers: Vec<*mut ffi::PyObject> = values.iter().map(Bound::as_ptr).collect();
+    let names = if values.is_empty() { std::ptr::null_mut() } else { names.as_ptr() };
+    // SAFETY: `pointers` holds `values.len()` live references (kept alive by `values`),
+    // all of them keywords named by the tuple `names`; the result is a new reference
+    // or NULL with an exception set.
+    unsafe {
+        let result = ffi::PyObject_Vectorcall(function.as_ptr(), pointers.as_ptr(), 0, names);
+        Bound::from_owned_ptr_or_err(py, result)
+    }
+}
+
+thread_local! {
+    /// This thread's entry of `host._direct`: `[call id or None, (library, function)]`.
+    static MARKER: std::cell::OnceCell<Py<PyList>> = const { std::cell::OnceCell::new() };
+}
+
+/// This thread's marker, made and entered in `host._direct` on first use.
+fn marker<'py>(py: Python<'py>, host: &Host) -> PyResult<Bound<'py, PyList>> {
+    MARKER.with(|cell| {
+        if let Some(marker) = cell.get() {
+            return Ok(marker.bind(py).clone());
+        }
+        let marker = PyList::new(py, [py.None(), py.None()])?;
+        // SAFETY: a plain C call; it reads the calling thread's id.
+        let thread = unsafe { ffi::PyThread_get_thread_ident() };
+        host.direct_markers.bind(py).set_item(thread, &marker)?;
+        let _ = cell.set(marker.clone().unbind());
+        Ok(marker)
+    })
+}
+
+fn reply(py: Python<'_>, text: PyResult<Py<PyAny>>) -> Result<String, String> {
+    text.and_then(|text| text.extract(py)).map_err(|err| describe(py, err))
+}
+
+/// Arguments nested deeper than this are not built here (serde_json parses at most 128 levels).
+const MAX_DEPTH: usize = 256;
+
+/// A JSON value as the Python object `json.loads` makes of it, with `coercion` applied
+/// to a number at the top.
+fn to_python<'py>(py: Python<'py>, value: &Value, coercion: Coercion, depth: usize) -> PyResult<Bound<'py, PyAny>> {
+    if depth > MAX_DEPTH {
+        return Err(PyRecursionError::new_err("the arguments are nested too deeply"));
+    }
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(flag) => PyBool::new(py, *flag).to_owned().into_any(),
+        Value::Number(number) => match (number.as_i64(), number.as_u64(), number.as_f64()) {
+            (Some(int), ..) if coercion == Coercion::Float => PyFloat::new(py, int as f64).into_any(),
+            (_, Some(int), _) if coercion == Coercion::Float => PyFloat::new(py, int as f64).into_any(),
+            (Some(int), ..) => int.into_pyobject(py)?.into_any(),
+            (_, Some(int), _) => int.into_pyobject(py)?.into_any(),
+            (.., Some(float)) if coercion == Coercion::Int && float.is_finite() && float.fract() == 0.0 => {
+                // SAFETY: PyLong_FromDouble returns a new reference or NULL with an exception set.
+                unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromDouble(float))? }
+            }
+            (.., float) => PyFloat::new(py, float.unwrap_or(f64::NAN)).into_any(),
+        },
+        Value::String(text) => PyString::new(py, text).into_any(),
+        Value::Array(items) => {
+            let items: Vec<_> =
+                items.iter().map(|item| to_python(py, item, Coercion::Keep, depth + 1)).collect::<PyResult<_>>()?;
+            PyList::new(py, items)?.into_any()
+        }
+        Value::Object(fields) => {
+            let dict = PyDict::new(py);
+            for (key, item) in fields {
+                dict.set_item(key, to_python(py, item, Coercion::Keep, depth + 1)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Return values nested deeper than this go to `host.py`, which reports them.
+const MAX_RESULT_DEPTH: usize = 64;
+
+/// A return value made only of JSON's own types (exact `None`, `bool`, `int` within
+/// 64 bits, finite `float`, `str`, `list`, `tuple`, `dict` with `str` keys) as JSON;
+/// `None` for anything else, which `host.py` converts or reports.
+fn to_json(value: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
+    if depth > MAX_RESULT_DEPTH {
+        return None;
+    }
+    if value.is_none() {
+        return Some(Value::Null);
+    }
+    if let Ok(flag) = value.cast_exact::<PyBool>() {
+        return Some(Value::Bool(flag.is_true()));
+    }
+    if let Ok(int) = value.cast_exact::<PyInt>() {
+        return int.extract::<i64>().map(Value::from).or_else(|_| int.extract::<u64>().map(Value::from)).ok();
+    }
+    if let Ok(float) = value.cast_exact::<PyFloat>() {
+        return Number::from_f64(float.value()).map(Value::Number);
+    }
+    if let Ok(text) = value.cast_exact::<PyString>() {
+        return text.to_str().ok().map(|text| Value::String(text.to_owned()));
+    }
+    if let Ok(list) = value.cast_exact::<PyList>() {
+        return list.iter().map(|item| to_json(&item, depth + 1)).collect::<Option<Vec<_>>>().map(Value::Array);
+    }
+    if let Ok(tuple) = value.cast_exact::<PyTuple>() {
+        return tuple.iter().map(|item| to_json(&item, depth + 1)).collect::<Option<Vec<_>>>().map(Value::Array);
+    }
+    let dict = value.cast_exact::<PyDict>().ok()?;
+    let mut fields = Map::with_capacity(dict.len());
+    for (key, item) in dict.iter() {
+        let key = key.cast_exact::<PyString>().ok()?.to_str().ok()?.to_owned();
+        fields.insert(key, to_json(&item, depth + 1)?);
+    }
+    Some(Value::Object(fields))
+}
+
+/// Whether `host.py` must look at a returned dict: one with `success: false` or an
+/// `error` key may report a failure (SPEC §5).
+fn may_report_failure(output: &Value) -> bool {
+    output
+        .as_object()
+        .is_some_and(|fields| fields.get("success") == Some(&Value::Bool(false)) || fields.contains_key("error"))
 }
 
 /// Evaluates a Python expression in a fresh namespace and returns its `repr()`;

@@ -88,6 +88,15 @@ fn resolve<'s>(root: &'s Value, reference: &str) -> Option<&'s Value> {
     root.pointer(reference.strip_prefix('#')?)
 }
 
+/// A keyword of a schema object. Schema objects hold a handful of keywords: a scan
+/// of them is quicker than hashing the name.
+fn keyword<'s>(schema: &'s Map<String, Value>, name: &str) -> Option<&'s Value> {
+    if schema.len() > 12 {
+        return schema.get(name);
+    }
+    schema.iter().find_map(|(key, value)| (key == name).then_some(value))
+}
+
 struct Checker<'s> {
     root: &'s Value,
     problems: Vec<String>,
@@ -124,13 +133,13 @@ impl<'s> Checker<'s> {
             Value::Object(schema) => schema,
             _ => return,
         };
-        if let Some(target) = schema.get("$ref").and_then(Value::as_str).and_then(|r| resolve(self.root, r)) {
+        if let Some(target) = keyword(schema, "$ref").and_then(Value::as_str).and_then(|r| resolve(self.root, r)) {
             self.value(target, value, path);
         }
-        if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
+        if let Some(branches) = keyword(schema, "anyOf").and_then(Value::as_array) {
             self.any_of(branches, value, path);
         }
-        if let Some(expected) = schema.get("type")
+        if let Some(expected) = keyword(schema, "type")
             && !type_matches(expected, value)
         {
             let expected = match expected {
@@ -140,13 +149,13 @@ impl<'s> Checker<'s> {
             // Nothing else can be said about a value of the wrong type.
             return self.problem(path, format!("expected {expected}, got {}", show(value)));
         }
-        if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        if let Some(allowed) = keyword(schema, "enum").and_then(Value::as_array)
             && !allowed.iter().any(|candidate| same(candidate, value))
         {
             let listed: Vec<String> = allowed.iter().map(Value::to_string).collect();
             self.problem(path, format!("{} is not one of {}", show(value), listed.join(", ")));
         }
-        if let Some(constant) = schema.get("const")
+        if let Some(constant) = keyword(schema, "const")
             && !same(constant, value)
         {
             self.problem(path, format!("expected {constant}, got {}", show(value)));
@@ -182,9 +191,11 @@ impl<'s> Checker<'s> {
     }
 
     fn object(&mut self, schema: &'s Map<String, Value>, object: &Map<String, Value>, path: &str) {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        for name in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-            if !object.contains_key(name) {
+        let properties = keyword(schema, "properties").and_then(Value::as_object);
+        for name in
+            keyword(schema, "required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
+        {
+            if keyword(object, name).is_none() {
                 if path.is_empty() {
                     self.problems.push(format!("missing required parameter `{name}`"));
                 } else {
@@ -192,9 +203,9 @@ impl<'s> Checker<'s> {
                 }
             }
         }
-        let additional = schema.get("additionalProperties");
+        let additional = keyword(schema, "additionalProperties");
         for (name, item) in object {
-            match properties.and_then(|p| p.get(name)) {
+            match properties.and_then(|p| keyword(p, name)) {
                 Some(property) => self.value(property, item, &child(path, name)),
                 None => match additional {
                     Some(Value::Bool(false)) if path.is_empty() => {
@@ -210,30 +221,30 @@ impl<'s> Checker<'s> {
 
     fn array(&mut self, schema: &'s Map<String, Value>, items: &[Value], path: &str) {
         let count = items.len();
-        if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+        if let Some(min) = keyword(schema, "minItems").and_then(Value::as_u64)
             && (count as u64) < min
         {
             self.problem(path, format!("expected at least {min} items, got {count}"));
         }
-        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+        if let Some(max) = keyword(schema, "maxItems").and_then(Value::as_u64)
             && (count as u64) > max
         {
             self.problem(path, format!("expected at most {max} items, got {count}"));
         }
-        let prefix = schema.get("prefixItems").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        let prefix = keyword(schema, "prefixItems").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         for (i, item) in items.iter().enumerate() {
             let at = format!("{path}[{i}]");
             match prefix.get(i) {
                 Some(item_schema) => self.value(item_schema, item, &at),
                 // `items: false` after a tuple's positions is reported by maxItems already.
-                None => match schema.get("items") {
-                    Some(Value::Bool(false)) if !prefix.is_empty() && schema.contains_key("maxItems") => {}
+                None => match keyword(schema, "items") {
+                    Some(Value::Bool(false)) if !prefix.is_empty() && keyword(schema, "maxItems").is_some() => {}
                     Some(item_schema) => self.value(item_schema, item, &at),
                     None => {}
                 },
             }
         }
-        if schema.get("uniqueItems") == Some(&Value::Bool(true)) {
+        if keyword(schema, "uniqueItems") == Some(&Value::Bool(true)) {
             let mut seen: Vec<(String, usize)> = Vec::with_capacity(count);
             for (i, item) in items.iter().enumerate() {
                 let key = canonical(item);
@@ -249,23 +260,23 @@ impl<'s> Checker<'s> {
 
     fn string(&mut self, schema: &'s Map<String, Value>, text: &str, path: &str) {
         let length = text.chars().count() as u64;
-        if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+        if let Some(min) = keyword(schema, "minLength").and_then(Value::as_u64)
             && length < min
         {
             self.problem(path, format!("text has {length} characters, fewer than the minimum {min}"));
         }
-        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+        if let Some(max) = keyword(schema, "maxLength").and_then(Value::as_u64)
             && length > max
         {
             self.problem(path, format!("text has {length} characters, more than the maximum {max}"));
         }
-        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+        if let Some(pattern) = keyword(schema, "pattern").and_then(Value::as_str)
             && let Ok(regex) = regex_lite::Regex::new(pattern)
             && !regex.is_match(text)
         {
             self.problem(path, format!("{} does not match the pattern `{pattern}`", show_text(text)));
         }
-        if let Some(format) = schema.get("format").and_then(Value::as_str) {
+        if let Some(format) = keyword(schema, "format").and_then(Value::as_str) {
             let example = match format {
                 "date" => (!is_date(text)).then_some("YYYY-MM-DD"),
                 "date-time" => (!is_date_time(text)).then_some("YYYY-MM-DDTHH:MM:SS, optionally with a time zone"),
@@ -282,7 +293,7 @@ impl<'s> Checker<'s> {
 
     fn number(&mut self, schema: &'s Map<String, Value>, value: &Value, path: &str) {
         let Some(n) = value.as_f64() else { return };
-        let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+        let bound = |key: &str| keyword(schema, key).and_then(Value::as_f64);
         type Holds = fn(f64, f64) -> bool;
         let checks: [(&str, Holds, &str); 4] = [
             ("minimum", |n, m| n >= m, "less than the minimum"),

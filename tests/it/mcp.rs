@@ -360,6 +360,26 @@ fn tools_run_in_the_workspace() {
 }
 
 #[test]
+fn a_tool_that_changes_directory_does_not_move_later_calls_with_or_without_a_workspace() {
+    let workspace = temp_dir("mcp-wander");
+    let steps = json!([
+        call("tool_cwd", json!({})),
+        call("tool_wander_and_fail", json!({})),
+        call("tool_wander_and_fail", json!({})),
+        call("tool_cwd", json!({})),
+    ]);
+    let cwd = |report: &Value, i: usize| {
+        let text = report["results"][i]["structuredContent"]["result"].as_str().unwrap_or_default().to_string();
+        std::fs::canonicalize(&text).unwrap_or_else(|err| panic!("{text:?}: {err}: {report}"))
+    };
+    let moved = session("auto", "none", &["fixtures/runtime/workspace"], steps.clone());
+    assert_eq!((cwd(&moved, 0), cwd(&moved, 3)), (root().canonicalize().unwrap(), root().canonicalize().unwrap()));
+    let serve = ["fixtures/runtime/workspace", "--workspace", workspace.to_str().unwrap()];
+    let moved = session("auto", "none", &serve, steps);
+    assert_eq!(cwd(&moved, 3), workspace.canonicalize().unwrap(), "{moved}");
+}
+
+#[test]
 fn a_bad_config_file_is_a_usage_error() {
     let dir = temp_dir("mcp-bad-config");
     let cases =

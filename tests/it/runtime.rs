@@ -461,6 +461,81 @@ fn a_spinning_tool_does_not_block_calls_of_other_tools() {
     });
 }
 
+// ----------------------------------------------------------- direct path ---
+
+/// Calls a tool of `fixtures/runtime/direct` twice (the first call loads the library
+/// through `host.py`, the second may go directly) and returns both results.
+fn twice(runtime: &Runtime, registry: &Registry, tool: &str, args: Value) -> (ToolResult, ToolResult) {
+    (call(runtime, registry, tool, args.clone()), call(runtime, registry, tool, args))
+}
+
+#[test]
+fn warm_calls_of_plain_tools_skip_host_py_and_others_never_do() {
+    let (runtime, registry) = (runtime(), registry("direct"));
+    let (first, second) = twice(&runtime, &registry, "tool_path", json!({}));
+    assert_eq!((output(first), output(second)), (json!("host.py"), json!("direct")));
+    let (first, second) = twice(&runtime, &registry, "tool_color", json!({"color": "red"}));
+    assert_eq!(first, second);
+    assert_eq!(output(second), "Color.RED");
+    let (first, second) = twice(&runtime, &registry, "tool_async", json!({"x": 1}));
+    assert_eq!(first, second);
+    assert_eq!(output(second), 2);
+}
+
+#[test]
+fn both_paths_give_the_same_result_for_the_same_call() {
+    let (runtime, registry) = (runtime(), registry("direct"));
+    let cases = [
+        ("tool_numbers", json!({"whole": 3.0, "real": 2, "maybe": 4.0, "anything": 5.0})),
+        ("tool_numbers", json!({"real": 1.5, "whole": -7, "maybe": null})),
+        ("tool_numbers", json!({"whole": 18446744073709551615u64, "real": 9007199254740993i64})),
+        ("tool_nested", json!({"items": ["a", "ü"], "table": {"k": [1, {"x": null}]}, "flag": true})),
+        ("tool_extra", json!({"name": "n", "zeta": 1, "alpha": [2]})),
+        ("tool_prints", json!({"text": "hello"})),
+        ("tool_raises", json!({"message": "boom"})),
+        ("tool_exits", json!({})),
+        ("tool_reports_failure", json!({"error": "it broke"})),
+        ("tool_reports_failure", json!({})),
+        ("tool_not_json", json!({})),
+        ("tool_int_keys", json!({})),
+    ];
+    for (tool, args) in cases {
+        let (mut first, mut second) = twice(&runtime, &registry, tool, args.clone());
+        // The test harness writes to fd 1 while calls run: what the tools print is
+        // compared below, where it is kept apart from fd 1.
+        (first.stdout, second.stdout) = (String::new(), String::new());
+        assert_eq!(first, second, "{tool} {args}");
+    }
+    let (first, _) = twice(&runtime, &registry, "tool_numbers", json!({"whole": 3.0, "real": 2, "maybe": 4.0}));
+    assert_eq!(
+        output(first),
+        json!({"whole": ["int", 3], "real": ["float", 2.0], "maybe": ["int", 4], "anything": ["NoneType", null]})
+    );
+    let (first, second) = twice(&runtime, &registry, "tool_prints", json!({"text": "hi"}));
+    for printed in [first, second] {
+        assert!(printed.stdout.starts_with("out: hi\n") && printed.stderr == "err: hi\n", "{printed:#?}");
+    }
+    // Bytes on fd 1 reach every call running at the time: other tests' calls too.
+    let (first, second) = twice(&runtime, &registry, "tool_prints_raw", json!({"text": "hey"}));
+    for result in [first, second] {
+        assert!(result.stdout.contains("real hey\n") && result.stdout.contains("raw hey\n"), "{result:#?}");
+    }
+    let (_, raised) = twice(&runtime, &registry, "tool_raises", json!({"message": "boom"}));
+    assert_eq!(error(&raised), "ValueError: boom");
+    assert!(raised.traceback.as_deref().unwrap().contains("in tool_raises"), "{raised:#?}");
+    let (_, failed) = twice(&runtime, &registry, "tool_not_json", json!({}));
+    assert!(error(&failed).contains("`output[\"set\"]` is a set"), "{failed:#?}");
+}
+
+#[test]
+fn a_direct_call_that_replaces_sys_stdout_does_not_keep_it() {
+    let (runtime, registry) = (runtime(), registry("direct"));
+    let (first, second) = twice(&runtime, &registry, "tool_swaps_stdout", json!({}));
+    assert_eq!((output(first), output(second)), (json!("swapped"), json!("swapped")));
+    let (_, printed) = twice(&runtime, &registry, "tool_prints", json!({"text": "after"}));
+    assert!(printed.stdout.starts_with("out: after\n"), "{printed:#?}");
+}
+
 // -------------------------------------------------------------- providers ---
 
 #[test]
