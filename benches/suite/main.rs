@@ -729,7 +729,7 @@ fn child_calls(folder: &Path, calls: u32) {
     let registry =
         Registry::load(&Sources { folders: vec![folder.to_path_buf()], files: Vec::new() }, &Options::default());
     let (args, options) = (serde_json::json!({"x": 1}), CallOptions::default());
-    let mut run = || {
+    let run = || {
         seconds(|| {
             for _ in 0..calls {
                 std::hint::black_box(runtime.call(&registry, "tool_noop", &args, &options));
