@@ -363,9 +363,10 @@ fn table(registry: &Registry) -> String {
     const DESCRIPTION_CHARS: usize = 72;
     let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
+        let schema = tool.parameters.parse();
         let required: Vec<&str> =
-            tool.parameters["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-        let parameters: Vec<String> = tool.parameters["properties"]
+            schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let parameters: Vec<String> = schema["properties"]
             .as_object()
             .into_iter()
             .flatten()

@@ -69,7 +69,7 @@ pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<
 fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result<Value, Vec<String>> {
     let name = &tool.name;
     let description = &tool.description;
-    let parameters = &tool.parameters;
+    let parameters = &tool.parameters.parse();
     Ok(match format {
         Format::Openai if strict => json!({
             "type": "function",

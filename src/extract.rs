@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::diag::{Diagnostic, Level};
 use crate::docstring;
 use crate::scan::SourceFile;
-use crate::schema::{self, Converter, Scope};
+use crate::schema::{self, Converter, SchemaText, Scope};
 use crate::source::{self, MAX_NESTING};
 
 /// Parameters the host passes itself; they never appear in a schema.
@@ -55,7 +55,7 @@ pub struct Tool {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments object.
-    pub parameters: Value,
+    pub parameters: SchemaText,
     pub line: u32,
     pub is_async: bool,
     /// The cleaned docstring, if any.
@@ -395,7 +395,7 @@ impl<'t> Reader<'t> {
         Tool {
             name,
             description: summary.filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string()),
-            parameters: Value::Object(schema),
+            parameters: SchemaText::new(&Value::Object(schema)),
             line,
             is_async: function.is_async,
             docstring: text,

@@ -7,10 +7,75 @@
 //! (any JSON value) plus a warning naming it.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::OnceLock;
 
 use ruff_python_ast::{self as ast, Expr, Number, Operator, Stmt, UnaryOp};
 use ruff_text_size::{Ranged, TextRange};
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+
+/// A tool's parameters schema, kept as compact JSON text: a fraction of the memory
+/// of a `serde_json::Value` tree, which holds a map per schema object.
+///
+/// [`SchemaText::parse`] makes a new `Value` each time, for code that reads a schema
+/// once (exports); [`SchemaText::value`] parses it on first use and keeps the result,
+/// for code that reads it again and again (the runtime checks every call's arguments).
+#[derive(Clone)]
+pub struct SchemaText {
+    text: Box<RawValue>,
+    parsed: OnceLock<Value>,
+}
+
+impl SchemaText {
+    pub fn new(schema: &Value) -> SchemaText {
+        let text = serde_json::value::to_raw_value(schema).expect("a Value always serializes");
+        SchemaText { text, parsed: OnceLock::new() }
+    }
+
+    /// The compact JSON text.
+    pub fn as_str(&self) -> &str {
+        self.text.get()
+    }
+
+    /// The schema as a new `Value`.
+    pub fn parse(&self) -> Value {
+        match self.parsed.get() {
+            Some(value) => value.clone(),
+            None => serde_json::from_str(self.text.get()).expect("the text was serialized from a Value"),
+        }
+    }
+
+    /// The schema, parsed once and kept.
+    pub fn value(&self) -> &Value {
+        self.parsed.get_or_init(|| serde_json::from_str(self.text.get()).expect("the text was serialized from a Value"))
+    }
+}
+
+impl PartialEq for SchemaText {
+    fn eq(&self, other: &SchemaText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl fmt::Debug for SchemaText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for SchemaText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for SchemaText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.text.serialize(serializer)
+    }
+}
 
 /// Deepest annotation followed; deeper ones are treated as unknown.
 const MAX_ANNOTATION_DEPTH: usize = 64;
@@ -915,5 +980,25 @@ pub fn describe(expr: &Expr) -> String {
         Expr::Call(c) => format!("{}(...)", describe(&c.func)),
         Expr::NoneLiteral(_) => "None".into(),
         _ => "expression".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_text_gives_back_the_schema_it_was_made_from_in_its_key_order() {
+        let schema =
+            json!({"type": "object", "properties": {"z": {"type": "integer"}, "a": {"description": "ü \"q\""}}});
+        let text = SchemaText::new(&schema);
+        assert_eq!(
+            text.as_str(),
+            r#"{"type":"object","properties":{"z":{"type":"integer"},"a":{"description":"ü \"q\""}}}"#
+        );
+        assert_eq!(text.parse(), schema);
+        assert_eq!(text.value(), &schema);
+        assert_eq!(serde_json::to_value(&text).unwrap(), schema);
+        assert_eq!(text.clone(), text);
     }
 }

@@ -304,9 +304,10 @@ impl Runtime {
         let Some((library, found)) = registry.tool(tool) else {
             return ToolResult::failure(unknown_tool(registry, tool));
         };
-        let problems = validate::check(&found.parameters, args);
+        let schema = found.parameters.value();
+        let problems = validate::check(schema, args);
         if !problems.is_empty() {
-            return ToolResult::failure(validate::report(tool, &found.parameters, &problems));
+            return ToolResult::failure(validate::report(tool, schema, &problems));
         }
         if options.timeout.is_none()
             && let Some(result) = self.call_direct(library, &found.name, args, options)

@@ -30,7 +30,7 @@ pub fn tool_names(registry: &Registry) -> Vec<String> {
 /// The parameters schema of a tool; panics with the known names when it is missing.
 pub fn parameters<'r>(registry: &'r Registry, tool: &str) -> &'r Value {
     match registry.tool(tool) {
-        Some((_, tool)) => &tool.parameters,
+        Some((_, tool)) => tool.parameters.value(),
         None => panic!("no tool `{tool}`; found {:?}", tool_names(registry)),
     }
 }
