@@ -72,7 +72,7 @@ pub struct Returns {
 }
 
 /// Reads one file: its library, if the file could be read, and its diagnostics.
-pub fn extract(file: &SourceFile, bytes: &[u8], injected: &[String]) -> (Option<Library>, Vec<Diagnostic>) {
+pub fn extract(file: &SourceFile, bytes: Vec<u8>, injected: &[String]) -> (Option<Library>, Vec<Diagnostic>) {
     let path = file.path.as_path();
     let text = match source::prepare(bytes) {
         Ok(text) => text,

@@ -370,7 +370,7 @@ fn read_one(file: &SourceFile, meta: Option<&Metadata>, injected: &[String]) -> 
         _ => {}
     }
     match fs::read(path) {
-        Ok(bytes) => extract::extract(file, &bytes, injected),
+        Ok(bytes) => extract::extract(file, bytes, injected),
         Err(err) => (None, vec![Diagnostic::at_file(path, Level::Error, format!("cannot read file: {err}"))]),
     }
 }

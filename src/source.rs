@@ -45,14 +45,18 @@ impl fmt::Display for SourceError {
     }
 }
 
-/// Decodes and normalises a file's bytes, then checks its nesting.
-pub fn prepare(bytes: &[u8]) -> Result<String, SourceError> {
+/// Decodes and normalises a file's bytes (in place when there is nothing to change),
+/// then checks its nesting.
+pub fn prepare(mut bytes: Vec<u8>) -> Result<String, SourceError> {
     if bytes.len() > MAX_FILE_BYTES {
         return Err(SourceError::TooLarge { bytes: bytes.len() });
     }
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes).map_err(|err| {
-        let (line, col) = line_col(&bytes[..err.valid_up_to()]);
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    let text = String::from_utf8(bytes).map_err(|err| {
+        let bytes = err.as_bytes();
+        let (line, col) = line_col(&bytes[..err.utf8_error().valid_up_to()]);
         SourceError::NotUtf8 { line, col }
     })?;
     let text = normalise_newlines(text);
@@ -60,9 +64,9 @@ pub fn prepare(bytes: &[u8]) -> Result<String, SourceError> {
     Ok(text)
 }
 
-fn normalise_newlines(text: &str) -> String {
+fn normalise_newlines(text: String) -> String {
     if !text.contains('\r') {
-        return text.to_string();
+        return text;
     }
     text.replace("\r\n", "\n").replace('\r', "\n")
 }
@@ -253,22 +257,22 @@ mod tests {
 
     #[test]
     fn bom_and_crlf_are_normalised() {
-        assert_eq!(prepare(b"\xEF\xBB\xBFx = 1\r\ny = 2\rz = 3").unwrap(), "x = 1\ny = 2\nz = 3");
+        assert_eq!(prepare(b"\xEF\xBB\xBFx = 1\r\ny = 2\rz = 3".to_vec()).unwrap(), "x = 1\ny = 2\nz = 3");
     }
 
     #[test]
     fn invalid_utf8_is_located() {
-        assert_eq!(prepare(b"x = 1\ny = '\xff'"), Err(SourceError::NotUtf8 { line: 2, col: 6 }));
+        assert_eq!(prepare(b"x = 1\ny = '\xff'".to_vec()), Err(SourceError::NotUtf8 { line: 2, col: 6 }));
     }
 
     #[test]
     fn deep_brackets_are_refused_and_flat_lists_are_not() {
         let deep = format!("x = {}{}", "[".repeat(5000), "]".repeat(5000));
-        assert!(matches!(prepare(deep.as_bytes()), Err(SourceError::TooDeep { line: 1, .. })));
+        assert!(matches!(prepare(deep.into_bytes()), Err(SourceError::TooDeep { line: 1, .. })));
         let flat = format!("x = [{}]", "-1, ".repeat(100_000));
-        assert!(prepare(flat.as_bytes()).is_ok());
+        assert!(prepare(flat.into_bytes()).is_ok());
         let chain = format!("x = {}1", "-".repeat(5000));
-        assert!(prepare(chain.as_bytes()).is_err());
+        assert!(prepare(chain.into_bytes()).is_err());
     }
 
     #[test]
@@ -285,6 +289,6 @@ mod tests {
     #[test]
     fn brackets_in_strings_and_comments_do_not_count() {
         let text = format!("s = '{}'\n# {}\nt = \"\"\"{}\"\"\"", "(".repeat(3000), "[".repeat(3000), "{".repeat(3000));
-        assert!(prepare(text.as_bytes()).is_ok());
+        assert!(prepare(text.into_bytes()).is_ok());
     }
 }

@@ -204,7 +204,7 @@ fn generated_near_python_never_panics_the_extractor() {
     for _ in 0..3000 {
         let length = 1 + (next() % 40) as usize;
         let source: String = (0..length).map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize]).collect();
-        let (library, diagnostics) = lcp::extract::extract(&file, source.as_bytes(), &[]);
+        let (library, diagnostics) = lcp::extract::extract(&file, source.clone().into_bytes(), &[]);
         assert!(library.is_some() || !diagnostics.is_empty(), "{source:?}");
     }
 }
