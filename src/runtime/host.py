@@ -402,10 +402,11 @@ def _dumps(value):
 
 
 def direct(path, function, injected):
-    """``(function, [(parameter, coercion)], takes_any_keyword)`` for a tool the
-    embedding may call itself, with no JSON text and none of this module's code in
-    between; ``None`` while the library of ``path`` is not loaded, ``False`` when every
-    call of the tool needs ``call``.
+    """``(function, [(parameter, coercion)], takes_any_keyword, namespace)`` for a tool
+    the embedding may call itself, with no JSON text and none of this module's code in
+    between (``namespace``: the module's, where the embedding checks before each call
+    that the name still holds the function); ``None`` while the library of ``path`` is
+    not loaded, ``False`` when every call of the tool needs ``call``.
 
     That is when the library failed to load, the tool is
     not a plain ``def`` function, takes a positional-only parameter or an injected one
@@ -427,7 +428,7 @@ def direct(path, function, injected):
         if name in injected and default is inspect.Parameter.empty:
             return False
         parameters.append((name, coercion))
-    return tool, parameters, plan.var_keyword
+    return tool, parameters, plan.var_keyword, vars(library.module)
 
 
 def _coercion(hint):

@@ -352,10 +352,17 @@ impl Runtime {
         let outcome = python::call_direct(&direct, id, args);
         let raw_stdout = capture.finish();
         Some(match outcome {
-            Ok(python::DirectOutcome { returned: python::Returned::Output(output), stdout, stderr }) => {
+            Ok(None) => {
+                // The module rebound the tool's name: nothing ran; `host.py` calls what
+                // the name holds now, and the tool is resolved again after.
+                drop((_nesting, _lease, _registration));
+                self.resolved.write().unwrap_or_else(|p| p.into_inner()).remove(function);
+                return None;
+            }
+            Ok(Some(python::DirectOutcome { returned: python::Returned::Output(output), stdout, stderr })) => {
                 ToolResult { ok: true, output, error: None, traceback: None, stdout: stdout + &raw_stdout, stderr }
             }
-            Ok(python::DirectOutcome { returned: python::Returned::Reply(reply), stdout, stderr }) => {
+            Ok(Some(python::DirectOutcome { returned: python::Returned::Reply(reply), stdout, stderr })) => {
                 let mut result = read_reply(Ok(reply), raw_stdout).0;
                 result.stdout.insert_str(0, &stdout);
                 result.stderr.insert_str(0, &stderr);

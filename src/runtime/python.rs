@@ -205,6 +205,10 @@ pub fn add_site_dir(dir: &str) -> Result<(), String> {
 /// A tool function resolved by `host.direct`, for [`call_direct`].
 pub struct Direct {
     function: Py<PyAny>,
+    /// The module's namespace and the tool's name in it: a module that rebinds the
+    /// name gets its new function called (through `host.py`, which resolves again).
+    namespace: Py<PyDict>,
+    name: Py<PyString>,
     /// Each parameter: its name, the same as a Python string, what a number becomes.
     parameters: Vec<(String, Py<PyString>, Coercion)>,
     takes_any_keyword: bool,
@@ -245,8 +249,8 @@ pub fn direct(file: &str, function: &str, library: &str, injected: &[String]) ->
         if resolved.is_none() {
             return Resolution::NotLoaded;
         }
-        let Ok((tool, parameters, takes_any_keyword)) =
-            resolved.extract::<(Bound<'_, PyAny>, Vec<(String, String)>, bool)>()
+        let Ok((tool, parameters, takes_any_keyword, namespace)) =
+            resolved.extract::<(Bound<'_, PyAny>, Vec<(String, String)>, bool, Bound<'_, PyDict>)>()
         else {
             return Resolution::Never;
         };
@@ -265,6 +269,8 @@ pub fn direct(file: &str, function: &str, library: &str, injected: &[String]) ->
         match PyTuple::new(py, [library, function]) {
             Ok(names) => Resolution::Direct(Direct {
                 function: tool.unbind(),
+                namespace: namespace.unbind(),
+                name: PyString::intern(py, function).unbind(),
                 parameters,
                 takes_any_keyword,
                 names: names.unbind(),
@@ -300,10 +306,15 @@ pub struct DirectOutcome {
 }
 
 /// Calls a [`Direct`] tool with `args` (valid for its schema, [`Direct::takes`] them)
-/// as keywords.
-pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> Result<DirectOutcome, String> {
+/// as keywords. `Ok(None)`: its module no longer holds the function under its name;
+/// nothing ran.
+pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> Result<Option<DirectOutcome>, String> {
     let host = host()?;
     Python::attach(|py| {
+        let current = direct.namespace.bind(py).get_item(direct.name.bind(py)).map_err(|err| describe(py, err))?;
+        if !current.is_some_and(|current| current.is(direct.function.bind(py))) {
+            return Ok(None);
+        }
         let (names, values) = keywords(py, direct, args).map_err(|err| describe(py, err))?;
         let marker = marker(py, host).map_err(|err| describe(py, err))?;
         let marked = marker.set_item(0, call_id).and_then(|()| marker.set_item(1, direct.names.bind(py)));
@@ -336,7 +347,7 @@ pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> 
                 .and_then(|texts| texts.extract(py))
                 .map_err(|err| describe(py, err))?
         };
-        Ok(DirectOutcome { returned, stdout, stderr })
+        Ok(Some(DirectOutcome { returned, stdout, stderr }))
     })
 }
 

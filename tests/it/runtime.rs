@@ -528,6 +528,16 @@ fn both_paths_give_the_same_result_for_the_same_call() {
 }
 
 #[test]
+fn a_tool_name_the_module_rebinds_calls_the_new_function() {
+    let (runtime, registry) = (runtime(), registry("direct"));
+    let (first, second) = twice(&runtime, &registry, "tool_greet", json!({}));
+    assert_eq!((output(first), output(second)), (json!("hello"), json!("hello")));
+    assert_eq!(output(call(&runtime, &registry, "tool_swap_greet", json!({}))), "ok");
+    let (first, second) = twice(&runtime, &registry, "tool_greet", json!({}));
+    assert_eq!((output(first), output(second)), (json!("swapped"), json!("swapped")));
+}
+
+#[test]
 fn a_direct_call_that_replaces_sys_stdout_does_not_keep_it() {
     let (runtime, registry) = (runtime(), registry("direct"));
     let (first, second) = twice(&runtime, &registry, "tool_swaps_stdout", json!({}));
