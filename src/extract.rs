@@ -74,8 +74,8 @@ pub struct Returns {
 /// Reads one file: its library, if the file could be read, and its diagnostics.
 pub fn extract(file: &SourceFile, bytes: Vec<u8>, injected: &[String]) -> (Option<Library>, Vec<Diagnostic>) {
     let path = file.path.as_path();
-    let text = match source::prepare(bytes) {
-        Ok(text) => text,
+    let (text, needs_tree_check) = match source::prepare(bytes) {
+        Ok(prepared) => (prepared.text, prepared.needs_tree_check),
         Err(err) => {
             let (line, col) = err.position();
             return (None, vec![Diagnostic::new(path, line, col, Level::Error, err.to_string())]);
@@ -90,7 +90,8 @@ pub fn extract(file: &SourceFile, bytes: Vec<u8>, injected: &[String]) -> (Optio
             return (None, vec![Diagnostic::new(path, line, col, Level::Error, message)]);
         }
     };
-    if let Some(range) = too_deep(parsed.suite()) {
+    // The lexical estimate bounds the tree's depth unless it could not see all the code.
+    if needs_tree_check && let Some(range) = too_deep(parsed.suite()) {
         let index = LineIndex::from_source_text(&text);
         let (line, col) = position(&index, &text, range);
         drop_deep(parsed);

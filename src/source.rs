@@ -2,7 +2,9 @@
 //!
 //! Owns the size limit, UTF-8 decoding (a BOM is allowed), CRLF / lone CR
 //! normalisation and a lexical nesting estimate that refuses files whose syntax tree
-//! would be too deep to walk or free safely. It never parses and never runs Python.
+//! would be too deep to walk or free safely, and says when part of the code was out
+//! of its sight (long or nested replacement fields of f-strings and t-strings), so
+//! the tree must be checked after parsing. It never parses and never runs Python.
 
 use std::fmt;
 
@@ -45,9 +47,23 @@ impl fmt::Display for SourceError {
     }
 }
 
+/// Replacement fields of f-strings and t-strings up to this long, holding no string
+/// and no nested field, add at most this many levels to the tree (one per byte).
+const FIELD_BYTES: usize = 64;
+
+/// A file's text, ready for the parser.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Prepared {
+    pub text: String,
+    /// Part of the code was out of the lexical estimate's sight: the syntax tree's
+    /// depth must be checked after parsing. Otherwise the tree is at most a few times
+    /// [`MAX_NESTING`] deep, which every walk in lcp handles.
+    pub needs_tree_check: bool,
+}
+
 /// Decodes and normalises a file's bytes (in place when there is nothing to change),
 /// then checks its nesting.
-pub fn prepare(mut bytes: Vec<u8>) -> Result<String, SourceError> {
+pub fn prepare(mut bytes: Vec<u8>) -> Result<Prepared, SourceError> {
     if bytes.len() > MAX_FILE_BYTES {
         return Err(SourceError::TooLarge { bytes: bytes.len() });
     }
@@ -60,8 +76,8 @@ pub fn prepare(mut bytes: Vec<u8>) -> Result<String, SourceError> {
         SourceError::NotUtf8 { line, col }
     })?;
     let text = normalise_newlines(text);
-    check_nesting(&text)?;
-    Ok(text)
+    let needs_tree_check = check_nesting(&text)?;
+    Ok(Prepared { text, needs_tree_check })
 }
 
 fn normalise_newlines(text: String) -> String {
@@ -84,14 +100,18 @@ fn line_col(prefix: &[u8]) -> (u32, u32) {
 /// Every bracket, operator, dot or nesting keyword can add one level to the tree, but
 /// a comma (or the end of a statement) at a bracket level closes everything opened
 /// since, so long flat lists stay shallow. Indentation adds its levels. Strings and
-/// comments are skipped.
-fn check_nesting(text: &str) -> Result<(), SourceError> {
+/// comments are skipped. Returns whether some code was out of sight: a replacement
+/// field of an f-string or t-string that is long or holds strings or fields.
+fn check_nesting(text: &str) -> Result<bool, SourceError> {
     let bytes = text.as_bytes();
     // `levels[i]` counts the deepening tokens since the last separator at bracket depth i.
     let mut levels: Vec<usize> = vec![0];
     let mut depth_sum = 0usize;
     let mut indent = 0usize;
     let mut at_line_start = true;
+    // The word just before a quote was an f-string or t-string prefix.
+    let mut formatted = false;
+    let mut hidden = false;
     let mut i = 0;
     let too_deep = |at: usize| {
         let (line, col) = line_col(&bytes[..at]);
@@ -116,7 +136,9 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
             while i < bytes.len() && WORD[bytes[i] as usize] {
                 i += 1;
             }
-            if i < bytes.len() && is_deepening_keyword(&bytes[start..i]) {
+            let word = &bytes[start..i];
+            formatted = is_formatted_prefix(word);
+            if i < bytes.len() && is_deepening_keyword(word) {
                 if let Some(last) = levels.last_mut() {
                     *last += 1;
                 }
@@ -124,6 +146,7 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
             }
             continue;
         }
+        let prefixed = std::mem::take(&mut formatted);
         match b {
             // A run of spaces changes nothing: checked once, at its first space.
             b' ' => {
@@ -140,7 +163,9 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
                 continue;
             }
             b'\'' | b'"' => {
-                i = skip_string(bytes, i);
+                let end = skip_string(bytes, i);
+                hidden |= prefixed && !fields_are_shallow(&bytes[i..end]);
+                i = end;
                 continue;
             }
             b'\\' if bytes.get(i + 1) == Some(&b'\n') => {
@@ -182,7 +207,34 @@ fn check_nesting(text: &str) -> Result<(), SourceError> {
         }
         i += 1;
     }
-    Ok(())
+    Ok(hidden)
+}
+
+/// `f`, `rf`, `t`, `Tr`…: a prefix whose string has replacement fields.
+fn is_formatted_prefix(word: &[u8]) -> bool {
+    word.len() <= 2
+        && word.iter().any(|b| matches!(b, b'f' | b'F' | b't' | b'T'))
+        && word.iter().all(|b| matches!(b, b'f' | b'F' | b't' | b'T' | b'r' | b'R'))
+}
+
+/// Whether every replacement field of a formatted literal (quotes included) closes
+/// within it, is at most [`FIELD_BYTES`] long and holds no quote and no brace. A
+/// literal that Python 3.12's nested quotes cut short ends inside a field: not shallow.
+fn fields_are_shallow(literal: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(offset) = literal[i..].iter().position(|&b| b == b'{') {
+        let start = i + offset + 1;
+        if literal.get(start) == Some(&b'{') {
+            i = start + 1;
+            continue;
+        }
+        let Some(length) = literal[start..].iter().position(|&b| b == b'}') else { return false };
+        if length > FIELD_BYTES || literal[start..start + length].iter().any(|b| matches!(b, b'{' | b'\'' | b'"')) {
+            return false;
+        }
+        i = start + length + 1;
+    }
+    true
 }
 
 /// Bytes of identifiers, keywords and numbers (any non-ASCII byte included).
@@ -257,7 +309,7 @@ mod tests {
 
     #[test]
     fn bom_and_crlf_are_normalised() {
-        assert_eq!(prepare(b"\xEF\xBB\xBFx = 1\r\ny = 2\rz = 3".to_vec()).unwrap(), "x = 1\ny = 2\nz = 3");
+        assert_eq!(prepare(b"\xEF\xBB\xBFx = 1\r\ny = 2\rz = 3".to_vec()).unwrap().text, "x = 1\ny = 2\nz = 3");
     }
 
     #[test]
@@ -290,5 +342,29 @@ mod tests {
     fn brackets_in_strings_and_comments_do_not_count() {
         let text = format!("s = '{}'\n# {}\nt = \"\"\"{}\"\"\"", "(".repeat(3000), "[".repeat(3000), "{".repeat(3000));
         assert!(prepare(text.into_bytes()).is_ok());
+    }
+
+    #[test]
+    fn long_or_nested_replacement_fields_ask_for_a_tree_check() {
+        let check = |code: &str| prepare(code.as_bytes().to_vec()).unwrap().needs_tree_check;
+        for shallow in [
+            r#"x = f'{name} has {len(items)} items'"#,
+            r#"x = rf"{a.b[0]:>10} {{literal}}""#,
+            r#"x = b'{' + '{' + u"{{x}}""#,
+            r#"x = 'plain {no prefix, and a field longer than sixty-four bytes, well beyond that}'"#,
+            r#"x = f {1: 2}"#,
+        ] {
+            assert!(!check(shallow), "{shallow}");
+        }
+        let long = format!("x = f'{{{}}}'", "a + ".repeat(20) + "a");
+        for hidden in [
+            r#"x = f'{d["k"]}'"#,
+            r#"x = f"{f"{f"{x}"}"}""#,
+            r#"x = T'{a:{width}}'"#,
+            "x = Rf'''{\n(((1)))\n'''",
+            long.as_str(),
+        ] {
+            assert!(check(hidden), "{hidden}");
+        }
     }
 }

@@ -55,6 +55,8 @@ fn garbage_folder() -> std::path::PathBuf {
     write(&dir.join("brackets.py"), format!("x = {}{}", "(".repeat(100_000), ")".repeat(100_000)));
     write(&dir.join("unclosed.py"), "(".repeat(100_000));
     write(&dir.join("lambdas.py"), format!("f = {}0", "lambda: ".repeat(20_000)));
+    write(&dir.join("fstring.py"), format!("x = f\"{{{}1{}}}\"", "[".repeat(5_000), "]".repeat(5_000)));
+    write(&dir.join("fstrings.py"), format!("x = {}1{}", "f\"{".repeat(3_000), "}\"".repeat(3_000)));
     write(&dir.join("indent.py"), (0..3000).map(|i| format!("{}if x:\n", " ".repeat(i))).collect::<String>());
     write(&dir.join("invalid_utf8.py"), b"def tool_y():\n    \"\"\"\xc3\x28\"\"\"\n");
     write(&dir.join("empty.py"), b"");
@@ -78,6 +80,8 @@ fn garbage_gives_diagnostics_and_keeps_good_files() {
         ("brackets.py", "nested too deeply"),
         ("unclosed.py", "nested too deeply"),
         ("lambdas.py", "nested too deeply"),
+        ("fstring.py", "nested too deeply"),
+        ("fstrings.py", "nested too deeply"),
         ("invalid_utf8.py", "not valid UTF-8"),
         ("huge.py", "too large"),
         ("device.py", "not a regular file"),
