@@ -171,6 +171,10 @@ fn header(table: &mut Table, setup: &Setup, corpora: &[&Corpus]) {
         "Each contender runs once to warm up (the OS file cache is warm for all), then in interleaved rounds; \
          times are wall-clock medians, spread is min-max, ratios are medians of this run.",
     );
+    table.text(
+        "In-process contenders (the floor, Registry::load, exports, the memory child) use the system allocator, \
+         as a library user gets it; the lcp binary uses mimalloc.",
+    );
 }
 
 fn sources(corpus: &Corpus) -> Sources {
