@@ -242,17 +242,24 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// This thread's share of [`DEPTH`] while a call runs.
-struct Nesting;
+/// What holds while a call runs, on either path: its confirm handler is the one
+/// `host.py` reaches for its id, it has its share of the working directory, and it
+/// counts in this thread's [`DEPTH`]. All of it ends when the scope is dropped.
+struct CallScope {
+    _registration: Option<Registration>,
+    _lease: workspace::Lease,
+}
 
-impl Nesting {
-    fn enter() -> Nesting {
+impl CallScope {
+    fn enter(id: u64, handler: Option<Handler>, workspace: Option<&Path>) -> Result<CallScope, String> {
+        let registration = handler.map(|handler| Registration::new(id, handler));
+        let lease = workspace::enter(workspace)?;
         DEPTH.set(DEPTH.get() + 1);
-        Nesting
+        Ok(CallScope { _registration: registration, _lease: lease })
     }
 }
 
-impl Drop for Nesting {
+impl Drop for CallScope {
     fn drop(&mut self) {
         DEPTH.set(DEPTH.get() - 1);
     }
@@ -341,13 +348,11 @@ impl Runtime {
         }
         let id = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
         let handler = self.handler.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let _registration = handler.map(|handler| Registration::new(id, handler));
         let folder = options.workspace.as_deref().map(|dir| self.base.join(dir));
-        let _lease = match workspace::enter(folder.as_deref()) {
-            Ok(lease) => lease,
+        let scope = match CallScope::enter(id, handler, folder.as_deref()) {
+            Ok(scope) => scope,
             Err(err) => return Some(ToolResult::failure(err)),
         };
-        let _nesting = Nesting::enter();
         let capture = capture::begin(id);
         let outcome = python::call_direct(&direct, id, args);
         let raw_stdout = capture.finish();
@@ -355,7 +360,7 @@ impl Runtime {
             Ok(None) => {
                 // The module rebound the tool's name: nothing ran; `host.py` calls what
                 // the name holds now, and the tool is resolved again after.
-                drop((_nesting, _lease, _registration));
+                drop(scope);
                 self.resolved.write().unwrap_or_else(|p| p.into_inner()).remove(function);
                 return None;
             }
@@ -550,12 +555,10 @@ struct Reply {
 /// Runs the call on this thread, in the working directory `workspace` (the host's
 /// own when `None`); returns the result and whether it was stopped.
 fn execute(id: u64, request: &str, handler: Option<Handler>, workspace: Option<&Path>) -> (ToolResult, bool) {
-    let _registration = handler.map(|handler| Registration::new(id, handler));
-    let _lease = match workspace::enter(workspace) {
-        Ok(lease) => lease,
+    let _scope = match CallScope::enter(id, handler, workspace) {
+        Ok(scope) => scope,
         Err(err) => return (ToolResult::failure(err), false),
     };
-    let _nesting = Nesting::enter();
     let capture = capture::begin(id);
     let reply = python::call(request);
     let raw_stdout = capture.finish();
