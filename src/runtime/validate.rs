@@ -16,7 +16,7 @@ const MAX_DEPTH: usize = 256;
 /// Every way `args` breaks `schema`; empty when the arguments are valid.
 pub fn check(schema: &Value, args: &Value) -> Vec<String> {
     let mut checker = Checker { root: schema, problems: Vec::new(), depth: 0 };
-    checker.value(schema, args, "");
+    checker.value(schema, args, &At::Root);
     checker.problems
 }
 
@@ -103,21 +103,42 @@ struct Checker<'s> {
     depth: usize,
 }
 
-/// `the arguments`, or the path in backticks.
-fn place(path: &str) -> String {
-    if path.is_empty() { "the arguments".to_string() } else { format!("`{path}`") }
+/// Where a value sits in the arguments (`items[2].name`); text only for a problem.
+#[derive(Clone, Copy)]
+enum At<'p> {
+    Root,
+    Field(&'p At<'p>, &'p str),
+    Item(&'p At<'p>, usize),
 }
 
-fn child(path: &str, name: &str) -> String {
-    if path.is_empty() { name.to_string() } else { format!("{path}.{name}") }
+impl At<'_> {
+    fn is_root(&self) -> bool {
+        matches!(self, At::Root)
+    }
+}
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            At::Root => Ok(()),
+            At::Field(At::Root, name) => f.write_str(name),
+            At::Field(parent, name) => write!(f, "{parent}.{name}"),
+            At::Item(parent, index) => write!(f, "{parent}[{index}]"),
+        }
+    }
+}
+
+/// `the arguments`, or the path in backticks.
+fn place(path: &At<'_>) -> String {
+    if path.is_root() { "the arguments".to_string() } else { format!("`{path}`") }
 }
 
 impl<'s> Checker<'s> {
-    fn problem(&mut self, path: &str, message: impl std::fmt::Display) {
+    fn problem(&mut self, path: &At<'_>, message: impl std::fmt::Display) {
         self.problems.push(format!("{}: {message}", place(path)));
     }
 
-    fn value(&mut self, schema: &'s Value, value: &Value, path: &str) {
+    fn value(&mut self, schema: &'s Value, value: &Value, path: &At<'_>) {
         if self.depth > MAX_DEPTH {
             return;
         }
@@ -126,7 +147,7 @@ impl<'s> Checker<'s> {
         self.depth -= 1;
     }
 
-    fn keywords(&mut self, schema: &'s Value, value: &Value, path: &str) {
+    fn keywords(&mut self, schema: &'s Value, value: &Value, path: &At<'_>) {
         let schema = match schema {
             Value::Bool(true) => return,
             Value::Bool(false) => return self.problem(path, "no value is allowed here"),
@@ -169,7 +190,7 @@ impl<'s> Checker<'s> {
         }
     }
 
-    fn any_of(&mut self, branches: &'s [Value], value: &Value, path: &str) {
+    fn any_of(&mut self, branches: &'s [Value], value: &Value, path: &At<'_>) {
         let mut failures = Vec::new();
         for branch in branches {
             let mut inner = Checker { root: self.root, problems: Vec::new(), depth: self.depth };
@@ -190,13 +211,13 @@ impl<'s> Checker<'s> {
         self.problem(path, format!("expected {}, got {}", names.join(" or "), show(value)));
     }
 
-    fn object(&mut self, schema: &'s Map<String, Value>, object: &Map<String, Value>, path: &str) {
+    fn object(&mut self, schema: &'s Map<String, Value>, object: &Map<String, Value>, path: &At<'_>) {
         let properties = keyword(schema, "properties").and_then(Value::as_object);
         for name in
             keyword(schema, "required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
         {
             if keyword(object, name).is_none() {
-                if path.is_empty() {
+                if path.is_root() {
                     self.problems.push(format!("missing required parameter `{name}`"));
                 } else {
                     self.problem(path, format!("missing required field `{name}`"));
@@ -206,20 +227,20 @@ impl<'s> Checker<'s> {
         let additional = keyword(schema, "additionalProperties");
         for (name, item) in object {
             match properties.and_then(|p| keyword(p, name)) {
-                Some(property) => self.value(property, item, &child(path, name)),
+                Some(property) => self.value(property, item, &At::Field(path, name)),
                 None => match additional {
-                    Some(Value::Bool(false)) if path.is_empty() => {
+                    Some(Value::Bool(false)) if path.is_root() => {
                         self.problems.push(format!("unknown parameter `{name}`"))
                     }
                     Some(Value::Bool(false)) => self.problem(path, format!("unknown field `{name}`")),
-                    Some(extra) => self.value(extra, item, &child(path, name)),
+                    Some(extra) => self.value(extra, item, &At::Field(path, name)),
                     None => {}
                 },
             }
         }
     }
 
-    fn array(&mut self, schema: &'s Map<String, Value>, items: &[Value], path: &str) {
+    fn array(&mut self, schema: &'s Map<String, Value>, items: &[Value], path: &At<'_>) {
         let count = items.len();
         if let Some(min) = keyword(schema, "minItems").and_then(Value::as_u64)
             && (count as u64) < min
@@ -233,7 +254,7 @@ impl<'s> Checker<'s> {
         }
         let prefix = keyword(schema, "prefixItems").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         for (i, item) in items.iter().enumerate() {
-            let at = format!("{path}[{i}]");
+            let at = At::Item(path, i);
             match prefix.get(i) {
                 Some(item_schema) => self.value(item_schema, item, &at),
                 // `items: false` after a tuple's positions is reported by maxItems already.
@@ -258,7 +279,7 @@ impl<'s> Checker<'s> {
         }
     }
 
-    fn string(&mut self, schema: &'s Map<String, Value>, text: &str, path: &str) {
+    fn string(&mut self, schema: &'s Map<String, Value>, text: &str, path: &At<'_>) {
         let length = text.chars().count() as u64;
         if let Some(min) = keyword(schema, "minLength").and_then(Value::as_u64)
             && length < min
@@ -291,7 +312,7 @@ impl<'s> Checker<'s> {
         }
     }
 
-    fn number(&mut self, schema: &'s Map<String, Value>, value: &Value, path: &str) {
+    fn number(&mut self, schema: &'s Map<String, Value>, value: &Value, path: &At<'_>) {
         let Some(n) = value.as_f64() else { return };
         let bound = |key: &str| keyword(schema, key).and_then(Value::as_f64);
         type Holds = fn(f64, f64) -> bool;
