@@ -408,10 +408,10 @@ def direct(path, function, injected):
     that the name still holds the function); ``None`` while the library of ``path`` is
     not loaded, ``False`` when every call of the tool needs ``call``.
 
-    That is when the library failed to load, the tool is
-    not a plain ``def`` function, takes a positional-only parameter or an injected one
-    without a default, or a parameter's type asks for more than a number's type
-    (``coercion`` is ``"int"``, ``"float"`` or ``"none"``, see ``_coercion``).
+    That is when the library failed to load, the tool is not a plain ``def``
+    function, takes a positional-only parameter or an injected one without a default,
+    or a parameter's type asks for more than a number's type (``coercion`` is
+    ``"int"``, ``"float"`` or ``"none"``, see ``_coercion``).
     """
     library = _libraries.get(path)
     if library is None:
