@@ -205,14 +205,14 @@ pub fn add_site_dir(dir: &str) -> Result<(), String> {
 /// A tool function resolved by `host.direct`, for [`call_direct`].
 pub struct Direct {
     function: Py<PyAny>,
-    /// The module's namespace and the tool's name in it: a module that rebinds the
-    /// name gets its new function called (through `host.py`, which resolves again).
+    /// The module's namespace: a module that rebinds the tool's name gets its new
+    /// function called (through `host.py`, which resolves again).
     namespace: Py<PyDict>,
-    name: Py<PyString>,
     /// Each parameter: its name, the same as a Python string, what a number becomes.
     parameters: Vec<(String, Py<PyString>, Coercion)>,
     takes_any_keyword: bool,
-    /// `(library, function)`: what `host.py` needs to route what the call prints.
+    /// `(library, function)`: what `host.py` needs to route what the call prints; the
+    /// function's name is interned, the key to look it up in `namespace`.
     names: Py<PyTuple>,
     /// Bit set of the parameters given -> the tuple of their names.
     keyword_names: Py<PyDict>,
@@ -266,11 +266,10 @@ pub fn direct(file: &str, function: &str, library: &str, injected: &[String]) ->
                 (name, python, coercion)
             })
             .collect();
-        match PyTuple::new(py, [library, function]) {
+        match PyTuple::new(py, [PyString::new(py, library), PyString::intern(py, function)]) {
             Ok(names) => Resolution::Direct(Direct {
                 function: tool.unbind(),
                 namespace: namespace.unbind(),
-                name: PyString::intern(py, function).unbind(),
                 parameters,
                 takes_any_keyword,
                 names: names.unbind(),
@@ -311,7 +310,8 @@ pub struct DirectOutcome {
 pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> Result<Option<DirectOutcome>, String> {
     let host = host()?;
     Python::attach(|py| {
-        let current = direct.namespace.bind(py).get_item(direct.name.bind(py)).map_err(|err| describe(py, err))?;
+        let name = direct.names.bind(py).get_borrowed_item(1).map_err(|err| describe(py, err))?;
+        let current = direct.namespace.bind(py).get_item(name).map_err(|err| describe(py, err))?;
         if !current.is_some_and(|current| current.is(direct.function.bind(py))) {
             return Ok(None);
         }
