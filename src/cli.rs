@@ -18,7 +18,9 @@ use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format};
 use crate::mcp;
 use crate::registry::{Options, Registry, Sources};
-use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig};
+use crate::runtime::{
+    self, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, WorkerSettings,
+};
 
 #[derive(Parser)]
 #[command(
@@ -84,6 +86,8 @@ enum Command {
         /// A virtual environment whose packages tools may import [default: $VIRTUAL_ENV].
         #[arg(long, value_name = "DIR")]
         venv: Option<PathBuf>,
+        #[command(flatten)]
+        isolation: IsolationArgs,
     },
     /// Report every problem in the tool files; exit 1 when one is an error.
     Check {
@@ -114,7 +118,38 @@ enum Command {
         /// Cut results longer than this many bytes, with a marker.
         #[arg(long, value_name = "BYTES", default_value_t = mcp::DEFAULT_MAX_OUTPUT)]
         max_output: usize,
+        #[command(flatten)]
+        isolation: IsolationArgs,
     },
+}
+
+/// Where tools run (SPEC §8).
+#[derive(Args)]
+struct IsolationArgs {
+    /// Run tools inside lcp's own process: faster calls, but a tool that crashes ends
+    /// lcp, and a timeout cannot stop a tool blocked in C code.
+    #[arg(long, conflicts_with_all = ["workers", "memory_limit"])]
+    in_process: bool,
+    /// How many worker processes run tools at once [default: the number of cores].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    workers: Option<u32>,
+    /// Cap each worker process's memory at this many MiB; a tool going over fails.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(16..=1 << 30))]
+    memory_limit: Option<u64>,
+}
+
+impl IsolationArgs {
+    fn isolation(&self) -> Result<Isolation, String> {
+        if self.in_process {
+            return Ok(Isolation::InProcess);
+        }
+        let mut workers = WorkerSettings::this_program()?;
+        if let Some(count) = self.workers {
+            workers.workers = count as usize;
+        }
+        workers.memory_limit_mib = self.memory_limit;
+        Ok(Isolation::Workers(workers))
+    }
 }
 
 #[derive(Args)]
@@ -134,6 +169,9 @@ enum CheckFormat {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    if runtime::worker::is_worker_invocation() {
+        return runtime::worker::main();
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -174,7 +212,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing((registry, document));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { tool, sources, args, workspace, config, autonomy, timeout, yes, no, venv } => {
+        Command::Call { tool, sources, args, workspace, config, autonomy, timeout, yes, no, venv, isolation } => {
             let registry = load(&sources)?;
             print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let Some((library, _)) = registry.tool(&tool) else { return Err(runtime::unknown_tool(&registry, &tool)) };
@@ -182,7 +220,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
             }
-            let mut settings = RuntimeConfig { autonomy_level: autonomy, ..RuntimeConfig::default() };
+            let isolation = isolation.isolation()?;
+            let in_process = isolation == Isolation::InProcess;
+            let mut settings = RuntimeConfig { autonomy_level: autonomy, isolation, ..RuntimeConfig::default() };
             if let Some(config) = config {
                 let Ok(Value::Object(config)) = serde_json::from_str(&config) else {
                     return Err("--config must be a JSON object".to_string());
@@ -195,12 +235,16 @@ fn run(command: Command) -> Result<ExitCode, String> {
             check_workspace(workspace.as_deref())?;
             let timeout = parse_timeout(timeout)?;
             let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
-            // From here on fd 1 belongs to lcp's capture: nothing a tool or its children
-            // write can reach the result on stdout.
-            let mut stdout =
-                Runtime::claim_stdout().map_err(|err| format!("cannot keep stdout for the result: {err}"))?;
+            // In-process, fd 1 belongs to lcp's capture from here on: nothing a tool or
+            // its children write can reach the result on stdout. A worker has its own.
+            let mut stdout: Box<dyn Write> = if in_process {
+                Box::new(Runtime::claim_stdout().map_err(|err| format!("cannot keep stdout for the result: {err}"))?)
+            } else {
+                Box::new(std::io::stdout())
+            };
             print_diagnostics(&runtime.set_confirm_handler(move |request| confirm(request, yes, no)));
-            let result = runtime.call(&registry, &tool, &args, &CallOptions { workspace, timeout });
+            let options = CallOptions { workspace, timeout, ..CallOptions::default() };
+            let result = runtime.call(&registry, &tool, &args, &options);
             let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
             write_out(&mut stdout, &text)?;
             Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -232,10 +276,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing(registry);
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
-        Command::Serve { sources, http, config, workspace, timeout, yes, max_output } => {
+        Command::Serve { sources, http, config, workspace, timeout, yes, max_output, isolation } => {
             let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
             check_workspace(workspace.as_deref())?;
-            let runtime = config.as_deref().map(mcp::config::read).transpose()?.unwrap_or_default();
+            let mut runtime = config.as_deref().map(mcp::config::read).transpose()?.unwrap_or_default();
+            runtime.isolation = isolation.isolation()?;
             let timeout = parse_timeout(timeout)?;
             let registry = load(&sources)?;
             print_diagnostics(&registry.diagnostics);
@@ -296,7 +341,8 @@ fn describe(registry: &mut Registry) {
     if registry.tools().all(|(_, tool)| tool.prompt_provider.is_none()) {
         return;
     }
-    match Runtime::new(RuntimeConfig::default()) {
+    let isolation = WorkerSettings::this_program().map_or(Isolation::InProcess, Isolation::Workers);
+    match Runtime::new(RuntimeConfig { isolation, ..RuntimeConfig::default() }) {
         Ok(runtime) => {
             let descriptions = runtime.describe(registry, &CallOptions::default());
             print_diagnostics(&descriptions.diagnostics);

@@ -1,25 +1,23 @@
 //! One `tools/call`, from the request to the result.
 //!
-//! A call runs on a blocking thread with a runtime of its own (from a pool, so the
-//! libraries' `set_confirm_handler` hooks run once per runtime, not once per call),
-//! whose confirm handler reports to this call only; calls run side by side. The
-//! thread sends [`Event`]s: the confirmations the tool asks for, then its result. A
-//! confirmation becomes an
-//! elicitation: a server→client `elicitation/create` request in a handshake session,
+//! A call runs on a blocking thread through the server's runtime, with a confirm
+//! handler that reports to this call only; calls run side by side. The thread sends
+//! [`Event`]s: the confirmations the tool asks for, then its result. A confirmation
+//! becomes an elicitation: a server→client `elicitation/create` request in a handshake session,
 //! or, on the handshake-less protocol (which forbids server→client requests), an
 //! `InputRequiredResult` carrying that request; the call is then parked under an
 //! opaque `requestState` until the client retries with the answer. Accept means
 //! `allow`; decline, cancel or no answer mean `reject`. A client that cannot elicit
 //! gets `reject` with a reason, or `allow` under `--yes`.
 //!
-//! Cancellation stops the waiting, not the tool: Python code cannot be interrupted
-//! safely, so the call finishes in the background (within `--timeout` if given),
-//! and whatever it still asks to confirm is rejected.
+//! Cancellation stops the call: with worker processes the tool is stopped (its
+//! worker is ended if it does not stop); in-process (`--in-process`) it finishes in
+//! the background and whatever it still asks to confirm is rejected.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -32,60 +30,13 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::Server;
-use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Runtime, RuntimeConfig, ToolResult};
+use crate::runtime::{self, CallOptions, Cancel, ConfirmRequest, Confirmation, ToolResult};
 
 /// How long a call parked on a confirmation waits for the client to answer.
 const PARKED_FOR: Duration = Duration::from_secs(600);
 
 /// The key of the confirmation inside `inputRequests` / `inputResponses`.
 const CONFIRM_KEY: &str = "confirm";
-
-/// Runtimes not in use by a call. Each has its confirm handler set once, to ask
-/// whichever call uses it at the moment.
-#[derive(Default)]
-pub(super) struct Runtimes {
-    idle: Mutex<Vec<CallRuntime>>,
-}
-
-struct CallRuntime {
-    runtime: Runtime,
-    user: Arc<Mutex<Option<User>>>,
-}
-
-/// The call using a runtime: its tool, and where its questions go.
-type User = (String, mpsc::UnboundedSender<Event>);
-
-impl Runtimes {
-    fn take(&self, config: &RuntimeConfig) -> Result<CallRuntime, String> {
-        if let Some(idle) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            return Ok(idle);
-        }
-        let runtime = Runtime::new(config.clone()).map_err(|err| format!("cannot start Python: {err}"))?;
-        let user: Arc<Mutex<Option<User>>> = Arc::default();
-        let asked = Arc::clone(&user);
-        let handler = move |request: &ConfirmRequest| {
-            let current = asked.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            match current {
-                Some((tool, events)) if request.tool.as_deref() == Some(tool.as_str()) => ask(&events, request),
-                _ => rejected("this call is no longer waited for"),
-            }
-        };
-        for problem in runtime.set_confirm_handler(handler) {
-            eprintln!("{problem}");
-        }
-        Ok(CallRuntime { runtime, user })
-    }
-
-    /// Returns a runtime to the pool after its call, unless the call ran out of time:
-    /// a call the runtime could not stop goes on and may still ask to confirm, which
-    /// must never reach the user of a later call.
-    fn put_back(&self, runtime: CallRuntime, timed_out: bool) {
-        *runtime.user.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        if !timed_out {
-            self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(runtime);
-        }
-    }
-}
 
 /// Calls waiting for a handshake-less client to answer a confirmation.
 #[derive(Default)]
@@ -98,6 +49,7 @@ struct Waiting {
     tool: String,
     events: mpsc::UnboundedReceiver<Event>,
     question: Question,
+    cancel: Cancel,
 }
 
 /// What a running call reports.
@@ -157,6 +109,7 @@ impl Parked {
             let expired = calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&expiring);
             if let Some(waiting) = expired {
                 waiting.question.answer(rejected("the client did not answer in time"));
+                waiting.cancel.cancel();
                 drain(waiting.events);
             }
         });
@@ -190,7 +143,7 @@ pub(super) async fn call_tool(
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
-    let events = match &request.request_state {
+    let (events, cancel) = match &request.request_state {
         Some(state) => {
             let Some(waiting) = server.shared.parked.take(state, &request.name) else {
                 let message = "this confirmation was already answered or has expired; call the tool again";
@@ -198,7 +151,7 @@ pub(super) async fn call_tool(
             };
             let answer = request.input_responses.as_ref().and_then(|responses| responses.get(CONFIRM_KEY));
             waiting.question.answer(decision(answer.and_then(|answer| answer.get("action"))));
-            waiting.events
+            (waiting.events, waiting.cancel)
         }
         None => {
             let name = request.name.as_ref();
@@ -212,38 +165,37 @@ pub(super) async fn call_tool(
             start(server, registry, name, request.arguments.clone().unwrap_or_default())
         }
     };
-    drive(server, &request.name, events, &context).await
+    drive(server, &request.name, events, cancel, &context).await
 }
 
-/// Starts the call on a blocking thread, with a runtime whose confirm handler asks
-/// this call's client.
+/// Starts the call on a blocking thread, with a confirm handler that asks this
+/// call's client, and a flag that stops it.
 fn start(
     server: &Server,
     registry: Arc<crate::registry::Registry>,
     tool: &str,
     arguments: Map<String, Value>,
-) -> mpsc::UnboundedReceiver<Event> {
+) -> (mpsc::UnboundedReceiver<Event>, Cancel) {
     let (events, receiver) = mpsc::unbounded_channel();
     let settings = &server.shared.settings;
-    let options = CallOptions { workspace: settings.workspace.clone(), timeout: settings.timeout };
+    let cancel = Cancel::default();
+    let asking = events.clone();
+    let options = CallOptions {
+        workspace: settings.workspace.clone(),
+        timeout: settings.timeout,
+        confirm: Some(Arc::new(move |request: &ConfirmRequest| ask(&asking, request))),
+        cancel: Some(cancel.clone()),
+    };
     let server = server.clone();
     let tool = tool.to_string();
     tokio::task::spawn_blocking(move || {
-        let shared = &server.shared;
-        let taken = server.python().and_then(|_| shared.runtimes.take(&shared.runtime_config));
-        let result = match taken {
+        let result = match server.python() {
             Err(err) => ToolResult::failure(err),
-            Ok(call) => {
-                *call.user.lock().unwrap_or_else(|p| p.into_inner()) = Some((tool.clone(), events.clone()));
-                let began = Instant::now();
-                let result = call.runtime.call(&registry, &tool, &Value::Object(arguments), &options);
-                shared.runtimes.put_back(call, options.timeout.is_some_and(|limit| began.elapsed() >= limit));
-                result
-            }
+            Ok(runtime) => runtime.call(&registry, &tool, &Value::Object(arguments), &options),
         };
         let _ = events.send(Event::Done(result));
     });
-    receiver
+    (receiver, cancel)
 }
 
 /// The confirm handler (on the tool's thread): hands the question to the call's
@@ -262,6 +214,7 @@ async fn drive(
     server: &Server,
     tool: &str,
     mut events: mpsc::UnboundedReceiver<Event>,
+    cancel: Cancel,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
     let settings = &server.shared.settings;
@@ -271,7 +224,7 @@ async fn drive(
             Some(event) => event,
             None => tokio::select! {
                 event = events.recv() => event,
-                () = context.ct.cancelled() => return Ok(cancelled(events)),
+                () = context.ct.cancelled() => return Ok(cancelled(events, &cancel)),
             },
         };
         let question = match event {
@@ -302,7 +255,7 @@ async fn drive(
                         },
                         () = context.ct.cancelled() => {
                             question.answer(rejected("the call was cancelled"));
-                            return Ok(cancelled(events));
+                            return Ok(cancelled(events, &cancel));
                         }
                     }
                 }
@@ -310,7 +263,8 @@ async fn drive(
             How::InputRequired => match server.shared.parked.new_state() {
                 Some(state) => {
                     let request = InputRequest::Elicitation(ElicitRequest::new(elicitation(&question)));
-                    server.shared.parked.park(&state, Waiting { tool: tool.to_string(), events, question });
+                    let waiting = Waiting { tool: tool.to_string(), events, question, cancel };
+                    server.shared.parked.park(&state, waiting);
                     let requests = InputRequests::from([(CONFIRM_KEY.to_string(), request)]);
                     return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
                 }
@@ -325,7 +279,8 @@ async fn drive(
     }
 }
 
-fn cancelled(events: mpsc::UnboundedReceiver<Event>) -> CallToolResponse {
+fn cancelled(events: mpsc::UnboundedReceiver<Event>, cancel: &Cancel) -> CallToolResponse {
+    cancel.cancel();
     drain(events);
     failure("the call was cancelled").into()
 }

@@ -75,20 +75,52 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), String> {
     let server = Server::new(registry, settings.clone());
     let result = runtime.block_on(async {
         tokio::spawn(watch(server.clone()));
-        match (stdio, settings.http) {
-            (Some(fds), _) => {
-                let transport = stdio::transport(fds).map_err(|err| format!("cannot use stdio: {err}"))?;
-                let running = server.serve(transport).await.map_err(|err| format!("MCP session failed: {err}"))?;
-                running.waiting().await.map(drop).map_err(|err| err.to_string())
+        let warming = server.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Ok(python) = warming.python() {
+                python.warm_up();
             }
-            (None, Some(address)) => http::serve(server, address).await,
-            (None, None) => unreachable!("stdio is taken whenever --http is absent"),
+        });
+        let serving = async {
+            match (stdio, settings.http) {
+                (Some(fds), _) => {
+                    let transport = stdio::transport(fds).map_err(|err| format!("cannot use stdio: {err}"))?;
+                    let running =
+                        server.clone().serve(transport).await.map_err(|err| format!("MCP session failed: {err}"))?;
+                    running.waiting().await.map(drop).map_err(|err| err.to_string())
+                }
+                (None, Some(address)) => http::serve(server.clone(), address).await,
+                (None, None) => unreachable!("stdio is taken whenever --http is absent"),
+            }
+        };
+        tokio::select! {
+            result = serving => result,
+            () = stopped() => Ok(()),
         }
     });
+    // The worker processes end with the server, and are waited for.
+    if let Some(Ok(python)) = server.shared.python.get() {
+        python.shutdown();
+    }
     // A call still running in Python (cancelled, or abandoned by the client) must
     // not keep the process alive once the session is over.
     runtime.shutdown_background();
     result
+}
+
+/// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP).
+async fn stopped() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut terminate), Ok(mut interrupt), Ok(mut hangup)) =
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+        _ = hangup.recv() => {}
+    }
 }
 
 /// One per session (HTTP makes one per session or request); all share the registry.
@@ -109,7 +141,6 @@ struct Shared {
     python: OnceLock<Result<Runtime, String>>,
     /// Fires after a rescan that changed the tool list.
     tools_changed: broadcast::Sender<()>,
-    runtimes: call::Runtimes,
     parked: call::Parked,
 }
 
@@ -123,7 +154,6 @@ impl Server {
             settings,
             python: OnceLock::new(),
             tools_changed,
-            runtimes: call::Runtimes::default(),
             parked: call::Parked::default(),
         };
         Server { shared: Arc::new(shared) }
@@ -180,8 +210,10 @@ impl Server {
             if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
                 match server.python() {
                     Ok(python) => {
-                        let options =
-                            CallOptions { workspace: server.shared.settings.workspace.clone(), timeout: None };
+                        let options = CallOptions {
+                            workspace: server.shared.settings.workspace.clone(),
+                            ..CallOptions::default()
+                        };
                         let descriptions = python.describe(&registry, &options);
                         for diagnostic in &descriptions.diagnostics {
                             eprintln!("{diagnostic}");

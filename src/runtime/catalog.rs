@@ -159,7 +159,7 @@ impl Catalog {
     }
 
     fn stale<'p>(&self, paths: impl IntoIterator<Item = &'p PathBuf>) {
-        super::drop_modules(paths.into_iter().map(|p| super::absolute(&self.base, p)));
+        super::engine::drop_modules(paths.into_iter().map(|p| super::absolute(&self.base, p)));
     }
 
     /// Tools of the libraries read from `files` (compared as canonical paths).

@@ -52,6 +52,7 @@ _CAPTURE_LIMIT = 1_000_000
 _MAX_PROBLEMS = 10
 
 _confirm = None
+_printed = None  # printed(call_id, stream, text), when the embedding follows output live
 _lock = threading.Lock()
 _names = itertools.count(1)
 _libraries = {}  # file path -> _Library (loaded, or rejected with its error)
@@ -71,12 +72,15 @@ _direct_calls = {}  # call id -> _Call, made when a direct call first prints or 
 # --------------------------------------------------------------------------- #
 
 
-def install(confirm, before_chdir=None):
+def install(confirm, before_chdir=None, printed=None):
     """Called once: ``confirm(request_json) -> answer_json`` asks the host's handler;
     ``before_chdir()``, if given, is called before a tool changes the working directory
-    (``os.chdir``, ``os.fchdir``), so the host can restore it."""
-    global _confirm
+    (``os.chdir``, ``os.fchdir``), so the host can restore it; ``printed(call_id,
+    stream, text)``, if given, hears what a call prints as it prints it (a worker
+    process sends it on, so that it survives the process)."""
+    global _confirm, _printed
     _confirm = confirm
+    _printed = printed
     sys.dont_write_bytecode = True  # never litter tool folders with __pycache__
     # The real streams write through: what a tool writes to them reaches the file
     # descriptors at once, inside its call, with no flush needed after the call.
@@ -149,13 +153,20 @@ def stop(call_id):
     cannot race with the call leaving tool code.
     """
     current = _calls.get(call_id)
-    if current is None or not current.stoppable:
-        return False
+    if current is not None:
+        if not current.stoppable:
+            return False
+        thread = current.thread
+    else:
+        # A direct call: its marker names it only while the tool function runs.
+        thread = next((t for t, marker in list(_direct.items()) if marker[0] == call_id), None)
+        if thread is None:
+            return False
     import ctypes
 
     set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
     set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
-    return set_async_exc(current.thread, Timeout) == 1
+    return set_async_exc(thread, Timeout) == 1
 
 
 def rebind():
@@ -220,6 +231,8 @@ class _Call:
         if text:
             self.text[stream].append(text)
             self.kept[stream] += len(text)
+            if _printed is not None and self.id is not None:
+                _printed(self.id, stream, text)
 
     def captured(self, stream):
         dropped = self.dropped[stream]

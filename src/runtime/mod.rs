@@ -1,54 +1,50 @@
-//! Running tools in an embedded CPython, on demand (SPEC §5–§6).
+//! Running tools in an embedded CPython, on demand (SPEC §5–§8).
 //!
 //! - [`Runtime`]: the host API: call a tool, ask the prompt providers, register the
-//!   confirm handler.
+//!   confirm handler. It looks the tool up, validates the arguments and hands a
+//!   self-contained job to where tools run: supervised worker processes
+//!   ([`Isolation::Workers`], SPEC §8) or this process ([`Isolation::InProcess`]).
 //! - [`catalog`]: a registry that changes while the host runs: mounted libraries,
 //!   tools registered from code, rescans that re-read only changed files (SPEC §6).
+//! - `engine`: runs a job in this process's interpreter (in-process, and inside each
+//!   worker). `python`: the only code in lcp that touches pyo3. `host.py`: the Python
+//!   side (loading, hooks, conversion, capture).
+//! - `supervisor`: the worker processes: starting, dispatching, time limits,
+//!   cancellation, noticing a death and naming its cause. `worker`: a worker's side.
+//!   `channel`: the private sockets between them.
 //! - `validate`: arguments against the tool's schema, in Rust, before Python runs.
-//! - `python`: the only code in lcp that touches pyo3. `host.py`: the Python side
-//!   (loading, hooks, conversion, capture); it speaks JSON text only, so it can serve
-//!   a worker process as well.
 //! - `capture`: keeps file descriptor 1 away from tools. `workspace`: leases the
 //!   working directory to calls.
 //!
-//! A call takes one of two paths. The first call of a tool, a call with a timeout and
-//! a call of a tool whose arguments need converting go through `host.py`'s `call`
-//! (JSON text in and out). Once a tool's library is loaded, a tool whose parameters
-//! are plain JSON types (numbers, strings, booleans, lists, dicts, `Optional` of them)
-//! is called *directly*: its arguments are built from the `serde_json` values and its
-//! return value read back without JSON text, `host.py` only joins in for what the tool
-//! prints, an exception or a value that is not plain JSON. Both paths give the same
-//! result for the same call.
-//!
 //! Invariants: module code runs only when one of its tools or providers is asked
 //! for; a tool's failure of any kind, `SystemExit` included, is a [`ToolResult`],
-//! never a panic or an exit; nothing a tool prints reaches the host's stdout.
+//! never a panic or an exit; nothing a tool prints reaches the host's stdout. With
+//! worker processes, whatever a tool does to its process is one failed call.
 
 mod capture;
 pub mod catalog;
+mod channel;
+mod engine;
 mod python;
+mod supervisor;
 mod validate;
+pub mod worker;
 mod workspace;
 
-use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{DEFAULT_INJECTED, Library};
-use crate::registry::{Changes, FastMap, Registry};
-
-/// How long a call that ran out of time gets to unwind after it was told to stop.
-const GRACE: Duration = Duration::from_secs(2);
+use crate::registry::{Changes, Registry};
+use engine::{Engine, Job, Kind};
 
 /// What the host sets up once. Every field has a default.
 #[derive(Debug, Clone)]
@@ -67,6 +63,10 @@ pub struct RuntimeConfig {
     pub injected: Vec<String>,
     /// Time limit for each prompt provider in [`Runtime::describe`]. Default: 10 s.
     pub provider_timeout: Option<Duration>,
+    /// Where tools run. Default: [`Isolation::InProcess`], since worker processes need
+    /// a program that serves them ([`WorkerSettings::program`]); the `lcp` command
+    /// line uses workers unless given `--in-process`.
+    pub isolation: Isolation,
 }
 
 impl Default for RuntimeConfig {
@@ -77,19 +77,94 @@ impl Default for RuntimeConfig {
             venv: std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()).map(PathBuf::from),
             injected: DEFAULT_INJECTED.iter().map(|s| s.to_string()).collect(),
             provider_timeout: Some(Duration::from_secs(10)),
+            isolation: Isolation::InProcess,
         }
     }
 }
 
+/// Where tools run (SPEC §8).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Isolation {
+    /// In this process's interpreter: the fastest calls, for tools the host trusts. A
+    /// tool that ends its process ends the host, and a time limit cannot stop a tool
+    /// blocked in C code.
+    InProcess,
+    /// In supervised worker processes: whatever a tool does to its process is one
+    /// failed call, and time limits and cancellation always stop it.
+    Workers(WorkerSettings),
+}
+
+/// How worker processes are started and bounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerSettings {
+    /// The program started as a worker, as `PROGRAM __worker`: an `lcp` binary, or a
+    /// host binary that calls [`worker::main`] when given that argument.
+    pub program: PathBuf,
+    /// How many worker processes may run at once; calls beyond that share them (a
+    /// worker runs several calls of the same workspace at a time). At least 1.
+    pub workers: usize,
+    /// Each worker's memory (its data segment) is capped at this many MiB.
+    pub memory_limit_mib: Option<u64>,
+}
+
+impl WorkerSettings {
+    /// Workers of `program`, one per core, without a memory cap.
+    pub fn new(program: impl Into<PathBuf>) -> WorkerSettings {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        WorkerSettings { program: program.into(), workers: cores, memory_limit_mib: None }
+    }
+
+    /// Workers of the running executable (which must serve `__worker`, as `lcp` does).
+    pub fn this_program() -> Result<WorkerSettings, String> {
+        let program = std::env::current_exe().map_err(|err| format!("cannot find lcp's own executable: {err}"))?;
+        Ok(WorkerSettings::new(program))
+    }
+}
+
+/// Answers what a tool asks to confirm.
+pub type ConfirmHandler = Arc<dyn Fn(&ConfirmRequest) -> Confirmation + Send + Sync>;
+type Handler = ConfirmHandler;
+
 /// Options of one call.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct CallOptions {
     /// Working directory while the tool runs; the previous one is restored after,
-    /// even on failure. The directory belongs to the process: calls for the same
-    /// workspace run together, a call for another one waits until they are done.
+    /// even on failure. In one process the directory is shared: calls for the same
+    /// workspace run together, a call for another one waits until they are done (with
+    /// worker processes it goes to another worker instead).
     pub workspace: Option<PathBuf>,
     /// Time limit; a tool still running then is stopped and the call fails.
     pub timeout: Option<Duration>,
+    /// Answers this call's confirmations instead of the runtime's handler.
+    pub confirm: Option<ConfirmHandler>,
+    /// Stops the call when cancelled (with worker processes; in-process, a cancelled
+    /// call is only no longer waited for by whoever cancelled it).
+    pub cancel: Option<Cancel>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("workspace", &self.workspace)
+            .field("timeout", &self.timeout)
+            .field("confirm", &self.confirm.as_ref().map(|_| "handler"))
+            .field("cancel", &self.cancel)
+            .finish()
+    }
+}
+
+/// A flag that stops a call (MCP `notifications/cancelled`).
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
 }
 
 /// The outcome of a call (SPEC §5): `{"ok", "output", "error"?, "traceback"?, "stdout", "stderr"}`.
@@ -121,7 +196,7 @@ impl ToolResult {
 }
 
 /// What a library asks the user to confirm, as its tool called the handler.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfirmRequest {
     /// The library key ([`library_key`]).
     pub library: String,
@@ -136,7 +211,8 @@ pub struct ConfirmRequest {
     pub kwargs: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Decision {
     Allow,
     Reject,
@@ -155,7 +231,7 @@ impl Decision {
 }
 
 /// The handler's answer; Python receives `(decision, reason)`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Confirmation {
     pub decision: Decision,
     pub reason: String,
@@ -170,8 +246,6 @@ impl Confirmation {
         Confirmation { decision: Decision::Reject, reason: reason.into() }
     }
 }
-
-type Handler = Arc<dyn Fn(&ConfirmRequest) -> Confirmation + Send + Sync>;
 
 /// Descriptions from prompt providers, to lay over the static ones.
 #[derive(Debug, Clone, Default)]
@@ -197,111 +271,92 @@ impl Descriptions {
     }
 }
 
-/// Runs the tools of a registry in the process's embedded CPython.
+/// Runs the tools of a registry, in worker processes or in this process (see
+/// [`Isolation`]).
 ///
-/// The interpreter and the loaded libraries belong to the process: every `Runtime`
-/// shares them, and each library is imported and initialised once per process, with
-/// the configuration of the runtime that first loads it. Each runtime has its own
-/// confirm handler, used for the calls it makes. Relative paths (of tool files and
-/// workspaces) are taken from the working directory the runtime was created in.
+/// In this process, the interpreter and the loaded libraries belong to the process:
+/// every in-process `Runtime` shares them, and each library is imported and
+/// initialised once per process, with the configuration of the runtime that first
+/// loads it. Each worker process likewise loads a library once, on its first call
+/// there. Each runtime has its own confirm handler, used for the calls it makes
+/// unless a call brings its own. Relative paths (of tool files and workspaces) are
+/// taken from the working directory the runtime was created in.
 ///
-/// Calls may come from many threads; Python runs one at a time (the GIL), switching
-/// every few milliseconds, so a tool that spins does not hold up the others. While a
-/// call runs, the process's fd 1 points at lcp's capture: a host that writes to its
-/// standard output while tools may run writes through [`Runtime::claim_stdout`].
+/// Calls may come from many threads. While an in-process call runs, the process's
+/// fd 1 points at lcp's capture: a host that writes to its standard output while
+/// tools may run writes through [`Runtime::claim_stdout`].
 pub struct Runtime {
     config: RuntimeConfig,
     base: PathBuf,
     handler: RwLock<Option<Handler>>,
-    /// How each tool called so far is called, by function name.
-    resolved: RwLock<FastMap<String, Resolved>>,
+    place: Place,
 }
 
-/// A tool's [`python::Resolution`], while the modules it was made with stay loaded.
-struct Resolved {
-    /// The tool's library file, as the registry names it.
-    file: PathBuf,
-    generation: u64,
-    direct: Option<Arc<python::Direct>>,
+/// Where this runtime's calls run.
+enum Place {
+    InProcess(Engine),
+    Workers(supervisor::Pool),
 }
 
-impl Resolved {
-    fn holds(&self, library: &Library, generation: u64) -> bool {
-        self.generation == generation && self.file.as_os_str() == library.path.as_os_str()
-    }
-}
-
+/// Call ids, unique in this process (and so in each of its workers).
 static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
-/// Counts the times loaded modules were dropped: a resolution made before is stale.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// Calls running on this thread: a call made while another one runs here (from a
-    /// confirm handler) takes `host.py`'s path, which keeps the outer call's state.
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
-}
-
-/// What holds while a call runs, on either path: its confirm handler is the one
-/// `host.py` reaches for its id, it has its share of the working directory, and it
-/// counts in this thread's [`DEPTH`]. All of it ends when the scope is dropped.
-struct CallScope {
-    _registration: Option<Registration>,
-    _lease: workspace::Lease,
-}
-
-impl CallScope {
-    fn enter(id: u64, handler: Option<Handler>, workspace: Option<&Path>) -> Result<CallScope, String> {
-        let registration = handler.map(|handler| Registration::new(id, handler));
-        let lease = workspace::enter(workspace)?;
-        DEPTH.set(DEPTH.get() + 1);
-        Ok(CallScope { _registration: registration, _lease: lease })
-    }
-}
-
-impl Drop for CallScope {
-    fn drop(&mut self) {
-        DEPTH.set(DEPTH.get() - 1);
-    }
-}
-
-/// The confirm handler of each call in progress, by call id.
-static HANDLERS: LazyLock<Mutex<HashMap<u64, Handler>>> = LazyLock::new(Default::default);
-
 impl Runtime {
-    /// Starts the interpreter (once per process) and adds the virtual environment's
-    /// site-packages. Runs no tool code.
+    /// Starts the interpreter (once per process) or gets worker processes ready to
+    /// start, and adds the virtual environment's site-packages. Runs no tool code.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, String> {
         let base = std::env::current_dir().map_err(|err| format!("cannot read the working directory: {err}"))?;
-        python::start(answer_confirm, workspace::before_chdir)?;
-        if let Some(venv) = &config.venv {
-            let site = site_packages(&base.join(venv))?;
-            python::add_site_dir(&site.to_string_lossy())?;
-        }
-        Ok(Runtime { config, base, handler: RwLock::new(None), resolved: RwLock::default() })
+        let site_packages = match &config.venv {
+            Some(venv) => Some(site_packages(&base.join(venv))?.to_string_lossy().into_owned()),
+            None => None,
+        };
+        let settings = engine::Settings {
+            libraries: config.libraries.clone(),
+            autonomy_level: config.autonomy_level.clone(),
+            injected: config.injected.clone(),
+            site_packages,
+        };
+        let place = match &config.isolation {
+            Isolation::InProcess => Place::InProcess(Engine::start(settings, None)?),
+            Isolation::Workers(workers) => Place::Workers(supervisor::Pool::new(workers.clone(), settings)?),
+        };
+        Ok(Runtime { config, base, handler: RwLock::new(None), place })
     }
 
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
     }
 
+    /// Starts a worker process ahead of the first call, in the background (with
+    /// worker processes; nothing otherwise).
+    pub fn warm_up(&self) {
+        if let Place::Workers(pool) = &self.place {
+            pool.warm_up();
+        }
+    }
+
+    /// Ends the worker processes and waits for them (with worker processes; nothing
+    /// otherwise). Calls made after fail. Dropping the runtime does the same.
+    pub fn shutdown(&self) {
+        if let Place::Workers(pool) = &self.place {
+            pool.close();
+        }
+    }
+
     /// Registers the confirm handler, and calls `set_confirm_handler` again on every
-    /// loaded library that defines it. Returns the hooks that failed.
+    /// loaded library that defines it. Returns the hooks that failed (in-process; a
+    /// worker reports them on its standard error).
     pub fn set_confirm_handler(
         &self,
         handler: impl Fn(&ConfirmRequest) -> Confirmation + Send + Sync + 'static,
     ) -> Vec<Diagnostic> {
         *self.handler.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(handler));
-        #[derive(Deserialize)]
-        struct Problem {
-            file: PathBuf,
-            error: String,
-        }
-        match python::rebind()
-            .and_then(|text| serde_json::from_str::<Vec<Problem>>(&text).map_err(|err| err.to_string()))
-        {
-            Ok(problems) => problems.into_iter().map(|p| Diagnostic::at_file(&p.file, Level::Error, p.error)).collect(),
-            Err(err) => vec![Diagnostic::at_file(Path::new("<lcp>"), Level::Error, err)],
+        match &self.place {
+            Place::InProcess(engine) => engine.rebind(),
+            Place::Workers(pool) => {
+                pool.rebind();
+                Vec::new()
+            }
         }
     }
 
@@ -316,83 +371,7 @@ impl Runtime {
         if !problems.is_empty() {
             return ToolResult::failure(validate::report(tool, schema, &problems));
         }
-        if options.timeout.is_none()
-            && let Some(result) = self.call_direct(library, &found.name, args, options)
-        {
-            return result;
-        }
-        let result = self.run(library, &found.name, Kind::Tool, args, options, options.timeout);
-        self.resolve(library, &found.name);
-        result
-    }
-
-    /// The direct path (see the module doc); `None` when the call must take `host.py`'s.
-    fn call_direct(
-        &self,
-        library: &Library,
-        function: &str,
-        args: &Value,
-        options: &CallOptions,
-    ) -> Option<ToolResult> {
-        let Value::Object(args) = args else { return None };
-        if DEPTH.get() > 0 || ANY_DROPPED.load(Ordering::Acquire) {
-            return None;
-        }
-        let direct = {
-            let resolved = self.resolved.read().unwrap_or_else(|p| p.into_inner());
-            let entry = resolved.get(function).filter(|entry| entry.holds(library, GENERATION.load(Ordering::Acquire)));
-            entry?.direct.clone()?
-        };
-        if !direct.takes(args) {
-            return None;
-        }
-        let id = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
-        let handler = self.handler.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let folder = options.workspace.as_deref().map(|dir| self.base.join(dir));
-        let scope = match CallScope::enter(id, handler, folder.as_deref()) {
-            Ok(scope) => scope,
-            Err(err) => return Some(ToolResult::failure(err)),
-        };
-        let capture = capture::begin(id);
-        let outcome = python::call_direct(&direct, id, args);
-        let raw_stdout = capture.finish();
-        Some(match outcome {
-            Ok(None) => {
-                // The module rebound the tool's name: nothing ran; `host.py` calls what
-                // the name holds now, and the tool is resolved again after.
-                drop(scope);
-                self.resolved.write().unwrap_or_else(|p| p.into_inner()).remove(function);
-                return None;
-            }
-            Ok(Some(python::DirectOutcome { returned: python::Returned::Output(output), stdout, stderr })) => {
-                ToolResult { ok: true, output, error: None, traceback: None, stdout: stdout + &raw_stdout, stderr }
-            }
-            Ok(Some(python::DirectOutcome { returned: python::Returned::Reply(reply), stdout, stderr })) => {
-                let mut result = read_reply(Ok(reply), raw_stdout).0;
-                result.stdout.insert_str(0, &stdout);
-                result.stderr.insert_str(0, &stderr);
-                result
-            }
-            Err(err) => read_reply(Err(err), raw_stdout).0,
-        })
-    }
-
-    /// Records how `function` of `library` is called from now on, unless known.
-    fn resolve(&self, library: &Library, function: &str) {
-        let generation = GENERATION.load(Ordering::Acquire);
-        let resolved = self.resolved.read().unwrap_or_else(|p| p.into_inner());
-        if resolved.get(function).is_some_and(|entry| entry.holds(library, generation)) {
-            return;
-        }
-        drop(resolved);
-        let file = absolute(&self.base, &library.path);
-        let direct = match python::direct(&file, function, &library_key(library), &self.config.injected) {
-            python::Resolution::Direct(direct) => Some(Arc::new(direct)),
-            python::Resolution::Never => None,
-            python::Resolution::NotLoaded => return,
-        };
-        let entry = Resolved { file: library.path.clone(), generation, direct };
-        self.resolved.write().unwrap_or_else(|p| p.into_inner()).insert(function.to_string(), entry);
+        self.run(library, &found.name, Kind::Tool, args, options, options.timeout)
     }
 
     /// Asks every tool's prompt provider for its description (SPEC §2).
@@ -448,9 +427,14 @@ impl Runtime {
         }
     }
 
-    /// Drops the loaded modules of these files; their next call imports them again.
+    /// Drops the loaded modules of these files; their next call imports them again
+    /// (in every worker).
     pub fn forget(&self, files: &[PathBuf]) {
-        drop_modules(files.iter().map(|path| absolute(&self.base, path)));
+        let files: Vec<String> = files.iter().map(|path| absolute(&self.base, path)).collect();
+        match &self.place {
+            Place::InProcess(_) => engine::drop_modules(files),
+            Place::Workers(pool) => pool.forget(files),
+        }
     }
 
     /// Rescans the registry (SPEC §6) and drops the loaded modules of the files that
@@ -463,9 +447,11 @@ impl Runtime {
         changes
     }
 
-    /// Evaluates a Python expression in the embedded interpreter and returns its
-    /// `repr()`: for diagnostics (`sys.prefix`) and measurements, not for tools.
+    /// Evaluates a Python expression in this process's interpreter (started if it
+    /// was not) and returns its `repr()`: for diagnostics (`sys.prefix`) and
+    /// measurements, not for tools.
     pub fn eval(&self, expression: &str) -> Result<String, String> {
+        python::start(|_| String::new(), workspace::before_chdir, None)?;
         python::eval_repr(expression)
     }
 
@@ -484,252 +470,29 @@ impl Runtime {
         options: &CallOptions,
         timeout: Option<Duration>,
     ) -> ToolResult {
-        let id = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
-        forget_dropped_modules();
-        let key = library_key(library);
-        let handler = self.handler.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let request = Request {
-            call_id: id,
+        let handler =
+            options.confirm.clone().or_else(|| self.handler.read().unwrap_or_else(|p| p.into_inner()).clone());
+        let job = Job {
+            id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
             kind,
             file: absolute(&self.base, &library.path),
             package: library.package.as_deref().map(|dir| absolute(&self.base, dir)),
-            library: &key,
-            function,
-            args,
-            config: self.config.libraries.get(&key),
-            autonomy_level: &self.config.autonomy_level,
+            library: library_key(library),
+            function: function.to_string(),
+            args: args.clone(),
+            workspace: options.workspace.as_deref().map(|dir| self.base.join(dir)),
             has_handler: handler.is_some(),
-            injected: &self.config.injected,
         };
-        let request = match serde_json::to_string(&request) {
-            Ok(text) => text,
-            Err(err) => return ToolResult::failure(format!("cannot encode the call: {err}")),
-        };
-        let folder = options.workspace.as_deref().map(|dir| self.base.join(dir));
-        match timeout {
-            None => execute(id, &request, handler, folder.as_deref()).0,
-            Some(limit) => execute_with_deadline(id, request, handler, folder, limit, function),
+        match &self.place {
+            Place::InProcess(engine) => engine.run(&job, handler, timeout),
+            Place::Workers(pool) => pool.run(&job, handler, timeout, options.cancel.as_ref()),
         }
-    }
-}
-
-#[derive(Clone, Copy, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Kind {
-    Tool,
-    Provider,
-}
-
-/// One call as `host.py` reads it.
-#[derive(Serialize)]
-struct Request<'a> {
-    call_id: u64,
-    kind: Kind,
-    file: String,
-    package: Option<String>,
-    library: &'a str,
-    function: &'a str,
-    args: &'a Value,
-    config: Option<&'a Map<String, Value>>,
-    autonomy_level: &'a str,
-    has_handler: bool,
-    injected: &'a [String],
-}
-
-/// `host.py`'s answer.
-#[derive(Deserialize)]
-struct Reply {
-    ok: bool,
-    #[serde(default)]
-    output: Value,
-    error: Option<String>,
-    traceback: Option<String>,
-    #[serde(default)]
-    stdout: String,
-    #[serde(default)]
-    stderr: String,
-    #[serde(default)]
-    timed_out: bool,
-}
-
-/// Runs the call on this thread, in the working directory `workspace` (the host's
-/// own when `None`); returns the result and whether it was stopped.
-fn execute(id: u64, request: &str, handler: Option<Handler>, workspace: Option<&Path>) -> (ToolResult, bool) {
-    let _scope = match CallScope::enter(id, handler, workspace) {
-        Ok(scope) => scope,
-        Err(err) => return (ToolResult::failure(err), false),
-    };
-    let capture = capture::begin(id);
-    let reply = python::call(request);
-    let raw_stdout = capture.finish();
-    read_reply(reply, raw_stdout)
-}
-
-/// A result from `host.py`'s reply and what reached fd 1; also whether the call was stopped.
-fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult, bool) {
-    let reply =
-        reply.and_then(|text| serde_json::from_str::<Reply>(&text).map_err(|err| format!("unreadable reply: {err}")));
-    match reply {
-        Ok(reply) => {
-            let result = ToolResult {
-                ok: reply.ok,
-                output: reply.output,
-                error: reply.error,
-                traceback: reply.traceback,
-                stdout: reply.stdout + &raw_stdout,
-                stderr: reply.stderr,
-            };
-            (result, reply.timed_out)
-        }
-        Err(err) => {
-            let mut result = ToolResult::failure(format!("lcp's Python host failed: {err}"));
-            result.stdout = raw_stdout;
-            (result, false)
-        }
-    }
-}
-
-/// Runs the call on its own thread and waits at most `limit`. A call still running
-/// then is stopped (the timeout exception is raised in its thread); one that cannot
-/// be stopped (blocked outside Python code) is left running and its result dropped.
-fn execute_with_deadline(
-    id: u64,
-    request: String,
-    handler: Option<Handler>,
-    workspace: Option<PathBuf>,
-    limit: Duration,
-    function: &str,
-) -> ToolResult {
-    let (sender, receiver) = mpsc::channel();
-    let worker = std::thread::Builder::new().name(format!("lcp-call-{id}")).spawn(move || {
-        let _ = sender.send(execute(id, &request, handler, workspace.as_deref()));
-    });
-    if let Err(err) = worker {
-        return ToolResult::failure(format!("cannot start a thread for the call: {err}"));
-    }
-    let late = match receiver.recv_timeout(limit) {
-        Ok((result, _)) => return result,
-        Err(RecvTimeoutError::Disconnected) => return ToolResult::failure("the call ended without a result"),
-        Err(RecvTimeoutError::Timeout) => {
-            python::stop(id);
-            receiver.recv_timeout(GRACE)
-        }
-    };
-    let message = format!("`{function}` timed out after {} s", limit.as_secs_f64());
-    match late {
-        Ok((mut result, _)) => {
-            result.ok = false;
-            result.error = Some(format!("{message} and was stopped"));
-            result
-        }
-        Err(_) => ToolResult::failure(format!(
-            "{message}; it could not be stopped (it is blocked outside Python code) and goes on in the background, its result will be dropped"
-        )),
-    }
-}
-
-/// Makes the runtime's handler the one `host.py` reaches for the call `id`.
-struct Registration(u64);
-
-impl Registration {
-    fn new(id: u64, handler: Handler) -> Registration {
-        HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).insert(id, handler);
-        Registration(id)
-    }
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
-    }
-}
-
-/// Files whose loaded modules are out of date, waiting for the next call to drop them.
-static DROPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
-static ANY_DROPPED: AtomicBool = AtomicBool::new(false);
-
-/// Marks modules as out of date: the next call of any runtime drops them (modules
-/// belong to the process, like the interpreter).
-pub(crate) fn drop_modules(paths: impl IntoIterator<Item = String>) {
-    let mut dropped = DROPPED.lock().unwrap_or_else(|p| p.into_inner());
-    dropped.extend(paths);
-    GENERATION.fetch_add(1, Ordering::AcqRel);
-    ANY_DROPPED.store(!dropped.is_empty(), Ordering::Release);
-}
-
-fn forget_dropped_modules() {
-    if !ANY_DROPPED.load(Ordering::Acquire) {
-        return;
-    }
-    let paths = std::mem::take(&mut *DROPPED.lock().unwrap_or_else(|p| p.into_inner()));
-    ANY_DROPPED.store(false, Ordering::Release);
-    if let Ok(json) = serde_json::to_string(&paths) {
-        let _ = python::forget(&json);
     }
 }
 
 /// `path` from `base`, without `.` components: the key of a file's module.
 pub(crate) fn absolute(base: &Path, path: &Path) -> String {
     base.join(path).components().collect::<PathBuf>().to_string_lossy().into_owned()
-}
-
-/// `host.py`'s confirm requests: finds the handler of the call and asks it.
-fn answer_confirm(text: &str) -> String {
-    #[derive(Deserialize)]
-    struct Wire {
-        call_id: Option<u64>,
-        library: Option<String>,
-        tool: Option<String>,
-        #[serde(default)]
-        args: Vec<Value>,
-        #[serde(default)]
-        kwargs: Map<String, Value>,
-    }
-    let confirmation = match serde_json::from_str::<Wire>(text) {
-        Err(err) => Confirmation::reject(format!("lcp could not read the confirm request: {err}")),
-        Ok(wire) => {
-            let handler =
-                wire.call_id.and_then(|id| HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned());
-            match handler {
-                None => Confirmation::reject("the host has no confirmation handler"),
-                Some(handler) => {
-                    let (content, label) = content_and_label(&wire.args, &wire.kwargs);
-                    let request = ConfirmRequest {
-                        library: wire.library.unwrap_or_default(),
-                        tool: wire.tool,
-                        content,
-                        label,
-                        args: wire.args,
-                        kwargs: wire.kwargs,
-                    };
-                    catch_unwind(AssertUnwindSafe(|| handler(&request)))
-                        .unwrap_or_else(|_| Confirmation::reject("the confirmation handler failed"))
-                }
-            }
-        }
-    };
-    json!({"decision": confirmation.decision.as_str(), "reason": confirmation.reason}).to_string()
-}
-
-/// `(content, label[, extra])`, keywords of those names, or one dict.
-fn content_and_label(args: &[Value], kwargs: &Map<String, Value>) -> (String, String) {
-    let text = |value: &Value| match value {
-        Value::String(text) => text.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    let first = |fields: &Map<String, Value>, keys: &[&str]| keys.iter().find_map(|key| fields.get(*key)).map(text);
-    match args {
-        [Value::Object(fields)] if kwargs.is_empty() => (
-            first(fields, &["content", "command", "text", "message"])
-                .unwrap_or_else(|| Value::Object(fields.clone()).to_string()),
-            first(fields, &["label", "title", "action"]).unwrap_or_default(),
-        ),
-        _ => (
-            args.first().map(text).or_else(|| first(kwargs, &["content"])).unwrap_or_default(),
-            args.get(1).map(text).or_else(|| first(kwargs, &["label"])).unwrap_or_default(),
-        ),
-    }
 }
 
 /// The key of a library's configuration: its folder's name for a library folder,
@@ -809,19 +572,6 @@ pub fn python_build() -> (&'static str, &'static str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn confirm_arguments_in_every_shape() {
-        let map = |v: Value| v.as_object().cloned().unwrap();
-        let none = Map::new();
-        assert_eq!(content_and_label(&[json!("rm -rf x"), json!("Run")], &none), ("rm -rf x".into(), "Run".into()));
-        assert_eq!(content_and_label(&[json!("a"), json!("b"), json!({"x": 1})], &none), ("a".into(), "b".into()));
-        assert_eq!(
-            content_and_label(&[json!({"command": "ls", "title": "List"})], &none),
-            ("ls".into(), "List".into())
-        );
-        assert_eq!(content_and_label(&[], &map(json!({"content": "c", "label": "l"}))), ("c".into(), "l".into()));
-    }
 
     #[test]
     fn edit_distance_counts_single_character_edits() {

@@ -55,10 +55,12 @@ static HOST: OnceLock<Result<Host, String>> = OnceLock::new();
 /// other calls.
 pub type ConfirmFn = fn(&str) -> String;
 
+use super::engine::Printed;
+
 /// Starts the interpreter and the host module, once per process. `before_chdir` is
 /// called before a tool changes the working directory.
-pub fn start(confirm: ConfirmFn, before_chdir: fn()) -> Result<(), String> {
-    HOST.get_or_init(|| load(confirm, before_chdir)).as_ref().map(|_| ()).map_err(Clone::clone)
+pub fn start(confirm: ConfirmFn, before_chdir: fn(), printed: Option<Printed>) -> Result<(), String> {
+    HOST.get_or_init(|| load(confirm, before_chdir, printed)).as_ref().map(|_| ()).map_err(Clone::clone)
 }
 
 fn host() -> Result<&'static Host, String> {
@@ -69,7 +71,7 @@ fn host() -> Result<&'static Host, String> {
     }
 }
 
-fn load(confirm: ConfirmFn, before_chdir: fn()) -> Result<Host, String> {
+fn load(confirm: ConfirmFn, before_chdir: fn(), printed: Option<Printed>) -> Result<Host, String> {
     initialize()?;
     Python::attach(|py| {
         let source = CString::new(HOST_SOURCE).map_err(|err| err.to_string())?;
@@ -94,9 +96,25 @@ fn load(confirm: ConfirmFn, before_chdir: fn()) -> Result<Host, String> {
             },
         )
         .map_err(|err| describe(py, err))?;
+        let printed_hook = match printed {
+            None => None,
+            Some(printed) => Some(
+                PyCFunction::new_closure(
+                    py,
+                    Some(c"printed"),
+                    None,
+                    move |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| -> PyResult<()> {
+                        let (call, stream, text): (u64, String, String) = args.extract()?;
+                        args.py().detach(|| printed(call, &stream, &text));
+                        Ok(())
+                    },
+                )
+                .map_err(|err| describe(py, err))?,
+            ),
+        };
         module
             .getattr("install")
-            .and_then(|install| install.call1((bridge, chdir_hook)))
+            .and_then(|install| install.call1((bridge, chdir_hook, printed_hook)))
             .map_err(|err| describe(py, err))?;
         let function = |name: &str| module.getattr(name).map(Bound::unbind).map_err(|err| describe(py, err));
         let dict = |name: &str| {
@@ -287,33 +305,27 @@ impl Direct {
     }
 }
 
-/// What a direct call returned.
-pub enum Returned {
+/// What a direct call came to. `stdout` and `stderr` are what it printed through
+/// `sys.stdout` / `sys.stderr`.
+pub enum DirectOutcome {
+    /// The module no longer holds the function under its name: nothing ran.
+    Rebound,
     /// Plain JSON data that reports no failure: the call succeeded with it.
-    Output(Value),
+    Returned { output: Value, stdout: String, stderr: String },
     /// `host.py`'s reply (JSON text) for everything else: an exception, a value JSON
     /// cannot carry as it is, a failure the tool reported.
-    Reply(String),
-}
-
-/// A finished direct call.
-pub struct DirectOutcome {
-    pub returned: Returned,
-    /// What the call printed through `sys.stdout` / `sys.stderr`.
-    pub stdout: String,
-    pub stderr: String,
+    Replied { reply: String, stdout: String, stderr: String },
 }
 
 /// Calls a [`Direct`] tool with `args` (valid for its schema, [`Direct::takes`] them)
-/// as keywords. `Ok(None)`: its module no longer holds the function under its name;
-/// nothing ran.
-pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> Result<Option<DirectOutcome>, String> {
+/// as keywords.
+pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> Result<DirectOutcome, String> {
     let host = host()?;
     Python::attach(|py| {
         let name = direct.names.bind(py).get_borrowed_item(1).map_err(|err| describe(py, err))?;
         let current = direct.namespace.bind(py).get_item(name).map_err(|err| describe(py, err))?;
         if !current.is_some_and(|current| current.is(direct.function.bind(py))) {
-            return Ok(None);
+            return Ok(DirectOutcome::Rebound);
         }
         let (names, values) = keywords(py, direct, args).map_err(|err| describe(py, err))?;
         let marker = marker(py, host).map_err(|err| describe(py, err))?;
@@ -323,12 +335,12 @@ pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> 
         let cleared = marker.set_item(0, py.None());
         let returned = match result {
             Ok(value) => match to_json(&value, 0) {
-                Some(output) if !may_report_failure(&output) => Returned::Output(output),
-                _ => Returned::Reply(reply(py, host.direct_result.call1(py, (value,)))?),
+                Some(output) if !may_report_failure(&output) => Ok(output),
+                _ => Err(reply(py, host.direct_result.call1(py, (value,)))?),
             },
             Err(err) => {
                 let traceback = err.traceback(py);
-                Returned::Reply(reply(py, host.direct_failure.call1(py, (err.value(py), traceback)))?)
+                Err(reply(py, host.direct_failure.call1(py, (err.value(py), traceback)))?)
             }
         };
         cleared.map_err(|err| describe(py, err))?;
@@ -347,7 +359,10 @@ pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> 
                 .and_then(|texts| texts.extract(py))
                 .map_err(|err| describe(py, err))?
         };
-        Ok(Some(DirectOutcome { returned, stdout, stderr }))
+        Ok(match returned {
+            Ok(output) => DirectOutcome::Returned { output, stdout, stderr },
+            Err(reply) => DirectOutcome::Replied { reply, stdout, stderr },
+        })
     })
 }
 

@@ -123,10 +123,20 @@ fn a_timeout_stops_a_spinning_tool() {
 
 #[test]
 fn a_timeout_returns_even_when_the_tool_is_blocked_outside_python() {
-    let output =
-        lcp_call(&["tool_block", &fixture_folder("timeouts"), "--args", r#"{"seconds": 60}"#, "--timeout", "0.2"]);
-    let result = result(&output, 1);
-    assert!(result["error"].as_str().unwrap().contains("timed out after 0.2 s; it could not be stopped"), "{result}");
+    let args = ["tool_block", &fixture_folder("timeouts"), "--args", r#"{"seconds": 60}"#, "--timeout", "0.2"];
+    let isolated = result(&lcp_call(&args), 1);
+    let error = isolated["error"].as_str().unwrap();
+    assert!(
+        error.contains("timed out after 0.2 s; it did not stop") && error.contains("ended its worker"),
+        "{isolated}"
+    );
+    // In-process, such a tool cannot be stopped: the call returns, the tool goes on.
+    let in_process = [&args[..], &["--in-process"]].concat();
+    let in_process = result(&lcp_call(&in_process), 1);
+    assert!(
+        in_process["error"].as_str().unwrap().contains("timed out after 0.2 s; it could not be stopped"),
+        "{in_process}"
+    );
 }
 
 #[test]

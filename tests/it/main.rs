@@ -10,6 +10,7 @@ mod discovery;
 mod docstrings;
 mod exports;
 mod extraction;
+mod isolation;
 mod mcp;
 mod python_reference;
 mod rescan;

@@ -15,7 +15,7 @@ use crate::support::*;
 
 /// How long any one client run may take on a loaded machine before it fails.
 const LIMIT: Duration = Duration::from_secs(600);
-const MODES: [&str; 2] = ["legacy", "auto"];
+pub(crate) const MODES: [&str; 2] = ["legacy", "auto"];
 
 fn lcp_bin() -> &'static str {
     env!("CARGO_BIN_EXE_lcp")
@@ -23,7 +23,7 @@ fn lcp_bin() -> &'static str {
 
 /// One session of `tests/python/mcp_client_session.py` against `lcp serve SERVE`
 /// over stdio (or over HTTP when `serve` is `["--url", URL]`); its JSON report.
-fn session(mode: &str, elicit: &str, serve: &[&str], steps: Value) -> Value {
+pub(crate) fn session(mode: &str, elicit: &str, serve: &[&str], steps: Value) -> Value {
     let mut command = Command::new(test_python());
     command.arg(root().join("tests/python/mcp_client_session.py")).args(["--mode", mode, "--elicit", elicit]);
     match serve {
@@ -40,20 +40,20 @@ fn report(output: Output) -> Value {
         .unwrap_or_else(|err| panic!("the client's report is not JSON ({err}); stderr:\n{stderr}"))
 }
 
-fn call(name: &str, arguments: Value) -> Value {
+pub(crate) fn call(name: &str, arguments: Value) -> Value {
     json!({ "call": name, "arguments": arguments })
 }
 
-fn text(result: &Value) -> &str {
+pub(crate) fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text content: {result}"))
 }
 
-fn assert_ok(result: &Value, structured: Value) {
+pub(crate) fn assert_ok(result: &Value, structured: Value) {
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(result["structuredContent"], structured, "{result}");
 }
 
-fn assert_error(result: &Value, needles: &[&str]) {
+pub(crate) fn assert_error(result: &Value, needles: &[&str]) {
     assert_eq!(result["isError"], true, "{result}");
     for needle in needles {
         assert!(text(result).contains(needle), "`{needle}` is not in {}", text(result));
@@ -413,13 +413,13 @@ fn inspector_cli(target: &[&str], args: &[&str]) -> Value {
 }
 
 /// `lcp serve --http 127.0.0.1:0 ARGS`, stopped when dropped.
-struct HttpServer {
-    child: Child,
-    url: String,
+pub(crate) struct HttpServer {
+    pub(crate) child: Child,
+    pub(crate) url: String,
 }
 
 impl HttpServer {
-    fn start(args: &[&str]) -> HttpServer {
+    pub(crate) fn start(args: &[&str]) -> HttpServer {
         let mut child = Command::new(lcp_bin())
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(args)
@@ -444,8 +444,7 @@ impl HttpServer {
 
 impl Drop for HttpServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }
 
@@ -512,8 +511,7 @@ impl RawServer {
 
 impl Drop for RawServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }
 

@@ -224,3 +224,39 @@ pub fn output_within(command: &mut Command, stdin: &[u8], limit: std::time::Dura
     let _ = watchdog.join();
     output
 }
+
+/// Stops a server the way a person would (SIGTERM), so that it ends its worker
+/// processes; kills it if it has not ended within a minute. Always waits for it.
+pub fn stop(child: &mut std::process::Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: a signal to a child this test started and has not waited for.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The processes whose parent is `pid`, with their state letter (`Z`: a zombie).
+pub fn children_of(pid: u32) -> Vec<(u32, char)> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+        let Some((head, rest)) = stat.rsplit_once(')') else { continue };
+        let mut fields = rest.split_whitespace();
+        let (Some(state), Some(parent)) = (fields.next(), fields.next()) else { continue };
+        if parent.parse::<u32>() == Ok(pid)
+            && let Some(child) = head.split_whitespace().next().and_then(|p| p.parse().ok())
+        {
+            children.push((child, state.chars().next().unwrap_or('?')));
+        }
+    }
+    children
+}

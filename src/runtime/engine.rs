@@ -1,0 +1,499 @@
+//! Running one [`Job`] in this process's embedded CPython: what lcp does in-process
+//! (`--in-process`) and what each worker process does for the calls it is sent.
+//!
+//! A job is self-contained (the library's file, package and key, the function, the
+//! arguments, the workspace), so it crosses the worker channel as it is. It takes one
+//! of two paths. A tool's first call and a call with a timeout go through `host.py`'s
+//! `call` (JSON text in and out). Once a tool's library is loaded, a tool whose
+//! parameters are plain JSON types is called *directly*: its arguments are built from
+//! the `serde_json` values and its return value read back without JSON text; `host.py`
+//! only joins in for what the tool prints, an exception or a value that is not plain
+//! JSON. Both paths give the same result for the same job.
+//!
+//! Must never: look at a registry (a job carries what it needs), or let a tool's
+//! failure be anything but a [`ToolResult`].
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{ConfirmRequest, Confirmation, Handler, ToolResult, capture, python, workspace};
+use crate::diag::{Diagnostic, Level};
+use crate::registry::FastMap;
+
+/// How long a call that ran out of time gets to unwind after it was told to stop.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// What runs: a tool, or a prompt provider (a tool's or a library's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Kind {
+    Tool,
+    Provider,
+}
+
+/// One call, with everything needed to run it in any process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Job {
+    /// Unique in the process that made it; the key to stop the call.
+    pub id: u64,
+    pub kind: Kind,
+    /// The library's file, absolute.
+    pub file: String,
+    /// The library folder (a private package), absolute.
+    pub package: Option<String>,
+    /// The library's key ([`super::library_key`]).
+    pub library: String,
+    pub function: String,
+    pub args: Value,
+    /// The working directory while it runs, absolute; `None`: the process's own.
+    pub workspace: Option<PathBuf>,
+    /// Whether the host answers confirmations (the library gets `set_confirm_handler`).
+    pub has_handler: bool,
+}
+
+/// What an engine is set up with, once per process.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Settings {
+    pub libraries: BTreeMap<String, Map<String, Value>>,
+    pub autonomy_level: String,
+    pub injected: Vec<String>,
+    /// A virtual environment's site-packages, absolute.
+    pub site_packages: Option<String>,
+}
+
+/// Called with `(call id, "out" | "err", text)` each time a tool prints, as it prints.
+pub(crate) type Printed = fn(u64, &str, &str);
+
+/// The embedded interpreter of this process, running jobs.
+pub(crate) struct Engine {
+    settings: Settings,
+    /// How each tool called so far is called, by function name.
+    resolved: RwLock<FastMap<String, Resolved>>,
+}
+
+/// A tool's [`python::Resolution`], while the modules it was made with stay loaded.
+struct Resolved {
+    file: String,
+    generation: u64,
+    direct: Option<Arc<python::Direct>>,
+}
+
+impl Resolved {
+    fn holds(&self, file: &str, generation: u64) -> bool {
+        self.generation == generation && self.file == file
+    }
+}
+
+/// The outcome of trying a job on the direct path.
+enum Direct {
+    Ran(ToolResult),
+    /// Not callable directly (yet, or any more): `host.py`'s path runs it.
+    Declined,
+}
+
+/// Counts the times loaded modules were dropped: a resolution made before is stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Calls running on this thread: a call made while another one runs here (from a
+    /// confirm handler) takes `host.py`'s path, which keeps the outer call's state.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// What holds while a call runs, on either path: its confirm handler is the one
+/// `host.py` reaches for its id, it has its share of the working directory, and it
+/// counts in this thread's [`DEPTH`]. All of it ends when the scope is dropped.
+struct CallScope {
+    _registration: Option<Registration>,
+    _lease: workspace::Lease,
+}
+
+impl CallScope {
+    fn enter(id: u64, handler: Option<Handler>, workspace: Option<&Path>) -> Result<CallScope, String> {
+        let registration = handler.map(|handler| Registration::new(id, handler));
+        let lease = workspace::enter(workspace)?;
+        DEPTH.set(DEPTH.get() + 1);
+        Ok(CallScope { _registration: registration, _lease: lease })
+    }
+}
+
+impl Drop for CallScope {
+    fn drop(&mut self) {
+        DEPTH.set(DEPTH.get() - 1);
+    }
+}
+
+/// The confirm handler of each call in progress, by call id.
+static HANDLERS: LazyLock<Mutex<HashMap<u64, Handler>>> = LazyLock::new(Default::default);
+
+impl Engine {
+    /// Starts the interpreter (once per process) and adds the virtual environment's
+    /// site-packages. Runs no tool code. `printed` hears what tools print as they do.
+    pub(crate) fn start(settings: Settings, printed: Option<Printed>) -> Result<Engine, String> {
+        python::start(answer_confirm, workspace::before_chdir, printed)?;
+        if let Some(site) = &settings.site_packages {
+            python::add_site_dir(site)?;
+        }
+        Ok(Engine { settings, resolved: RwLock::default() })
+    }
+
+    /// Runs a job; `timeout` stops it from inside the process (the gentle way only).
+    pub(crate) fn run(&self, job: &Job, handler: Option<Handler>, timeout: Option<Duration>) -> ToolResult {
+        if job.kind == Kind::Tool
+            && timeout.is_none()
+            && let Direct::Ran(result) = self.call_direct(job, handler.clone())
+        {
+            return result;
+        }
+        let result = self.run_hosted(job, handler, timeout);
+        if job.kind == Kind::Tool {
+            self.resolve(job);
+        }
+        result
+    }
+
+    /// Calls `set_confirm_handler` again on every loaded library that defines it.
+    /// Returns the hooks that failed.
+    pub(crate) fn rebind(&self) -> Vec<Diagnostic> {
+        #[derive(Deserialize)]
+        struct Problem {
+            file: PathBuf,
+            error: String,
+        }
+        match python::rebind()
+            .and_then(|text| serde_json::from_str::<Vec<Problem>>(&text).map_err(|err| err.to_string()))
+        {
+            Ok(problems) => problems.into_iter().map(|p| Diagnostic::at_file(&p.file, Level::Error, p.error)).collect(),
+            Err(err) => vec![Diagnostic::at_file(Path::new("<lcp>"), Level::Error, err)],
+        }
+    }
+
+    /// The direct path (see the module doc).
+    fn call_direct(&self, job: &Job, handler: Option<Handler>) -> Direct {
+        let Value::Object(args) = &job.args else { return Direct::Declined };
+        if DEPTH.get() > 0 || ANY_DROPPED.load(Ordering::Acquire) {
+            return Direct::Declined;
+        }
+        let direct = {
+            let resolved = self.resolved.read().unwrap_or_else(|p| p.into_inner());
+            let entry = resolved.get(&job.function).filter(|e| e.holds(&job.file, GENERATION.load(Ordering::Acquire)));
+            match entry.and_then(|entry| entry.direct.clone()) {
+                Some(direct) => direct,
+                None => return Direct::Declined,
+            }
+        };
+        if !direct.takes(args) {
+            return Direct::Declined;
+        }
+        let scope = match CallScope::enter(job.id, handler, job.workspace.as_deref()) {
+            Ok(scope) => scope,
+            Err(err) => return Direct::Ran(ToolResult::failure(err)),
+        };
+        let capture = capture::begin(job.id);
+        let outcome = python::call_direct(&direct, job.id, args);
+        let raw_stdout = capture.finish();
+        Direct::Ran(match outcome {
+            Ok(python::DirectOutcome::Rebound) => {
+                // The module rebound the tool's name: nothing ran; `host.py` calls what
+                // the name holds now, and the tool is resolved again after.
+                drop(scope);
+                self.resolved.write().unwrap_or_else(|p| p.into_inner()).remove(&job.function);
+                return Direct::Declined;
+            }
+            Ok(python::DirectOutcome::Returned { output, stdout, stderr }) => {
+                ToolResult { ok: true, output, error: None, traceback: None, stdout: stdout + &raw_stdout, stderr }
+            }
+            Ok(python::DirectOutcome::Replied { reply, stdout, stderr }) => {
+                let mut result = read_reply(Ok(reply), raw_stdout).0;
+                result.stdout.insert_str(0, &stdout);
+                result.stderr.insert_str(0, &stderr);
+                result
+            }
+            Err(err) => read_reply(Err(err), raw_stdout).0,
+        })
+    }
+
+    /// Records how the job's function is called from now on, unless known.
+    fn resolve(&self, job: &Job) {
+        let generation = GENERATION.load(Ordering::Acquire);
+        let resolved = self.resolved.read().unwrap_or_else(|p| p.into_inner());
+        if resolved.get(&job.function).is_some_and(|entry| entry.holds(&job.file, generation)) {
+            return;
+        }
+        drop(resolved);
+        let direct = match python::direct(&job.file, &job.function, &job.library, &self.settings.injected) {
+            python::Resolution::Direct(direct) => Some(Arc::new(direct)),
+            python::Resolution::Never => None,
+            python::Resolution::NotLoaded => return,
+        };
+        let entry = Resolved { file: job.file.clone(), generation, direct };
+        self.resolved.write().unwrap_or_else(|p| p.into_inner()).insert(job.function.clone(), entry);
+    }
+
+    /// `host.py`'s path, on this thread or, with a timeout, on a thread of its own.
+    fn run_hosted(&self, job: &Job, handler: Option<Handler>, timeout: Option<Duration>) -> ToolResult {
+        forget_dropped_modules();
+        let request = Request {
+            call_id: job.id,
+            kind: job.kind,
+            file: &job.file,
+            package: job.package.as_deref(),
+            library: &job.library,
+            function: &job.function,
+            args: &job.args,
+            config: self.settings.libraries.get(&job.library),
+            autonomy_level: &self.settings.autonomy_level,
+            has_handler: job.has_handler,
+            injected: &self.settings.injected,
+        };
+        let request = match serde_json::to_string(&request) {
+            Ok(text) => text,
+            Err(err) => return ToolResult::failure(format!("cannot encode the call: {err}")),
+        };
+        match timeout {
+            None => execute(job.id, &request, handler, job.workspace.as_deref()).0,
+            Some(limit) => execute_with_deadline(job.id, request, handler, job.workspace.clone(), limit, &job.function),
+        }
+    }
+}
+
+/// One call as `host.py` reads it.
+#[derive(Serialize)]
+struct Request<'a> {
+    call_id: u64,
+    kind: Kind,
+    file: &'a str,
+    package: Option<&'a str>,
+    library: &'a str,
+    function: &'a str,
+    args: &'a Value,
+    config: Option<&'a Map<String, Value>>,
+    autonomy_level: &'a str,
+    has_handler: bool,
+    injected: &'a [String],
+}
+
+/// `host.py`'s answer.
+#[derive(Deserialize)]
+struct Reply {
+    ok: bool,
+    #[serde(default)]
+    output: Value,
+    error: Option<String>,
+    traceback: Option<String>,
+    #[serde(default)]
+    stdout: String,
+    #[serde(default)]
+    stderr: String,
+    #[serde(default)]
+    timed_out: bool,
+}
+
+/// Runs the call on this thread, in the working directory `workspace` (the host's
+/// own when `None`); returns the result and whether it was stopped.
+fn execute(id: u64, request: &str, handler: Option<Handler>, workspace: Option<&Path>) -> (ToolResult, bool) {
+    let _scope = match CallScope::enter(id, handler, workspace) {
+        Ok(scope) => scope,
+        Err(err) => return (ToolResult::failure(err), false),
+    };
+    let capture = capture::begin(id);
+    let reply = python::call(request);
+    let raw_stdout = capture.finish();
+    read_reply(reply, raw_stdout)
+}
+
+/// A result from `host.py`'s reply and what reached fd 1; also whether the call was stopped.
+fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult, bool) {
+    let reply =
+        reply.and_then(|text| serde_json::from_str::<Reply>(&text).map_err(|err| format!("unreadable reply: {err}")));
+    match reply {
+        Ok(reply) => {
+            let result = ToolResult {
+                ok: reply.ok,
+                output: reply.output,
+                error: reply.error,
+                traceback: reply.traceback,
+                stdout: reply.stdout + &raw_stdout,
+                stderr: reply.stderr,
+            };
+            (result, reply.timed_out)
+        }
+        Err(err) => {
+            let mut result = ToolResult::failure(format!("lcp's Python host failed: {err}"));
+            result.stdout = raw_stdout;
+            (result, false)
+        }
+    }
+}
+
+/// Runs the call on its own thread and waits at most `limit`. A call still running
+/// then is stopped (the timeout exception is raised in its thread); one that cannot
+/// be stopped (blocked outside Python code) is left running and its result dropped.
+fn execute_with_deadline(
+    id: u64,
+    request: String,
+    handler: Option<Handler>,
+    workspace: Option<PathBuf>,
+    limit: Duration,
+    function: &str,
+) -> ToolResult {
+    let (sender, receiver) = mpsc::channel();
+    let worker = std::thread::Builder::new().name(format!("lcp-call-{id}")).spawn(move || {
+        let _ = sender.send(execute(id, &request, handler, workspace.as_deref()));
+    });
+    if let Err(err) = worker {
+        return ToolResult::failure(format!("cannot start a thread for the call: {err}"));
+    }
+    let late = match receiver.recv_timeout(limit) {
+        Ok((result, _)) => return result,
+        Err(RecvTimeoutError::Disconnected) => return ToolResult::failure("the call ended without a result"),
+        Err(RecvTimeoutError::Timeout) => {
+            python::stop(id);
+            receiver.recv_timeout(GRACE)
+        }
+    };
+    let message = format!("`{function}` timed out after {} s", limit.as_secs_f64());
+    match late {
+        Ok((mut result, _)) => {
+            result.ok = false;
+            result.error = Some(format!("{message} and was stopped"));
+            result
+        }
+        Err(_) => ToolResult::failure(format!(
+            "{message}; it could not be stopped (it is blocked outside Python code) and goes on in the background, \
+             its result will be dropped (run lcp with worker processes to end such a tool)"
+        )),
+    }
+}
+
+/// Raises the timeout exception in the thread running call `id`, if it runs tool
+/// code (on either path). Returns whether it did.
+pub(crate) fn stop(id: u64) -> bool {
+    python::stop(id)
+}
+
+/// Makes a handler the one `host.py` reaches for the call `id`.
+struct Registration(u64);
+
+impl Registration {
+    fn new(id: u64, handler: Handler) -> Registration {
+        HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).insert(id, handler);
+        Registration(id)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+    }
+}
+
+/// Files whose loaded modules are out of date, waiting for the next call to drop them.
+static DROPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static ANY_DROPPED: AtomicBool = AtomicBool::new(false);
+
+/// Marks modules as out of date: the next call drops them (modules belong to the
+/// process, like the interpreter).
+pub(crate) fn drop_modules(paths: impl IntoIterator<Item = String>) {
+    let mut dropped = DROPPED.lock().unwrap_or_else(|p| p.into_inner());
+    dropped.extend(paths);
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    ANY_DROPPED.store(!dropped.is_empty(), Ordering::Release);
+}
+
+fn forget_dropped_modules() {
+    if !ANY_DROPPED.load(Ordering::Acquire) {
+        return;
+    }
+    let paths = std::mem::take(&mut *DROPPED.lock().unwrap_or_else(|p| p.into_inner()));
+    ANY_DROPPED.store(false, Ordering::Release);
+    if let Ok(json) = serde_json::to_string(&paths) {
+        let _ = python::forget(&json);
+    }
+}
+
+/// `host.py`'s confirm requests: finds the handler of the call and asks it.
+fn answer_confirm(text: &str) -> String {
+    #[derive(Deserialize)]
+    struct Wire {
+        call_id: Option<u64>,
+        library: Option<String>,
+        tool: Option<String>,
+        #[serde(default)]
+        args: Vec<Value>,
+        #[serde(default)]
+        kwargs: Map<String, Value>,
+    }
+    let confirmation = match serde_json::from_str::<Wire>(text) {
+        Err(err) => Confirmation::reject(format!("lcp could not read the confirm request: {err}")),
+        Ok(wire) => {
+            let handler =
+                wire.call_id.and_then(|id| HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned());
+            match handler {
+                None => Confirmation::reject("the host has no confirmation handler"),
+                Some(handler) => {
+                    let (content, label) = content_and_label(&wire.args, &wire.kwargs);
+                    let request = ConfirmRequest {
+                        library: wire.library.unwrap_or_default(),
+                        tool: wire.tool,
+                        content,
+                        label,
+                        args: wire.args,
+                        kwargs: wire.kwargs,
+                    };
+                    catch_unwind(AssertUnwindSafe(|| handler(&request)))
+                        .unwrap_or_else(|_| Confirmation::reject("the confirmation handler failed"))
+                }
+            }
+        }
+    };
+    json!({"decision": confirmation.decision.as_str(), "reason": confirmation.reason}).to_string()
+}
+
+/// `(content, label[, extra])`, keywords of those names, or one dict.
+fn content_and_label(args: &[Value], kwargs: &Map<String, Value>) -> (String, String) {
+    let text = |value: &Value| match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let first = |fields: &Map<String, Value>, keys: &[&str]| keys.iter().find_map(|key| fields.get(*key)).map(text);
+    match args {
+        [Value::Object(fields)] if kwargs.is_empty() => (
+            first(fields, &["content", "command", "text", "message"])
+                .unwrap_or_else(|| Value::Object(fields.clone()).to_string()),
+            first(fields, &["label", "title", "action"]).unwrap_or_default(),
+        ),
+        _ => (
+            args.first().map(text).or_else(|| first(kwargs, &["content"])).unwrap_or_default(),
+            args.get(1).map(text).or_else(|| first(kwargs, &["label"])).unwrap_or_default(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confirm_arguments_in_every_shape() {
+        let map = |v: Value| v.as_object().cloned().unwrap();
+        let none = Map::new();
+        assert_eq!(content_and_label(&[json!("rm -rf x"), json!("Run")], &none), ("rm -rf x".into(), "Run".into()));
+        assert_eq!(content_and_label(&[json!("a"), json!("b"), json!({"x": 1})], &none), ("a".into(), "b".into()));
+        assert_eq!(
+            content_and_label(&[json!({"command": "ls", "title": "List"})], &none),
+            ("ls".into(), "List".into())
+        );
+        assert_eq!(content_and_label(&[], &map(json!({"content": "c", "label": "l"}))), ("c".into(), "l".into()));
+    }
+}

@@ -1,0 +1,674 @@
+//! Worker processes, from lcp's side (SPEC §8): starting them, handing each call to
+//! one, enforcing time limits and cancellation, and turning a worker's death into
+//! one failed call that names the cause.
+//!
+//! A call takes a worker (an idle one first, so CPU-bound calls spread over the
+//! cores; a new one while there are fewer than `workers`; else the least busy one
+//! already in the call's workspace; else it waits), takes one of that worker's idle
+//! connections (or opens one), writes the job and reads frames until the result.
+//! A confirmation is answered on the calling thread, with the call's handler. What
+//! the tool prints arrives as it prints it, so it survives the worker.
+//!
+//! Each worker has a watcher thread blocked on its control socket: when the worker
+//! dies, the socket ends, and the watcher reaps the process (never a zombie), takes
+//! it out of the pool and starts a replacement if no worker is left. When a call runs
+//! out of time or is cancelled, the worker is asked to stop it (an exception in the
+//! tool's thread); if the call has not ended [`GRACE`] later, its worker is killed
+//! with its process group.
+//!
+//! Must never: block a call on another worker's call, or leave a process behind
+//! when the pool is dropped.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::channel::{self, Connection};
+use super::engine::{self, Job};
+use super::{Cancel, ConfirmRequest, Confirmation, Handler, ToolResult, WorkerSettings};
+
+/// How long a call that was told to stop gets before its worker is ended.
+const GRACE: Duration = Duration::from_millis(500);
+/// How often a call that can be cancelled looks at its flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// The descriptor number a worker finds its control socket at when it starts.
+pub(crate) const CONTROL_FD: i32 = 3;
+/// The argument that makes the program a worker.
+pub(crate) const WORKER_ARGUMENT: &str = "__worker";
+
+/// What lcp sends on a worker's control socket.
+#[derive(Serialize, Deserialize)]
+pub(crate) enum Control {
+    /// The first message: how to set up the engine.
+    Hello(engine::Settings),
+    /// A new call connection: the descriptor comes with the message.
+    Open,
+    /// Stop the call with this id.
+    Stop(u64),
+    /// Drop the modules of these files.
+    Forget(Vec<String>),
+    /// Call `set_confirm_handler` again on the loaded libraries.
+    Rebind,
+}
+
+/// A worker's answer to [`Control::Hello`].
+#[derive(Serialize, Deserialize)]
+pub(crate) enum Started {
+    Ready,
+    Failed(String),
+}
+
+/// What lcp sends on a call connection.
+#[derive(Serialize, Deserialize)]
+pub(crate) enum ToWorker {
+    Call(Job),
+    Answer(Confirmation),
+}
+
+/// What a worker sends on a call connection.
+#[derive(Serialize, Deserialize)]
+pub(crate) enum FromWorker {
+    /// Text the tool printed (`"out"` or `"err"`), as it printed it.
+    Printed(String, String),
+    Confirm(ConfirmRequest),
+    Done(ToolResult),
+}
+
+/// The worker processes of one runtime.
+pub(crate) struct Pool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: WorkerSettings,
+    engine: engine::Settings,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    slots: Vec<Slot>,
+    /// Workers being started.
+    starting: usize,
+    closed: bool,
+}
+
+struct Slot {
+    worker: Arc<Worker>,
+    calls: usize,
+    /// The workspace of the calls running in it.
+    workspace: Option<PathBuf>,
+}
+
+struct Worker {
+    pid: libc::pid_t,
+    control: OwnedFd,
+    idle: Mutex<Vec<Connection>>,
+    /// Why lcp ended it, when it did.
+    ended_by_lcp: Mutex<Option<String>>,
+    /// How it ended, once reaped.
+    end: Mutex<Option<End>>,
+}
+
+/// How a worker process ended.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    Exited(i32),
+    Signaled(i32),
+    /// `waitpid` failed: someone else reaped it.
+    Unknown,
+}
+
+impl Pool {
+    pub(crate) fn new(mut settings: WorkerSettings, engine: engine::Settings) -> Result<Pool, String> {
+        settings.workers = settings.workers.max(1);
+        if !settings.program.is_file() {
+            return Err(format!("{}: the worker program does not exist", settings.program.display()));
+        }
+        let inner = Inner { settings, engine, state: Mutex::default(), changed: Condvar::new() };
+        Ok(Pool { inner: Arc::new(inner) })
+    }
+
+    /// Starts one worker in the background, unless one is running or starting.
+    pub(crate) fn warm_up(&self) {
+        self.inner.warm_up();
+    }
+
+    /// Runs a job in a worker; `timeout` and `cancel` stop it, ending the worker if
+    /// it does not stop by itself.
+    pub(crate) fn run(
+        &self,
+        job: &Job,
+        handler: Option<Handler>,
+        timeout: Option<Duration>,
+        cancel: Option<&Cancel>,
+    ) -> ToolResult {
+        // A worker that died between calls cannot take the job: the next one does.
+        for _ in 0..3 {
+            let worker = match self.inner.take(job.workspace.as_deref()) {
+                Ok(worker) => worker,
+                Err(err) => return ToolResult::failure(err),
+            };
+            let result = self.inner.run_in(&worker, job, handler.clone(), timeout, cancel);
+            self.inner.give_back(&worker);
+            match result {
+                Some(result) => return result,
+                None => self.inner.retire(&worker),
+            }
+        }
+        ToolResult::failure("no worker process could take the call; see lcp's standard error")
+    }
+
+    /// Every worker drops the modules of these files.
+    pub(crate) fn forget(&self, files: Vec<String>) {
+        // In messages that fit a control packet, with room for the JSON around them.
+        let mut chunk = Vec::new();
+        let mut size = 0;
+        for file in files {
+            if size + file.len() > channel::MAX_PACKET / 2 && !chunk.is_empty() {
+                self.inner.broadcast(&Control::Forget(std::mem::take(&mut chunk)));
+                size = 0;
+            }
+            size += file.len() + 4;
+            chunk.push(file);
+        }
+        if !chunk.is_empty() {
+            self.inner.broadcast(&Control::Forget(chunk));
+        }
+    }
+
+    /// Every worker calls `set_confirm_handler` again on its loaded libraries.
+    pub(crate) fn rebind(&self) {
+        self.inner.broadcast(&Control::Rebind);
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Pool {
+    /// Ends every worker and waits for each (no zombie); later calls fail.
+    pub(crate) fn close(&self) {
+        let slots = {
+            let mut state = self.inner.lock();
+            state.closed = true;
+            std::mem::take(&mut state.slots)
+        };
+        for slot in slots {
+            slot.worker.kill("the runtime was dropped");
+            slot.worker.reap();
+        }
+    }
+}
+
+impl Inner {
+    fn warm_up(self: &Arc<Self>) {
+        {
+            let mut state = self.lock();
+            if state.closed || !state.slots.is_empty() || state.starting > 0 {
+                return;
+            }
+            state.starting += 1;
+        }
+        let inner = Arc::clone(self);
+        let started = std::thread::Builder::new().name("lcp-worker-start".into()).spawn(move || {
+            let worker = inner.start();
+            let mut state = inner.lock();
+            state.starting -= 1;
+            if let Ok(worker) = worker {
+                if state.closed {
+                    worker.kill("the runtime is shutting down");
+                    worker.reap();
+                } else {
+                    state.slots.push(Slot { worker, calls: 0, workspace: None });
+                }
+            }
+            inner.changed.notify_all();
+        });
+        if started.is_err() {
+            self.lock().starting -= 1;
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A worker for a call in `workspace`, counted as running it.
+    fn take(self: &Arc<Self>, workspace: Option<&Path>) -> Result<Arc<Worker>, String> {
+        let mut state = self.lock();
+        loop {
+            if state.closed {
+                return Err("the runtime is shutting down".to_string());
+            }
+            let room = state.slots.len() + state.starting < self.settings.workers;
+            let idle = state.slots.iter_mut().find(|slot| slot.calls == 0);
+            if let Some(slot) = idle {
+                slot.calls = 1;
+                slot.workspace = workspace.map(Path::to_path_buf);
+                return Ok(Arc::clone(&slot.worker));
+            }
+            if room {
+                state.starting += 1;
+                drop(state);
+                let started = self.start();
+                state = self.lock();
+                state.starting -= 1;
+                self.changed.notify_all();
+                let worker = started?;
+                if state.closed {
+                    worker.kill("the runtime is shutting down");
+                    worker.reap();
+                    return Err("the runtime is shutting down".to_string());
+                }
+                let slot = Slot { worker: Arc::clone(&worker), calls: 1, workspace: workspace.map(Path::to_path_buf) };
+                state.slots.push(slot);
+                return Ok(worker);
+            }
+            let same = state
+                .slots
+                .iter_mut()
+                .filter(|slot| slot.workspace.as_deref() == workspace)
+                .min_by_key(|slot| slot.calls);
+            if let Some(slot) = same {
+                slot.calls += 1;
+                return Ok(Arc::clone(&slot.worker));
+            }
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Takes a dead (or dying) worker out of the pool at once.
+    fn retire(&self, worker: &Worker) {
+        let mut state = self.lock();
+        state.slots.retain(|slot| !std::ptr::eq(Arc::as_ptr(&slot.worker), worker));
+        self.changed.notify_all();
+    }
+
+    fn give_back(&self, worker: &Arc<Worker>) {
+        let mut state = self.lock();
+        if let Some(slot) = state.slots.iter_mut().find(|slot| Arc::ptr_eq(&slot.worker, worker)) {
+            slot.calls -= 1;
+        }
+        self.changed.notify_all();
+    }
+
+    fn broadcast(&self, message: &Control) {
+        let workers: Vec<Arc<Worker>> = self.lock().slots.iter().map(|slot| Arc::clone(&slot.worker)).collect();
+        for worker in workers {
+            // A worker that cannot hear it is dying; its replacement starts clean.
+            let _ = channel::send_packet(&worker.control, message, None);
+        }
+    }
+
+    /// Starts a worker process and waits until its interpreter is ready.
+    fn start(self: &Arc<Self>) -> Result<Arc<Worker>, String> {
+        let failed = |err: &dyn std::fmt::Display| format!("cannot start a worker process: {err}");
+        let (ours, theirs) = channel::control_pair().map_err(|err| failed(&err))?;
+        let stderr = std::io::stderr().as_raw_fd();
+        // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor that nothing else owns.
+        let output = unsafe { libc::fcntl(stderr, libc::F_DUPFD_CLOEXEC, 3) };
+        if output < 0 {
+            return Err(failed(&std::io::Error::last_os_error()));
+        }
+        // SAFETY: `output` was just made above and is owned by nothing else.
+        let output: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(output) };
+        let mut command = Command::new(&self.settings.program);
+        command.arg(WORKER_ARGUMENT).stdin(Stdio::null()).stdout(Stdio::from(output)).stderr(Stdio::inherit());
+        let channel_fd = theirs.as_raw_fd();
+        let memory = self.settings.memory_limit_mib.map(|mib| mib.saturating_mul(1024 * 1024));
+        // SAFETY: the closure runs in the child between fork and exec and calls only
+        // async-signal-safe functions (dup2, fcntl, setpgid, setrlimit).
+        unsafe {
+            command.pre_exec(move || {
+                if channel_fd == CONTROL_FD {
+                    if libc::fcntl(CONTROL_FD, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(channel_fd, CONTROL_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // Its own process group: ending a worker ends what its tools started.
+                libc::setpgid(0, 0);
+                if let Some(bytes) = memory {
+                    let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+                    libc::setrlimit(libc::RLIMIT_DATA, &limit);
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(|err| failed(&format!("{}: {err}", self.settings.program.display())))?;
+        drop(theirs);
+        let worker = Arc::new(Worker {
+            pid: child.id() as libc::pid_t,
+            control: ours,
+            idle: Mutex::new(Vec::new()),
+            ended_by_lcp: Mutex::new(None),
+            end: Mutex::new(None),
+        });
+        // `child` is reaped by `Worker::reap`, never by `Child`.
+        drop(child);
+        let started = channel::send_packet(&worker.control, &Control::Hello(self.engine.clone()), None)
+            .map_err(|err| err.to_string())
+            .and_then(|()| {
+                channel::recv_packet::<Started>(&worker.control, &mut Vec::new()).map_err(|err| err.to_string())
+            });
+        match started {
+            Ok(Some((Started::Ready, _))) => {}
+            Ok(Some((Started::Failed(err), _))) => {
+                worker.kill("it could not start");
+                worker.reap();
+                return Err(failed(&err));
+            }
+            Ok(None) | Err(_) => {
+                worker.kill("it could not start");
+                let end = worker.reap();
+                return Err(failed(&format!("it {}", end.describe())));
+            }
+        }
+        let watched = Arc::clone(&worker);
+        let pool = Arc::downgrade(self);
+        let watcher = std::thread::Builder::new().name(format!("lcp-worker-{}", worker.pid)).spawn(move || {
+            watch(&watched, &pool);
+        });
+        if let Err(err) = watcher {
+            worker.kill("it could not be watched");
+            worker.reap();
+            return Err(failed(&err));
+        }
+        Ok(worker)
+    }
+
+    fn run_in(
+        &self,
+        worker: &Worker,
+        job: &Job,
+        handler: Option<Handler>,
+        timeout: Option<Duration>,
+        cancel: Option<&Cancel>,
+    ) -> Option<ToolResult> {
+        let mut journal = Journal::default();
+        let sent = worker
+            .connection()
+            .and_then(|mut connection| connection.send(&ToWorker::Call(job.clone())).ok().map(|()| connection));
+        let Some(connection) = sent else {
+            // The job never reached the worker: it is dead, and another one runs it.
+            worker.kill("it could not take a call");
+            worker.reap();
+            return None;
+        };
+        Some(self.follow(worker, connection, &mut journal, job, handler, timeout, cancel))
+    }
+
+    /// Reads a running call's frames until its result, stopping it when it is due.
+    #[allow(clippy::too_many_arguments)]
+    fn follow(
+        &self,
+        worker: &Worker,
+        mut connection: Connection,
+        journal: &mut Journal,
+        job: &Job,
+        handler: Option<Handler>,
+        timeout: Option<Duration>,
+        cancel: Option<&Cancel>,
+    ) -> ToolResult {
+        let deadline = timeout.map(|limit| Instant::now() + limit);
+        let mut stopping: Option<(Instant, Stopped)> = None;
+        loop {
+            let wait = match (&stopping, cancel) {
+                (Some((until, _)), _) => Some(*until),
+                (None, Some(_)) => Some(channel::slice_of(deadline, CANCEL_POLL)),
+                (None, None) => deadline,
+            };
+            match connection.recv::<FromWorker>(wait) {
+                Ok(Some(FromWorker::Done(result))) => {
+                    worker.idle.lock().unwrap_or_else(|p| p.into_inner()).push(connection);
+                    return self.finished(result, job, stopping.map(|(_, why)| why));
+                }
+                Ok(Some(FromWorker::Printed(stream, text))) => journal.add(&stream, &text),
+                Ok(Some(FromWorker::Confirm(request))) => {
+                    let answer = match &handler {
+                        Some(handler) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&request)))
+                            .unwrap_or_else(|_| Confirmation::reject("the confirmation handler failed")),
+                        None => Confirmation::reject("the host has no confirmation handler"),
+                    };
+                    // A worker that cannot hear the answer has died: the next read says so.
+                    let _ = connection.send(&ToWorker::Answer(answer));
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
+                    let now = Instant::now();
+                    match &stopping {
+                        Some((until, why)) if now >= *until => {
+                            worker.kill(&why.ended(&job.function));
+                            return self.died(worker, job, journal, Some(*why));
+                        }
+                        Some(_) => {}
+                        None => {
+                            let why = if cancel.is_some_and(Cancel::is_cancelled) {
+                                Some(Stopped::Cancelled)
+                            } else if deadline.is_some_and(|deadline| now >= deadline) {
+                                timeout.map(Stopped::TimedOut)
+                            } else {
+                                None
+                            };
+                            if let Some(why) = why {
+                                // Gently first: an exception in the tool's thread.
+                                if channel::send_packet(&worker.control, &Control::Stop(job.id), None).is_err() {
+                                    worker.kill(&why.ended(&job.function));
+                                    return self.died(worker, job, journal, Some(why));
+                                }
+                                stopping = Some((now + GRACE, why));
+                            }
+                        }
+                    }
+                }
+                Ok(None) | Err(_) => return self.died(worker, job, journal, stopping.map(|(_, why)| why)),
+            }
+        }
+    }
+
+    /// The result the worker sent, said as what happened when lcp stopped the call.
+    fn finished(&self, mut result: ToolResult, job: &Job, stopped: Option<Stopped>) -> ToolResult {
+        if let Some(why) = stopped {
+            result.ok = false;
+            result.error = Some(format!("{} and was stopped", why.message(&job.function)));
+        } else if !result.ok
+            && let Some(mib) = self.settings.memory_limit_mib
+            && result.error.as_deref().is_some_and(|error| error.starts_with("MemoryError"))
+        {
+            let error = result.error.get_or_insert_default();
+            error.push_str(&format!(" (the tool ran out of memory: each worker may use {mib} MiB, --memory-limit)"));
+        }
+        result
+    }
+
+    /// The failed call of a worker that died while it ran (or was ended by lcp).
+    fn died(&self, worker: &Worker, job: &Job, journal: &Journal, stopped: Option<Stopped>) -> ToolResult {
+        let end = worker.reap();
+        self.retire(worker);
+        let ended_by_lcp = worker.ended_by_lcp.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let error = match (stopped, ended_by_lcp) {
+            (Some(why), _) => format!(
+                "{}; it did not stop (blocked in C code or holding the GIL), so lcp ended its worker process",
+                why.message(&job.function)
+            ),
+            (None, Some(reason)) => format!("`{}` failed: its worker process was ended by lcp: {reason}", job.function),
+            (None, None) => {
+                let mut error = format!("`{}` failed: its worker process {}", job.function, end.describe());
+                if let (Some(mib), End::Signaled(_)) = (self.settings.memory_limit_mib, end) {
+                    error.push_str(&format!(
+                        " (the worker's memory is limited to {mib} MiB by --memory-limit; running out of it can end a process so)"
+                    ));
+                }
+                error.push_str("; lcp replaces the worker, the next call runs in a new one");
+                error
+            }
+        };
+        let mut result = ToolResult::failure(error);
+        result.stdout = journal.out.clone();
+        result.stderr = journal.err.clone();
+        result
+    }
+}
+
+/// Why lcp stopped a call.
+#[derive(Clone, Copy)]
+enum Stopped {
+    TimedOut(Duration),
+    Cancelled,
+}
+
+impl Stopped {
+    fn message(self, function: &str) -> String {
+        match self {
+            Stopped::TimedOut(limit) => format!("`{function}` timed out after {} s", limit.as_secs_f64()),
+            Stopped::Cancelled => format!("`{function}` was cancelled"),
+        }
+    }
+
+    fn ended(self, function: &str) -> String {
+        match self {
+            Stopped::TimedOut(_) => format!("`{function}` ran out of time and did not stop"),
+            Stopped::Cancelled => format!("`{function}` was cancelled and did not stop"),
+        }
+    }
+}
+
+/// What a call printed so far, kept in case its worker dies.
+#[derive(Default)]
+struct Journal {
+    out: String,
+    err: String,
+}
+
+impl Journal {
+    const LIMIT: usize = 1_000_000;
+
+    fn add(&mut self, stream: &str, text: &str) {
+        let kept = if stream == "out" { &mut self.out } else { &mut self.err };
+        if kept.len() < Self::LIMIT {
+            kept.push_str(text);
+        }
+    }
+}
+
+impl Worker {
+    /// An idle connection, or a new one handed to the worker; `None` when the worker
+    /// cannot take one (it died).
+    fn connection(&self) -> Option<Connection> {
+        if let Some(connection) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Some(connection);
+        }
+        let (ours, theirs) = UnixStream::pair().ok()?;
+        channel::send_packet(&self.control, &Control::Open, Some(theirs.as_raw_fd())).ok()?;
+        Some(Connection::new(ours))
+    }
+
+    /// Ends the worker and everything in its process group.
+    fn kill(&self, reason: &str) {
+        if self.end.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            return;
+        }
+        self.ended_by_lcp.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| reason.to_string());
+        // SAFETY: plain signals to a process (group) this pool started and has not reaped.
+        unsafe {
+            libc::kill(-self.pid, libc::SIGKILL);
+            libc::kill(self.pid, libc::SIGKILL);
+        }
+    }
+
+    /// Waits for the process to end (a dying one gets a moment to finish dying, then
+    /// is killed), once; every caller gets the same answer.
+    fn reap(&self) -> End {
+        let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(end) = *end {
+            return end;
+        }
+        let waited = Instant::now();
+        let status = loop {
+            let mut status = 0;
+            // SAFETY: waits for our own child, writing its status into `status`.
+            let reaped = unsafe { libc::waitpid(self.pid, &raw mut status, libc::WNOHANG) };
+            if reaped == self.pid {
+                break Some(status);
+            }
+            if reaped < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break None;
+            }
+            if waited.elapsed() > Duration::from_millis(200) {
+                // SAFETY: as in `kill`; then a blocking wait for the same child.
+                unsafe {
+                    libc::kill(-self.pid, libc::SIGKILL);
+                    libc::kill(self.pid, libc::SIGKILL);
+                    let mut status = 0;
+                    let reaped = libc::waitpid(self.pid, &raw mut status, 0);
+                    break (reaped == self.pid).then_some(status);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        // The rest of its process group (what its tools started) goes with it.
+        // SAFETY: a signal to the group of a process we started.
+        unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+        let ended = match status {
+            Some(status) if libc::WIFEXITED(status) => End::Exited(libc::WEXITSTATUS(status)),
+            Some(status) if libc::WIFSIGNALED(status) => End::Signaled(libc::WTERMSIG(status)),
+            _ => End::Unknown,
+        };
+        *end = Some(ended);
+        ended
+    }
+}
+
+impl End {
+    fn describe(self) -> String {
+        match self {
+            End::Exited(code) => format!("exited with status {code}"),
+            End::Signaled(signal) => format!("was killed by signal {}", signal_name(signal)),
+            End::Unknown => "ended".to_string(),
+        }
+    }
+}
+
+/// `SIGSEGV (segmentation fault)`, or the number for a signal without a name here.
+fn signal_name(signal: i32) -> String {
+    let (name, meaning) = match signal {
+        libc::SIGSEGV => ("SIGSEGV", "segmentation fault"),
+        libc::SIGABRT => ("SIGABRT", "aborted"),
+        libc::SIGKILL => ("SIGKILL", "killed"),
+        libc::SIGBUS => ("SIGBUS", "bus error"),
+        libc::SIGFPE => ("SIGFPE", "arithmetic error"),
+        libc::SIGILL => ("SIGILL", "illegal instruction"),
+        libc::SIGTERM => ("SIGTERM", "terminated"),
+        libc::SIGINT => ("SIGINT", "interrupted"),
+        libc::SIGPIPE => ("SIGPIPE", "broken pipe"),
+        libc::SIGXCPU => ("SIGXCPU", "CPU time limit exceeded"),
+        libc::SIGHUP => ("SIGHUP", "hangup"),
+        libc::SIGTRAP => ("SIGTRAP", "trace trap"),
+        libc::SIGSYS => ("SIGSYS", "bad system call"),
+        other => return format!("{other}"),
+    };
+    format!("{name} ({meaning})")
+}
+
+/// A worker's watcher: waits for its control socket to end, then reaps it, takes it
+/// out of the pool and keeps one worker warm.
+fn watch(worker: &Arc<Worker>, pool: &Weak<Inner>) {
+    let mut buffer = Vec::new();
+    while let Ok(Some(_)) = channel::recv_packet::<Started>(&worker.control, &mut buffer) {}
+    worker.reap();
+    let Some(pool) = pool.upgrade() else { return };
+    pool.retire(worker);
+    // Keep a worker warm for the next call.
+    pool.warm_up();
+}
