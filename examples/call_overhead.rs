@@ -5,15 +5,17 @@
 //!   and the built-in SQLite library;
 //! - the per-call overhead of `Runtime::call` on a trivial tool against a direct call
 //!   of the same Python function in the same interpreter (`timeit`), without and with
-//!   a timeout (which runs the call on its own thread).
+//!   a timeout (which runs the call on its own thread);
+//! - the same calls in a worker process (SPEC §8), with and without a timeout.
 //!
-//! Run with `cargo run --release --example call_overhead [CALLS]`.
+//! Run with `cargo build --release && cargo run --release --example call_overhead [CALLS]`
+//! (the worker rows need the `lcp` binary beside the example's folder).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use lcp::registry::{Options, Registry, Sources};
-use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
+use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
 use serde_json::json;
 
 const TRIVIAL: &str = "def tool_noop(x: int = 0) -> int:\n    \"\"\"Returns x.\"\"\"\n    return x\n";
@@ -71,6 +73,35 @@ fn main() {
     println!("Runtime::call, trivial tool:             {:>9.3} µs", us(through_lcp));
     println!("  overhead per call:                     {:>9.3} µs", us(through_lcp.saturating_sub(direct)));
     println!("Runtime::call with a timeout (thread):   {:>9.3} µs", us(with_timeout));
+
+    let program =
+        std::env::current_exe().expect("own path").parent().and_then(|dir| dir.parent()).map(|dir| dir.join("lcp"));
+    let Some(program) = program.filter(|path| path.is_file()) else {
+        println!("(no lcp binary beside the examples folder: worker rows skipped; run `cargo build --release` first)");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
+    let isolation = Isolation::Workers(WorkerSettings::new(program));
+    let workers = Runtime::new(RuntimeConfig { venv: None, isolation, ..RuntimeConfig::default() }).expect("workers");
+    let started = Instant::now();
+    assert!(workers.call(&trivial, "tool_noop", &args, &options).ok);
+    println!("worker: start + first call:              {:>9.2} ms", ms(started.elapsed()));
+    for _ in 0..1000 {
+        workers.call(&trivial, "tool_noop", &args, &options);
+    }
+    let started = Instant::now();
+    for _ in 0..calls {
+        workers.call(&trivial, "tool_noop", &args, &options);
+    }
+    let in_worker = started.elapsed() / calls;
+    let started = Instant::now();
+    for _ in 0..calls {
+        workers.call(&trivial, "tool_noop", &args, &timed);
+    }
+    let in_worker_timed = started.elapsed() / calls;
+    println!("worker: Runtime::call, trivial tool:     {:>9.3} µs", us(in_worker));
+    println!("worker:   overhead per call:             {:>9.3} µs", us(in_worker.saturating_sub(direct)));
+    println!("worker: Runtime::call with a timeout:    {:>9.3} µs", us(in_worker_timed));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

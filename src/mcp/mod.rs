@@ -102,7 +102,7 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), String> {
     if let Some(Ok(python)) = server.shared.python.get() {
         python.shutdown();
     }
-    // A call still running in Python (cancelled, or abandoned by the client) must
+    // A call still running in Python (in-process, cancelled or abandoned by the client) must
     // not keep the process alive once the session is over.
     runtime.shutdown_background();
     result

@@ -189,6 +189,38 @@ fn status_message(context: &str, status: ffi::PyStatus) -> String {
     }
 }
 
+/// Keeps a Python thread state for the calling thread while it lives, so that the
+/// calls it makes do not each make and free one (with its frame stack). For threads
+/// that make many calls, such as a worker's call threads.
+pub struct ThreadState {
+    gil: ffi::PyGILState_STATE,
+    saved: *mut ffi::PyThreadState,
+}
+
+impl ThreadState {
+    /// `None` when the interpreter was not started.
+    pub fn keep() -> Option<ThreadState> {
+        host().ok()?;
+        // SAFETY: the interpreter is running; `PyGILState_Ensure` makes this thread's
+        // state and takes the GIL, `PyEval_SaveThread` releases the GIL and keeps it.
+        unsafe {
+            let gil = ffi::PyGILState_Ensure();
+            let saved = ffi::PyEval_SaveThread();
+            Some(ThreadState { gil, saved })
+        }
+    }
+}
+
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        // SAFETY: the reverse of `keep`, on the same thread (the type is not `Send`).
+        unsafe {
+            ffi::PyEval_RestoreThread(self.saved);
+            ffi::PyGILState_Release(self.gil);
+        }
+    }
+}
+
 /// Runs one request of `host.call` and returns its JSON reply.
 pub fn call(request: &str) -> Result<String, String> {
     let host = host()?;

@@ -21,7 +21,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use super::channel::{self, Connection};
 use super::engine::{self, Engine};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Started, ToWorker, WORKER_ARGUMENT};
-use super::{Confirmation, Handler, capture};
+use super::{Confirmation, Handler, capture, python};
 use crate::registry::FastMap;
 
 /// Whether the process was started as a worker (its first argument says so).
@@ -111,6 +111,7 @@ static RUNNING: AtomicUsize = AtomicUsize::new(0);
 static RETIRING: AtomicBool = AtomicBool::new(false);
 
 fn serve(engine: &'static Engine, stream: UnixStream) {
+    let _thread_state = python::ThreadState::keep();
     let Ok(writer) = stream.try_clone() else { return };
     let link = Arc::new(Link { reader: Mutex::new(Connection::new(stream)), writer: Mutex::new((writer, Vec::new())) });
     loop {
