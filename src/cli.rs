@@ -14,11 +14,15 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
+use crate::config::{Config, ConfigError};
 use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format};
 use crate::mcp;
+use crate::profile::{Choice, Profile};
 use crate::registry::{Options, Registry, Sources};
-use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig};
+use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, validate};
+use crate::view::{self, Admission, View};
+use crate::{profile, testlane};
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +41,8 @@ enum Command {
     List {
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
         /// Never start Python (descriptions are the static ones).
         #[arg(long = "static")]
         static_only: bool,
@@ -45,6 +51,8 @@ enum Command {
     Export {
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
         #[arg(long, value_enum, default_value_t = Format::Openai)]
         format: Format,
         /// OpenAI strict mode: every property required, closed objects, no defaults.
@@ -66,12 +74,13 @@ enum Command {
         /// The tool's working directory while it runs.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
-        /// Configuration of the tool's library (a JSON object), for `init_tools_library`.
-        #[arg(long, value_name = "JSON")]
-        config: Option<String>,
-        /// Autonomy level given to the libraries.
-        #[arg(long, value_name = "LEVEL", default_value = "safe", value_parser = ["safe", "ask", "full_access"])]
-        autonomy: String,
+        /// The config file, or the configuration of the tool's library as a JSON
+        /// object (for `init_tools_library`), or the profile's tools and the policy.
+        #[command(flatten)]
+        host: HostArgs,
+        /// Autonomy level given to the libraries [default: the config file's, else safe].
+        #[arg(long, value_name = "LEVEL", value_parser = ["safe", "ask", "full_access"])]
+        autonomy: Option<String>,
         /// Stop the tool after this many seconds.
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
@@ -89,6 +98,8 @@ enum Command {
     Check {
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,
     },
@@ -99,9 +110,8 @@ enum Command {
         /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio; a bare port means 127.0.0.1.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
-        /// Configuration of the libraries, JSON or TOML: `autonomy_level` and `[libraries.<name>]`.
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        host: HostArgs,
         /// The tools' working directory [default: the current directory].
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
@@ -115,6 +125,81 @@ enum Command {
         #[arg(long, value_name = "BYTES", default_value_t = mcp::DEFAULT_MAX_OUTPUT)]
         max_output: usize,
     },
+    /// Call every tool once per representative payload (its `Examples:`, else one
+    /// generated from its schema); exit 1 when a call failed.
+    Test {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        /// Only this tool; may be repeated.
+        #[arg(long = "tool", value_name = "NAME")]
+        tools: Vec<String>,
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Allow what a tool asks to confirm (otherwise it is refused).
+        #[arg(long)]
+        yes: bool,
+        /// Stop a call after this many seconds.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+    },
+    /// List, show or create profiles: named selections of tools.
+    Profile {
+        #[command(subcommand)]
+        action: ProfileAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProfileAction {
+    /// Every profile of the config file and of `kits/`: name, tools, grade, description.
+    List {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+    },
+    /// One profile (a name, or a list of tools `a,b,c`): each name and its tool, the grade, the docs.
+    Info {
+        /// The profile [default: --profile].
+        name: Option<String>,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+    },
+    /// Write `kits/NAME.kit` beside the config file (beside the current directory without one).
+    Create {
+        name: String,
+        /// The profile's tools.
+        #[arg(long, value_name = "TOOL", num_args = 1.., required = true)]
+        tools: Vec<String>,
+        #[arg(long, value_name = "TEXT")]
+        description: Option<String>,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+}
+
+/// What the host configures: `--config`, `--profile`, `--extra-tools` (SPEC §11).
+#[derive(Args)]
+struct HostArgs {
+    /// The host's config file (TOML, or JSON): libraries, profiles, tool declarations, policy.
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
+    /// Only this profile's tools: a profile's name, a list `a,b,c`, or `none`.
+    #[arg(long, value_name = "PROFILE")]
+    profile: Option<String>,
+    /// Tools added to the profile; `--profile none --extra-tools a,b` is only those.
+    #[arg(long = "extra-tools", value_name = "TOOLS", value_delimiter = ',', requires = "profile")]
+    extra_tools: Vec<String>,
 }
 
 #[derive(Args)]
@@ -152,42 +237,68 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
-        Command::List { sources, static_only } => {
-            let mut registry = load(&sources)?;
+        Command::List { sources, host, static_only } => {
+            let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
+            let mut view = expose(&registry, &config, profile.as_ref())?;
             if !static_only {
-                describe(&mut registry);
+                describe(&mut view.registry);
             }
-            print_stdout(&table(&registry))?;
-            exit_without_freeing(registry);
+            print_stdout(&table(&view.registry))?;
+            exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { sources, format, strict, static_only } => {
-            let mut registry = load(&sources)?;
+        Command::Export { sources, host, format, strict, static_only } => {
+            let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
+            let mut view = expose(&registry, &config, profile.as_ref())?;
             if !static_only {
-                describe(&mut registry);
+                describe(&mut view.registry);
             }
-            let (document, problems) = export::export(&registry, format, strict);
+            let (document, problems) = export::export(&view.registry, format, strict);
             print_diagnostics(&problems);
             print_stdout(&pretty(&document))?;
-            exit_without_freeing((registry, document));
+            exit_without_freeing((registry, view, document));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { tool, sources, args, workspace, config, autonomy, timeout, yes, no, venv } => {
-            let registry = load(&sources)?;
+        Command::Call { tool, sources, args, workspace, mut host, autonomy, timeout, yes, no, venv } => {
+            // `--config {...}`: the library's configuration, not a file (SPEC §7).
+            let library_config = match host.config.as_deref().map(str::trim_start) {
+                Some(json) if json.starts_with('{') => {
+                    let Ok(Value::Object(object)) = serde_json::from_str(json) else {
+                        return Err("--config must be a file or a JSON object".to_string());
+                    };
+                    host.config = None;
+                    Some(object)
+                }
+                _ => None,
+            };
+            let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
-            let Some((library, _)) = registry.tool(&tool) else { return Err(runtime::unknown_tool(&registry, &tool)) };
             let args: Value = serde_json::from_str(&args).map_err(|err| format!("--args is not JSON: {err}"))?;
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
             }
-            let mut settings = RuntimeConfig { autonomy_level: autonomy, ..RuntimeConfig::default() };
-            if let Some(config) = config {
-                let Ok(Value::Object(config)) = serde_json::from_str(&config) else {
-                    return Err("--config must be a JSON object".to_string());
-                };
-                settings.libraries.insert(runtime::library_key(library), config);
+            // The policy is checked before Python starts: a refused call runs no code.
+            let tool = match view::admit(&registry, &config, profile.as_ref(), &tool) {
+                Admission::Run(tool) => tool,
+                Admission::Unknown(message) => return Err(message),
+                Admission::Refused(rule) => {
+                    print_stdout(&pretty(
+                        &serde_json::to_value(runtime::ToolResult::failure(rule)).unwrap_or_default(),
+                    ))?;
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            let Some((library, found)) = registry.tool(&tool) else {
+                return Err(runtime::unknown_tool(&registry, &tool));
+            };
+            let mut settings = config.runtime.clone();
+            if let Some(level) = autonomy {
+                settings.autonomy_level = level;
+            }
+            if let Some(object) = library_config {
+                settings.libraries.insert(runtime::library_key(library), object);
             }
             if let Some(venv) = venv {
                 settings.venv = Some(venv);
@@ -200,19 +311,22 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let mut stdout =
                 Runtime::claim_stdout().map_err(|err| format!("cannot keep stdout for the result: {err}"))?;
             print_diagnostics(&runtime.set_confirm_handler(move |request| confirm(request, yes, no)));
-            let result = runtime.call(&registry, &tool, &args, &CallOptions { workspace, timeout });
+            let mut result = runtime.call(&registry, &tool, &args, &CallOptions { workspace, timeout });
+            validate::check_result(&mut result, found);
             let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
             write_out(&mut stdout, &text)?;
             Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Command::Check { sources, format } => {
-            let registry = load(&sources)?;
+        Command::Check { sources, host, format } => {
+            let (registry, config, profile) = load_host(&sources, &host)?;
+            let mut diagnostics = registry.diagnostics.clone();
+            diagnostics.extend(config_problems(&registry, &config, profile.as_ref()));
             let tools = registry.tools().count();
-            let errors = registry.diagnostics.iter().filter(|d| d.is_error()).count();
-            let warnings = registry.diagnostics.iter().filter(|d| d.level == Level::Warning).count();
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+            let warnings = diagnostics.iter().filter(|d| d.level == Level::Warning).count();
             match format {
                 CheckFormat::Text => {
-                    print_diagnostics(&registry.diagnostics);
+                    print_diagnostics(&diagnostics);
                     eprintln!(
                         "{} libraries, {tools} tools, {errors} errors, {warnings} warnings",
                         registry.libraries.len()
@@ -224,7 +338,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                         "tools": tools,
                         "errors": errors,
                         "warnings": warnings,
-                        "diagnostics": registry.diagnostics,
+                        "diagnostics": diagnostics,
                     });
                     print_stdout(&pretty(&report))?;
                 }
@@ -232,18 +346,266 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing(registry);
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
-        Command::Serve { sources, http, config, workspace, timeout, yes, max_output } => {
+        Command::Serve { sources, http, host, workspace, timeout, yes, max_output } => {
             let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
             check_workspace(workspace.as_deref())?;
-            let runtime = config.as_deref().map(mcp::config::read).transpose()?.unwrap_or_default();
             let timeout = parse_timeout(timeout)?;
-            let registry = load(&sources)?;
+            let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
-            eprintln!("lcp: {} tools in {} libraries", registry.tools().count(), registry.libraries.len());
-            mcp::serve(registry, mcp::Settings { http, runtime, workspace, timeout, yes, max_output })?;
+            let view = expose(&registry, &config, profile.as_ref())?;
+            eprintln!("lcp: {} tools in {} libraries", view.registry.tools().count(), view.registry.libraries.len());
+            let settings = mcp::Settings {
+                http,
+                runtime: config.runtime.clone(),
+                workspace,
+                timeout,
+                yes,
+                max_output,
+                config: std::sync::Arc::new(crate::config::Watched::new(config)),
+                profile: choice(&host),
+            };
+            mcp::serve(registry, settings)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Test { sources, host, tools, format, yes, timeout } => {
+            let timeout = parse_timeout(timeout)?;
+            let (registry, config, profile) = load_host(&sources, &host)?;
+            print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            let view = expose(&registry, &config, profile.as_ref())?;
+            for name in &tools {
+                if view.registry.tool(name).is_none() {
+                    return Err(match view::admit(&registry, &config, profile.as_ref(), name) {
+                        Admission::Refused(rule) => rule,
+                        Admission::Unknown(message) => message,
+                        Admission::Run(_) => runtime::unknown_tool(&view.registry, name),
+                    });
+                }
+            }
+            let runtime = Runtime::new(config.runtime.clone()).map_err(|err| format!("cannot start Python: {err}"))?;
+            let mut stdout =
+                Runtime::claim_stdout().map_err(|err| format!("cannot keep stdout for the report: {err}"))?;
+            let options = testlane::Options { timeout, yes, only: tools };
+            let terminal = std::io::stderr().is_terminal();
+            let outcomes = testlane::run(&view, &registry, &runtime, &options, |done, total, tool| {
+                if terminal {
+                    let line = if tool.is_empty() { String::new() } else { format!("[{}/{total}] {tool}", done + 1) };
+                    eprint!("\r\x1b[2K{line}");
+                }
+            });
+            let report = match format {
+                CheckFormat::Text => testlane::table(&outcomes),
+                CheckFormat::Json => pretty(&serde_json::to_value(&outcomes).map_err(|err| err.to_string())?),
+            };
+            write_out(&mut stdout, &report)?;
+            Ok(if outcomes.iter().all(|outcome| outcome.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Profile { action } => profile_command(action),
+    }
+}
+
+/// `lcp profile list | info | create` (SPEC §11).
+fn profile_command(action: ProfileAction) -> Result<ExitCode, String> {
+    match action {
+        ProfileAction::List { sources, host, format } => {
+            let (registry, config, _) = load_host(&sources, &host)?;
+            let mut listed = Vec::new();
+            for profile in &config.profiles {
+                let selection = profile::select(profile, &registry);
+                print_problems(&selection.problems);
+                let grade = view::grade(&registry, &config, selection.routes.iter().map(|(_, tool)| tool.as_str()));
+                listed.push(json!({
+                    "name": profile.name,
+                    "description": profile.description,
+                    "tools": selection.routes.iter().map(|(alias, _)| alias).collect::<Vec<_>>(),
+                    "grade": grade,
+                    "docs": profile.docs,
+                    "source": profile.place(),
+                    "problems": selection.problems.len(),
+                }));
+            }
+            let text = match format {
+                CheckFormat::Json => pretty(&Value::Array(listed)),
+                CheckFormat::Text => {
+                    let mut rows = vec![["PROFILE", "TOOLS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
+                    for entry in &listed {
+                        let tools: Vec<&str> =
+                            entry["tools"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                        let grade = format!("w{} d{}", entry["grade"]["w"], entry["grade"]["d"]);
+                        let broken = if entry["problems"] != 0 { " (has problems)" } else { "" };
+                        rows.push([
+                            format!("{}{broken}", entry["name"].as_str().unwrap_or_default()),
+                            tools.join(", "),
+                            grade,
+                            entry["source"].as_str().unwrap_or_default().to_string(),
+                            entry["description"].as_str().unwrap_or_default().to_string(),
+                        ]);
+                    }
+                    let mut text = columns(&rows);
+                    text.push_str(&format!("{} profiles", listed.len()));
+                    text
+                }
+            };
+            print_stdout(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ProfileAction::Info { name, sources, mut host, format } => {
+            if let Some(name) = name {
+                host.profile = Some(name);
+            }
+            if host.profile.is_none() {
+                return Err("which profile? give its name, a list of tools `a,b,c`, or --profile".to_string());
+            }
+            let (registry, config, profile) = load_host(&sources, &host)?;
+            let Some(profile) = profile else { return Err("no profile was chosen".to_string()) };
+            let view = view::view(&registry, &config, Some(&profile));
+            let selection = view.selection.clone().unwrap_or_default();
+            print_problems(&selection.problems);
+            let tools: Vec<Value> = selection
+                .routes
+                .iter()
+                .filter_map(|(alias, tool)| {
+                    let (_, found) = registry.tool(tool)?;
+                    let declared = config.declared(found);
+                    let refused = view.refused.iter().find(|(name, _)| name == alias).map(|(_, rule)| rule);
+                    Some(json!({
+                        "alias": alias,
+                        "tool": tool,
+                        "grade": declared.grade(),
+                        "declared": declared,
+                        "docs": declared.docs,
+                        "refused": refused,
+                    }))
+                })
+                .collect();
+            let grade = view::grade(&registry, &config, selection.routes.iter().map(|(_, tool)| tool.as_str()));
+            let info = json!({
+                "name": profile.name,
+                "description": profile.description,
+                "source": profile.place(),
+                "grade": grade,
+                "docs": profile.docs,
+                "tools": tools,
+                "problems": selection.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            });
+            let text = match format {
+                CheckFormat::Json => pretty(&info),
+                CheckFormat::Text => profile_text(&profile, grade, &tools),
+            };
+            print_stdout(&text)?;
+            Ok(if selection.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+        }
+        ProfileAction::Create { name, tools, description, sources, host } => {
+            let (registry, config, _) = load_host(&sources, &host)?;
+            if !profile::is_valid_name(&name) || name == profile::NONE {
+                return Err(format!(
+                    "`{name}` cannot name a profile: use ASCII letters, digits, `_` and `-`, starting with a letter (and not `none`)"
+                ));
+            }
+            for tool in &tools {
+                if registry.tool(tool).is_none() {
+                    return Err(runtime::unknown_tool(&registry, tool));
+                }
+            }
+            let folder = config.kits_folder();
+            let path = folder.join(format!("{name}.kit"));
+            if path.exists() {
+                return Err(format!("{}: already exists; edit it, or remove it first", path.display()));
+            }
+            std::fs::create_dir_all(&folder).map_err(|err| format!("{}: {err}", folder.display()))?;
+            let text = profile::kit_text(&name, description.as_deref(), &tools);
+            std::fs::write(&path, text).map_err(|err| format!("{}: {err}", path.display()))?;
+            if config.profiles.iter().any(|p| p.name == name && !p.place().ends_with(".kit")) {
+                eprintln!("lcp: warning: the config file's profile `{name}` takes precedence over this kit");
+            }
+            eprintln!("lcp: wrote {} ({} tools)", path.display(), tools.len());
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `lcp profile info` as text: the profile, its grade and docs, then one row per tool.
+fn profile_text(profile: &Profile, grade: crate::policy::Grade, tools: &[Value]) -> String {
+    let mut text = format!("profile {} ({})\n", profile.name, profile.place());
+    if let Some(description) = &profile.description {
+        text.push_str(&format!("description: {description}\n"));
+    }
+    text.push_str(&format!("grade: {grade}\n"));
+    if let Some(docs) = &profile.docs {
+        text.push_str(&format!("docs: {}\n", docs.display()));
+    }
+    let mut rows = vec![["NAME", "TOOL", "GRADE", "DOCS", "POLICY"].map(String::from)];
+    for tool in tools {
+        let declared = tool["declared"].get("grade").is_some();
+        let grade = format!("w{} d{}{}", tool["grade"]["w"], tool["grade"]["d"], if declared { "" } else { "?" });
+        rows.push([
+            tool["alias"].as_str().unwrap_or_default().to_string(),
+            tool["tool"].as_str().unwrap_or_default().to_string(),
+            grade,
+            tool["docs"].as_str().unwrap_or("-").to_string(),
+            tool["refused"].as_str().map_or("allowed".to_string(), |rule| format!("refused: {rule}")),
+        ]);
+    }
+    text.push_str(&columns(&rows));
+    text.push_str(&format!("{} tools", tools.len()));
+    text
+}
+
+/// The registry, the config (from `--config`, else none) and the profile chosen.
+/// A config file or profile that cannot be read is a usage error naming where.
+fn load_host(sources: &SourceArgs, host: &HostArgs) -> Result<(Registry, Config, Option<Profile>), String> {
+    let config = match &host.config {
+        Some(path) => Config::read(Path::new(path)).map_err(|errors| problems_text(&errors))?,
+        None => Config::without_file(),
+    };
+    let profile = match choice(host) {
+        Some(choice) => Some(choice.profile(&config.profiles).map_err(|err| err.to_string())?),
+        None => None,
+    };
+    Ok((load(sources)?, config, profile))
+}
+
+fn choice(host: &HostArgs) -> Option<Choice> {
+    let profile = host.profile.clone()?;
+    Some(Choice { profile, extra_tools: host.extra_tools.clone() })
+}
+
+/// The view of the tools; a profile with problems is a usage error listing them.
+fn expose(registry: &Registry, config: &Config, profile: Option<&Profile>) -> Result<View, String> {
+    let view = view::view(registry, config, profile);
+    match &view.selection {
+        Some(selection) if !selection.problems.is_empty() => Err(problems_text(&selection.problems)),
+        _ => Ok(view),
+    }
+}
+
+fn problems_text(errors: &[ConfigError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nlcp: ")
+}
+
+fn print_problems(errors: &[ConfigError]) {
+    for error in errors {
+        eprintln!("lcp: {error}");
+    }
+}
+
+/// `lcp check`'s view of the config: every profile's problems (the chosen one's
+/// only, with --profile) as errors, and `[tools.NAME]` tables naming no tool.
+fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile>) -> Vec<Diagnostic> {
+    let profiles: Vec<&Profile> = match chosen {
+        Some(profile) => vec![profile],
+        None => config.profiles.iter().collect(),
+    };
+    let mut found: Vec<Diagnostic> =
+        profiles.into_iter().flat_map(|p| profile::select(p, registry).problems).map(|e| e.diagnostic()).collect();
+    for entry in &config.tools {
+        if registry.tool(&entry.name).is_none() {
+            let file = config.file().unwrap_or(Path::new("--config"));
+            let message =
+                format!("`tools.{}` names no tool: {}", entry.name, runtime::unknown_tool(registry, &entry.name));
+            found.push(Diagnostic::new(file, entry.line.unwrap_or(1), 1, Level::Warning, message));
+        }
+    }
+    found
 }
 
 /// `--workspace` must name an existing folder.
@@ -357,11 +719,12 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|err| format!("{{\"error\": \"{err}\"}}"))
 }
 
-/// `TOOL  LIBRARY  PARAMETERS  SOURCE  DESCRIPTION`, one row per tool; `?` marks
-/// optional parameters; descriptions longer than a line are cut.
+/// `TOOL  LIBRARY  PARAMETERS  GRADE  SOURCE  DESCRIPTION`, one row per tool; `?`
+/// marks optional parameters and undeclared grades; descriptions longer than a
+/// line are cut.
 fn table(registry: &Registry) -> String {
     const DESCRIPTION_CHARS: usize = 72;
-    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "SOURCE", "DESCRIPTION"].map(String::from)];
+    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
         let required: Vec<&str> =
@@ -372,10 +735,12 @@ fn table(registry: &Registry) -> String {
             .flatten()
             .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
             .collect();
+        let grade = format!("{}{}", tool.policy.grade(), if tool.policy.grade.is_some() { "" } else { "?" });
         rows.push([
             tool.name.clone(),
             library.name.clone().unwrap_or_else(|| library.stem.clone()),
             parameters.join(", "),
+            grade,
             format!("{}:{}", library.path.display(), tool.line),
             match tool.description.char_indices().nth(DESCRIPTION_CHARS) {
                 Some((cut, _)) => format!("{}…", &tool.description[..cut]),
@@ -383,13 +748,19 @@ fn table(registry: &Registry) -> String {
             },
         ]);
     }
-    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = columns(&rows);
+    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
+    out
+}
+
+/// Rows as left-aligned columns, each line ending in a newline.
+fn columns<const N: usize>(rows: &[[String; N]]) -> String {
+    let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
-    for row in &rows {
+    for row in rows {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
     out
 }

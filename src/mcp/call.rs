@@ -32,7 +32,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::Server;
-use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Runtime, RuntimeConfig, ToolResult};
+use crate::runtime::{CallOptions, ConfirmRequest, Confirmation, Runtime, RuntimeConfig, ToolResult, validate};
+use crate::view::Admission;
 
 /// How long a call parked on a confirmation waits for the client to answer.
 const PARKED_FOR: Duration = Duration::from_secs(600);
@@ -202,14 +203,16 @@ pub(super) async fn call_tool(
         }
         None => {
             let name = request.name.as_ref();
-            if server.snapshot().tool(name).is_none() {
-                server.rescan().await;
-            }
+            // Every call is checked against the profile and the policy as the config
+            // and tool files are now (SPEC §12), before any code runs.
+            server.rescan().await;
             let registry = server.snapshot();
-            if registry.tool(name).is_none() {
-                return Err(ErrorData::invalid_params(runtime::unknown_tool(&registry, name), None));
-            }
-            start(server, registry, name, request.arguments.clone().unwrap_or_default())
+            let tool = match server.admit(&registry, name) {
+                Admission::Run(tool) => tool,
+                Admission::Refused(rule) => return Ok(failure(&rule).into()),
+                Admission::Unknown(message) => return Err(ErrorData::invalid_params(message, None)),
+            };
+            start(server, registry, &tool, request.arguments.clone().unwrap_or_default())
         }
     };
     drive(server, &request.name, events, &context).await
@@ -236,7 +239,10 @@ fn start(
             Ok(call) => {
                 *call.user.lock().unwrap_or_else(|p| p.into_inner()) = Some((tool.clone(), events.clone()));
                 let began = Instant::now();
-                let result = call.runtime.call(&registry, &tool, &Value::Object(arguments), &options);
+                let mut result = call.runtime.call(&registry, &tool, &Value::Object(arguments), &options);
+                if let Some((_, found)) = registry.tool(&tool) {
+                    validate::check_result(&mut result, found);
+                }
                 shared.runtimes.put_back(call, options.timeout.is_some_and(|limit| began.elapsed() >= limit));
                 result
             }
@@ -275,7 +281,10 @@ async fn drive(
             },
         };
         let question = match event {
-            Some(Event::Done(result)) => return Ok(tool_result(result, settings.max_output).into()),
+            Some(Event::Done(result)) => {
+                let wrap = server.wraps_output(&server.snapshot(), tool);
+                return Ok(tool_result(result, settings.max_output, wrap).into());
+            }
             None => return Ok(failure("the call ended without a result").into()),
             Some(Event::Confirm(question)) => question,
         };
@@ -400,11 +409,12 @@ fn failure(message: &str) -> CallToolResult {
 }
 
 /// The tool's result as MCP: the output as JSON text and as `structuredContent` (an
-/// object; anything else is wrapped as `{"result": ...}`). A failure is `isError:
+/// object; anything else, or anything at all when `wrap` says the tool's output schema
+/// is not an object type, is wrapped as `{"result": ...}`). A failure is `isError:
 /// true` with the error and its traceback as text (a tool-reported failure keeps
 /// its output). What the tool printed follows as more text. Each text longer than
 /// `max_output` bytes is cut with a marker; cut output carries no `structuredContent`.
-fn tool_result(result: ToolResult, max_output: usize) -> CallToolResult {
+fn tool_result(result: ToolResult, max_output: usize, wrap: bool) -> CallToolResult {
     let ToolResult { ok, output, error, traceback, stdout, stderr } = result;
     let (text, structured) = match (output, error) {
         (Value::Null, Some(error)) if !ok => {
@@ -422,7 +432,7 @@ fn tool_result(result: ToolResult, max_output: usize) -> CallToolResult {
         (output, _) => {
             let text = serde_json::to_string(&output).unwrap_or_else(|err| format!("the output is not JSON: {err}"));
             let structured = match output {
-                Value::Object(object) => Value::Object(object),
+                Value::Object(object) if !(wrap && ok) => Value::Object(object),
                 other => json!({ "result": other }),
             };
             (text, structured)
@@ -466,7 +476,7 @@ mod tests {
     use super::*;
 
     fn check(result: ToolResult, max: usize, expected: Value) {
-        assert_eq!(serde_json::to_value(tool_result(result, max)).unwrap(), expected);
+        assert_eq!(serde_json::to_value(tool_result(result, max, false)).unwrap(), expected);
     }
 
     fn ok(output: Value) -> ToolResult {
@@ -509,7 +519,7 @@ mod tests {
             cut("aé", 2).unwrap(),
             "a\n[output cut: 1 of 3 bytes shown; `lcp serve --max-output` sets the limit]"
         );
-        let result = serde_json::to_value(tool_result(ok(json!("x".repeat(50))), 10)).unwrap();
+        let result = serde_json::to_value(tool_result(ok(json!("x".repeat(50))), 10, false)).unwrap();
         assert!(result.get("structuredContent").is_none());
         assert!(result["content"][0]["text"].as_str().unwrap().starts_with("\"xxxxxxxxx\n[output cut: 10 of 52 bytes"));
     }

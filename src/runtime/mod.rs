@@ -27,7 +27,7 @@
 mod capture;
 pub mod catalog;
 mod python;
-mod validate;
+pub mod validate;
 mod workspace;
 
 use std::cell::Cell;
