@@ -381,7 +381,13 @@ pub fn select(profile: &Profile, registry: &Registry) -> Selection {
     for entry in &profile.entries {
         let (alias, tool) = (&entry.alias, &entry.tool);
         if registry.tool(tool).is_none() {
-            let message = format!("`{alias}` names no tool `{tool}`: {}", runtime::unknown_tool(registry, tool));
+            let close: Vec<String> = runtime::closest_names(registry, tool).iter().map(|n| format!("`{n}`")).collect();
+            let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
+            let message = if alias == tool {
+                format!("`{tool}` is not a tool{hint}")
+            } else {
+                format!("alias `{alias}` names `{tool}`, which is not a tool{hint}")
+            };
             selection.problems.push(profile.error(entry, message));
             continue;
         }

@@ -375,7 +375,10 @@ pub fn table(outcomes: &[Outcome]) -> String {
     let mut rows = vec![["TOOL", "SOURCE", "RESULT", "TIME"].map(String::from)];
     for outcome in outcomes {
         let result = match (&outcome.error, &outcome.note) {
-            (Some(error), _) => format!("error: {}", error.lines().next().unwrap_or_default()),
+            (Some(error), _) => {
+                let lines: Vec<&str> = error.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+                format!("error: {}", lines.join(" "))
+            }
             (None, Some(_)) => "ok (confirmation refused)".to_string(),
             (None, None) => "ok".to_string(),
         };
