@@ -513,6 +513,15 @@ mod tests {
     }
 
     #[test]
+    fn an_output_schema_that_is_not_an_object_type_puts_every_value_under_result() {
+        let wrapped = serde_json::to_value(tool_result(ok(json!({"a": 1})), 100, true)).unwrap();
+        assert_eq!(wrapped["structuredContent"], json!({"result": {"a": 1}}));
+        let failed = ToolResult { ok: false, error: Some("no".into()), ..ok(json!({"success": false, "error": "no"})) };
+        let failed = serde_json::to_value(tool_result(failed, 100, true)).unwrap();
+        assert_eq!(failed["structuredContent"], json!({"success": false, "error": "no"}));
+    }
+
+    #[test]
     fn long_output_is_cut_on_a_character_boundary_with_a_marker() {
         assert_eq!(cut("abc", 3), None);
         assert_eq!(
