@@ -56,6 +56,14 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
     let selection = profile.map(|profile| profile::select(profile, registry));
     let mut view = View { selection, ..View::default() };
     view.registry.diagnostics = registry.diagnostics.clone();
+    if view.selection.is_none() && config.tools.is_empty() && config.policy.is_default() {
+        // Nothing is left out, renamed or declared anew: the registry as it is.
+        view.registry.libraries = registry.libraries.clone();
+        view.routes = registry.tools().map(|(_, tool)| (tool.name.clone(), tool.name.clone())).collect();
+        view.docs =
+            registry.tools().filter_map(|(_, tool)| Some(tool_doc(&tool.name, tool.policy.docs.as_ref()?))).collect();
+        return view;
+    }
     if let Some(selection) = &view.selection
         && let Some(path) = &selection.docs
     {
@@ -103,6 +111,10 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
         }
     }
     view
+}
+
+fn tool_doc(name: &str, path: &std::path::Path) -> Doc {
+    Doc { uri: format!("docs://tools/{name}"), name: name.to_string(), path: path.to_path_buf() }
 }
 
 /// What becomes of a call of `name`.
