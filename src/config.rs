@@ -168,12 +168,9 @@ impl Config {
     }
 
     /// The folder relative paths of the file are taken from: the file's, else the
-    /// current directory.
+    /// current directory (the empty path, so that joined paths stay relative).
     pub fn folder(&self) -> PathBuf {
-        match self.file.as_deref().and_then(Path::parent) {
-            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-            _ => PathBuf::from("."),
-        }
+        self.file.as_deref().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default()
     }
 
     /// `kits/` beside the config file.
@@ -255,10 +252,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
     };
     let mut config = Config::default();
     let mut errors = Vec::new();
-    let base = match at.file.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let base = at.file.parent().map(Path::to_path_buf).unwrap_or_default();
     for (key, value) in top {
         let here = pointer("", &key);
         match key.as_str() {

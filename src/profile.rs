@@ -203,7 +203,7 @@ pub fn read_kits(folder: &Path) -> Vec<Profile> {
     let Ok(entries) = std::fs::read_dir(folder) else { return Vec::new() };
     let mut paths: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).filter(|path| is_kit(path)).collect();
     paths.sort();
-    let base = folder.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let base = folder.parent().map(Path::to_path_buf).unwrap_or_default();
     paths
         .into_iter()
         .map(|path| match std::fs::read_to_string(&path) {
