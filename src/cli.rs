@@ -4,6 +4,8 @@
 //! stdout, diagnostics and human messages on stderr; 0 success, 1 errors found (or
 //! the tool failed), 2 usage or I/O error. It holds no logic of its own beyond
 //! choosing what to print, and the terminal prompt of `lcp call`'s confirm handler.
+//! Every command reads `--config` and `--profile` into the host's view
+//! (`crate::view`); `cli/profiles.rs` prints `lcp profile`.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -23,6 +25,8 @@ use crate::registry::{Options, Registry, Sources};
 use crate::runtime::{self, CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, validate};
 use crate::view::{self, Admission, View};
 use crate::{profile, testlane};
+
+mod profiles;
 
 #[derive(Parser)]
 #[command(
@@ -399,155 +403,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
             write_out(&mut stdout, &report)?;
             Ok(if outcomes.iter().all(|outcome| outcome.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Command::Profile { action } => profile_command(action),
+        Command::Profile { action } => profiles::run(action),
     }
-}
-
-/// `lcp profile list | info | create` (SPEC §11).
-fn profile_command(action: ProfileAction) -> Result<ExitCode, String> {
-    match action {
-        ProfileAction::List { sources, host, format } => {
-            let (registry, config, _) = load_host(&sources, &host)?;
-            let mut listed = Vec::new();
-            for profile in &config.profiles {
-                let selection = profile::select(profile, &registry);
-                print_problems(&selection.problems);
-                let grade = view::grade(&registry, &config, selection.routes.iter().map(|(_, tool)| tool.as_str()));
-                listed.push(json!({
-                    "name": profile.name,
-                    "description": profile.description,
-                    "tools": selection.routes.iter().map(|(alias, _)| alias).collect::<Vec<_>>(),
-                    "grade": grade,
-                    "docs": profile.docs,
-                    "source": profile.place(),
-                    "problems": selection.problems.len(),
-                }));
-            }
-            let text = match format {
-                CheckFormat::Json => pretty(&Value::Array(listed)),
-                CheckFormat::Text => {
-                    let mut rows = vec![["PROFILE", "TOOLS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
-                    for entry in &listed {
-                        let tools: Vec<&str> =
-                            entry["tools"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-                        let grade = format!("w{} d{}", entry["grade"]["w"], entry["grade"]["d"]);
-                        let broken = if entry["problems"] != 0 { " (has problems)" } else { "" };
-                        rows.push([
-                            format!("{}{broken}", entry["name"].as_str().unwrap_or_default()),
-                            tools.join(", "),
-                            grade,
-                            entry["source"].as_str().unwrap_or_default().to_string(),
-                            entry["description"].as_str().unwrap_or_default().to_string(),
-                        ]);
-                    }
-                    let mut text = columns(&rows);
-                    text.push_str(&format!("{} profiles", listed.len()));
-                    text
-                }
-            };
-            print_stdout(&text)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        ProfileAction::Info { name, sources, mut host, format } => {
-            if let Some(name) = name {
-                host.profile = Some(name);
-            }
-            if host.profile.is_none() {
-                return Err("which profile? give its name, a list of tools `a,b,c`, or --profile".to_string());
-            }
-            let (registry, config, profile) = load_host(&sources, &host)?;
-            let Some(profile) = profile else { return Err("no profile was chosen".to_string()) };
-            let view = view::view(&registry, &config, Some(&profile));
-            let selection = view.selection.clone().unwrap_or_default();
-            print_problems(&selection.problems);
-            let tools: Vec<Value> = selection
-                .routes
-                .iter()
-                .filter_map(|(alias, tool)| {
-                    let (_, found) = registry.tool(tool)?;
-                    let declared = config.declared(found);
-                    let refused = view.refused.iter().find(|(name, _)| name == alias).map(|(_, rule)| rule);
-                    Some(json!({
-                        "alias": alias,
-                        "tool": tool,
-                        "grade": declared.grade(),
-                        "declared": declared,
-                        "docs": declared.docs,
-                        "refused": refused,
-                    }))
-                })
-                .collect();
-            let grade = view::grade(&registry, &config, selection.routes.iter().map(|(_, tool)| tool.as_str()));
-            let info = json!({
-                "name": profile.name,
-                "description": profile.description,
-                "source": profile.place(),
-                "grade": grade,
-                "docs": profile.docs,
-                "tools": tools,
-                "problems": selection.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            });
-            let text = match format {
-                CheckFormat::Json => pretty(&info),
-                CheckFormat::Text => profile_text(&profile, grade, &tools),
-            };
-            print_stdout(&text)?;
-            Ok(if selection.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
-        }
-        ProfileAction::Create { name, tools, description, sources, host } => {
-            let (registry, config, _) = load_host(&sources, &host)?;
-            if !profile::is_valid_name(&name) || name == profile::NONE {
-                return Err(format!(
-                    "`{name}` cannot name a profile: use ASCII letters, digits, `_` and `-`, starting with a letter (and not `none`)"
-                ));
-            }
-            for tool in &tools {
-                if registry.tool(tool).is_none() {
-                    return Err(runtime::unknown_tool(&registry, tool));
-                }
-            }
-            let folder = config.kits_folder();
-            let path = folder.join(format!("{name}.kit"));
-            if path.exists() {
-                return Err(format!("{}: already exists; edit it, or remove it first", path.display()));
-            }
-            std::fs::create_dir_all(&folder).map_err(|err| format!("{}: {err}", folder.display()))?;
-            let text = profile::kit_text(&name, description.as_deref(), &tools);
-            std::fs::write(&path, text).map_err(|err| format!("{}: {err}", path.display()))?;
-            if config.profiles.iter().any(|p| p.name == name && !p.place().ends_with(".kit")) {
-                eprintln!("lcp: warning: the config file's profile `{name}` takes precedence over this kit");
-            }
-            eprintln!("lcp: wrote {} ({} tools)", path.display(), tools.len());
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-/// `lcp profile info` as text: the profile, its grade and docs, then one row per tool.
-fn profile_text(profile: &Profile, grade: crate::policy::Grade, tools: &[Value]) -> String {
-    let mut text = format!("profile {} ({})\n", profile.name, profile.place());
-    if let Some(description) = &profile.description {
-        text.push_str(&format!("description: {description}\n"));
-    }
-    text.push_str(&format!("grade: {grade}\n"));
-    if let Some(docs) = &profile.docs {
-        text.push_str(&format!("docs: {}\n", docs.display()));
-    }
-    let mut rows = vec![["NAME", "TOOL", "GRADE", "DOCS", "POLICY"].map(String::from)];
-    for tool in tools {
-        let declared = tool["declared"].get("grade").is_some();
-        let grade = format!("w{} d{}{}", tool["grade"]["w"], tool["grade"]["d"], if declared { "" } else { "?" });
-        rows.push([
-            tool["alias"].as_str().unwrap_or_default().to_string(),
-            tool["tool"].as_str().unwrap_or_default().to_string(),
-            grade,
-            tool["docs"].as_str().unwrap_or("-").to_string(),
-            tool["refused"].as_str().map_or("allowed".to_string(), |rule| format!("refused: {rule}")),
-        ]);
-    }
-    text.push_str(&columns(&rows));
-    text.push_str(&format!("{} tools", tools.len()));
-    text
 }
 
 /// The registry, the config (from `--config`, else none) and the profile chosen.
