@@ -660,3 +660,27 @@ fn docs_of_the_profile_and_its_tools_are_resources_read_when_asked() {
         assert!(results[3]["error"]["message"].as_str().unwrap().contains("no resource"), "{mode}: {}", results[3]);
     }
 }
+
+#[test]
+fn an_edited_tool_file_declaration_applies_to_the_next_call() {
+    let tool = |destructive: &str| {
+        format!(
+            "TOOL_POLICY = {{\"destructive\": {destructive}}}\n\n\ndef tool_touch() -> str:\n    \"\"\"Touches.\"\"\"\n    return \"touched\"\n"
+        )
+    };
+    for mode in MODES {
+        let dir = temp_dir("mcp-policy-edit");
+        let (folder, config) = (dir.join("tools"), dir.join("lcp.toml"));
+        write(&folder.join("touch.py"), tool("False"));
+        write(&config, "[policy]\nallow_destructive = false\n");
+        let serve = [folder.to_str().unwrap(), "--config", config.to_str().unwrap()];
+        let steps = json!([
+            call("tool_touch", json!({})),
+            {"write": folder.join("touch.py").to_str().unwrap(), "text": tool("True")},
+            call("tool_touch", json!({})),
+        ]);
+        let results = &session(mode, "none", &serve, steps)["results"];
+        assert_ok(&results[0], json!({"result": "touched"}));
+        assert_error(&results[2], &["`allow_destructive = false` refuses `tool_touch`"]);
+    }
+}
