@@ -78,8 +78,6 @@ enum Command {
         /// The tool's working directory while it runs.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
-        /// The config file, or the configuration of the tool's library as a JSON
-        /// object (for `init_tools_library`), or the profile's tools and the policy.
         #[command(flatten)]
         host: HostArgs,
         /// Autonomy level given to the libraries [default: the config file's, else safe].
@@ -195,7 +193,8 @@ enum ProfileAction {
 /// What the host configures: `--config`, `--profile`, `--extra-tools` (SPEC §11).
 #[derive(Args)]
 struct HostArgs {
-    /// The host's config file (TOML, or JSON): libraries, profiles, tool declarations, policy.
+    /// The host's config file (TOML, or JSON): libraries, profiles, tool declarations,
+    /// policy. `lcp call` also takes a JSON object: the tool's library configuration.
     #[arg(long, value_name = "FILE")]
     config: Option<String>,
     /// Only this profile's tools: a profile's name, a list `a,b,c`, or `none`.
