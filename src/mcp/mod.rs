@@ -246,12 +246,15 @@ impl Server {
         }
     }
 
-    /// Whether the results of the tool shown as `name` go under `result` in
-    /// `structuredContent`, as its `outputSchema` says (SPEC §12).
-    fn wraps_output(&self, registry: &Registry, name: &str) -> bool {
-        let Admission::Run(tool) = self.admit(registry, name) else { return false };
-        let output = registry.tool(&tool).and_then(|(_, tool)| tool.output.as_ref());
-        output.is_some_and(|schema| export::mcp_output_schema(schema.value()).1)
+    /// What the `outputSchema` of the tool shown as `name` asks of its results'
+    /// `structuredContent` (SPEC §12).
+    fn output_shape(&self, registry: &Registry, name: &str) -> call::Shape {
+        let Admission::Run(tool) = self.admit(registry, name) else { return call::Shape::Free };
+        match registry.tool(&tool).and_then(|(_, tool)| tool.output.as_ref()) {
+            None => call::Shape::Free,
+            Some(schema) if export::mcp_output_schema(schema.value()).1 => call::Shape::Wrapped,
+            Some(_) => call::Shape::Object,
+        }
     }
 
     /// Sends `notifications/tools/list_changed` to a handshake session until it closes.

@@ -243,6 +243,8 @@ fn output_over_the_limit_is_cut_with_a_marker() {
     assert!(text(&results[0]).contains("[output cut: 1000 of 5002 bytes shown"), "{}", text(&results[0]));
     assert!(text(&results[0]).len() < 1200);
     assert_eq!(results[0]["structuredContent"], Value::Null);
+    // `tool_big` has an output schema (`-> str`): a cut result cannot match it.
+    assert_eq!(results[0]["isError"], true);
     assert_ok(&results[1], json!({"result": "xxxxxxxxxx"}));
 }
 
