@@ -19,6 +19,8 @@ from typing import Any, Literal, Optional
 TOOL_LIBRARY_NAME = "Text Utilities"
 TOOL_LIBRARY_DESC = "Count words and sentences, compare two texts line by line, and convert text between naming cases."
 TOOL_LIBRARY_ICON = "🔤"
+# Declared effects (SPEC §12): pure functions of their arguments.
+TOOL_POLICY = {"read_only": True, "idempotent": True, "open_world": False, "grade": {"w": 0, "d": 0}}
 
 _MAX_DIFF_CHARS = 20_000
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")

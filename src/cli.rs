@@ -4,6 +4,8 @@
 //! stdout, diagnostics and human messages on stderr; 0 success, 1 errors found (or
 //! the tool failed), 2 usage or I/O error. It holds no logic of its own beyond
 //! choosing what to print, and the terminal prompt of `lcp call`'s confirm handler.
+//! Every command reads `--config` and `--profile` into the host's view
+//! (`crate::view`); `cli/profiles.rs` prints `lcp profile`.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -14,13 +16,20 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
+use crate::config::{Config, ConfigError};
 use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format};
 use crate::mcp;
+use crate::profile::{Choice, Profile};
 use crate::registry::{Options, Registry, Sources};
 use crate::runtime::{
     self, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, WorkerSettings,
+    validate,
 };
+use crate::view::{self, Admission, View};
+use crate::{profile, testlane};
+
+mod profiles;
 
 #[derive(Parser)]
 #[command(
@@ -39,6 +48,8 @@ enum Command {
     List {
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
         /// Never start Python (descriptions are the static ones).
         #[arg(long = "static")]
         static_only: bool,
@@ -47,6 +58,8 @@ enum Command {
     Export {
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
         #[arg(long, value_enum, default_value_t = Format::Openai)]
         format: Format,
         /// OpenAI strict mode: every property required, closed objects, no defaults.
@@ -68,12 +81,11 @@ enum Command {
         /// The tool's working directory while it runs.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
-        /// Configuration of the tool's library (a JSON object), for `init_tools_library`.
-        #[arg(long, value_name = "JSON")]
-        config: Option<String>,
-        /// Autonomy level given to the libraries.
-        #[arg(long, value_name = "LEVEL", default_value = "safe", value_parser = ["safe", "ask", "full_access"])]
-        autonomy: String,
+        #[command(flatten)]
+        host: HostArgs,
+        /// Autonomy level given to the libraries [default: the config file's, else safe].
+        #[arg(long, value_name = "LEVEL", value_parser = ["safe", "ask", "full_access"])]
+        autonomy: Option<String>,
         /// Stop the tool after this many seconds.
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
@@ -93,6 +105,8 @@ enum Command {
     Check {
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,
     },
@@ -103,9 +117,8 @@ enum Command {
         /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio; a bare port means 127.0.0.1.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
-        /// Configuration of the libraries, JSON or TOML: `autonomy_level` and `[libraries.<name>]`.
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        host: HostArgs,
         /// The tools' working directory [default: the current directory].
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
@@ -121,6 +134,84 @@ enum Command {
         #[command(flatten)]
         isolation: IsolationArgs,
     },
+    /// Call every tool once per representative payload (its `Examples:`, else one
+    /// generated from its schema); exit 1 when a call failed.
+    Test {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        /// Only this tool; may be repeated.
+        #[arg(long = "tool", value_name = "NAME")]
+        tools: Vec<String>,
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Allow what a tool asks to confirm (otherwise it is refused).
+        #[arg(long)]
+        yes: bool,
+        /// Stop a call after this many seconds.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        #[command(flatten)]
+        isolation: IsolationArgs,
+    },
+    /// List, show or create profiles: named selections of tools.
+    Profile {
+        #[command(subcommand)]
+        action: ProfileAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProfileAction {
+    /// Every profile of the config file and of `kits/`: name, tools, grade, description.
+    List {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+    },
+    /// One profile (a name, or a list of tools `a,b,c`): each name and its tool, the grade, the docs.
+    Info {
+        /// The profile [default: --profile].
+        name: Option<String>,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+    },
+    /// Write `kits/NAME.kit` beside the config file (beside the current directory without one).
+    Create {
+        name: String,
+        /// The profile's tools.
+        #[arg(long, value_name = "TOOL", num_args = 1.., required = true)]
+        tools: Vec<String>,
+        #[arg(long, value_name = "TEXT")]
+        description: Option<String>,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+}
+
+/// What the host configures: `--config`, `--profile`, `--extra-tools` (SPEC §11).
+#[derive(Args)]
+struct HostArgs {
+    /// The host's config file (TOML, or JSON): libraries, profiles, tool declarations,
+    /// policy. `lcp call` also takes a JSON object: the tool's library configuration.
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
+    /// Only this profile's tools: a profile's name, a list `a,b,c`, or `none`.
+    #[arg(long, value_name = "PROFILE")]
+    profile: Option<String>,
+    /// Tools added to the profile; `--profile none --extra-tools a,b` is only those.
+    #[arg(long = "extra-tools", value_name = "TOOLS", value_delimiter = ',', requires = "profile")]
+    extra_tools: Vec<String>,
 }
 
 /// Where tools run (SPEC §8).
@@ -190,44 +281,70 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
-        Command::List { sources, static_only } => {
-            let mut registry = load(&sources)?;
+        Command::List { sources, host, static_only } => {
+            let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
+            let mut view = expose(&registry, &config, profile.as_ref())?;
             if !static_only {
-                describe(&mut registry);
+                describe(&mut view.registry);
             }
-            print_stdout(&table(&registry))?;
-            exit_without_freeing(registry);
+            print_stdout(&table(&view.registry))?;
+            exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { sources, format, strict, static_only } => {
-            let mut registry = load(&sources)?;
+        Command::Export { sources, host, format, strict, static_only } => {
+            let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
+            let mut view = expose(&registry, &config, profile.as_ref())?;
             if !static_only {
-                describe(&mut registry);
+                describe(&mut view.registry);
             }
-            let (document, problems) = export::export(&registry, format, strict);
+            let (document, problems) = export::export(&view.registry, format, strict);
             print_diagnostics(&problems);
             print_stdout(&pretty(&document))?;
-            exit_without_freeing((registry, document));
+            exit_without_freeing((registry, view, document));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { tool, sources, args, workspace, config, autonomy, timeout, yes, no, venv, isolation } => {
-            let registry = load(&sources)?;
+        Command::Call { tool, sources, args, workspace, mut host, autonomy, timeout, yes, no, venv, isolation } => {
+            // `--config {...}`: the library's configuration, not a file (SPEC §7).
+            let library_config = match host.config.as_deref().map(str::trim_start) {
+                Some(json) if json.starts_with('{') => {
+                    let Ok(Value::Object(object)) = serde_json::from_str(json) else {
+                        return Err("--config must be a file or a JSON object".to_string());
+                    };
+                    host.config = None;
+                    Some(object)
+                }
+                _ => None,
+            };
+            let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
-            let Some((library, _)) = registry.tool(&tool) else { return Err(runtime::unknown_tool(&registry, &tool)) };
             let args: Value = serde_json::from_str(&args).map_err(|err| format!("--args is not JSON: {err}"))?;
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
             }
-            let isolation = isolation.isolation()?;
-            let in_process = isolation == Isolation::InProcess;
-            let mut settings = RuntimeConfig { autonomy_level: autonomy, isolation, ..RuntimeConfig::default() };
-            if let Some(config) = config {
-                let Ok(Value::Object(config)) = serde_json::from_str(&config) else {
-                    return Err("--config must be a JSON object".to_string());
-                };
-                settings.libraries.insert(runtime::library_key(library), config);
+            // The policy is checked before Python starts: a refused call runs no code.
+            let tool = match view::admit(&registry, &config, profile.as_ref(), &tool) {
+                Admission::Run(tool) => tool,
+                Admission::Unknown(message) => return Err(message),
+                Admission::Refused(rule) => {
+                    print_stdout(&pretty(
+                        &serde_json::to_value(runtime::ToolResult::failure(rule)).unwrap_or_default(),
+                    ))?;
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            let Some((library, found)) = registry.tool(&tool) else {
+                return Err(runtime::unknown_tool(&registry, &tool));
+            };
+            let mut settings = config.runtime.clone();
+            settings.isolation = isolation.isolation()?;
+            let in_process = settings.isolation == Isolation::InProcess;
+            if let Some(level) = autonomy {
+                settings.autonomy_level = level;
+            }
+            if let Some(object) = library_config {
+                settings.libraries.insert(runtime::library_key(library), object);
             }
             if let Some(venv) = venv {
                 settings.venv = Some(venv);
@@ -244,19 +361,22 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             print_diagnostics(&runtime.set_confirm_handler(move |request| confirm(request, yes, no)));
             let options = CallOptions { workspace, timeout, ..CallOptions::default() };
-            let result = runtime.call(&registry, &tool, &args, &options);
+            let mut result = runtime.call(&registry, &tool, &args, &options);
+            validate::check_result(&mut result, found);
             let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
             write_out(&mut stdout, &text)?;
             Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Command::Check { sources, format } => {
-            let registry = load(&sources)?;
+        Command::Check { sources, host, format } => {
+            let (registry, config, profile) = load_host(&sources, &host)?;
+            let mut diagnostics = registry.diagnostics.clone();
+            diagnostics.extend(config_problems(&registry, &config, profile.as_ref()));
             let tools = registry.tools().count();
-            let errors = registry.diagnostics.iter().filter(|d| d.is_error()).count();
-            let warnings = registry.diagnostics.iter().filter(|d| d.level == Level::Warning).count();
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+            let warnings = diagnostics.iter().filter(|d| d.level == Level::Warning).count();
             match format {
                 CheckFormat::Text => {
-                    print_diagnostics(&registry.diagnostics);
+                    print_diagnostics(&diagnostics);
                     eprintln!(
                         "{} libraries, {tools} tools, {errors} errors, {warnings} warnings",
                         registry.libraries.len()
@@ -268,7 +388,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                         "tools": tools,
                         "errors": errors,
                         "warnings": warnings,
-                        "diagnostics": registry.diagnostics,
+                        "diagnostics": diagnostics,
                     });
                     print_stdout(&pretty(&report))?;
                 }
@@ -276,19 +396,125 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing(registry);
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
-        Command::Serve { sources, http, config, workspace, timeout, yes, max_output, isolation } => {
+        Command::Serve { sources, http, host, workspace, timeout, yes, max_output, isolation } => {
             let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
             check_workspace(workspace.as_deref())?;
-            let mut runtime = config.as_deref().map(mcp::config::read).transpose()?.unwrap_or_default();
-            runtime.isolation = isolation.isolation()?;
+            let isolation = isolation.isolation()?;
             let timeout = parse_timeout(timeout)?;
-            let registry = load(&sources)?;
+            let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
-            eprintln!("lcp: {} tools in {} libraries", registry.tools().count(), registry.libraries.len());
-            mcp::serve(registry, mcp::Settings { http, runtime, workspace, timeout, yes, max_output })?;
+            let view = expose(&registry, &config, profile.as_ref())?;
+            eprintln!("lcp: {} tools in {} libraries", view.registry.tools().count(), view.registry.libraries.len());
+            let settings = mcp::Settings {
+                http,
+                runtime: RuntimeConfig { isolation, ..config.runtime.clone() },
+                workspace,
+                timeout,
+                yes,
+                max_output,
+                config: std::sync::Arc::new(crate::config::Watched::new(config)),
+                profile: choice(&host),
+            };
+            mcp::serve(registry, settings)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Test { sources, host, tools, format, yes, timeout, isolation } => {
+            let timeout = parse_timeout(timeout)?;
+            let (registry, config, profile) = load_host(&sources, &host)?;
+            print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            let view = expose(&registry, &config, profile.as_ref())?;
+            for name in &tools {
+                if view.registry.tool(name).is_none() {
+                    return Err(match view::admit(&registry, &config, profile.as_ref(), name) {
+                        Admission::Refused(rule) => rule,
+                        Admission::Unknown(message) => message,
+                        Admission::Run(_) => runtime::unknown_tool(&view.registry, name),
+                    });
+                }
+            }
+            let settings = RuntimeConfig { isolation: isolation.isolation()?, ..config.runtime.clone() };
+            let in_process = settings.isolation == Isolation::InProcess;
+            let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
+            let mut stdout: Box<dyn Write> = if in_process {
+                Box::new(Runtime::claim_stdout().map_err(|err| format!("cannot keep stdout for the report: {err}"))?)
+            } else {
+                Box::new(std::io::stdout())
+            };
+            let options = testlane::Options { timeout, yes, only: tools };
+            let terminal = std::io::stderr().is_terminal();
+            let outcomes = testlane::run(&view, &registry, &runtime, &options, |done, total, tool| {
+                if terminal {
+                    let line = if tool.is_empty() { String::new() } else { format!("[{}/{total}] {tool}", done + 1) };
+                    eprint!("\r\x1b[2K{line}");
+                }
+            });
+            let report = match format {
+                CheckFormat::Text => testlane::table(&outcomes),
+                CheckFormat::Json => pretty(&serde_json::to_value(&outcomes).map_err(|err| err.to_string())?),
+            };
+            write_out(&mut stdout, &report)?;
+            Ok(if outcomes.iter().all(|outcome| outcome.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Profile { action } => profiles::run(action),
     }
+}
+
+/// The registry, the config (from `--config`, else none) and the profile chosen.
+/// A config file or profile that cannot be read is a usage error naming where.
+fn load_host(sources: &SourceArgs, host: &HostArgs) -> Result<(Registry, Config, Option<Profile>), String> {
+    let config = match &host.config {
+        Some(path) => Config::read(Path::new(path)).map_err(|errors| problems_text(&errors))?,
+        None => Config::without_file(),
+    };
+    let profile = match choice(host) {
+        Some(choice) => Some(choice.profile(&config.profiles).map_err(|err| err.to_string())?),
+        None => None,
+    };
+    Ok((load(sources)?, config, profile))
+}
+
+fn choice(host: &HostArgs) -> Option<Choice> {
+    let profile = host.profile.clone()?;
+    Some(Choice { profile, extra_tools: host.extra_tools.clone() })
+}
+
+/// The view of the tools; a profile with problems is a usage error listing them.
+fn expose(registry: &Registry, config: &Config, profile: Option<&Profile>) -> Result<View, String> {
+    let view = view::view(registry, config, profile);
+    match &view.selection {
+        Some(selection) if !selection.problems.is_empty() => Err(problems_text(&selection.problems)),
+        _ => Ok(view),
+    }
+}
+
+fn problems_text(errors: &[ConfigError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nlcp: ")
+}
+
+fn print_problems(errors: &[ConfigError]) {
+    for error in errors {
+        eprintln!("lcp: {error}");
+    }
+}
+
+/// `lcp check`'s view of the config: every profile's problems (the chosen one's
+/// only, with --profile) as errors, and `[tools.NAME]` tables naming no tool.
+fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile>) -> Vec<Diagnostic> {
+    let profiles: Vec<&Profile> = match chosen {
+        Some(profile) => vec![profile],
+        None => config.profiles.iter().collect(),
+    };
+    let mut found: Vec<Diagnostic> =
+        profiles.into_iter().flat_map(|p| profile::select(p, registry).problems).map(|e| e.diagnostic()).collect();
+    for entry in &config.tools {
+        if registry.tool(&entry.name).is_none() {
+            let file = config.file().unwrap_or(Path::new("--config"));
+            let message =
+                format!("`tools.{}` names no tool: {}", entry.name, runtime::unknown_tool(registry, &entry.name));
+            found.push(Diagnostic::new(file, entry.line.unwrap_or(1), 1, Level::Warning, message));
+        }
+    }
+    found
 }
 
 /// `--workspace` must name an existing folder.
@@ -403,11 +629,12 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|err| format!("{{\"error\": \"{err}\"}}"))
 }
 
-/// `TOOL  LIBRARY  PARAMETERS  SOURCE  DESCRIPTION`, one row per tool; `?` marks
-/// optional parameters; descriptions longer than a line are cut.
+/// `TOOL  LIBRARY  PARAMETERS  GRADE  SOURCE  DESCRIPTION`, one row per tool; `?`
+/// marks optional parameters and undeclared grades; descriptions longer than a
+/// line are cut.
 fn table(registry: &Registry) -> String {
     const DESCRIPTION_CHARS: usize = 72;
-    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "SOURCE", "DESCRIPTION"].map(String::from)];
+    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
         let required: Vec<&str> =
@@ -418,10 +645,12 @@ fn table(registry: &Registry) -> String {
             .flatten()
             .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
             .collect();
+        let grade = format!("{}{}", tool.policy.grade(), if tool.policy.grade.is_some() { "" } else { "?" });
         rows.push([
             tool.name.clone(),
             library.name.clone().unwrap_or_else(|| library.stem.clone()),
             parameters.join(", "),
+            grade,
             format!("{}:{}", library.path.display(), tool.line),
             match tool.description.char_indices().nth(DESCRIPTION_CHARS) {
                 Some((cut, _)) => format!("{}…", &tool.description[..cut]),
@@ -429,13 +658,19 @@ fn table(registry: &Registry) -> String {
             },
         ]);
     }
-    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = columns(&rows);
+    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
+    out
+}
+
+/// Rows as left-aligned columns, each line ending in a newline.
+fn columns<const N: usize>(rows: &[[String; N]]) -> String {
+    let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
-    for row in &rows {
+    for row in rows {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
     out
 }

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Tool};
+use crate::policy;
 use crate::registry::Registry;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,7 +85,16 @@ fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result
             json!({ "type": "function", "name": name, "description": description, "parameters": parameters, "strict": strict })
         }
         Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
-        Format::Mcp => json!({ "name": name, "description": description, "inputSchema": parameters }),
+        Format::Mcp => {
+            let mut entry = json!({ "name": name, "description": description, "inputSchema": parameters });
+            if let Some(output) = &tool.output {
+                entry["outputSchema"] = mcp_output_schema(output.value()).0;
+            }
+            if let Some(annotations) = tool.policy.annotations() {
+                entry["annotations"] = annotations;
+            }
+            entry
+        }
         Format::Gemini => {
             let mut declaration = json!({ "name": name, "description": description });
             let lowered = gemini(parameters);
@@ -106,8 +116,30 @@ fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result
             "docstring": tool.docstring,
             "returns": tool.returns,
             "prompt_provider": tool.prompt_provider,
+            "output_schema": tool.output,
+            "policy": policy::manifest(&tool.policy),
         }),
     })
+}
+
+/// MCP's `outputSchema` of a tool's output schema, and whether results are wrapped:
+/// an object type as it is; any other as `{"result": <schema>}`, the shape its
+/// `structuredContent` then takes. `$defs` stay at the root, where `$ref`s find them.
+pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
+    if schema.get("type") == Some(&json!("object")) {
+        return (schema.clone(), false);
+    }
+    let mut inner = schema.clone();
+    let defs = inner.as_object_mut().and_then(|object| object.remove("$defs"));
+    let mut wrapped = json!({
+        "type": "object",
+        "properties": { "result": inner },
+        "required": ["result"],
+    });
+    if let Some(defs) = defs {
+        wrapped["$defs"] = defs;
+    }
+    (wrapped, true)
 }
 
 fn manifest(registry: &Registry, tools: Vec<Value>) -> Value {

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::docstring;
+use crate::policy::{self, Declared};
 use crate::scan::SourceFile;
 use crate::schema::{self, Converter, SchemaText, Scope};
 use crate::source::{self, MAX_NESTING};
@@ -63,6 +64,11 @@ pub struct Tool {
     pub returns: Returns,
     /// Name of `tool_<name>_prompt` when the file defines it.
     pub prompt_provider: Option<String>,
+    /// JSON Schema of the return value, from the return annotation (SPEC §12); `None`
+    /// when there is no annotation or it says nothing (`Any`, `dict`).
+    pub output: Option<SchemaText>,
+    /// What the library declares about the tool (`TOOL_POLICY`, `TOOL_POLICIES`).
+    pub policy: Declared,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -116,6 +122,20 @@ struct Module<'a> {
     functions: Vec<&'a ast::StmtFunctionDef>,
     scope: Scope<'a>,
     metadata: Vec<&'a Stmt>,
+    /// The values of `TOOL_POLICY` and `TOOL_POLICIES` (the first assignment of each).
+    policy: Option<&'a Expr>,
+    policies: Option<&'a Expr>,
+}
+
+impl<'a> Module<'a> {
+    /// Where the value of `TOOL_POLICY` / `TOOL_POLICIES` goes.
+    fn policy_slot(&mut self, name: &str) -> Option<&mut Option<&'a Expr>> {
+        match name {
+            "TOOL_POLICY" => Some(&mut self.policy),
+            "TOOL_POLICIES" => Some(&mut self.policies),
+            _ => None,
+        }
+    }
 }
 
 impl<'t> Reader<'t> {
@@ -179,7 +199,36 @@ impl<'t> Reader<'t> {
                 self.warning(provider.name.range, message);
             }
         }
+        self.policies(&module, &mut library.tools);
         library
+    }
+
+    /// Lays `TOOL_POLICY` and `TOOL_POLICIES` over the tools (SPEC §12).
+    fn policies(&mut self, module: &Module, tools: &mut [Tool]) {
+        if module.policy.is_none() && module.policies.is_none() {
+            return;
+        }
+        let converter = Converter::new(&module.scope);
+        let base = self.path.parent().unwrap_or(Path::new(""));
+        let read = policy::read_library(module.policy, module.policies, |e| converter.literal(e), base);
+        for (range, message) in read.warnings {
+            self.warning(range, message);
+        }
+        for (range, message) in read.errors {
+            let (line, col) = position(&self.index, self.text, range);
+            self.diagnostics.push(Diagnostic::new(self.path, line, col, Level::Error, message));
+        }
+        for tool in tools.iter_mut() {
+            tool.policy = read.defaults.clone();
+        }
+        for (name, range, declared) in read.tools {
+            match tools.iter_mut().find(|tool| tool.name == name) {
+                Some(tool) => tool.policy = declared.over(&read.defaults),
+                None => {
+                    self.warning(range, format!("`TOOL_POLICIES` names `{name}`, which is not a tool of this file"))
+                }
+            }
+        }
     }
 
     /// Statements whose definitions are module attributes: the top level and the
@@ -222,6 +271,8 @@ impl<'t> Reader<'t> {
                     if let [Expr::Name(target)] = assign.targets.as_slice() {
                         if target.id.starts_with("TOOL_LIBRARY_") {
                             module.metadata.push(stmt);
+                        } else if let Some(slot) = module.policy_slot(&target.id) {
+                            slot.get_or_insert(&assign.value);
                         } else if looks_like_type(&assign.value) {
                             module.scope.aliases.entry(target.id.as_str()).or_insert(alias_value(&assign.value));
                         }
@@ -231,6 +282,8 @@ impl<'t> Reader<'t> {
                     if let (Expr::Name(target), Some(value)) = (&*assign.target, &assign.value) {
                         if target.id.starts_with("TOOL_LIBRARY_") {
                             module.metadata.push(stmt);
+                        } else if let Some(slot) = module.policy_slot(&target.id) {
+                            slot.get_or_insert(value);
                         } else if is_type_alias_annotation(&assign.annotation) {
                             module.scope.aliases.entry(target.id.as_str()).or_insert(value);
                         }
@@ -388,6 +441,7 @@ impl<'t> Reader<'t> {
             }
         }
 
+        let output = function.returns.as_deref().and_then(|annotation| self.output(annotation, scope, &name));
         let (line, _) = position(&self.index, self.text, function.name.range);
         let (text, summary, returns) = match doc {
             Some(d) => (Some(d.text), Some(d.summary), d.returns),
@@ -405,13 +459,45 @@ impl<'t> Reader<'t> {
                 description: returns,
             },
             prompt_provider: None,
+            output,
+            policy: Declared::default(),
         }
+    }
+
+    /// The output schema of a return annotation (SPEC §12): the parameter type rules,
+    /// and `None` for a type that says nothing about the value (`Any`, `dict`).
+    fn output(&mut self, annotation: &Expr, scope: &Scope, name: &str) -> Option<SchemaText> {
+        let mut converter = Converter::new(scope);
+        let (mut schema, _) = converter.annotation(annotation);
+        for (range, message) in std::mem::take(&mut converter.warnings) {
+            self.warning(range, format!("in the return annotation of `{name}`: {message}"));
+        }
+        if says_nothing(&schema) {
+            return None;
+        }
+        if !converter.defs.is_empty()
+            && let Some(object) = schema.as_object_mut()
+        {
+            object.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
+        }
+        Some(SchemaText::new(&schema))
     }
 
     fn warning(&mut self, range: TextRange, message: String) {
         let (line, col) = position(&self.index, self.text, range);
         self.diagnostics.push(Diagnostic::new(self.path, line, col, Level::Warning, message));
     }
+}
+
+/// `{}` (any value), or an object with any keys and values (`dict`, `dict[str, Any]`).
+fn says_nothing(schema: &Value) -> bool {
+    let Some(object) = schema.as_object() else { return false };
+    object.iter().all(|(key, value)| match key.as_str() {
+        "type" => value == "object",
+        "additionalProperties" => value == &Value::Bool(true) || value == &json!({}),
+        "description" => true,
+        _ => false,
+    })
 }
 
 /// `tool_<base>_prompt` → `base` (non-empty).

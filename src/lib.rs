@@ -11,10 +11,14 @@
 //!   first-wins rule for tool names.
 //! - [`export`]: the registry in each provider's format (SPEC §4).
 //! - [`default_tools`]: where the built-in tool libraries live.
+//! - [`config`]: the `--config` file. [`profile`]: profiles and kits (SPEC §11).
+//!   [`policy`]: declarations, grades and the host's rules (SPEC §12). [`view`]: what
+//!   a host shows of its tools and lets run, from the three.
 //! - [`runtime`]: running a tool in an embedded CPython when it is called, the host
 //!   hooks and host-side management (SPEC §5–§6); the only code that touches pyo3.
 //! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol; the only code
 //!   that touches rmcp.
+//! - [`testlane`]: `lcp test`, each tool called once per representative payload (SPEC §13).
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
@@ -22,14 +26,19 @@
 //! [`runtime`] does, when a tool or a prompt provider is asked for.
 
 pub mod cli;
+pub mod config;
 pub mod default_tools;
 pub mod diag;
 pub mod docstring;
 pub mod export;
 pub mod extract;
 pub mod mcp;
+pub mod policy;
+pub mod profile;
 pub mod registry;
 pub mod runtime;
 pub mod scan;
 pub mod schema;
 pub mod source;
+pub mod testlane;
+pub mod view;

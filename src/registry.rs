@@ -110,6 +110,14 @@ impl Registry {
         self.sources = sources;
     }
 
+    /// Whether `path` (a file this registry read) still has the size and modification
+    /// time it had then: one `stat`, for checking before a call that its tool is as
+    /// read. A file it never read is not current.
+    pub fn is_current(&self, path: &Path) -> bool {
+        let Some(cached) = self.files.get(path) else { return false };
+        std::fs::metadata(path).is_ok_and(|meta| cached.stamp == Some(Stamp::of(&meta)))
+    }
+
     /// Walks the sources again and re-reads only files that are new or whose size or
     /// modification time changed; everything else is reused as it is.
     pub fn rescan(&mut self) -> Changes {

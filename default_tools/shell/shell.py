@@ -29,6 +29,8 @@ TOOL_LIBRARY_DESC = (
     "approves each one; returns the exit code and the captured output."
 )
 TOOL_LIBRARY_ICON = "💻"
+# Declared effects (SPEC §12): a command can do anything the user can, anywhere.
+TOOL_POLICY = {"read_only": False, "destructive": True, "idempotent": False, "open_world": True, "grade": {"w": 3, "d": 3}}
 
 AUTONOMY_LEVEL = "safe"  # "safe" | "ask" | "full_access"
 _CONFIRM_HANDLER: Optional[Callable[..., Any]] = None
@@ -218,6 +220,9 @@ def tool_run_command(command: str, timeout_seconds: int = 30, workdir: str = "."
         when the command ran (check ``exit_code``: 0 usually means success). On
         timeout ``{"success": False, "error": str, "output": {...partial output...}}``;
         when rejected or impossible to start ``{"success": False, "error": str}``.
+
+    Examples:
+        {"command": "echo hello"}
     """
     if not command or not command.strip():
         return {"success": False, "error": "command is empty."}

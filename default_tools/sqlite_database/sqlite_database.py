@@ -31,6 +31,12 @@ TOOL_LIBRARY_DESC = (
     "INSERT/UPDATE/DELETE/CREATE statements after the user confirms them."
 )
 TOOL_LIBRARY_ICON = "🗄️"
+# Declared effects (SPEC §12): the read tools only read the workspace's databases;
+# tool_execute_statement changes them.
+TOOL_POLICY = {"read_only": True, "idempotent": True, "open_world": False, "grade": {"w": 1, "d": 0}}
+TOOL_POLICIES = {
+    "tool_execute_statement": {"read_only": False, "destructive": True, "idempotent": False, "grade": {"w": 1, "d": 3}},
+}
 
 # A value that can be bound to a "?" placeholder. Tools use this alias in their
 # annotations; the schema generator resolves it to
@@ -52,6 +58,9 @@ _TIME_LIMIT_SECONDS = 30.0
 _MAX_CELL_CHARS = 2000
 _MAX_BLOB_BYTES = 256
 _MAX_TABLES = 500
+# SQLite's own catalog table, under both its names (https://sqlite.org/schematab.html).
+_SCHEMA_TABLES = ("sqlite_schema", "sqlite_master")
+_SCHEMA_TABLE_SQL = "CREATE TABLE sqlite_schema(type text, name text, tbl_name text, rootpage integer, sql text)"
 _BLOB_NOTE = (
     "BLOB values are shown as SQL hex literals X'…' (uppercase hex of the bytes, at most "
     f"{_MAX_BLOB_BYTES} bytes, longer ones end with their full size)."
@@ -387,6 +396,10 @@ def tool_execute_query(
         "row_count", "total_rows", "truncated", "note"?}}`` with ``rows`` as lists
         of values in column order (BLOBs as X'HEX' strings); on failure
         ``{"success": False, "error": str}``.
+
+    Examples:
+        {"database_name": "shop.db", "query": "SELECT 6 * 7 AS answer", "$files": {"shop.db": ""}}
+        {"database_name": "shop.db", "query": "VALUES (?, ?)", "parameters": ["a", 1], "$files": {"shop.db": ""}}
     """
     statements = _split_statements(query or "")
     if not statements:
@@ -456,6 +469,9 @@ def tool_list_tables(database_name: str) -> dict[str, Any]:
         where each table is ``{"name", "type": "table" | "view", "columns",
         "rows"}`` (``rows`` is null for views or when counting took too long);
         on failure ``{"success": False, "error": str}``.
+
+    Examples:
+        {"database_name": "shop.db", "$files": {"shop.db": ""}}
     """
     conn, path, failure = _open_read_only(database_name)
     if failure is not None:
@@ -495,7 +511,8 @@ def tool_describe_table(database_name: str, table: str, sample_rows: int = 3) ->
 
     Args:
         database_name (str): Database file relative to the workspace, e.g. "shop.db".
-        table (str): Table or view name (case-insensitive), e.g. "orders".
+        table (str): Table or view name (case-insensitive), e.g. "orders";
+            "sqlite_schema" describes the database's own catalog of tables.
         sample_rows (int, optional): Number of example rows to include (0 to 20).
             Defaults to 3.
 
@@ -504,6 +521,9 @@ def tool_describe_table(database_name: str, table: str, sample_rows: int = 3) ->
         "type", "columns", "indexes", "foreign_keys", "sql", "rows",
         "sample": {"columns", "rows"}}}``; on failure (unknown table, bad file)
         ``{"success": False, "error": str}``.
+
+    Examples:
+        {"database_name": "shop.db", "table": "sqlite_schema", "$files": {"shop.db": ""}}
     """
     conn, path, failure = _open_read_only(database_name)
     if failure is not None:
@@ -515,6 +535,9 @@ def tool_describe_table(database_name: str, table: str, sample_rows: int = 3) ->
             "AND name = ? COLLATE NOCASE",
             (table,),
         ).fetchone()
+        if found is None and table.strip().lower() in _SCHEMA_TABLES:
+            # The catalog itself: queryable like any table, but not listed in itself.
+            found = (table.strip().lower(), "table", _SCHEMA_TABLE_SQL)
         if found is None:
             names = [r[0] for r in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
@@ -611,6 +634,9 @@ def tool_execute_statement(
         "created_database", "columns"?, "rows"?}}`` (``columns``/``rows`` come
         from a RETURNING clause); on failure or rejection by the user
         ``{"success": False, "error": str}``.
+
+    Examples:
+        {"database_name": "shop.db", "statement": "CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)"}
     """
     statements = _split_statements(statement or "")
     if not statements:

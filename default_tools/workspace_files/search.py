@@ -23,6 +23,9 @@ from ._paths import (
     workspace_root,
 )
 
+# Declared effects (SPEC §12), per file: this one only reads.
+TOOL_POLICY = {"read_only": True, "idempotent": True, "open_world": False, "grade": {"w": 1, "d": 0}}
+
 _MAX_MATCHES = 1000
 _MAX_FILE_BYTES = 5 * 1024 * 1024
 _MAX_FILES_SCANNED = 20_000
@@ -72,6 +75,9 @@ def tool_search_files(
         "shown", "total_matches", "files_with_matches", "files_searched",
         "truncated", "note"?}}`` where each match is ``{"path", "line", "text"}``;
         on failure (bad path, invalid regex) ``{"success": False, "error": str}``.
+
+    Examples:
+        {"query": "milk", "$files": {"notes.txt": "buy milk\\n", "todo.md": "- milk\\n"}}
     """
     if not query:
         return {"success": False, "error": "query is empty; give the text or pattern to search for."}

@@ -42,6 +42,13 @@ TOOL_LIBRARY_DESC = (
     "Paths are relative to the workspace and can never leave it; writes ask the user first."
 )
 TOOL_LIBRARY_ICON = "📁"
+# Declared effects (SPEC §12): reading is the default; writing and editing replace
+# what a file held.
+TOOL_POLICY = {"read_only": True, "idempotent": True, "open_world": False, "grade": {"w": 1, "d": 0}}
+TOOL_POLICIES = {
+    "tool_write_file": {"read_only": False, "destructive": True, "grade": {"w": 1, "d": 3}},
+    "tool_edit_file": {"read_only": False, "destructive": True, "idempotent": False, "grade": {"w": 1, "d": 3}},
+}
 
 # --------------------------------------------------------------------------- #
 # Host configuration and confirmation                                          #
@@ -224,6 +231,9 @@ def tool_list_files(
         "total_matches", "truncated", "note"?}}`` where each entry is
         ``{"path", "type": "file" | "dir" | "symlink" | "other", "size"?}``;
         on failure ``{"success": False, "error": str}``.
+
+    Examples:
+        {"recursive": true, "$files": {"notes/todo.md": "- buy milk\\n"}}
     """
     try:
         base = resolve_in_workspace(path, must_exist=True, kind="dir")
@@ -334,6 +344,9 @@ def tool_read_file(
         "start_line", "end_line", "total_lines", "truncated", "note"?}}``;
         ``truncated`` is True when lines after ``end_line`` were not returned.
         On failure ``{"success": False, "error": str}``.
+
+    Examples:
+        {"path": "notes.txt", "line_numbers": true, "$files": {"notes.txt": "first line\\nsecond line\\n"}}
     """
     try:
         target = resolve_in_workspace(path, must_exist=True, kind="file")
@@ -430,6 +443,9 @@ def tool_write_file(
         dict: On success ``{"success": True, "output": {"path", "bytes_written",
         "action": "created" | "overwritten"}}``; on failure or when the user rejects
         the write ``{"success": False, "error": str}``.
+
+    Examples:
+        {"path": "notes/todo.md", "content": "- buy milk\\n"}
     """
     try:
         target = resolve_in_workspace(path)
@@ -488,6 +504,9 @@ def tool_edit_file(
         dict: On success ``{"success": True, "output": {"path", "replacements",
         "diff"}}``; on failure (text not found, ambiguous match, rejected by the
         user) ``{"success": False, "error": str}``.
+
+    Examples:
+        {"path": "notes.txt", "old_text": "milk", "new_text": "bread", "$files": {"notes.txt": "buy milk\\n"}}
     """
     try:
         target = resolve_in_workspace(path, must_exist=True, kind="file")

@@ -30,7 +30,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::Server;
-use crate::runtime::{self, CallOptions, Cancel, ConfirmRequest, Confirmation, ToolResult};
+use crate::runtime::{CallOptions, Cancel, ConfirmRequest, Confirmation, ToolResult, validate};
+use crate::view::Admission;
 
 /// How long a call parked on a confirmation waits for the client to answer.
 const PARKED_FOR: Duration = Duration::from_secs(600);
@@ -155,14 +156,26 @@ pub(super) async fn call_tool(
         }
         None => {
             let name = request.name.as_ref();
-            if server.snapshot().tool(name).is_none() {
+            // Every call is checked against the profile and the policy as the config
+            // and the tool's file are now (SPEC §12), before any code runs: the folders
+            // are read again when that file changed or the tool is not known.
+            let current = server.snapshot();
+            let fresh = match server.admit(&current, name) {
+                Admission::Run(tool) => {
+                    current.tool(&tool).is_some_and(|(library, _)| current.is_current(&library.path))
+                }
+                _ => false,
+            };
+            if !fresh {
                 server.rescan().await;
             }
             let registry = server.snapshot();
-            if registry.tool(name).is_none() {
-                return Err(ErrorData::invalid_params(runtime::unknown_tool(&registry, name), None));
-            }
-            start(server, registry, name, request.arguments.clone().unwrap_or_default())
+            let tool = match server.admit(&registry, name) {
+                Admission::Run(tool) => tool,
+                Admission::Refused(rule) => return Ok(failure(&rule).into()),
+                Admission::Unknown(message) => return Err(ErrorData::invalid_params(message, None)),
+            };
+            start(server, registry, &tool, request.arguments.clone().unwrap_or_default())
         }
     };
     drive(server, &request.name, events, cancel, &context).await
@@ -191,7 +204,13 @@ fn start(
     tokio::task::spawn_blocking(move || {
         let result = match server.python() {
             Err(err) => ToolResult::failure(err),
-            Ok(runtime) => runtime.call(&registry, &tool, &Value::Object(arguments), &options),
+            Ok(runtime) => {
+                let mut result = runtime.call(&registry, &tool, &Value::Object(arguments), &options);
+                if let Some((_, found)) = registry.tool(&tool) {
+                    validate::check_result(&mut result, found);
+                }
+                result
+            }
         };
         let _ = events.send(Event::Done(result));
     });
@@ -228,7 +247,10 @@ async fn drive(
             },
         };
         let question = match event {
-            Some(Event::Done(result)) => return Ok(tool_result(result, settings.max_output).into()),
+            Some(Event::Done(result)) => {
+                let shape = server.output_shape(&server.snapshot(), tool);
+                return Ok(tool_result(result, settings.max_output, shape).into());
+            }
             None => return Ok(failure("the call ended without a result").into()),
             Some(Event::Confirm(question)) => question,
         };
@@ -354,12 +376,25 @@ fn failure(message: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message)])
 }
 
+/// What a tool's output schema asks of its results' `structuredContent` (SPEC §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// No output schema: an object as it is, anything else under `result`.
+    Free,
+    /// An object type: the object as it is.
+    Object,
+    /// Any other type: every value under `result`, objects included.
+    Wrapped,
+}
+
 /// The tool's result as MCP: the output as JSON text and as `structuredContent` (an
-/// object; anything else is wrapped as `{"result": ...}`). A failure is `isError:
-/// true` with the error and its traceback as text (a tool-reported failure keeps
-/// its output). What the tool printed follows as more text. Each text longer than
-/// `max_output` bytes is cut with a marker; cut output carries no `structuredContent`.
-fn tool_result(result: ToolResult, max_output: usize) -> CallToolResult {
+/// object; anything else, or anything at all when `shape` is [`Shape::Wrapped`], is
+/// wrapped as `{"result": ...}`). A failure is `isError: true` with the error and its
+/// traceback as text (a tool-reported failure keeps its output). What the tool printed
+/// follows as more text. Each text longer than `max_output` bytes is cut with a marker;
+/// cut output carries no `structuredContent`, so for a tool with an output schema it is
+/// an error result (a success must carry the structured content its schema describes).
+fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -> CallToolResult {
     let ToolResult { ok, output, error, traceback, stdout, stderr } = result;
     let (text, structured) = match (output, error) {
         (Value::Null, Some(error)) if !ok => {
@@ -377,7 +412,7 @@ fn tool_result(result: ToolResult, max_output: usize) -> CallToolResult {
         (output, _) => {
             let text = serde_json::to_string(&output).unwrap_or_else(|err| format!("the output is not JSON: {err}"));
             let structured = match output {
-                Value::Object(object) => Value::Object(object),
+                Value::Object(object) if !(shape == Shape::Wrapped && ok) => Value::Object(object),
                 other => json!({ "result": other }),
             };
             (text, structured)
@@ -388,6 +423,14 @@ fn tool_result(result: ToolResult, max_output: usize) -> CallToolResult {
         None => (text, Some(structured)),
     };
     let mut content = vec![ContentBlock::text(text)];
+    let ok = if ok && structured.is_none() && shape != Shape::Free {
+        content.push(ContentBlock::text(
+            "[the result was cut, so it cannot be given as the structured content the tool's output schema describes]",
+        ));
+        false
+    } else {
+        ok
+    };
     for (stream, printed) in [("stdout", stdout), ("stderr", stderr)] {
         if !printed.is_empty() {
             let printed = cut(&printed, max_output).unwrap_or(printed);
@@ -421,7 +464,7 @@ mod tests {
     use super::*;
 
     fn check(result: ToolResult, max: usize, expected: Value) {
-        assert_eq!(serde_json::to_value(tool_result(result, max)).unwrap(), expected);
+        assert_eq!(serde_json::to_value(tool_result(result, max, Shape::Free)).unwrap(), expected);
     }
 
     fn ok(output: Value) -> ToolResult {
@@ -458,13 +501,34 @@ mod tests {
     }
 
     #[test]
+    fn an_output_schema_that_is_not_an_object_type_puts_every_value_under_result() {
+        let wrapped = serde_json::to_value(tool_result(ok(json!({"a": 1})), 100, Shape::Wrapped)).unwrap();
+        assert_eq!(wrapped["structuredContent"], json!({"result": {"a": 1}}));
+        let object = serde_json::to_value(tool_result(ok(json!({"a": 1})), 100, Shape::Object)).unwrap();
+        assert_eq!(object["structuredContent"], json!({"a": 1}));
+        let failed = ToolResult { ok: false, error: Some("no".into()), ..ok(json!({"success": false, "error": "no"})) };
+        let failed = serde_json::to_value(tool_result(failed, 100, Shape::Wrapped)).unwrap();
+        assert_eq!(failed["structuredContent"], json!({"success": false, "error": "no"}));
+    }
+
+    #[test]
+    fn a_cut_result_of_a_tool_with_an_output_schema_is_an_error() {
+        let free = serde_json::to_value(tool_result(ok(json!("x".repeat(50))), 10, Shape::Free)).unwrap();
+        assert_eq!(free["isError"], false);
+        let typed = serde_json::to_value(tool_result(ok(json!("x".repeat(50))), 10, Shape::Wrapped)).unwrap();
+        assert_eq!(typed["isError"], true);
+        assert!(typed.get("structuredContent").is_none());
+        assert!(typed["content"][1]["text"].as_str().unwrap().contains("output schema"), "{typed}");
+    }
+
+    #[test]
     fn long_output_is_cut_on_a_character_boundary_with_a_marker() {
         assert_eq!(cut("abc", 3), None);
         assert_eq!(
             cut("aé", 2).unwrap(),
             "a\n[output cut: 1 of 3 bytes shown; `lcp serve --max-output` sets the limit]"
         );
-        let result = serde_json::to_value(tool_result(ok(json!("x".repeat(50))), 10)).unwrap();
+        let result = serde_json::to_value(tool_result(ok(json!("x".repeat(50))), 10, Shape::Free)).unwrap();
         assert!(result.get("structuredContent").is_none());
         assert!(result["content"][0]["text"].as_str().unwrap().starts_with("\"xxxxxxxxx\n[output cut: 10 of 52 bytes"));
     }

@@ -10,13 +10,16 @@
 //!   `subscriptions/listen` streams).
 //! - `call.rs`: one call: confirmations as elicitations, cancellation, results.
 //! - `stdio.rs`: the protocol on private duplicates of fd 0 and 1.
-//! - `http.rs`: Streamable HTTP. `config.rs`: `--config FILE`.
+//! - `http.rs`: Streamable HTTP.
+//!
+//! What is listed and callable is the host's view (`crate::view`): the profile's
+//! tools under their aliases, minus what the policy forbids, with the config file read
+//! again when it changes; the tools' and profile's docs are resources, read when asked.
 //!
 //! Invariant: a tool that fails is a result with `isError: true`; a protocol error
 //! is only for a request that cannot be routed (an unknown tool).
 
 mod call;
-pub mod config;
 pub mod http;
 mod stdio;
 
@@ -27,16 +30,20 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::config::Watched;
 use crate::export::{self, Format};
+use crate::profile::Choice;
 use crate::registry::Registry;
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
+use crate::view::{self, Admission, View};
 
 /// How `lcp serve` runs; every field is a command-line option.
 #[derive(Debug, Clone)]
@@ -54,6 +61,11 @@ pub struct Settings {
     pub yes: bool,
     /// Texts of a result longer than this many bytes are cut, with a marker.
     pub max_output: usize,
+    /// The config file (`--config`), read again when it changes: its profiles, tool
+    /// declarations and policy apply to the next listing or call.
+    pub config: Arc<Watched>,
+    /// `--profile` and `--extra-tools`, if given.
+    pub profile: Option<Choice>,
 }
 
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
@@ -206,7 +218,11 @@ impl Server {
     async fn tools(&self) -> Vec<Tool> {
         let server = self.clone();
         let listed = tokio::task::spawn_blocking(move || {
-            let mut registry = (*server.snapshot()).clone();
+            let view = server.view(&server.snapshot());
+            for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
+                eprintln!("lcp: {problem}");
+            }
+            let mut registry = view.registry;
             if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
                 match server.python() {
                     Ok(python) => {
@@ -229,6 +245,48 @@ impl Server {
         let Ok(Value::Object(mut document)) = listed.await else { return Vec::new() };
         let Some(Value::Array(tools)) = document.remove("tools") else { return Vec::new() };
         tools.into_iter().filter_map(|tool| serde_json::from_value(tool).ok()).collect()
+    }
+
+    /// What the host shows of `registry` now: the config as its file is now, and the
+    /// profile chosen (a profile that is gone shows no tools).
+    fn view(&self, registry: &Registry) -> View {
+        let config = self.shared.settings.config.current();
+        match &self.shared.settings.profile {
+            None => view::view(registry, &config, None),
+            Some(choice) => match choice.profile(&config.profiles) {
+                Ok(profile) => view::view(registry, &config, Some(&profile)),
+                Err(err) => {
+                    eprintln!("lcp: {err}");
+                    let mut empty = View::default();
+                    empty.registry.diagnostics = registry.diagnostics.clone();
+                    empty
+                }
+            },
+        }
+    }
+
+    /// The check of one call before any code runs (SPEC §11, §12), with the config
+    /// as its file is now.
+    fn admit(&self, registry: &Registry, name: &str) -> Admission {
+        let config = self.shared.settings.config.current();
+        match &self.shared.settings.profile {
+            None => view::admit(registry, &config, None, name),
+            Some(choice) => match choice.profile(&config.profiles) {
+                Ok(profile) => view::admit(registry, &config, Some(&profile), name),
+                Err(err) => Admission::Unknown(err.to_string()),
+            },
+        }
+    }
+
+    /// What the `outputSchema` of the tool shown as `name` asks of its results'
+    /// `structuredContent` (SPEC §12).
+    fn output_shape(&self, registry: &Registry, name: &str) -> call::Shape {
+        let Admission::Run(tool) = self.admit(registry, name) else { return call::Shape::Free };
+        match registry.tool(&tool).and_then(|(_, tool)| tool.output.as_ref()) {
+            None => call::Shape::Free,
+            Some(schema) if export::mcp_output_schema(schema.value()).1 => call::Shape::Wrapped,
+            Some(_) => call::Shape::Object,
+        }
     }
 
     /// Sends `notifications/tools/list_changed` to a handshake session until it closes.
@@ -260,8 +318,8 @@ async fn watch(server: Server) {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("lcp", env!("CARGO_PKG_VERSION")))
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources();
+        ServerConfig::new(capabilities.build()).with_server_info(Implementation::new("lcp", env!("CARGO_PKG_VERSION")))
     }
 
     async fn initialize(
@@ -291,6 +349,49 @@ impl ServerHandler for Server {
         call::call_tool(self, request, context).await
     }
 
+    /// The docs of the tools shown and of the profile (SPEC §11), not read yet.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let server = self.clone();
+        let docs = tokio::task::spawn_blocking(move || server.view(&server.snapshot()).docs).await.unwrap_or_default();
+        let resources = docs
+            .into_iter()
+            .map(|doc| {
+                let description = format!("Documentation of {}", doc.name);
+                Resource::new(doc.uri, doc.name).with_description(description).with_mime_type(mime_type(&doc.path))
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    /// Reads one doc, when it is asked for.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let server = self.clone();
+        let uri = request.uri.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let docs = server.view(&server.snapshot()).docs;
+            let doc = docs.into_iter().find(|doc| doc.uri == uri)?;
+            Some((std::fs::read_to_string(&doc.path), doc.path))
+        });
+        match found.await.ok().flatten() {
+            None => Err(ErrorData::resource_not_found(format!("no resource `{}`", request.uri), None)),
+            Some((Err(err), path)) => {
+                Err(ErrorData::internal_error(format!("{} cannot be read as text: {err}", path.display()), None))
+            }
+            Some((Ok(text), path)) => {
+                let contents = ResourceContents::text(text, request.uri).with_mime_type(mime_type(&path));
+                Ok(ReadResourceResult::new(vec![contents]).into())
+            }
+        }
+    }
+
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         Some(requested.supported_by(&self.get_info().capabilities))
     }
@@ -311,5 +412,15 @@ impl ServerHandler for Server {
                 },
             }
         }
+    }
+}
+
+/// The MIME type of a doc, from its extension.
+fn mime_type(path: &std::path::Path) -> &'static str {
+    match path.extension().and_then(|ext| ext.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("md" | "markdown") => "text/markdown",
+        Some("html" | "htm") => "text/html",
+        Some("json") => "application/json",
+        _ => "text/plain",
     }
 }

@@ -27,7 +27,7 @@ mod channel;
 mod engine;
 mod python;
 mod supervisor;
-mod validate;
+pub mod validate;
 pub mod worker;
 mod workspace;
 

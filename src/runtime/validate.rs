@@ -1,4 +1,5 @@
-//! Arguments against a tool's schema, in Rust, before any Python runs (SPEC §5).
+//! Arguments against a tool's schema, in Rust, before any Python runs (SPEC §5), and
+//! return values against its output schema, after (SPEC §12: [`check_result`]).
 //!
 //! Covers the JSON Schema subset lcp emits: `type`, `properties`, `required`,
 //! `additionalProperties`, `items`, `prefixItems`, `enum`, `const`, `anyOf`,
@@ -15,9 +16,41 @@ const MAX_DEPTH: usize = 256;
 
 /// Every way `args` breaks `schema`; empty when the arguments are valid.
 pub fn check(schema: &Value, args: &Value) -> Vec<String> {
-    let mut checker = Checker { root: schema, problems: Vec::new(), depth: 0 };
+    let mut checker = Checker { root: schema, problems: Vec::new(), depth: 0, output: false };
     checker.value(schema, args, &At::Root);
     checker.problems
+}
+
+/// Every way a tool's return value breaks its output schema (SPEC §12); empty when
+/// it matches. Places are the result's (`the result`, `items[2].name`).
+pub fn check_output(schema: &Value, output: &Value) -> Vec<String> {
+    let mut checker = Checker { root: schema, problems: Vec::new(), depth: 0, output: true };
+    checker.value(schema, output, &At::Root);
+    checker.problems
+}
+
+/// The one output check of every call path (`lcp call`, `lcp serve`, `lcp test`): a
+/// successful result whose value breaks the tool's output schema becomes a failed
+/// call saying which part breaks the return annotation. Failed calls are left as
+/// they are.
+pub fn check_result(result: &mut super::ToolResult, tool: &crate::extract::Tool) {
+    let Some(schema) = &tool.output else { return };
+    if !result.ok {
+        return;
+    }
+    let problems = check_output(schema.value(), &result.output);
+    if problems.is_empty() {
+        return;
+    }
+    let annotation = tool.returns.annotation.as_deref().unwrap_or("?");
+    let mut text = format!("`{}` returned a value that breaks its return annotation `{annotation}`:", tool.name);
+    for problem in problems {
+        text.push_str("\n- ");
+        text.push_str(&problem);
+    }
+    result.ok = false;
+    result.output = Value::Null;
+    result.error = Some(text);
 }
 
 /// The error text of a call whose arguments break the schema: every problem, then
@@ -101,6 +134,8 @@ struct Checker<'s> {
     root: &'s Value,
     problems: Vec<String>,
     depth: usize,
+    /// Checking a return value rather than arguments: only the wording differs.
+    output: bool,
 }
 
 /// Where a value sits in the arguments (`items[2].name`); text only for a problem.
@@ -128,14 +163,23 @@ impl std::fmt::Display for At<'_> {
     }
 }
 
-/// `the arguments`, or the path in backticks.
-fn place(path: &At<'_>) -> String {
-    if path.is_root() { "the arguments".to_string() } else { format!("`{path}`") }
-}
-
 impl<'s> Checker<'s> {
+    /// `the arguments` (or `the result`), or the path in backticks.
+    fn place(&self, path: &At<'_>) -> String {
+        match (path.is_root(), self.output) {
+            (true, false) => "the arguments".to_string(),
+            (true, true) => "the result".to_string(),
+            (false, _) => format!("`{path}`"),
+        }
+    }
+
+    /// Whether `path` is the arguments object, whose fields are parameters.
+    fn at_parameters(&self, path: &At<'_>) -> bool {
+        path.is_root() && !self.output
+    }
+
     fn problem(&mut self, path: &At<'_>, message: impl std::fmt::Display) {
-        self.problems.push(format!("{}: {message}", place(path)));
+        self.problems.push(format!("{}: {message}", self.place(path)));
     }
 
     fn value(&mut self, schema: &'s Value, value: &Value, path: &At<'_>) {
@@ -193,7 +237,7 @@ impl<'s> Checker<'s> {
     fn any_of(&mut self, branches: &'s [Value], value: &Value, path: &At<'_>) {
         let mut failures = Vec::new();
         for branch in branches {
-            let mut inner = Checker { root: self.root, problems: Vec::new(), depth: self.depth };
+            let mut inner = Checker { root: self.root, problems: Vec::new(), depth: self.depth, output: self.output };
             inner.value(branch, value, path);
             if inner.problems.is_empty() {
                 return;
@@ -217,7 +261,7 @@ impl<'s> Checker<'s> {
             keyword(schema, "required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
         {
             if keyword(object, name).is_none() {
-                if path.is_root() {
+                if self.at_parameters(path) {
                     self.problems.push(format!("missing required parameter `{name}`"));
                 } else {
                     self.problem(path, format!("missing required field `{name}`"));
@@ -229,7 +273,7 @@ impl<'s> Checker<'s> {
             match properties.and_then(|p| keyword(p, name)) {
                 Some(property) => self.value(property, item, &At::Field(path, name)),
                 None => match additional {
-                    Some(Value::Bool(false)) if path.is_root() => {
+                    Some(Value::Bool(false)) if self.at_parameters(path) => {
                         self.problems.push(format!("unknown parameter `{name}`"))
                     }
                     Some(Value::Bool(false)) => self.problem(path, format!("unknown field `{name}`")),

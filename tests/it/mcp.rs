@@ -243,6 +243,8 @@ fn output_over_the_limit_is_cut_with_a_marker() {
     assert!(text(&results[0]).contains("[output cut: 1000 of 5002 bytes shown"), "{}", text(&results[0]));
     assert!(text(&results[0]).len() < 1200);
     assert_eq!(results[0]["structuredContent"], Value::Null);
+    // `tool_big` has an output schema (`-> str`): a cut result cannot match it.
+    assert_eq!(results[0]["isError"], true);
     assert_ok(&results[1], json!({"result": "xxxxxxxxxx"}));
 }
 
@@ -527,4 +529,158 @@ fn lines_of(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
         }
     });
     receiver
+}
+
+// SPEC §11–§12 over MCP: profiles, declarations, the host's policy, output schemas
+// and docs, through the official client. Fixtures: `fixtures/profiles/`, `fixtures/policy/`.
+
+#[test]
+fn a_profile_serves_its_tools_under_their_aliases_and_only_those() {
+    let workspace = temp_dir("mcp-profile");
+    write(&workspace.join("todo.txt"), "buy milk");
+    let serve = [
+        "fixtures/profiles/tools",
+        "--config",
+        "fixtures/profiles/lcp.toml",
+        "--profile",
+        "short",
+        "--workspace",
+        workspace.to_str().unwrap(),
+    ];
+    let steps =
+        json!(["list", call("read", json!({"name": "todo.txt"})), call("tool_read_note", json!({"name": "todo.txt"}))]);
+    let export = stdout_json(&lcp(&[
+        "export",
+        "--format",
+        "mcp",
+        "--static",
+        "fixtures/profiles/tools",
+        "--config",
+        "fixtures/profiles/lcp.toml",
+        "--profile",
+        "short",
+    ]));
+    for mode in MODES {
+        let results = &session(mode, "none", &serve, steps.clone())["results"];
+        assert_eq!(results[0]["tools"], export["tools"], "{mode}");
+        let names: Vec<&str> =
+            results[0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["read", "write"], "{mode}");
+        assert_ok(&results[1], json!({"result": "buy milk"}));
+        let error = &results[2]["error"];
+        assert_eq!(error["code"], -32602, "{error}");
+        assert!(error["message"].as_str().unwrap().contains("not a tool of profile `short`"), "{error}");
+    }
+}
+
+#[test]
+fn tools_list_carries_annotations_and_output_schemas_and_results_match_them() {
+    let serve = ["fixtures/policy/declared", "fixtures/policy/outputs"];
+    let export = stdout_json(&lcp(&[
+        "export",
+        "--format",
+        "mcp",
+        "--static",
+        "fixtures/policy/declared",
+        "fixtures/policy/outputs",
+    ]));
+    let steps = json!([
+        "list",
+        call("tool_double", json!({"n": 21})),
+        call("tool_point", json!({"x": 1.0, "y": 2.0})),
+        call("tool_maybe_counts", json!({})),
+        call("tool_lies", json!({"n": 3})),
+    ]);
+    for mode in MODES {
+        let results = &session(mode, "none", &serve, steps.clone())["results"];
+        assert_eq!(results[0]["tools"], export["tools"], "{mode}");
+        let tools = results[0]["tools"].as_array().unwrap();
+        let delete = tools.iter().find(|t| t["name"] == "tool_delete").unwrap();
+        assert_eq!(delete["annotations"]["destructiveHint"], true, "{mode}");
+        assert!(tools.iter().find(|t| t["name"] == "tool_plain").unwrap().get("annotations").is_none());
+        let double = tools.iter().find(|t| t["name"] == "tool_double").unwrap();
+        assert_eq!(double["outputSchema"]["properties"]["result"], json!({"type": "integer"}));
+        // The client checks each structuredContent against the tool's outputSchema.
+        assert_ok(&results[1], json!({"result": 42}));
+        assert_ok(&results[2], json!({"x": 1.0, "y": 2.0}));
+        assert_ok(&results[3], json!({"result": {"a": 1}}));
+        assert_error(&results[4], &["breaks its return annotation `int`", "the result: expected integer"]);
+    }
+}
+
+#[test]
+fn a_call_the_policy_forbids_is_refused_and_an_edited_config_applies_to_the_next_call() {
+    for mode in MODES {
+        let dir = temp_dir("mcp-policy");
+        let config = dir.join("lcp.toml");
+        write(&config, "");
+        let strict = std::fs::read_to_string(root().join("fixtures/policy/strict.toml")).unwrap();
+        let serve =
+            ["fixtures/policy/declared", "--config", config.to_str().unwrap(), "--workspace", dir.to_str().unwrap()];
+        let steps = json!([
+            "list",
+            call("tool_delete", json!({"path": "first"})),
+            {"write": config.to_str().unwrap(), "text": strict},
+            call("tool_delete", json!({"path": "second"})),
+            "list",
+        ]);
+        let results = &session(mode, "none", &serve, steps)["results"];
+        let names = |i: usize| -> Vec<String> {
+            results[i]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+        };
+        assert_eq!(names(0), ["tool_count", "tool_delete", "tool_fetch", "tool_plain"], "{mode}");
+        assert_ok(&results[1], json!({"deleted": "first"}));
+        assert_error(&results[3], &["`allow_destructive = false` refuses `tool_delete`"]);
+        assert_eq!(names(4), ["tool_count", "tool_plain"], "{mode}");
+        // The refused call ran no code: the marker still holds the first call's path.
+        assert_eq!(std::fs::read_to_string(dir.join("delete-ran.txt")).unwrap(), "first", "{mode}");
+    }
+}
+
+#[test]
+fn docs_of_the_profile_and_its_tools_are_resources_read_when_asked() {
+    let serve = ["fixtures/profiles/tools", "--config", "fixtures/profiles/lcp.toml", "--profile", "writer"];
+    let steps = json!([
+        "resources",
+        {"read": "docs://profiles/writer"},
+        {"read": "docs://tools/tool_read_note"},
+        {"read": "docs://tools/tool_stamp"},
+    ]);
+    for mode in MODES {
+        let report = session(mode, "none", &serve, steps.clone());
+        assert!(report["capabilities"]["resources"].is_object(), "{mode}: {}", report["capabilities"]);
+        let results = &report["results"];
+        let uris: Vec<&str> =
+            results[0]["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
+        assert_eq!(uris, ["docs://profiles/writer", "docs://tools/tool_read_note"], "{mode}");
+        assert_eq!(results[0]["resources"][0]["mimeType"], "text/markdown");
+        let text = |i: usize| results[i]["contents"][0]["text"].as_str().unwrap_or_default().to_string();
+        assert!(text(1).starts_with("# The writer profile"), "{mode}: {}", results[1]);
+        assert!(text(2).starts_with("# tool_read_note"), "{mode}: {}", results[2]);
+        assert!(results[3]["error"]["message"].as_str().unwrap().contains("no resource"), "{mode}: {}", results[3]);
+    }
+}
+
+#[test]
+fn an_edited_tool_file_declaration_applies_to_the_next_call() {
+    let tool = |destructive: &str| {
+        format!(
+            "TOOL_POLICY = {{\"destructive\": {destructive}}}\n\n\ndef tool_touch() -> str:\n    \"\"\"Touches.\"\"\"\n    return \"touched\"\n"
+        )
+    };
+    for mode in MODES {
+        let dir = temp_dir("mcp-policy-edit");
+        let (folder, config) = (dir.join("tools"), dir.join("lcp.toml"));
+        write(&folder.join("touch.py"), tool("False"));
+        write(&config, "[policy]\nallow_destructive = false\n");
+        let serve = [folder.to_str().unwrap(), "--config", config.to_str().unwrap()];
+        let steps = json!([
+            call("tool_touch", json!({})),
+            {"write": folder.join("touch.py").to_str().unwrap(), "text": tool("True")},
+            call("tool_touch", json!({})),
+        ]);
+        let results = &session(mode, "none", &serve, steps)["results"];
+        assert_ok(&results[0], json!({"result": "touched"}));
+        assert_error(&results[2], &["`allow_destructive = false` refuses `tool_touch`"]);
+    }
 }

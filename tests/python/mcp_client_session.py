@@ -7,6 +7,9 @@ Reads a JSON list of steps on stdin and prints one JSON report on stdout:
 
     "list"                                   -> {"tools": [...]}
     {"call": NAME, "arguments": {...}}       -> the CallToolResult as JSON, or {"error": {code, message}}
+    "resources"                              -> {"resources": [...]}
+    {"read": URI}                            -> the ReadResourceResult as JSON, or {"error": ...}
+    {"write": PATH, "text": TEXT}            -> {} after writing the file (to edit a served config)
 
 The report also has the negotiated protocol version, server info, capabilities and
 the message of every elicitation the server sent. `--mode legacy` is the
@@ -65,6 +68,16 @@ async def run(client, step):
         if step == "list":
             listed = await client.list_tools(cache_mode="refresh")
             return {"tools": [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]}
+        if step == "resources":
+            listed = await client.list_resources(cache_mode="refresh")
+            return {"resources": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in listed.resources]}
+        if "read" in step:
+            result = await client.read_resource(step["read"])
+            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if "write" in step:
+            with open(step["write"], "w") as handle:
+                handle.write(step["text"])
+            return {}
         result = await client.call_tool(step["call"], step.get("arguments", {}))
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
     except MCPError as err:

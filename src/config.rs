@@ -1,0 +1,444 @@
+//! `--config FILE`: the host's configuration, read by every command (SPEC §7, §11, §12).
+//!
+//! Owns the file format and where each entry sits in it. The file is JSON when its
+//! name ends in `.json`, TOML otherwise (a TOML file that fails to parse but starts
+//! with `{` is read as JSON). Every top-level key is optional; any other key is an
+//! error, so a typo never goes unnoticed:
+//!
+//! ```toml
+//! autonomy_level = "ask"      # "safe" (the default), "ask" or "full_access"
+//!
+//! [libraries.weather]         # keyed by library: a library folder's name, else the file stem
+//! api_key = "..."
+//!
+//! [profiles.writer]           # SPEC §11, read by `profile`
+//! tools = ["tool_read_file", "tool_write_file"]
+//!
+//! [tools.tool_write_file]     # SPEC §12: declarations that win over the library's
+//! destructive = true
+//!
+//! [policy]                    # SPEC §12, checked by `policy`
+//! allow_destructive = false
+//! ```
+//!
+//! `kits/NAME.kit` files beside the config file (beside the current directory without
+//! one) are profiles too. Each library's `init_tools_library(config)` receives its
+//! `[libraries]` table plus `autonomy_level` and `confirm_handler` (SPEC §5).
+//! Problems are [`ConfigError`]s naming the file, the line (TOML only) and the entry.
+//! This module never resolves a profile against tools: `profile` and `view` do.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::diag::{Diagnostic, Level};
+use crate::extract::Tool;
+use crate::policy::{self, Declared, HostPolicy};
+use crate::profile::{self, Profile};
+use crate::runtime::RuntimeConfig;
+
+/// The values `autonomy_level` may take (the same as `lcp call --autonomy`).
+pub const AUTONOMY_LEVELS: [&str; 3] = ["safe", "ask", "full_access"];
+
+/// The top-level keys of a config file.
+const KEYS: [&str; 5] = ["autonomy_level", "libraries", "profiles", "tools", "policy"];
+
+/// A problem with the configuration: in a file, or in a command-line option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// At a line of a file (`None`: the file as a whole, or a JSON file).
+    At { file: PathBuf, line: Option<u32>, message: String },
+    /// In the value of a command-line option such as `--profile`.
+    Option { option: &'static str, message: String },
+}
+
+impl ConfigError {
+    pub fn at(file: &Path, line: Option<u32>, message: impl Into<String>) -> ConfigError {
+        ConfigError::At { file: file.to_path_buf(), line, message: message.into() }
+    }
+
+    /// The problem as an error diagnostic (`lcp check`): line 1 when it has none.
+    pub fn diagnostic(&self) -> Diagnostic {
+        match self {
+            ConfigError::At { file, line, message } => {
+                Diagnostic::new(file, line.unwrap_or(1), 1, Level::Error, message)
+            }
+            ConfigError::Option { option, message } => {
+                Diagnostic::new(Path::new(option), 1, 1, Level::Error, message.as_str())
+            }
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::At { file, line: Some(line), message } => write!(f, "{}:{line}: {message}", file.display()),
+            ConfigError::At { file, line: None, message } => write!(f, "{}: {message}", file.display()),
+            ConfigError::Option { option, message } => write!(f, "{option}: {message}"),
+        }
+    }
+}
+
+/// Where the entries of a parsed file are: a line per JSON pointer (`/profiles/a/tools/0`).
+#[derive(Debug, Clone, Default)]
+pub struct Located {
+    pub file: PathBuf,
+    lines: HashMap<String, u32>,
+}
+
+impl Located {
+    /// The line of the entry at `pointer`, else of the nearest entry holding it.
+    pub fn line(&self, pointer: &str) -> Option<u32> {
+        let mut pointer = pointer;
+        loop {
+            if let Some(&line) = self.lines.get(pointer) {
+                return Some(line);
+            }
+            pointer = &pointer[..pointer.rfind('/')?];
+        }
+    }
+
+    /// An error at the entry `pointer`.
+    pub fn error(&self, pointer: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::at(&self.file, self.line(pointer), message)
+    }
+}
+
+/// The pointer of a key inside the entry at `pointer` (JSON Pointer escaping).
+pub fn pointer(parent: &str, key: &str) -> String {
+    format!("{parent}/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+/// A `[tools.NAME]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    pub name: String,
+    pub declared: Declared,
+    pub line: Option<u32>,
+}
+
+/// The host's configuration. [`Config::default`] is no file: no profiles but the kits
+/// of the current directory, nothing declared, a policy that allows everything.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// The file read, if any.
+    file: Option<PathBuf>,
+    /// The libraries' configuration and autonomy level.
+    pub runtime: RuntimeConfig,
+    /// `[profiles.*]`, then the kits not shadowed by one of them.
+    pub profiles: Vec<Profile>,
+    pub tools: Vec<ToolEntry>,
+    pub policy: HostPolicy,
+}
+
+impl Config {
+    /// No config file: the kits of the current directory only.
+    pub fn without_file() -> Config {
+        let mut config = Config::default();
+        config.profiles = profile::read_kits(&config.kits_folder());
+        config
+    }
+
+    /// Reads a config file and the kits beside it; every problem found in the file
+    /// itself is returned (a profile's problems stay with the profile, so that one bad
+    /// profile never hides the others).
+    pub fn read(path: &Path) -> Result<Config, Vec<ConfigError>> {
+        let text = std::fs::read_to_string(path).map_err(|err| vec![ConfigError::at(path, None, err.to_string())])?;
+        let is_json = path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
+        let parsed = if is_json { parse_json(&text) } else { parse_toml(&text) };
+        let (document, lines) = parsed.map_err(|(line, message)| vec![ConfigError::at(path, line, message)])?;
+        let located = Located { file: path.to_path_buf(), lines };
+        let mut config = from_document(document, &located)?;
+        config.file = Some(path.to_path_buf());
+        let kits = profile::read_kits(&config.kits_folder());
+        let shadowed: Vec<Profile> =
+            kits.into_iter().filter(|kit| !config.profiles.iter().any(|p| p.name == kit.name)).collect();
+        config.profiles.extend(shadowed);
+        Ok(config)
+    }
+
+    /// The file read, if any.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// The folder relative paths of the file are taken from: the file's, else the
+    /// current directory (the empty path, so that joined paths stay relative).
+    pub fn folder(&self) -> PathBuf {
+        self.file.as_deref().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    /// `kits/` beside the config file.
+    pub fn kits_folder(&self) -> PathBuf {
+        self.folder().join("kits")
+    }
+
+    pub fn profile(&self, name: &str) -> Option<&Profile> {
+        self.profiles.iter().find(|profile| profile.name == name)
+    }
+
+    /// What a tool declares once the config file's `[tools.NAME]` is laid over it.
+    pub fn declared(&self, tool: &Tool) -> Declared {
+        match self.tools.iter().find(|entry| entry.name == tool.name) {
+            Some(entry) => entry.declared.over(&tool.policy),
+            None => tool.policy.clone(),
+        }
+    }
+}
+
+/// `(line, message)` of a file that does not parse.
+type ParseError = (Option<u32>, String);
+
+fn parse_json(text: &str) -> Result<(Value, HashMap<String, u32>), ParseError> {
+    match serde_json::from_str(text) {
+        Ok(value) => Ok((value, HashMap::new())),
+        Err(err) => Err((Some(err.line() as u32), format!("invalid JSON: {err}"))),
+    }
+}
+
+fn parse_toml(text: &str) -> Result<(Value, HashMap<String, u32>), ParseError> {
+    match toml::from_str::<Value>(text) {
+        Ok(value) => Ok((value, toml_lines(text))),
+        Err(_) if text.trim_start().starts_with('{') => parse_json(text),
+        Err(err) => {
+            let line = err.span().map(|span| line_of(text, span.start));
+            Err((line, format!("invalid TOML: {}", err.message().trim_end())))
+        }
+    }
+}
+
+/// The line of every key and array item of a TOML document, by JSON pointer.
+fn toml_lines(text: &str) -> HashMap<String, u32> {
+    use toml::de::{DeTable, DeValue};
+    fn walk(value: &DeValue<'_>, at: &str, text: &str, lines: &mut HashMap<String, u32>) {
+        match value {
+            DeValue::Table(table) => {
+                for (key, item) in table {
+                    let here = pointer(at, key.get_ref());
+                    lines.entry(here.clone()).or_insert_with(|| line_of(text, key.span().start));
+                    walk(item.get_ref(), &here, text, lines);
+                }
+            }
+            DeValue::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    let here = format!("{at}/{index}");
+                    lines.insert(here.clone(), line_of(text, item.span().start));
+                    walk(item.get_ref(), &here, text, lines);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut lines = HashMap::new();
+    if let Ok(table) = DeTable::parse(text) {
+        walk(&DeValue::Table(table.into_inner()), "", text, &mut lines);
+    }
+    lines
+}
+
+fn line_of(text: &str, offset: usize) -> u32 {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() as u32 + 1
+}
+
+fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigError>> {
+    let Value::Object(top) = document else {
+        return Err(vec![at.error("", "the configuration must be a table (an object)")]);
+    };
+    let mut config = Config::default();
+    let mut errors = Vec::new();
+    let base = at.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    for (key, value) in top {
+        let here = pointer("", &key);
+        match key.as_str() {
+            "autonomy_level" => match value {
+                Value::String(level) if AUTONOMY_LEVELS.contains(&level.as_str()) => {
+                    config.runtime.autonomy_level = level
+                }
+                other => errors.push(at.error(
+                    &here,
+                    format!("`autonomy_level` is {other}; expected one of {}", AUTONOMY_LEVELS.join(", ")),
+                )),
+            },
+            "libraries" => match value {
+                Value::Object(libraries) => {
+                    for (name, table) in libraries {
+                        match table {
+                            Value::Object(table) => {
+                                config.runtime.libraries.insert(name, table);
+                            }
+                            _ => errors
+                                .push(at.error(&pointer(&here, &name), format!("`libraries.{name}` must be a table"))),
+                        }
+                    }
+                }
+                _ => errors.push(at.error(&here, "`libraries` must be a table keyed by library")),
+            },
+            "profiles" => match value {
+                Value::Object(profiles) => {
+                    for (name, table) in profiles {
+                        config.profiles.push(profile::from_config(&name, &table, at, &pointer(&here, &name), &base));
+                    }
+                }
+                _ => errors.push(at.error(&here, "`profiles` must be a table keyed by profile name")),
+            },
+            "tools" => match value {
+                Value::Object(tools) => {
+                    for (name, table) in tools {
+                        let entry = pointer(&here, &name);
+                        let (declared, problems) = policy::from_json(&table, &base);
+                        for (key, message) in problems {
+                            let place = if key.is_empty() { entry.clone() } else { pointer(&entry, &key) };
+                            errors.push(at.error(&place, format!("`tools.{name}`: {message}")));
+                        }
+                        config.tools.push(ToolEntry { name, declared, line: at.line(&entry) });
+                    }
+                }
+                _ => errors.push(at.error(&here, "`tools` must be a table keyed by tool name")),
+            },
+            "policy" => {
+                let (policy, problems) = HostPolicy::from_json(&value);
+                for (key, message) in problems {
+                    let place = if key.is_empty() { here.clone() } else { pointer(&here, &key) };
+                    errors.push(at.error(&place, format!("`policy`: {message}")));
+                }
+                config.policy = policy;
+            }
+            _ => errors.push(at.error(&here, format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")))),
+        }
+    }
+    if errors.is_empty() { Ok(config) } else { Err(errors) }
+}
+
+/// The config of a running server, read again when its file (or a kit) changes:
+/// checked on every call, at the cost of a few `stat`s when nothing changed.
+#[derive(Debug)]
+pub struct Watched {
+    state: Mutex<(Stamp, Arc<Config>)>,
+}
+
+/// Sizes and modification times of the config file and the kits.
+type Stamp = Vec<(PathBuf, u64, Option<SystemTime>)>;
+
+impl Watched {
+    pub fn new(config: Config) -> Watched {
+        Watched { state: Mutex::new((stamp(&config), Arc::new(config))) }
+    }
+
+    /// The configuration as the files are now. A file that became invalid is
+    /// reported on stderr and the last valid configuration stays.
+    pub fn current(&self) -> Arc<Config> {
+        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = stamp(&state.1);
+        if now != state.0 {
+            let reread = match state.1.file() {
+                Some(file) => Config::read(file),
+                None => Ok(Config::without_file()),
+            };
+            match reread {
+                Ok(config) => state.1 = Arc::new(config),
+                Err(errors) => {
+                    for error in errors {
+                        eprintln!("lcp: {error}");
+                    }
+                    eprintln!("lcp: the configuration is unchanged until the file is fixed");
+                }
+            }
+            state.0 = now;
+        }
+        Arc::clone(&state.1)
+    }
+}
+
+fn stamp(config: &Config) -> Stamp {
+    let mut files: Vec<PathBuf> = config.file().map(Path::to_path_buf).into_iter().collect();
+    if let Ok(entries) = std::fs::read_dir(config.kits_folder()) {
+        files.extend(entries.flatten().map(|entry| entry.path()).filter(|path| profile::is_kit(path)));
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let meta = std::fs::metadata(&path).ok();
+            let (len, modified) = meta.map_or((0, None), |meta| (meta.len(), meta.modified().ok()));
+            (path, len, modified)
+        })
+        .collect()
+}
+
+/// The parts of a configuration a test compares.
+#[cfg(test)]
+fn summary(config: &Config) -> (String, Value) {
+    let libraries: serde_json::Map<String, Value> =
+        config.runtime.libraries.iter().map(|(key, table)| (key.clone(), Value::Object(table.clone()))).collect();
+    (config.runtime.autonomy_level.clone(), Value::Object(libraries))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn check(document: Value, expected: Result<(&str, Value), &str>) {
+        let at = Located { file: PathBuf::from("lcp.json"), lines: HashMap::new() };
+        let actual = from_document(document, &at)
+            .map(|config| summary(&config))
+            .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
+        let expected = expected
+            .map(|(level, libraries)| (level.to_string(), libraries))
+            .map_err(|message| format!("lcp.json: {message}"));
+        assert_eq!(actual, expected);
+    }
+
+    #[test]
+    fn documents() {
+        check(json!({}), Ok(("safe", json!({}))));
+        check(
+            json!({"autonomy_level": "ask", "libraries": {"weather": {"key": 1}}}),
+            Ok(("ask", json!({"weather": {"key": 1}}))),
+        );
+        check(json!([]), Err("the configuration must be a table (an object)"));
+        check(
+            json!({"autonomy_level": "all"}),
+            Err("`autonomy_level` is \"all\"; expected one of safe, ask, full_access"),
+        );
+        check(json!({"libraries": 3}), Err("`libraries` must be a table keyed by library"));
+        check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));
+        check(
+            json!({"autonomy": 1}),
+            Err("unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, policy"),
+        );
+        check(
+            json!({"policy": {"allow": true}}),
+            Err("`policy`: unknown key `allow`; expected one of allow_destructive, allow_open_world, max_grade"),
+        );
+    }
+
+    #[test]
+    fn toml_and_json_read_the_same() {
+        let toml = parse_toml("autonomy_level = \"ask\"\n[libraries.weather]\nkey = 1\n").unwrap().0;
+        let json = parse_json(r#"{"autonomy_level": "ask", "libraries": {"weather": {"key": 1}}}"#).unwrap().0;
+        assert_eq!(toml, json);
+        assert_eq!(parse_toml(r#"{"autonomy_level": "ask"}"#).unwrap().0, json!({"autonomy_level": "ask"}));
+        let (line, message) = parse_toml("\nautonomy_level = \n").unwrap_err();
+        assert!(message.starts_with("invalid TOML: "), "{message}");
+        assert_eq!(line, Some(2));
+    }
+
+    #[test]
+    fn toml_entries_have_lines() {
+        let text = "[profiles.a]\ntools = [\n  \"x\",\n  \"y\",\n]\n\n[profiles.b.tools]\nr = \"x\"\n";
+        let at = Located { file: PathBuf::from("c.toml"), lines: toml_lines(text) };
+        assert_eq!(at.line("/profiles/a"), Some(1));
+        assert_eq!(at.line("/profiles/a/tools/1"), Some(4));
+        assert_eq!(at.line("/profiles/b/tools/r"), Some(8));
+        assert_eq!(at.line("/profiles/b/tools/r/tool"), Some(8));
+        assert_eq!(at.line("/nothing"), None);
+    }
+}

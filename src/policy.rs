@@ -1,0 +1,411 @@
+//! What a tool declares about its effects, its grade, and the host's rules (SPEC §12).
+//!
+//! Owns the declaration keys (`read_only`, `destructive`, `idempotent`, `open_world`,
+//! `grade`, `docs`), read from a library's `TOOL_POLICY` / `TOOL_POLICIES` literals and
+//! from the config file's `[tools.NAME]` tables; the MCP annotations they give; grades
+//! and their element-wise maximum; and the host's `[policy]` rules with the check of
+//! one tool against them. It never runs Python and never guesses: what is not declared
+//! claims nothing, and counts as the highest grade.
+
+use std::path::{Path, PathBuf};
+
+use ruff_python_ast::Expr;
+use ruff_text_size::{Ranged, TextRange};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// The keys a declaration may have.
+pub const KEYS: [&str; 6] = ["read_only", "destructive", "idempotent", "open_world", "grade", "docs"];
+
+/// What a tool declares; `None` is undeclared (unknown).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Declared {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grade: Option<Grade>,
+    /// Documentation of the tool: a path, resolved against the file that declared it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docs: Option<PathBuf>,
+}
+
+/// World coupling `w` and effects ceiling `d`, each 0 to 3 (seed 000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Grade {
+    pub w: u8,
+    pub d: u8,
+}
+
+impl Grade {
+    /// The grade of a tool that declares none: the highest.
+    pub const UNDECLARED: Grade = Grade { w: 3, d: 3 };
+    /// The grade of no tools at all.
+    pub const NONE: Grade = Grade { w: 0, d: 0 };
+
+    /// The element-wise maximum.
+    pub fn max(self, other: Grade) -> Grade {
+        Grade { w: self.w.max(other.w), d: self.d.max(other.d) }
+    }
+}
+
+impl std::fmt::Display for Grade {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "w{} d{}", self.w, self.d)
+    }
+}
+
+impl Declared {
+    /// `self` laid over `base`: each key `self` declares wins.
+    pub fn over(&self, base: &Declared) -> Declared {
+        Declared {
+            read_only: self.read_only.or(base.read_only),
+            destructive: self.destructive.or(base.destructive),
+            idempotent: self.idempotent.or(base.idempotent),
+            open_world: self.open_world.or(base.open_world),
+            grade: self.grade.or(base.grade),
+            docs: self.docs.clone().or_else(|| base.docs.clone()),
+        }
+    }
+
+    /// The declared grade, or [`Grade::UNDECLARED`].
+    pub fn grade(&self) -> Grade {
+        self.grade.unwrap_or(Grade::UNDECLARED)
+    }
+
+    /// MCP `annotations`: the hints declared, and only those; `None` when there are none.
+    pub fn annotations(&self) -> Option<Value> {
+        let mut hints = Map::new();
+        for (key, value) in [
+            ("readOnlyHint", self.read_only),
+            ("destructiveHint", self.destructive),
+            ("idempotentHint", self.idempotent),
+            ("openWorldHint", self.open_world),
+        ] {
+            if let Some(value) = value {
+                hints.insert(key.to_string(), Value::Bool(value));
+            }
+        }
+        (!hints.is_empty()).then_some(Value::Object(hints))
+    }
+
+    /// Sets one key from its JSON value; `base` is the folder `docs` is relative to.
+    pub fn set(&mut self, key: &str, value: &Value, base: &Path) -> Result<(), String> {
+        let flag = |value: &Value| value.as_bool().ok_or_else(|| format!("`{key}` must be true or false, not {value}"));
+        match key {
+            "read_only" => self.read_only = Some(flag(value)?),
+            "destructive" => self.destructive = Some(flag(value)?),
+            "idempotent" => self.idempotent = Some(flag(value)?),
+            "open_world" => self.open_world = Some(flag(value)?),
+            "grade" => self.grade = Some(grade(value, false)?.0),
+            "docs" => match value.as_str() {
+                Some(path) if !path.trim().is_empty() => self.docs = Some(base.join(path)),
+                _ => return Err(format!("`docs` must be a path (a string), not {value}")),
+            },
+            other => return Err(format!("unknown key `{other}`; expected one of {}", KEYS.join(", "))),
+        }
+        Ok(())
+    }
+}
+
+/// `{"w": 0-3, "d": 0-3}`. With `partial`, either may be left out (`None` in the
+/// second value says which were given).
+fn grade(value: &Value, partial: bool) -> Result<(Grade, [Option<u8>; 2]), String> {
+    let Some(table) = value.as_object() else {
+        return Err(format!("`grade` must be a table {{w = 0-3, d = 0-3}}, not {value}"));
+    };
+    let mut given = [None, None];
+    for (key, level) in table {
+        let slot = match key.as_str() {
+            "w" => 0,
+            "d" => 1,
+            other => return Err(format!("`grade` has an unknown key `{other}`; expected `w` and `d`")),
+        };
+        match level.as_u64() {
+            Some(n @ 0..=3) => given[slot] = Some(n as u8),
+            _ => return Err(format!("`grade.{key}` is {level}; a grade is an integer from 0 to 3")),
+        }
+    }
+    if !partial && given.iter().any(Option::is_none) {
+        return Err("`grade` needs both `w` and `d`".to_string());
+    }
+    Ok((Grade { w: given[0].unwrap_or(3), d: given[1].unwrap_or(3) }, given))
+}
+
+/// A declaration read from a JSON object (a config file's `[tools.NAME]`), with the
+/// problems of the keys it had to leave out, each with its key.
+pub fn from_json(table: &Value, base: &Path) -> (Declared, Vec<(String, String)>) {
+    let mut declared = Declared::default();
+    let mut problems = Vec::new();
+    match table.as_object() {
+        Some(table) => {
+            for (key, value) in table {
+                if let Err(message) = declared.set(key, value, base) {
+                    problems.push((key.clone(), message));
+                }
+            }
+        }
+        None => problems.push((String::new(), format!("must be a table of {}, not {table}", KEYS.join(", ")))),
+    }
+    (declared, problems)
+}
+
+/// A library's declarations, read from the module-level literals.
+#[derive(Debug, Default)]
+pub struct LibraryPolicy {
+    /// `TOOL_POLICY`: the defaults of every tool of the file.
+    pub defaults: Declared,
+    /// `TOOL_POLICIES`: per tool, over the defaults, with the range of its key.
+    pub tools: Vec<(String, TextRange, Declared)>,
+    /// Problems: errors for bad keys and values, which are left out.
+    pub errors: Vec<(TextRange, String)>,
+    /// Warnings: a value that is not a literal dict, which is ignored.
+    pub warnings: Vec<(TextRange, String)>,
+}
+
+/// Reads `TOOL_POLICY = {...}` and `TOOL_POLICIES = {"tool_x": {...}}` from their
+/// values; `literal` evaluates a literal expression to JSON (`None`: not a literal).
+/// `base` is the folder of the file, for `docs`.
+pub fn read_library(
+    policy: Option<&Expr>,
+    policies: Option<&Expr>,
+    literal: impl Fn(&Expr) -> Option<Value>,
+    base: &Path,
+) -> LibraryPolicy {
+    let mut read = LibraryPolicy::default();
+    if let Some(expr) = policy {
+        match expr {
+            Expr::Dict(_) => read.defaults = declaration(expr, &literal, base, &mut read.errors),
+            other => read.warnings.push((other.range(), "`TOOL_POLICY` is not a literal dict: ignored".to_string())),
+        }
+    }
+    if let Some(expr) = policies {
+        let Expr::Dict(dict) = expr else {
+            read.warnings.push((expr.range(), "`TOOL_POLICIES` is not a literal dict: ignored".to_string()));
+            return read;
+        };
+        for item in &dict.items {
+            let Some(Expr::StringLiteral(name)) = &item.key else {
+                let range = item.key.as_ref().map_or(item.value.range(), Ranged::range);
+                read.errors.push((range, "a `TOOL_POLICIES` key must be a tool name (a string)".to_string()));
+                continue;
+            };
+            match &item.value {
+                Expr::Dict(_) => {
+                    let declared = declaration(&item.value, &literal, base, &mut read.errors);
+                    read.tools.push((name.value.to_str().to_string(), name.range, declared));
+                }
+                other => read.errors.push((
+                    other.range(),
+                    format!("`TOOL_POLICIES[\"{}\"]` must be a literal dict", name.value.to_str()),
+                )),
+            }
+        }
+    }
+    read
+}
+
+fn declaration(
+    expr: &Expr,
+    literal: &impl Fn(&Expr) -> Option<Value>,
+    base: &Path,
+    errors: &mut Vec<(TextRange, String)>,
+) -> Declared {
+    let mut declared = Declared::default();
+    let Expr::Dict(dict) = expr else { return declared };
+    for item in &dict.items {
+        let Some(Expr::StringLiteral(key)) = &item.key else {
+            let range = item.key.as_ref().map_or(item.value.range(), Ranged::range);
+            errors.push((range, format!("a policy key must be one of {}", KEYS.join(", "))));
+            continue;
+        };
+        let key_text = key.value.to_str();
+        let Some(value) = literal(&item.value) else {
+            errors.push((item.value.range(), format!("`{key_text}` is not a literal value: ignored")));
+            continue;
+        };
+        if let Err(message) = declared.set(key_text, &value, base) {
+            let range = if KEYS.contains(&key_text) { item.value.range() } else { key.range };
+            errors.push((range, message));
+        }
+    }
+    declared
+}
+
+/// The host's rules (`[policy]` in the config file). The default allows everything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPolicy {
+    pub allow_destructive: bool,
+    pub allow_open_world: bool,
+    /// `max_grade = {w = .., d = ..}`; either may be left out.
+    pub max_grade: [Option<u8>; 2],
+}
+
+impl Default for HostPolicy {
+    fn default() -> Self {
+        HostPolicy { allow_destructive: true, allow_open_world: true, max_grade: [None, None] }
+    }
+}
+
+/// The keys of `[policy]`.
+pub const HOST_KEYS: [&str; 3] = ["allow_destructive", "allow_open_world", "max_grade"];
+
+impl HostPolicy {
+    /// Reads `[policy]`; every problem comes with its key.
+    pub fn from_json(table: &Value) -> (HostPolicy, Vec<(String, String)>) {
+        let mut policy = HostPolicy::default();
+        let mut problems = Vec::new();
+        let Some(table) = table.as_object() else {
+            problems.push((String::new(), format!("`policy` must be a table, not {table}")));
+            return (policy, problems);
+        };
+        for (key, value) in table {
+            let result = match key.as_str() {
+                "allow_destructive" | "allow_open_world" => match value.as_bool() {
+                    Some(flag) => {
+                        *(if key == "allow_destructive" {
+                            &mut policy.allow_destructive
+                        } else {
+                            &mut policy.allow_open_world
+                        }) = flag;
+                        Ok(())
+                    }
+                    None => Err(format!("`{key}` must be true or false, not {value}")),
+                },
+                "max_grade" => grade(value, true).map(|(_, given)| policy.max_grade = given),
+                other => Err(format!("unknown key `{other}`; expected one of {}", HOST_KEYS.join(", "))),
+            };
+            if let Err(message) = result {
+                problems.push((key.clone(), message));
+            }
+        }
+        (policy, problems)
+    }
+
+    /// The rule that forbids a tool with these declarations, or `None` when it may run.
+    /// Undeclared counts against the tool: it may be destructive, reach the open
+    /// world, and its grade is the highest.
+    pub fn forbids(&self, tool: &str, declared: &Declared) -> Option<String> {
+        if !self.allow_destructive && declared.read_only != Some(true) && declared.destructive != Some(false) {
+            return Some(format!(
+                "the host's policy `allow_destructive = false` refuses `{tool}`: it does not declare \
+                 `destructive = false` or `read_only = true`"
+            ));
+        }
+        if !self.allow_open_world && declared.open_world != Some(false) {
+            return Some(format!(
+                "the host's policy `allow_open_world = false` refuses `{tool}`: it does not declare `open_world = false`"
+            ));
+        }
+        let grade = declared.grade();
+        for (limit, level, letter) in [(self.max_grade[0], grade.w, "w"), (self.max_grade[1], grade.d, "d")] {
+            if let Some(limit) = limit
+                && level > limit
+            {
+                let declared = if declared.grade.is_some() { "" } else { " (undeclared counts as 3)" };
+                return Some(format!(
+                    "the host's policy `max_grade.{letter} = {limit}` refuses `{tool}`: its grade is {grade}{declared}"
+                ));
+            }
+        }
+        None
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == HostPolicy::default()
+    }
+}
+
+/// The manifest's view of a tool's declarations: all of them, plus the grade that counts.
+pub fn manifest(declared: &Declared) -> Value {
+    json!({ "declared": declared, "grade": declared.grade() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declared(value: Value) -> Result<Declared, Vec<String>> {
+        let (declared, problems) = from_json(&value, Path::new("/lib"));
+        if problems.is_empty() { Ok(declared) } else { Err(problems.into_iter().map(|(_, m)| m).collect()) }
+    }
+
+    #[test]
+    fn declarations() {
+        assert_eq!(declared(json!({})), Ok(Declared::default()));
+        assert_eq!(
+            declared(json!({"read_only": true, "grade": {"w": 1, "d": 0}, "docs": "d.md"})),
+            Ok(Declared {
+                read_only: Some(true),
+                grade: Some(Grade { w: 1, d: 0 }),
+                docs: Some(PathBuf::from("/lib/d.md")),
+                ..Declared::default()
+            })
+        );
+        assert_eq!(
+            declared(json!({"grade": {"w": 4, "d": 0}})),
+            Err(vec!["`grade.w` is 4; a grade is an integer from 0 to 3".to_string()])
+        );
+        assert_eq!(declared(json!({"grade": {"w": 1}})), Err(vec!["`grade` needs both `w` and `d`".to_string()]));
+        assert_eq!(
+            declared(json!({"readonly": true})),
+            Err(vec![
+                "unknown key `readonly`; expected one of read_only, destructive, idempotent, open_world, grade, docs"
+                    .to_string()
+            ])
+        );
+        assert_eq!(
+            declared(json!({"destructive": "no"})),
+            Err(vec!["`destructive` must be true or false, not \"no\"".to_string()])
+        );
+    }
+
+    #[test]
+    fn annotations_carry_only_what_is_declared() {
+        assert_eq!(Declared::default().annotations(), None);
+        let declared = Declared { read_only: Some(true), open_world: Some(false), ..Declared::default() };
+        assert_eq!(declared.annotations(), Some(json!({"readOnlyHint": true, "openWorldHint": false})));
+    }
+
+    #[test]
+    fn a_later_declaration_wins_key_by_key() {
+        let base = Declared { read_only: Some(true), idempotent: Some(true), ..Declared::default() };
+        let top = Declared { read_only: Some(false), ..Declared::default() };
+        assert_eq!(top.over(&base), Declared { read_only: Some(false), idempotent: Some(true), ..Declared::default() });
+    }
+
+    #[test]
+    fn host_rules() {
+        let (strict, problems) = HostPolicy::from_json(
+            &json!({"allow_destructive": false, "allow_open_world": false, "max_grade": {"w": 1}}),
+        );
+        assert!(problems.is_empty());
+        let reader = Declared {
+            read_only: Some(true),
+            open_world: Some(false),
+            grade: Some(Grade { w: 1, d: 0 }),
+            ..Declared::default()
+        };
+        assert_eq!(strict.forbids("r", &reader), None);
+        assert!(strict.forbids("u", &Declared::default()).unwrap().contains("`allow_destructive = false`"));
+        let writer = Declared { destructive: Some(false), ..reader.clone() };
+        assert_eq!(strict.forbids("w", &writer), None);
+        let far = Declared { grade: Some(Grade { w: 2, d: 0 }), ..reader };
+        assert!(strict.forbids("f", &far).unwrap().contains("`max_grade.w = 1`"));
+        let (_, problems) = HostPolicy::from_json(&json!({"allow_all": true, "max_grade": {"w": 9}}));
+        let keys: Vec<&str> = problems.iter().map(|(key, _)| key.as_str()).collect();
+        assert_eq!(keys, ["allow_all", "max_grade"]);
+        assert!(HostPolicy::default().forbids("any", &Declared::default()).is_none());
+    }
+
+    #[test]
+    fn grades_combine_element_wise() {
+        assert_eq!(Grade { w: 1, d: 0 }.max(Grade { w: 0, d: 2 }), Grade { w: 1, d: 2 });
+        assert_eq!(Grade::NONE.max(Grade::UNDECLARED), Grade::UNDECLARED);
+    }
+}

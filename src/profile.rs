@@ -1,0 +1,487 @@
+//! Profiles: named selections of tools under the names the model sees (SPEC §11, seed 000).
+//!
+//! Owns the three forms of `[profiles.NAME]` in the config file (a list of tool names,
+//! an `alias = "tool"` mapping, an `alias = { tool = "..." }` nested mapping) with
+//! `extra_tools`, `description` and `docs`; `kits/NAME.kit` files (front matter, then
+//! one tool per line); `--profile NAME | a,b,c | none` with `--extra-tools`; and the
+//! check of a profile against the tools found ([`select`]). A problem stays with its
+//! profile, naming the file, the line and the entry: one bad profile never hides
+//! another. It never runs Python and never decides what a policy allows (`view` does).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::config::{ConfigError, Located, pointer};
+use crate::registry::Registry;
+use crate::runtime;
+
+/// The name of the empty profile (seed 000): no tools but `--extra-tools`.
+pub const NONE: &str = "none";
+
+/// A profile as defined, before it is checked against the tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub name: String,
+    pub description: Option<String>,
+    /// Documentation of the profile, resolved against the config file's folder.
+    pub docs: Option<PathBuf>,
+    /// The tools, in the order given; `extra_tools` come last, under their own names.
+    pub entries: Vec<Entry>,
+    pub origin: Origin,
+    /// Problems of the definition itself (a bad alias, broken front matter).
+    pub problems: Vec<ConfigError>,
+}
+
+/// One tool of a profile, as the model sees it (`alias`) and as it is (`tool`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub alias: String,
+    pub tool: String,
+    /// Where the entry is written, when that is a line of a file.
+    pub line: Option<u32>,
+    /// From `--extra-tools` rather than from the profile's definition.
+    pub extra: bool,
+}
+
+/// Where a profile is defined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A config file's `[profiles.NAME]` (at `line`) or a kit file.
+    File { path: PathBuf, line: Option<u32> },
+    /// `--profile a,b,c` or `--profile none`.
+    Option,
+}
+
+impl Profile {
+    fn new(name: &str, origin: Origin) -> Profile {
+        Profile {
+            name: name.to_string(),
+            description: None,
+            docs: None,
+            entries: Vec::new(),
+            origin,
+            problems: Vec::new(),
+        }
+    }
+
+    /// An error about this profile at `line` of its file (or its option).
+    fn error(&self, entry: &Entry, message: String) -> ConfigError {
+        let message = format!("profile `{}`: {message}", self.name);
+        match (&self.origin, entry.extra) {
+            (_, true) => ConfigError::Option { option: "--extra-tools", message },
+            (Origin::File { path, .. }, false) => ConfigError::at(path, entry.line, message),
+            (Origin::Option, false) => ConfigError::Option { option: "--profile", message },
+        }
+    }
+
+    fn push(&mut self, alias: &str, tool: &str, line: Option<u32>) {
+        self.entries.push(Entry { alias: alias.to_string(), tool: tool.to_string(), line, extra: false });
+    }
+
+    /// Where the profile is written, for listings: `path:line`, or `--profile`.
+    pub fn place(&self) -> String {
+        match &self.origin {
+            Origin::File { path, line: Some(line) } => format!("{}:{line}", path.display()),
+            Origin::File { path, line: None } => path.display().to_string(),
+            Origin::Option => "--profile".to_string(),
+        }
+    }
+}
+
+/// A name a tool may be given: what every export format accepts (SPEC §4's name rules).
+pub fn is_valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    first_ok && name.len() <= 64 && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// `[profiles.NAME]` at `here` of a config file; `base` is the folder for `docs`.
+pub fn from_config(name: &str, value: &Value, at: &Located, here: &str, base: &Path) -> Profile {
+    let mut profile = Profile::new(name, Origin::File { path: at.file.clone(), line: at.line(here) });
+    let error = |entry: &str, message: String| at.error(entry, format!("profile `{name}`: {message}"));
+    let table = match value {
+        Value::Array(_) => {
+            read_tools(&mut profile, value, at, here);
+            return profile;
+        }
+        Value::Object(table) => table,
+        other => {
+            profile.problems.push(error(here, format!("must be a table or a list of tool names, not {other}")));
+            return profile;
+        }
+    };
+    let mut extra = None;
+    for (key, value) in table {
+        let entry = pointer(here, key);
+        match (key.as_str(), value) {
+            ("description", Value::String(text)) => profile.description = Some(text.clone()),
+            ("docs", Value::String(path)) if !path.trim().is_empty() => profile.docs = Some(base.join(path)),
+            ("tools", value) => read_tools(&mut profile, value, at, &entry),
+            ("extra_tools", value) => extra = Some((value, entry)),
+            ("description" | "docs", other) => {
+                profile.problems.push(error(&entry, format!("`{key}` must be a string, not {other}")))
+            }
+            (other, _) => profile.problems.push(error(
+                &entry,
+                format!("unknown key `{other}`; expected description, docs, tools or extra_tools"),
+            )),
+        }
+    }
+    // `extra_tools` come after the tools, whatever the order of the keys.
+    if let Some((value, entry)) = extra {
+        match value {
+            Value::Array(names) => read_names(&mut profile, names, at, &entry, "extra_tools"),
+            other => {
+                profile.problems.push(error(&entry, format!("`extra_tools` must be a list of tool names, not {other}")))
+            }
+        }
+    }
+    profile
+}
+
+/// `tools`: a list of names, or a mapping alias → name | { tool = name }.
+fn read_tools(profile: &mut Profile, value: &Value, at: &Located, here: &str) {
+    let name = profile.name.clone();
+    let error = |entry: &str, message: String| at.error(entry, format!("profile `{name}`: {message}"));
+    match value {
+        Value::Array(names) => read_names(profile, names, at, here, "tools"),
+        Value::Object(mapping) => {
+            for (alias, target) in mapping {
+                let entry = pointer(here, alias);
+                let tool = match target {
+                    Value::String(tool) => Some(tool.clone()),
+                    Value::Object(nested) => match (nested.get("tool"), nested.len()) {
+                        (Some(Value::String(tool)), 1) => Some(tool.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let Some(tool) = tool else {
+                    let message = format!(
+                        "`{alias}` must name a tool: `{alias} = \"tool_x\"` or `{alias} = {{ tool = \"tool_x\" }}`, not {target}"
+                    );
+                    profile.problems.push(error(&entry, message));
+                    continue;
+                };
+                if !is_valid_name(alias) {
+                    let message = format!(
+                        "alias `{alias}` is not a valid tool name (1 to 64 ASCII letters, digits, `_` or `-`, starting with a letter or `_`)"
+                    );
+                    profile.problems.push(error(&entry, message));
+                    continue;
+                }
+                profile.push(alias, &tool, at.line(&entry));
+            }
+        }
+        other => profile
+            .problems
+            .push(error(here, format!("`tools` must be a list of tool names or a table of aliases, not {other}"))),
+    }
+}
+
+fn read_names(profile: &mut Profile, names: &[Value], at: &Located, here: &str, key: &str) {
+    for (index, item) in names.iter().enumerate() {
+        let entry = format!("{here}/{index}");
+        match item {
+            Value::String(tool) => profile.push(tool, tool, at.line(&entry)),
+            other => {
+                let message = format!("profile `{}`: `{key}` holds {other}, which is not a tool name", profile.name);
+                profile.problems.push(at.error(&entry, message));
+            }
+        }
+    }
+}
+
+/// Whether a path names a kit file (`*.kit`).
+pub fn is_kit(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "kit")
+}
+
+/// Every `*.kit` file of a folder, sorted by name; a missing folder has none.
+pub fn read_kits(folder: &Path) -> Vec<Profile> {
+    let Ok(entries) = std::fs::read_dir(folder) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).filter(|path| is_kit(path)).collect();
+    paths.sort();
+    let base = folder.parent().map(Path::to_path_buf).unwrap_or_default();
+    paths
+        .into_iter()
+        .map(|path| match std::fs::read_to_string(&path) {
+            Ok(text) => parse_kit(&path, &text, &base),
+            Err(err) => {
+                let mut profile = Profile::new(&kit_name(&path), Origin::File { path: path.clone(), line: None });
+                profile.problems.push(ConfigError::at(&path, None, format!("cannot be read: {err}")));
+                profile
+            }
+        })
+        .collect()
+}
+
+fn kit_name(path: &Path) -> String {
+    path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// A kit file (seed 000):
+///
+/// ```text
+/// ---
+/// name: filesystem
+/// description: Read, write, and search files
+/// docs: docs/kits/filesystem.md
+/// ---
+/// tool_read_file
+/// # a comment
+/// tool_write_file
+/// ```
+///
+/// The front matter is optional; `docs` is relative to `base` (the config file's folder).
+pub fn parse_kit(path: &Path, text: &str, base: &Path) -> Profile {
+    let name = kit_name(path);
+    let mut profile = Profile::new(&name, Origin::File { path: path.to_path_buf(), line: None });
+    let error =
+        |line: usize, message: String| ConfigError::at(path, Some(line as u32), format!("kit `{name}`: {message}"));
+    let meaningful = |line: &str| !line.trim().is_empty() && !line.trim_start().starts_with('#');
+    let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, line)| (i + 1, line)).collect();
+    let mut body = &lines[..];
+    if let Some(start) = lines.iter().position(|(_, line)| meaningful(line))
+        && lines[start].1.trim() == "---"
+    {
+        let opened = lines[start].0;
+        let Some(length) = lines[start + 1..].iter().position(|(_, line)| line.trim() == "---") else {
+            profile.problems.push(error(opened, "the front matter opened here is never closed by `---`".to_string()));
+            return profile;
+        };
+        for &(number, line) in &lines[start + 1..start + 1 + length] {
+            if !meaningful(line) {
+                continue;
+            }
+            let Some((key, value)) = line.split_once(':') else {
+                profile
+                    .problems
+                    .push(error(number, format!("front matter line `{}` is not `key: value`", line.trim())));
+                continue;
+            };
+            let value = unquote(value.trim());
+            match key.trim() {
+                "name" if value != name => profile
+                    .problems
+                    .push(error(number, format!("the front matter names it `{value}`, but the file is `{name}.kit`"))),
+                "name" => {}
+                "description" => profile.description = Some(value.to_string()),
+                "docs" if !value.is_empty() => profile.docs = Some(base.join(value)),
+                other => profile.problems.push(error(
+                    number,
+                    format!("unknown front matter key `{other}`; expected name, description or docs"),
+                )),
+            }
+        }
+        body = &lines[start + length + 2..];
+    }
+    for &(number, line) in body {
+        if !meaningful(line) {
+            continue;
+        }
+        let tool = line.trim();
+        if tool.contains(char::is_whitespace) || tool == "---" {
+            profile.problems.push(error(number, format!("`{tool}` is not a tool name (one name per line)")));
+            continue;
+        }
+        profile.push(tool, tool, Some(number as u32));
+    }
+    profile
+}
+
+fn unquote(value: &str) -> &str {
+    for quote in ['"', '\''] {
+        if let Some(inner) = value.strip_prefix(quote).and_then(|v| v.strip_suffix(quote)) {
+            return inner;
+        }
+    }
+    value
+}
+
+/// The text of a kit file for `lcp profile create`.
+pub fn kit_text(name: &str, description: Option<&str>, tools: &[String]) -> String {
+    let mut text = format!("---\nname: {name}\n");
+    if let Some(description) = description {
+        text.push_str(&format!("description: {}\n", description.replace('\n', " ")));
+    }
+    text.push_str("---\n");
+    for tool in tools {
+        text.push_str(tool);
+        text.push('\n');
+    }
+    text
+}
+
+/// `--profile P` and `--extra-tools a,b`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// A profile name, `none`, or an inline list `a,b,c`.
+    pub profile: String,
+    pub extra_tools: Vec<String>,
+}
+
+impl Choice {
+    /// The profile chosen, as defined: a named one of the config, or an inline list.
+    pub fn profile(&self, profiles: &[Profile]) -> Result<Profile, ConfigError> {
+        let spec = self.profile.trim();
+        let mut profile = if spec.contains(',') {
+            let mut inline = Profile::new(spec, Origin::Option);
+            for tool in spec.split(',').map(str::trim).filter(|tool| !tool.is_empty()) {
+                inline.push(tool, tool, None);
+            }
+            inline
+        } else if let Some(found) = profiles.iter().find(|profile| profile.name == spec) {
+            found.clone()
+        } else if spec == NONE {
+            Profile::new(NONE, Origin::Option)
+        } else {
+            let known: Vec<&str> = profiles.iter().map(|profile| profile.name.as_str()).collect();
+            let known =
+                if known.is_empty() { "there are none".to_string() } else { format!("known: {}", known.join(", ")) };
+            let message = format!("no profile `{spec}` ({known}); a list of tools is written `a,b,c`");
+            return Err(ConfigError::Option { option: "--profile", message });
+        };
+        for tool in &self.extra_tools {
+            profile.entries.push(Entry { alias: tool.clone(), tool: tool.clone(), line: None, extra: true });
+        }
+        Ok(profile)
+    }
+}
+
+/// A profile checked against the tools found: the names the model sees, each with
+/// its tool, in the profile's order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    pub name: String,
+    pub docs: Option<PathBuf>,
+    /// `(alias, tool)`.
+    pub routes: Vec<(String, String)>,
+    /// The definition's problems, then the entries left out (naming no tool, or an
+    /// alias that collides).
+    pub problems: Vec<ConfigError>,
+}
+
+impl Selection {
+    /// The tool an alias stands for.
+    pub fn tool(&self, alias: &str) -> Option<&str> {
+        self.routes.iter().find(|(name, _)| name == alias).map(|(_, tool)| tool.as_str())
+    }
+}
+
+/// Checks a profile against the tools of `registry`.
+pub fn select(profile: &Profile, registry: &Registry) -> Selection {
+    let mut selection = Selection {
+        name: profile.name.clone(),
+        docs: profile.docs.clone(),
+        routes: Vec::new(),
+        problems: profile.problems.clone(),
+    };
+    for entry in &profile.entries {
+        let (alias, tool) = (&entry.alias, &entry.tool);
+        if registry.tool(tool).is_none() {
+            let close: Vec<String> = runtime::closest_names(registry, tool).iter().map(|n| format!("`{n}`")).collect();
+            let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
+            let message = if alias == tool {
+                format!("`{tool}` is not a tool{hint}")
+            } else {
+                format!("alias `{alias}` names `{tool}`, which is not a tool{hint}")
+            };
+            selection.problems.push(profile.error(entry, message));
+            continue;
+        }
+        match selection.routes.iter().find(|(taken, _)| taken == alias) {
+            Some((_, same)) if same == tool => continue,
+            Some((_, other)) => {
+                let message = format!("alias `{alias}` is already the name of `{other}` in this profile");
+                selection.problems.push(profile.error(entry, message));
+                continue;
+            }
+            None => {}
+        }
+        if alias != tool && registry.tool(alias).is_some() {
+            let message = format!("alias `{alias}` (for `{tool}`) is the name of another tool");
+            selection.problems.push(profile.error(entry, message));
+            continue;
+        }
+        selection.routes.push((alias.clone(), tool.clone()));
+    }
+    selection
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kit(text: &str) -> Profile {
+        parse_kit(Path::new("kits/files.kit"), text, Path::new("/cfg"))
+    }
+
+    fn problems(profile: &Profile) -> Vec<String> {
+        profile.problems.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn kits() {
+        let files = kit(
+            "---\nname: files\ndescription: \"Read and write\"\ndocs: docs/files.md\n---\n# reading\ntool_read\n\ntool_write\n",
+        );
+        assert_eq!(problems(&files), Vec::<String>::new());
+        assert_eq!(files.description.as_deref(), Some("Read and write"));
+        assert_eq!(files.docs, Some(PathBuf::from("/cfg/docs/files.md")));
+        let tools: Vec<(&str, Option<u32>)> = files.entries.iter().map(|e| (e.tool.as_str(), e.line)).collect();
+        assert_eq!(tools, [("tool_read", Some(7)), ("tool_write", Some(9))]);
+        assert_eq!(kit("tool_a\ntool_b\n").entries.len(), 2);
+        assert_eq!(
+            problems(&kit("---\nname: files\ntool_a\n")),
+            ["kits/files.kit:1: kit `files`: the front matter opened here is never closed by `---`"]
+        );
+        assert_eq!(
+            problems(&kit("---\nname: other\ncolour: red\nplain\n---\ntool a\n")),
+            [
+                "kits/files.kit:2: kit `files`: the front matter names it `other`, but the file is `files.kit`",
+                "kits/files.kit:3: kit `files`: unknown front matter key `colour`; expected name, description or docs",
+                "kits/files.kit:4: kit `files`: front matter line `plain` is not `key: value`",
+                "kits/files.kit:6: kit `files`: `tool a` is not a tool name (one name per line)",
+            ]
+        );
+    }
+
+    #[test]
+    fn created_kits_read_back() {
+        let text = kit_text("files", Some("Read"), &["tool_a".to_string(), "tool_b".to_string()]);
+        let read = kit(&text);
+        assert_eq!(problems(&read), Vec::<String>::new());
+        assert_eq!(read.description.as_deref(), Some("Read"));
+        assert_eq!(read.entries.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(), ["tool_a", "tool_b"]);
+    }
+
+    #[test]
+    fn valid_names() {
+        for name in ["read", "_r", "read-file", "a1"] {
+            assert!(is_valid_name(name), "{name}");
+        }
+        for name in ["", "1a", "read file", "read.file", "é", &"a".repeat(65)] {
+            assert!(!is_valid_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn choices() {
+        let named = Profile::new("writer", Origin::Option);
+        let choice = |spec: &str, extra: &[&str]| Choice {
+            profile: spec.to_string(),
+            extra_tools: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(choice("writer", &[]).profile(std::slice::from_ref(&named)).unwrap().name, "writer");
+        let inline = choice("a, b,", &[]).profile(&[]).unwrap();
+        assert_eq!(inline.entries.iter().map(|e| e.tool.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        let none = choice("none", &["x"]).profile(&[]).unwrap();
+        assert_eq!(none.entries, [Entry { alias: "x".into(), tool: "x".into(), line: None, extra: true }]);
+        assert_eq!(
+            choice("nope", &[]).profile(&[named]).unwrap_err().to_string(),
+            "--profile: no profile `nope` (known: writer); a list of tools is written `a,b,c`"
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! What a host shows of its tools and lets run (SPEC §11, §12).
+//!
+//! Owns the combination of the tools found, the config file's `[tools.NAME]`
+//! declarations and `[policy]`, and the profile chosen: [`view`] is the registry every
+//! listing and export is made from (the profile's tools under their aliases, minus
+//! what the policy forbids, with their docs), and [`admit`] is the check every call
+//! goes through before any code runs. It never runs Python and never changes the
+//! registry it is given: calls still name the tools as they are.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::extract::Library;
+use crate::policy::Grade;
+use crate::profile::{self, Profile, Selection};
+use crate::registry::Registry;
+use crate::runtime;
+
+/// The tools a host shows.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    /// The tools shown, under the names the model sees, each with its declarations
+    /// as the config file leaves them. Libraries without a tool shown are left out
+    /// when a profile is chosen.
+    pub registry: Registry,
+    /// `(name shown, tool)`, in the order of `registry`.
+    pub routes: Vec<(String, String)>,
+    /// `(name, rule)` of the tools the host's policy leaves out.
+    pub refused: Vec<(String, String)>,
+    /// The profile chosen, checked against the tools, with its problems.
+    pub selection: Option<Selection>,
+    /// Documentation the host can serve, read only when asked.
+    pub docs: Vec<Doc>,
+}
+
+/// A documentation file of a tool or of the profile (seed 000's docs index).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Doc {
+    /// `docs://tools/NAME` or `docs://profiles/NAME`.
+    pub uri: String,
+    /// The tool's name as shown, or the profile's.
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl View {
+    /// The tool a shown name stands for.
+    pub fn tool(&self, shown: &str) -> Option<&str> {
+        self.routes.iter().find(|(name, _)| name == shown).map(|(_, tool)| tool.as_str())
+    }
+}
+
+/// The tools of `registry` a host with `config` shows, for `profile` if one is chosen.
+pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> View {
+    let selection = profile.map(|profile| profile::select(profile, registry));
+    let mut view = View { selection, ..View::default() };
+    view.registry.diagnostics = registry.diagnostics.clone();
+    if view.selection.is_none() && config.tools.is_empty() && config.policy.is_default() {
+        // Nothing is left out, renamed or declared anew: the registry as it is.
+        view.registry.libraries = registry.libraries.clone();
+        view.routes = registry.tools().map(|(_, tool)| (tool.name.clone(), tool.name.clone())).collect();
+        view.docs =
+            registry.tools().filter_map(|(_, tool)| Some(tool_doc(&tool.name, tool.policy.docs.as_ref()?))).collect();
+        return view;
+    }
+    if let Some(selection) = &view.selection
+        && let Some(path) = &selection.docs
+    {
+        let uri = format!("docs://profiles/{}", selection.name);
+        view.docs.push(Doc { uri, name: selection.name.clone(), path: path.clone() });
+    }
+    for library in &registry.libraries {
+        let mut shown = Vec::new();
+        for tool in &library.tools {
+            let names: Vec<&str> = match &view.selection {
+                Some(selection) => {
+                    selection.routes.iter().filter(|(_, t)| *t == tool.name).map(|(alias, _)| alias.as_str()).collect()
+                }
+                None => vec![tool.name.as_str()],
+            };
+            if names.is_empty() {
+                continue;
+            }
+            let declared = config.declared(tool);
+            for name in names {
+                if let Some(rule) = config.policy.forbids(name, &declared) {
+                    view.refused.push((name.to_string(), rule));
+                    continue;
+                }
+                if let Some(path) = &declared.docs {
+                    view.docs.push(Doc {
+                        uri: format!("docs://tools/{name}"),
+                        name: name.to_string(),
+                        path: path.clone(),
+                    });
+                }
+                let mut tool = tool.clone();
+                view.routes.push((name.to_string(), std::mem::replace(&mut tool.name, name.to_string())));
+                tool.policy = declared.clone();
+                shown.push(tool);
+            }
+        }
+        if shown.is_empty() && view.selection.is_some() {
+            continue;
+        }
+        if shown == library.tools {
+            view.registry.libraries.push(Arc::clone(library));
+        } else {
+            view.registry.libraries.push(Arc::new(Library { tools: shown, ..(**library).clone() }));
+        }
+    }
+    view
+}
+
+fn tool_doc(name: &str, path: &std::path::Path) -> Doc {
+    Doc { uri: format!("docs://tools/{name}"), name: name.to_string(), path: path.to_path_buf() }
+}
+
+/// What becomes of a call of `name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// Run this tool (the name it has in the registry).
+    Run(String),
+    /// The host's policy refuses it; the text names the rule.
+    Refused(String),
+    /// No tool shown has that name; the text says why, with the closest names.
+    Unknown(String),
+}
+
+/// The check of one call, before any code runs (SPEC §11, §12): the name must be
+/// one the profile shows, and the policy must allow its tool.
+pub fn admit(registry: &Registry, config: &Config, profile: Option<&Profile>, name: &str) -> Admission {
+    let tool = match profile {
+        Some(profile) => {
+            let selection = profile::select(profile, registry);
+            match selection.tool(name) {
+                Some(tool) => tool.to_string(),
+                None => {
+                    let names: Vec<&str> = selection.routes.iter().map(|(alias, _)| alias.as_str()).collect();
+                    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                    return Admission::Unknown(format!(
+                        "`{name}` is not a tool of profile `{}` (its tools: {names})",
+                        selection.name
+                    ));
+                }
+            }
+        }
+        None => name.to_string(),
+    };
+    let Some((_, found)) = registry.tool(&tool) else {
+        return Admission::Unknown(runtime::unknown_tool(registry, name));
+    };
+    match config.policy.forbids(name, &config.declared(found)) {
+        Some(rule) => Admission::Refused(rule),
+        None => Admission::Run(tool),
+    }
+}
+
+/// The grade of a selection of tools: the element-wise maximum of theirs (an
+/// undeclared grade counts as the highest); [`Grade::NONE`] for no tools.
+pub fn grade<'t>(registry: &Registry, config: &Config, tools: impl IntoIterator<Item = &'t str>) -> Grade {
+    tools
+        .into_iter()
+        .filter_map(|tool| registry.tool(tool))
+        .map(|(_, tool)| config.declared(tool).grade())
+        .fold(Grade::NONE, Grade::max)
+}
