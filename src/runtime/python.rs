@@ -493,6 +493,13 @@ fn to_python<'py>(py: Python<'py>, value: &Value, coercion: Coercion, depth: usi
             (_, Some(int), _) if coercion == Coercion::Float => PyFloat::new(py, int as f64).into_any(),
             (Some(int), ..) => int.into_pyobject(py)?.into_any(),
             (_, Some(int), _) => int.into_pyobject(py)?.into_any(),
+            // An integer beyond 64 bits stays exact, as Python's own `json.loads` keeps it.
+            _ if coercion != Coercion::Float && is_integer_text(&number.to_string()) => {
+                let digits = CString::new(number.to_string()).map_err(|_| PyRecursionError::new_err("a number"))?;
+                // SAFETY: `digits` is a NUL-terminated string of decimal digits; the
+                // result is a new reference or NULL with an exception set.
+                unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromString(digits.as_ptr(), std::ptr::null_mut(), 10))? }
+            }
             (.., Some(float)) if coercion == Coercion::Int && float.is_finite() && float.fract() == 0.0 => {
                 // SAFETY: PyLong_FromDouble returns a new reference or NULL with an exception set.
                 unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromDouble(float))? }
@@ -515,11 +522,17 @@ fn to_python<'py>(py: Python<'py>, value: &Value, coercion: Coercion, depth: usi
     })
 }
 
+/// Whether a JSON number's text is an integer (`-`, then digits only).
+fn is_integer_text(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// Return values nested deeper than this go to `host.py`, which reports them.
 const MAX_RESULT_DEPTH: usize = 64;
 
-/// A return value made only of JSON's own types (exact `None`, `bool`, `int` within
-/// 64 bits, finite `float`, `str`, `list`, `tuple`, `dict` with `str` keys) as JSON;
+/// A return value made only of JSON's own types (exact `None`, `bool`, `int`, finite
+/// `float`, `str`, `list`, `tuple`, `dict` with `str` keys) as JSON;
 /// `None` for anything else, which `host.py` converts or reports.
 fn to_json(value: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
     if depth > MAX_RESULT_DEPTH {
@@ -532,7 +545,11 @@ fn to_json(value: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
         return Some(Value::Bool(flag.is_true()));
     }
     if let Ok(int) = value.cast_exact::<PyInt>() {
-        return int.extract::<i64>().map(Value::from).or_else(|_| int.extract::<u64>().map(Value::from)).ok();
+        if let Ok(small) = int.extract::<i64>() {
+            return Some(Value::from(small));
+        }
+        // Any other integer, exactly: JSON integers are text.
+        return int.str().ok()?.to_str().ok()?.parse::<Number>().ok().map(Value::Number);
     }
     if let Ok(float) = value.cast_exact::<PyFloat>() {
         return Number::from_f64(float.value()).map(Value::Number);

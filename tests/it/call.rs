@@ -335,3 +335,13 @@ fn the_pinned_interpreter_is_used_from_any_working_directory() {
     let site = format!("{prefix}/lib/python{version}/site-packages");
     assert!(info["site_packages"].as_array().unwrap().contains(&json!(site)), "{info}");
 }
+
+#[test]
+fn big_integers_cross_the_worker_channel_exactly_both_ways() {
+    let args = ["tool_echo_int", &fixture_folder("bigints"), "--args", r#"{"n": 18446744073709551617}"#];
+    let result = result(&lcp_call(&args), 0);
+    assert_eq!(result["output"], json!({"type": "int", "text": "18446744073709551617"}));
+    let output = lcp_call(&["tool_power", &fixture_folder("bigints")]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("\"output\": 1180591620717411303425"), "{text}");
+}

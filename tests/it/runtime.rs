@@ -732,3 +732,35 @@ sys.__stdout__.write(json.dumps(results))
     assert_eq!(results["after"], true);
     assert_eq!(results["confirm"]["output"], json!({"decision": "allow", "reason": "standalone tool_ask_pair"}));
 }
+
+/// Each check twice: the first call of a tool takes `host.py`'s path, the next the
+/// direct one (SPEC §5, both call paths give the same result).
+fn both_paths(runtime: &Runtime, registry: &Registry, tool: &str, args: &str, expected: Value) {
+    let args: Value = serde_json::from_str(args).expect("the arguments are JSON");
+    for path in ["host.py", "direct"] {
+        let result = call(runtime, registry, tool, args.clone());
+        assert!(result.ok, "{path}: {result:?}");
+        assert_eq!(result.output, expected, "{path}");
+        assert_eq!(serde_json::to_string(&result.output).unwrap(), expected.to_string(), "{path}: the digits");
+    }
+}
+
+#[test]
+fn big_integers_arrive_exact_for_int_and_any_parameters_on_both_paths() {
+    let (runtime, registry) = (runtime(), registry("bigints"));
+    let exact = |text: &str| json!({"type": "int", "text": text});
+    both_paths(&runtime, &registry, "tool_echo_int", r#"{"n": 18446744073709551617}"#, exact("18446744073709551617"));
+    let huge = "100000000000000000000000000000000000001";
+    both_paths(&runtime, &registry, "tool_echo_int", &format!(r#"{{"n": {huge}}}"#), exact(huge));
+    both_paths(&runtime, &registry, "tool_echo_any", r#"{"value": 18446744073709551617}"#, exact("18446744073709551617"));
+    both_paths(&runtime, &registry, "tool_echo_any", r#"{"value": 7}"#, exact("7"));
+}
+
+#[test]
+fn big_integers_a_tool_returns_stay_exact_on_both_paths() {
+    let (runtime, registry) = (runtime(), registry("bigints"));
+    let expected: Value = serde_json::from_str("1180591620717411303425").unwrap();
+    both_paths(&runtime, &registry, "tool_power", "{}", expected);
+    let below: Value = serde_json::from_str("340282366920938463463374607431768211455").unwrap();
+    both_paths(&runtime, &registry, "tool_power", r#"{"exponent": 128, "plus": -1}"#, below);
+}
