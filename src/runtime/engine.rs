@@ -363,6 +363,12 @@ fn execute_with_deadline(
     };
     let message = format!("`{function}` timed out after {} s", limit.as_secs_f64());
     match late {
+        // Told to stop, it failed with an error of its own: say so, with that error.
+        Ok((mut result, false)) if !result.ok && result.error.is_some() => {
+            let own = result.error.take().unwrap_or_default();
+            result.error = Some(format!("{message}; told to stop, it failed with an error of its own: {own}"));
+            result
+        }
         Ok((mut result, _)) => {
             result.ok = false;
             result.error = Some(format!("{message} and was stopped"));

@@ -498,7 +498,9 @@ fn to_python<'py>(py: Python<'py>, value: &Value, coercion: Coercion, depth: usi
                 let digits = CString::new(number.to_string()).map_err(|_| PyRecursionError::new_err("a number"))?;
                 // SAFETY: `digits` is a NUL-terminated string of decimal digits; the
                 // result is a new reference or NULL with an exception set.
-                unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromString(digits.as_ptr(), std::ptr::null_mut(), 10))? }
+                unsafe {
+                    Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromString(digits.as_ptr(), std::ptr::null_mut(), 10))?
+                }
             }
             (.., Some(float)) if coercion == Coercion::Int && float.is_finite() && float.fract() == 0.0 => {
                 // SAFETY: PyLong_FromDouble returns a new reference or NULL with an exception set.

@@ -424,6 +424,17 @@ fn a_timeout_stops_a_tool_spinning_in_pure_python() {
     assert_eq!(output(runtime.call(&registry, "tool_quick", &json!({}), &with_timeout(30.0))), "quick");
 }
 
+#[test]
+fn a_tool_that_fails_its_own_way_when_stopped_is_reported_as_it_happened() {
+    let (runtime, registry) = (runtime(), registry("timeouts"));
+    let result = runtime.call(&registry, "tool_spin_then_fail", &json!({}), &with_timeout(0.3));
+    assert_eq!(
+        error(&result),
+        "`tool_spin_then_fail` timed out after 0.3 s; told to stop, it failed with an error of its own: \
+         ValueError: an error of its own"
+    );
+}
+
 // ------------------------------------------------------------ concurrency ---
 
 #[test]
@@ -752,7 +763,13 @@ fn big_integers_arrive_exact_for_int_and_any_parameters_on_both_paths() {
     both_paths(&runtime, &registry, "tool_echo_int", r#"{"n": 18446744073709551617}"#, exact("18446744073709551617"));
     let huge = "100000000000000000000000000000000000001";
     both_paths(&runtime, &registry, "tool_echo_int", &format!(r#"{{"n": {huge}}}"#), exact(huge));
-    both_paths(&runtime, &registry, "tool_echo_any", r#"{"value": 18446744073709551617}"#, exact("18446744073709551617"));
+    both_paths(
+        &runtime,
+        &registry,
+        "tool_echo_any",
+        r#"{"value": 18446744073709551617}"#,
+        exact("18446744073709551617"),
+    );
     both_paths(&runtime, &registry, "tool_echo_any", r#"{"value": 7}"#, exact("7"));
 }
 
