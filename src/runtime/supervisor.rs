@@ -51,8 +51,6 @@ pub(crate) enum Control {
     Open,
     /// Stop the call with this id.
     Stop(u64),
-    /// Drop the modules of these files.
-    Forget(Vec<String>),
     /// Call `set_confirm_handler` again on the loaded libraries.
     Rebind,
 }
@@ -67,8 +65,16 @@ pub(crate) enum Started {
 /// What lcp sends on a call connection.
 #[derive(Serialize, Deserialize)]
 pub(crate) enum ToWorker {
-    Call(Job),
+    /// A job, and the files whose modules to drop before it (changed since the last
+    /// job this worker was sent).
+    Call(Job, Vec<String>),
     Answer(Confirmation),
+}
+
+/// [`ToWorker::Call`] as it is sent: the job borrowed, the same JSON.
+#[derive(Serialize)]
+enum Sending<'a> {
+    Call(&'a Job, Vec<String>),
 }
 
 /// What a worker sends on a call connection.
@@ -97,6 +103,8 @@ struct State {
     slots: Vec<Slot>,
     /// Workers being started.
     starting: usize,
+    /// Calls waiting for a worker.
+    waiting: usize,
     closed: bool,
 }
 
@@ -110,6 +118,8 @@ struct Slot {
 struct Worker {
     pid: libc::pid_t,
     control: OwnedFd,
+    /// Files whose modules it must drop before its next call.
+    stale: Mutex<Vec<String>>,
     idle: Mutex<Vec<Connection>>,
     /// Why lcp ended it, when it did.
     ended_by_lcp: Mutex<Option<String>>,
@@ -166,21 +176,10 @@ impl Pool {
         ToolResult::failure("no worker process could take the call; see lcp's standard error")
     }
 
-    /// Every worker drops the modules of these files.
+    /// Every worker drops the modules of these files, before its next call.
     pub(crate) fn forget(&self, files: Vec<String>) {
-        // In messages that fit a control packet, with room for the JSON around them.
-        let mut chunk = Vec::new();
-        let mut size = 0;
-        for file in files {
-            if size + file.len() > channel::MAX_PACKET / 2 && !chunk.is_empty() {
-                self.inner.broadcast(&Control::Forget(std::mem::take(&mut chunk)));
-                size = 0;
-            }
-            size += file.len() + 4;
-            chunk.push(file);
-        }
-        if !chunk.is_empty() {
-            self.inner.broadcast(&Control::Forget(chunk));
+        for slot in &self.inner.lock().slots {
+            slot.worker.stale.lock().unwrap_or_else(|p| p.into_inner()).extend(files.iter().cloned());
         }
     }
 
@@ -284,7 +283,9 @@ impl Inner {
                 slot.calls += 1;
                 return Ok(Arc::clone(&slot.worker));
             }
+            state.waiting += 1;
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            state.waiting -= 1;
         }
     }
 
@@ -300,7 +301,9 @@ impl Inner {
         if let Some(slot) = state.slots.iter_mut().find(|slot| Arc::ptr_eq(&slot.worker, worker)) {
             slot.calls -= 1;
         }
-        self.changed.notify_all();
+        if state.waiting > 0 {
+            self.changed.notify_all();
+        }
     }
 
     fn broadcast(&self, message: &Control) {
@@ -352,6 +355,7 @@ impl Inner {
         let worker = Arc::new(Worker {
             pid: child.id() as libc::pid_t,
             control: ours,
+            stale: Mutex::new(Vec::new()),
             idle: Mutex::new(Vec::new()),
             ended_by_lcp: Mutex::new(None),
             end: Mutex::new(None),
@@ -398,9 +402,10 @@ impl Inner {
         cancel: Option<&Cancel>,
     ) -> Option<ToolResult> {
         let mut journal = Journal::default();
-        let sent = worker
-            .connection()
-            .and_then(|mut connection| connection.send(&ToWorker::Call(job.clone())).ok().map(|()| connection));
+        let sent = worker.connection().and_then(|mut connection| {
+            let stale = std::mem::take(&mut *worker.stale.lock().unwrap_or_else(|p| p.into_inner()));
+            connection.send(&Sending::Call(job, stale)).ok().map(|()| connection)
+        });
         let Some(connection) = sent else {
             // The job never reached the worker: it is dead, and another one runs it.
             worker.kill("it could not take a call");

@@ -71,7 +71,6 @@ pub fn main() -> ExitCode {
                 // Stopping needs the interpreter, which the call may be holding.
                 let _ = std::thread::Builder::new().name("lcp-stop".into()).spawn(move || engine::stop(id));
             }
-            Ok(Some((Control::Forget(files), _))) => engine::drop_modules(files),
             Ok(Some((Control::Rebind, _))) => {
                 let _ = std::thread::Builder::new().name("lcp-rebind".into()).spawn(move || {
                     for problem in engine.rebind() {
@@ -117,7 +116,12 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
     loop {
         let next = link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None);
         let job = match next {
-            Ok(Some(ToWorker::Call(job))) => job,
+            Ok(Some(ToWorker::Call(job, stale))) => {
+                if !stale.is_empty() {
+                    engine::drop_modules(stale);
+                }
+                job
+            }
             Ok(Some(ToWorker::Answer(_))) => continue,
             Ok(None) | Err(_) => return,
         };
@@ -170,8 +174,12 @@ fn printed(call: u64, stream: &str, text: &str) {
     }
 }
 
-/// Which of fds 0, 1 and 2 a tool closed.
+/// Which of fds 0, 1 and 2 a tool closed (one `poll`: a closed one is `POLLNVAL`).
 fn closed_standard_streams() -> Vec<i32> {
-    // SAFETY: F_GETFD only reads the descriptor's flags.
-    (0..3).filter(|fd| unsafe { libc::fcntl(*fd, libc::F_GETFD) } < 0).collect()
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
+    // SAFETY: three valid `pollfd`s; a timeout of 0 only looks.
+    if unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } <= 0 {
+        return Vec::new();
+    }
+    fds.iter().filter(|fd| fd.revents & libc::POLLNVAL != 0).map(|fd| fd.fd).collect()
 }
