@@ -641,13 +641,12 @@ def tool_crash() -> int:
     os._exit(3)
 
 
-def tool_burn(seconds: float = 1.0) -> int:
-    """Spins in pure Python until its thread has used `seconds` of CPU time."""
-    end = time.thread_time() + seconds
-    turns = 0
-    while time.thread_time() < end:
-        turns += 1
-    return turns
+def tool_burn(turns: int = 1000000) -> int:
+    """Pure-Python work: `turns` turns of a loop."""
+    total = 0
+    for turn in range(turns):
+        total += turn & 7
+    return total
 
 
 def tool_sleep(seconds: float = 1.0) -> str:
@@ -686,6 +685,11 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
         together(runtime, "tool_sleep", serde_json::json!({"seconds": 0.3}), 8);
     }
     let noop = serde_json::json!({"x": 1});
+    // A CPU-bound tool of about one second: its work measured alone, in a worker.
+    let probe = 2_000_000u64;
+    let took = seconds(|| assert!(two.call(&registry, "tool_burn", &serde_json::json!({"turns": probe}), &options).ok));
+    let turns = ((probe as f64) / took.max(1e-3)) as u64;
+    let burn = serde_json::json!({"turns": turns});
     let reps = setup.reps(7);
     let contenders = vec![
         Contender::new("crash-to-next", reps * 3, || {
@@ -693,10 +697,9 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
             assert!(!crashed.ok, "the crash is a failed call");
             seconds(|| assert!(one.call(&registry, "tool_noop", &noop, &options).ok))
         }),
-        Contender::new("burn-workers", reps, || together(&two, "tool_burn", serde_json::json!({"seconds": 1.0}), 2)),
-        Contender::new("burn-in-process", reps, || {
-            together(&in_process, "tool_burn", serde_json::json!({"seconds": 1.0}), 2)
-        }),
+        Contender::new("burn-alone", reps, || together(&two, "tool_burn", burn.clone(), 1)),
+        Contender::new("burn-workers", reps, || together(&two, "tool_burn", burn.clone(), 2)),
+        Contender::new("burn-in-process", reps, || together(&in_process, "tool_burn", burn.clone(), 2)),
         Contender::new("sleep-workers", reps, || {
             together(&cores, "tool_sleep", serde_json::json!({"seconds": 1.0}), 8)
         }),
@@ -714,10 +717,16 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
         &verdict(m("crash-to-next") < 0.100, "< 100 ms (+ the library's import)"),
     );
     table.time(
-        "two CPU-bound 1 s tools called together, --workers 2",
-        &r["burn-workers"],
+        "a CPU-bound tool of about 1 s (pure Python), alone in a worker",
+        &r["burn-alone"],
+        "1.00× (reference)",
         "",
-        &verdict(m("burn-workers") < 1.3, "< 1.3 s"),
+    );
+    table.time(
+        "two of them called together, --workers 2",
+        &r["burn-workers"],
+        &ratio(m("burn-workers"), m("burn-alone")),
+        &verdict(m("burn-workers") < 1.3 * m("burn-alone"), "< 1.3× alone (< 1.3 s for 1 s tools)"),
     );
     table.time(
         "  the same in-process (one interpreter, one GIL)",

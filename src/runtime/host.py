@@ -15,7 +15,6 @@ the ``_direct_*`` helpers route what such a call prints and turn what Rust canno
 into a reply. Nothing here writes to the process's standard output.
 """
 
-import asyncio
 import collections.abc
 import dataclasses
 import datetime
@@ -359,7 +358,7 @@ def _invoke(current, function, positional, keywords):
     try:
         value = function(*positional, **keywords)
         if inspect.isawaitable(value):
-            value = asyncio.run(_awaited(value))
+            value = _run_awaitable(value)
         return value
     finally:
         current.stoppable = False
@@ -367,6 +366,14 @@ def _invoke(current, function, positional, keywords):
 
 async def _awaited(awaitable):
     return await awaitable
+
+
+def _run_awaitable(awaitable):
+    """Runs an ``async def`` tool's awaitable to its end. ``asyncio`` is imported here,
+    on first use: it is a large import that most workers never need."""
+    import asyncio
+
+    return asyncio.run(_awaited(awaitable))
 
 
 def _settle():
@@ -487,7 +494,7 @@ def _direct_result(value):
     failure."""
     try:
         if inspect.isawaitable(value):
-            value = asyncio.run(_awaited(value))
+            value = _run_awaitable(value)
         result = _outcome(value)
     except BaseException as exc:
         result = _raised(exc)
