@@ -113,6 +113,8 @@ struct Slot {
     calls: usize,
     /// The workspace of the calls running in it.
     workspace: Option<PathBuf>,
+    /// A call in it is being stopped, and the worker may be ended: no new call goes there.
+    draining: bool,
 }
 
 struct Worker {
@@ -229,7 +231,7 @@ impl Inner {
                     worker.kill("the runtime is shutting down");
                     worker.reap();
                 } else {
-                    state.slots.push(Slot { worker, calls: 0, workspace: None });
+                    state.slots.push(Slot { worker, calls: 0, workspace: None, draining: false });
                 }
             }
             inner.changed.notify_all();
@@ -251,7 +253,7 @@ impl Inner {
                 return Err("the runtime is shutting down".to_string());
             }
             let room = state.slots.len() + state.starting < self.settings.workers;
-            let idle = state.slots.iter_mut().find(|slot| slot.calls == 0);
+            let idle = state.slots.iter_mut().find(|slot| slot.calls == 0 && !slot.draining);
             if let Some(slot) = idle {
                 slot.calls = 1;
                 slot.workspace = workspace.map(Path::to_path_buf);
@@ -270,14 +272,19 @@ impl Inner {
                     worker.reap();
                     return Err("the runtime is shutting down".to_string());
                 }
-                let slot = Slot { worker: Arc::clone(&worker), calls: 1, workspace: workspace.map(Path::to_path_buf) };
+                let slot = Slot {
+                    worker: Arc::clone(&worker),
+                    calls: 1,
+                    workspace: workspace.map(Path::to_path_buf),
+                    draining: false,
+                };
                 state.slots.push(slot);
                 return Ok(worker);
             }
             let same = state
                 .slots
                 .iter_mut()
-                .filter(|slot| slot.workspace.as_deref() == workspace)
+                .filter(|slot| slot.workspace.as_deref() == workspace && !slot.draining)
                 .min_by_key(|slot| slot.calls);
             if let Some(slot) = same {
                 slot.calls += 1;
@@ -286,6 +293,17 @@ impl Inner {
             state.waiting += 1;
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
             state.waiting -= 1;
+        }
+    }
+
+    /// Marks a worker as stopping a call (no new calls), or as well again.
+    fn set_draining(&self, worker: &Worker, draining: bool) {
+        let mut state = self.lock();
+        if let Some(slot) = state.slots.iter_mut().find(|slot| std::ptr::eq(Arc::as_ptr(&slot.worker), worker)) {
+            slot.draining = draining;
+        }
+        if !draining && state.waiting > 0 {
+            self.changed.notify_all();
         }
     }
 
@@ -438,6 +456,9 @@ impl Inner {
             match connection.recv::<FromWorker>(wait) {
                 Ok(Some(FromWorker::Done(result))) => {
                     worker.idle.lock().unwrap_or_else(|p| p.into_inner()).push(connection);
+                    if stopping.is_some() {
+                        self.set_draining(worker, false);
+                    }
                     return self.finished(result, job, stopping.map(|(_, why)| why));
                 }
                 Ok(Some(FromWorker::Printed(stream, text))) => journal.add(&stream, &text),
@@ -467,6 +488,7 @@ impl Inner {
                                 None
                             };
                             if let Some(why) = why {
+                                self.set_draining(worker, true);
                                 // Gently first: an exception in the tool's thread.
                                 if channel::send_packet(&worker.control, &Control::Stop(job.id), None).is_err() {
                                     worker.kill(&why.ended(&job.function));
