@@ -47,17 +47,67 @@ pub(crate) struct Job {
     pub id: u64,
     pub kind: Kind,
     /// The library's file, absolute.
-    pub file: String,
+    pub file: WirePath,
     /// The library folder (a private package), absolute.
-    pub package: Option<String>,
+    pub package: Option<WirePath>,
     /// The library's key ([`super::library_key`]).
     pub library: String,
     pub function: String,
     pub args: Value,
     /// The working directory while it runs, absolute; `None`: the process's own.
-    pub workspace: Option<PathBuf>,
+    pub workspace: Option<WirePath>,
     /// Whether the host answers confirmations (the library gets `set_confirm_handler`).
     pub has_handler: bool,
+}
+
+/// A path as it crosses JSON (to `host.py`, to a worker): its text when it is UTF-8,
+/// else `{"hex": "<its bytes>"}`, which `host.py` turns into the path Python uses for
+/// those bytes (`os.fsdecode`). Nothing is lost either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WirePath(pub PathBuf);
+
+impl std::ops::Deref for WirePath {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Serialize for WirePath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use std::os::unix::ffi::OsStrExt;
+        match self.0.to_str() {
+            Some(text) => serializer.serialize_str(text),
+            None => {
+                let hex: String = self.0.as_os_str().as_bytes().iter().map(|byte| format!("{byte:02x}")).collect();
+                json!({ "hex": hex }).serialize(serializer)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WirePath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use std::os::unix::ffi::OsStringExt;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Text(String),
+            Bytes { hex: String },
+        }
+        match Wire::deserialize(deserializer)? {
+            Wire::Text(text) => Ok(WirePath(PathBuf::from(text))),
+            Wire::Bytes { hex } => {
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| hex.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(|| serde::de::Error::custom("a path's bytes are not hex"))?;
+                Ok(WirePath(PathBuf::from(std::ffi::OsString::from_vec(bytes))))
+            }
+        }
+    }
 }
 
 /// What an engine is set up with, once per process.
@@ -82,13 +132,13 @@ pub(crate) struct Engine {
 
 /// A tool's [`python::Resolution`], while the modules it was made with stay loaded.
 struct Resolved {
-    file: String,
+    file: PathBuf,
     generation: u64,
     direct: Option<Arc<python::Direct>>,
 }
 
 impl Resolved {
-    fn holds(&self, file: &str, generation: u64) -> bool {
+    fn holds(&self, file: &Path, generation: u64) -> bool {
         self.generation == generation && self.file == file
     }
 }
@@ -235,7 +285,7 @@ impl Engine {
             python::Resolution::Never => None,
             python::Resolution::NotLoaded => return,
         };
-        let entry = Resolved { file: job.file.clone(), generation, direct };
+        let entry = Resolved { file: job.file.0.clone(), generation, direct };
         self.resolved.write().unwrap_or_else(|p| p.into_inner()).insert(job.function.clone(), entry);
     }
 
@@ -246,7 +296,7 @@ impl Engine {
             call_id: job.id,
             kind: job.kind,
             file: &job.file,
-            package: job.package.as_deref(),
+            package: job.package.as_ref(),
             library: &job.library,
             function: &job.function,
             args: &job.args,
@@ -261,7 +311,10 @@ impl Engine {
         };
         match timeout {
             None => execute(job.id, &request, handler, job.workspace.as_deref()).0,
-            Some(limit) => execute_with_deadline(job.id, request, handler, job.workspace.clone(), limit, &job.function),
+            Some(limit) => {
+                let workspace = job.workspace.as_ref().map(|dir| dir.0.clone());
+                execute_with_deadline(job.id, request, handler, workspace, limit, &job.function)
+            }
         }
     }
 }
@@ -271,8 +324,8 @@ impl Engine {
 struct Request<'a> {
     call_id: u64,
     kind: Kind,
-    file: &'a str,
-    package: Option<&'a str>,
+    file: &'a WirePath,
+    package: Option<&'a WirePath>,
     library: &'a str,
     function: &'a str,
     args: &'a Value,
@@ -404,12 +457,12 @@ impl Drop for Registration {
 }
 
 /// Files whose loaded modules are out of date, waiting for the next call to drop them.
-static DROPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static DROPPED: Mutex<Vec<WirePath>> = Mutex::new(Vec::new());
 static ANY_DROPPED: AtomicBool = AtomicBool::new(false);
 
 /// Marks modules as out of date: the next call drops them (modules belong to the
 /// process, like the interpreter).
-pub(crate) fn drop_modules(paths: impl IntoIterator<Item = String>) {
+pub(crate) fn drop_modules(paths: impl IntoIterator<Item = WirePath>) {
     let mut dropped = DROPPED.lock().unwrap_or_else(|p| p.into_inner());
     dropped.extend(paths);
     GENERATION.fetch_add(1, Ordering::AcqRel);

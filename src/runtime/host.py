@@ -111,6 +111,14 @@ def _watched(change, before):
     return watched
 
 
+def _path(wire):
+    """A path as the embedding sends it: text, or ``{"hex": bytes}`` for a path that is
+    not UTF-8, which becomes the path Python uses for those bytes."""
+    if isinstance(wire, dict):
+        return os.fsdecode(bytes.fromhex(wire["hex"]))
+    return wire
+
+
 def add_site_dir(path):
     """Makes a virtual environment's site-packages importable, ahead of the
     interpreter's own (as inside the environment)."""
@@ -130,6 +138,9 @@ def call(request_text):
     Returns ``{"ok", "output", "error"?, "traceback"?, "timed_out"?, "stdout", "stderr"}``.
     """
     request = json.loads(request_text)
+    for key in ("file", "package", "workspace"):
+        if request.get(key) is not None:
+            request[key] = _path(request[key])
     current = _Call(request.get("call_id"), request.get("library"), request.get("function"))
     _enter(current)
     try:
@@ -192,7 +203,7 @@ def rebind():
 
 def forget(paths_json):
     """Drops the modules of these files: their next call imports them again."""
-    paths = set(json.loads(paths_json))
+    paths = {_path(path) for path in json.loads(paths_json)}
     with _lock:
         for path in paths:
             _libraries.pop(path, None)

@@ -225,7 +225,7 @@ impl Drop for ThreadState {
 pub fn call(request: &str) -> Result<String, String> {
     let host = host()?;
     Python::attach(|py| {
-        host.call.call1(py, (request,)).and_then(|reply| reply.extract(py)).map_err(|err| describe(py, err))
+        host.call.call1(py, (request,)).and_then(|reply| text_of(reply.bind(py))).map_err(|err| describe(py, err))
     })
 }
 
@@ -233,6 +233,16 @@ pub fn call(request: &str) -> Result<String, String> {
 pub fn stop(call_id: u64) -> bool {
     let Ok(host) = host() else { return false };
     Python::attach(|py| host.stop.call1(py, (call_id,)).and_then(|done| done.extract(py)).unwrap_or(false))
+}
+
+/// A reply's text. Text Python holds may carry lone surrogates (a path that is not
+/// UTF-8, as `os.fsdecode` makes it): they become U+FFFD, as JSON cannot carry them.
+fn text_of(reply: &Bound<'_, PyAny>) -> PyResult<String> {
+    let text = reply.cast::<PyString>()?;
+    Ok(match text.to_str() {
+        Ok(text) => text.to_owned(),
+        Err(_) => text.to_string_lossy().into_owned(),
+    })
 }
 
 /// Calls `set_confirm_handler` again on every loaded module; returns the failures as JSON.
@@ -289,10 +299,11 @@ pub enum Resolution {
 
 /// The tool `function` of the library `file` (library key `library`), resolved for
 /// [`call_direct`] when its calls need nothing of `host.py`.
-pub fn direct(file: &str, function: &str, library: &str, injected: &[String]) -> Resolution {
+pub fn direct(file: &Path, function: &str, library: &str, injected: &[String]) -> Resolution {
     let Ok(host) = host() else { return Resolution::NotLoaded };
     Python::attach(|py| {
-        let Ok(resolved) = host.direct.call1(py, (file, function, injected.to_vec())) else {
+        // The path as Python names it (`os.fsdecode` of its bytes), as `host.py` keys it.
+        let Ok(resolved) = host.direct.call1(py, (file.as_os_str(), function, injected.to_vec())) else {
             return Resolution::Never;
         };
         let resolved = resolved.bind(py);
@@ -473,7 +484,7 @@ fn marker<'py>(py: Python<'py>, host: &Host) -> PyResult<Bound<'py, PyList>> {
 }
 
 fn reply(py: Python<'_>, text: PyResult<Py<PyAny>>) -> Result<String, String> {
-    text.and_then(|text| text.extract(py)).map_err(|err| describe(py, err))
+    text.and_then(|text| text_of(text.bind(py))).map_err(|err| describe(py, err))
 }
 
 /// Arguments nested deeper than this are not built here (serde_json parses at most 128 levels).

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::channel::{self, Connection};
-use super::engine::{self, Job};
+use super::engine::{self, Job, WirePath};
 use super::{Cancel, ConfirmRequest, Confirmation, Handler, ToolResult, WorkerSettings};
 
 /// How long a call that was told to stop gets before its worker is ended.
@@ -67,14 +67,14 @@ pub(crate) enum Started {
 pub(crate) enum ToWorker {
     /// A job, and the files whose modules to drop before it (changed since the last
     /// job this worker was sent).
-    Call(Job, Vec<String>),
+    Call(Job, Vec<WirePath>),
     Answer(Confirmation),
 }
 
 /// [`ToWorker::Call`] as it is sent: the job borrowed, the same JSON.
 #[derive(Serialize)]
 enum Sending<'a> {
-    Call(&'a Job, Vec<String>),
+    Call(&'a Job, Vec<WirePath>),
 }
 
 /// What a worker sends on a call connection.
@@ -121,7 +121,7 @@ struct Worker {
     pid: libc::pid_t,
     control: OwnedFd,
     /// Files whose modules it must drop before its next call.
-    stale: Mutex<Vec<String>>,
+    stale: Mutex<Vec<WirePath>>,
     idle: Mutex<Vec<Connection>>,
     /// Why lcp ended it, when it did.
     ended_by_lcp: Mutex<Option<String>>,
@@ -179,7 +179,7 @@ impl Pool {
     }
 
     /// Every worker drops the modules of these files, before its next call.
-    pub(crate) fn forget(&self, files: Vec<String>) {
+    pub(crate) fn forget(&self, files: Vec<WirePath>) {
         for slot in &self.inner.lock().slots {
             slot.worker.stale.lock().unwrap_or_else(|p| p.into_inner()).extend(files.iter().cloned());
         }

@@ -781,3 +781,16 @@ fn big_integers_a_tool_returns_stay_exact_on_both_paths() {
     let below: Value = serde_json::from_str("340282366920938463463374607431768211455").unwrap();
     both_paths(&runtime, &registry, "tool_power", r#"{"exponent": 128, "plus": -1}"#, below);
 }
+
+#[test]
+fn a_tool_in_a_file_whose_path_is_not_utf8_runs_on_both_paths() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir("runtime-non-utf8");
+    let file = dir.join(std::ffi::OsStr::from_bytes(b"t\xff.py"));
+    std::fs::write(&file, "def tool_twice(x: int = 1) -> int:\n    \"\"\"Doubles.\"\"\"\n    return 2 * x\n").unwrap();
+    let registry = Registry::load(&Sources { folders: vec![], files: vec![file] }, &Options::default());
+    let runtime = runtime();
+    for path in ["host.py", "direct"] {
+        assert_eq!(output(call(&runtime, &registry, "tool_twice", json!({"x": 21}))), json!(42), "{path}");
+    }
+}
