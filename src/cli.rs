@@ -254,12 +254,12 @@ fn check_workspace(workspace: Option<&Path>) -> Result<(), String> {
     }
 }
 
-/// `--timeout SECS`: a positive, finite number of seconds.
+/// `--timeout SECS`: a positive number of seconds that a `Duration` can hold.
 fn parse_timeout(timeout: Option<f64>) -> Result<Option<Duration>, String> {
-    match timeout {
-        Some(secs) if secs.is_finite() && secs > 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
-        Some(secs) => Err(format!("--timeout {secs}: must be a positive number of seconds")),
-        None => Ok(None),
+    let Some(secs) = timeout else { return Ok(None) };
+    match Duration::try_from_secs_f64(secs) {
+        Ok(duration) if secs > 0.0 => Ok(Some(duration)),
+        _ => Err(format!("--timeout {secs}: must be a positive number of seconds, at most {}", u64::MAX)),
     }
 }
 

@@ -93,3 +93,22 @@ fn usage_errors_exit_2() {
     assert_eq!(lcp(&["export", "--format", "nope"]).status.code(), Some(2));
     assert_eq!(lcp(&["frobnicate"]).status.code(), Some(2));
 }
+
+#[test]
+fn timeout_too_large_for_a_duration_is_a_usage_error() {
+    for timeout in ["1.9e19", "1e400", "nan", "-1", "0"] {
+        let option = format!("--timeout={timeout}");
+        for command in [
+            &["call", "tool_one", "--file", "fixtures/explicit_files/one.py", &option][..],
+            &["serve", "--file", "fixtures/explicit_files/one.py", &option][..],
+        ] {
+            let output = lcp(command);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{command:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!("--timeout {}", timeout.parse::<f64>().unwrap())),
+                "{command:?}: {stderr}"
+            );
+        }
+    }
+}
