@@ -358,10 +358,10 @@ fn pretty(value: &Value) -> String {
 }
 
 /// `TOOL  LIBRARY  PARAMETERS  SOURCE  DESCRIPTION`, one row per tool; `?` marks
-/// optional parameters; descriptions longer than a line are cut.
+/// optional parameters. A cell longer than a line is cut (see [`cell`]), so one huge
+/// name never widens every row.
 fn table(registry: &Registry) -> String {
-    const DESCRIPTION_CHARS: usize = 72;
-    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "SOURCE", "DESCRIPTION"].map(String::from)];
+    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "SOURCE", "DESCRIPTION"].map(|h| (h.to_string(), h.len()))];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
         let required: Vec<&str> =
@@ -373,23 +373,49 @@ fn table(registry: &Registry) -> String {
             .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
             .collect();
         rows.push([
-            tool.name.clone(),
-            library.name.clone().unwrap_or_else(|| library.stem.clone()),
-            parameters.join(", "),
-            format!("{}:{}", library.path.display(), tool.line),
-            match tool.description.char_indices().nth(DESCRIPTION_CHARS) {
-                Some((cut, _)) => format!("{}…", &tool.description[..cut]),
-                None => tool.description.clone(),
-            },
+            cell(&tool.name, Cut::End),
+            cell(library.name.as_deref().unwrap_or(&library.stem), Cut::End),
+            cell(&parameters.join(", "), Cut::End),
+            cell(&format!("{}:{}", library.path.display(), tool.line), Cut::Start),
+            cell(&tool.description, Cut::End),
         ]);
     }
-    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].1).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in &rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
-        out.push_str(cells.join("  ").trim_end());
+        let mut line = String::new();
+        for (i, ((text, chars), width)) in row.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(text);
+            line.extend(std::iter::repeat_n(' ', width - chars));
+        }
+        out.push_str(line.trim_end());
         out.push('\n');
     }
     out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
     out
+}
+
+/// Which end of a long cell is cut: a source keeps its end (the file name and line).
+#[derive(Clone, Copy)]
+enum Cut {
+    Start,
+    End,
+}
+
+/// A table cell and its width in characters: control characters become spaces, and
+/// text over [`CELL_CHARS`] characters is cut to that many, with `…` where it was cut.
+fn cell(text: &str, cut: Cut) -> (String, usize) {
+    const CELL_CHARS: usize = 72;
+    let chars = text.chars().count();
+    let shown: String = match cut {
+        _ if chars <= CELL_CHARS => text.to_string(),
+        Cut::End => text.chars().take(CELL_CHARS).chain(['…']).collect(),
+        Cut::Start => ['…'].into_iter().chain(text.chars().skip(chars - CELL_CHARS)).collect(),
+    };
+    let shown: String = shown.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let width = chars.min(CELL_CHARS + 1);
+    (shown, width)
 }
