@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Tool};
+use crate::path_json;
 use crate::registry::Registry;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -100,7 +101,7 @@ fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result
             "description": description,
             "parameters": parameters,
             "library": library.stem,
-            "path": library.path,
+            "path": path_json::encode(&library.path),
             "line": tool.line,
             "is_async": tool.is_async,
             "docstring": tool.docstring,
@@ -116,7 +117,7 @@ fn manifest(registry: &Registry, tools: Vec<Value>) -> Value {
         .iter()
         .map(|library| {
             json!({
-                "path": library.path,
+                "path": path_json::encode(&library.path),
                 "stem": library.stem,
                 "name": library.name,
                 "description": library.description,

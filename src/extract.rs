@@ -29,6 +29,7 @@ pub const NO_DESCRIPTION: &str = "No description provided.";
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Library {
+    #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
     /// The library folder `X/` this file belongs to, if any.
     #[serde(skip)]

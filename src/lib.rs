@@ -16,6 +16,7 @@
 //! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol; the only code
 //!   that touches rmcp.
 //! - [`cli`]: the `lcp` command line (SPEC §7).
+//! - [`path_json`]: how a path (UTF-8 or not) is written in JSON, losslessly.
 //!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
 //! never a panic. Nothing in this crate runs Python while discovering tools: only
@@ -28,6 +29,7 @@ pub mod docstring;
 pub mod export;
 pub mod extract;
 pub mod mcp;
+pub mod path_json;
 pub mod registry;
 pub mod runtime;
 pub mod scan;

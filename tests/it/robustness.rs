@@ -212,3 +212,47 @@ fn generated_near_python_never_panics_the_extractor() {
         assert!(library.is_some() || !diagnostics.is_empty(), "{source:?}");
     }
 }
+
+/// A file name is bytes: `\xff.py`, a library folder `\xfe/` with its `\xfe.py`, and a
+/// file that does not parse. JSON gets their paths percent-encoded (`lcp::path_json`),
+/// the registry keeps the real ones.
+#[test]
+fn file_and_folder_names_that_are_not_utf8_keep_their_paths_in_every_output() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir("non-utf8-names");
+    let ff = dir.join(OsStr::from_bytes(b"\xff.py"));
+    let folder = dir.join(OsStr::from_bytes(b"\xfe"));
+    let broken = folder.join(OsStr::from_bytes(b"b\xfd.py"));
+    write(&ff, "def tool_ff(a: int):\n    \"\"\"FF.\"\"\"\n");
+    write(&folder.join(OsStr::from_bytes(b"\xfe.py")), "def tool_fe():\n    \"\"\"FE.\"\"\"\n");
+    write(&folder.join("a.py"), "def tool_a():\n    \"\"\"A, after the folder's own file.\"\"\"\n");
+    write(&broken, "def tool_broken(:\n");
+    let registry = load_dir(&dir);
+    assert_eq!(tool_names(&registry), ["tool_fe", "tool_a", "tool_ff"]);
+    assert_eq!(registry.tool("tool_ff").unwrap().0.path, ff);
+    let dir_text = dir.to_str().unwrap();
+
+    let manifest = lcp(&["export", "--format", "manifest", "--static", dir_text]);
+    assert_eq!(manifest.status.code(), Some(0), "{}", String::from_utf8_lossy(&manifest.stderr));
+    let manifest = stdout_json(&manifest);
+    let paths: Vec<std::path::PathBuf> = manifest["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| lcp::path_json::decode(tool["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(paths[2], ff);
+    assert_eq!(manifest["tools"][2]["path"], format!("{dir_text}/%FF.py"));
+    assert_eq!(lcp::path_json::decode(manifest["diagnostics"][0]["path"].as_str().unwrap()), broken);
+
+    let check = lcp(&["check", "--format", "json", dir_text]);
+    assert_eq!(check.status.code(), Some(1), "{}", String::from_utf8_lossy(&check.stderr));
+    let report = stdout_json(&check);
+    assert_eq!(report["diagnostics"][0]["path"], format!("{dir_text}/%FE/b%FD.py"));
+    assert!(report["diagnostics"][0]["message"].as_str().unwrap().contains("syntax error"), "{report}");
+
+    let list = lcp(&["list", "--static", dir_text]);
+    assert_eq!(list.status.code(), Some(0), "{}", String::from_utf8_lossy(&list.stderr));
+    assert!(String::from_utf8_lossy(&list.stdout).contains("tool_ff"));
+}
