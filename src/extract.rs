@@ -351,7 +351,7 @@ impl<'t> Reader<'t> {
             match default {
                 None => required.push(Value::from(param_name)),
                 Some(default) => {
-                    if let Some(value) = converter.literal(default)
+                    if let Some(value) = converter.default(default)
                         && let Some(object) = schema.as_object_mut()
                     {
                         object.insert("default".into(), value);
