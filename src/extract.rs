@@ -143,6 +143,18 @@ impl<'t> Reader<'t> {
         let mut providers = Vec::new();
         for function in &module.functions {
             let name = function.name.as_str();
+            if let Some(duplicate) = duplicate_parameter(&function.parameters) {
+                let is_tool = name.starts_with("tool_") && provider_base(name).is_none();
+                let consequence = if is_tool { ": the tool is not exported" } else { "" };
+                let message = format!(
+                    "`{name}` has the parameter `{}` twice, a SyntaxError in Python (the file cannot be imported){consequence}",
+                    duplicate.as_str()
+                );
+                self.report(duplicate.range, Level::Error, message);
+                if is_tool {
+                    continue;
+                }
+            }
             match name {
                 "init_tools_library" => library.hooks.init_tools_library = true,
                 "set_confirm_handler" => library.hooks.set_confirm_handler = true,
@@ -410,9 +422,20 @@ impl<'t> Reader<'t> {
     }
 
     fn warning(&mut self, range: TextRange, message: String) {
-        let (line, col) = position(&self.index, self.text, range);
-        self.diagnostics.push(Diagnostic::new(self.path, line, col, Level::Warning, message));
+        self.report(range, Level::Warning, message);
     }
+
+    fn report(&mut self, range: TextRange, level: Level, message: String) {
+        let (line, col) = position(&self.index, self.text, range);
+        self.diagnostics.push(Diagnostic::new(self.path, line, col, level, message));
+    }
+}
+
+/// The second use of a parameter name in one signature, if any. Names are compared as
+/// the parser gives them, already NFKC-normalised as Python does (`ﬁ` is `fi`).
+fn duplicate_parameter(parameters: &ast::Parameters) -> Option<&ast::Identifier> {
+    let mut seen = std::collections::HashSet::new();
+    parameters.iter().map(|parameter| parameter.name()).find(|name| !seen.insert(name.as_str()))
 }
 
 /// `tool_<base>_prompt` → `base` (non-empty).
