@@ -374,7 +374,16 @@ impl<'a, 's> Converter<'a, 's> {
                 nullable(inner)
             }
             "typing.Union" => self.union(args.into_iter(), depth),
-            "typing.Literal" => self.literal_values(&args),
+            "typing.Literal" => {
+                let mut values = Vec::new();
+                self.literal_values(&args, &mut values);
+                values.dedup();
+                if values.is_empty() {
+                    self.warn(sub.range, "`Literal` with no values: accepted as any JSON value".into());
+                    return json!({});
+                }
+                enum_schema(values)
+            }
             "typing.Annotated" => self.annotated(&args, depth, description),
             "typing.Required" | "typing.NotRequired" | "typing.ReadOnly" | "typing.Final" | "typing.ClassVar" => {
                 match args.first() {
@@ -459,15 +468,12 @@ impl<'a, 's> Converter<'a, 's> {
         }
     }
 
-    fn literal_values(&mut self, args: &[&Expr]) -> Value {
-        let mut values = Vec::new();
+    /// The values of `Literal[...]`'s arguments, nested `Literal`s flattened.
+    fn literal_values(&mut self, args: &[&Expr], values: &mut Vec<Value>) {
         for arg in args {
             match arg {
                 Expr::Subscript(inner) if self.is_qualified(&inner.value, "typing.Literal") => {
-                    if let Some(nested) = self.literal_values(&slice_args(inner)).get("enum").and_then(Value::as_array)
-                    {
-                        values.extend(nested.iter().cloned());
-                    }
+                    self.literal_values(&slice_args(inner), values);
                 }
                 _ => match self.literal(arg) {
                     Some(value) => values.push(value),
@@ -478,8 +484,6 @@ impl<'a, 's> Converter<'a, 's> {
                 },
             }
         }
-        values.dedup();
-        enum_schema(values)
     }
 
     fn annotated(&mut self, args: &[&Expr], depth: usize, description: &mut Option<String>) -> Value {

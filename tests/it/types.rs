@@ -315,3 +315,17 @@ fn injected_names_are_configurable() {
         ["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"]
     );
 }
+
+#[test]
+fn literal_with_no_values_is_any_json_value_with_a_warning() {
+    let registry = load(&["empty_literal"]);
+    assert_eq!(property(&registry, "tool_empty_literal", "a"), &json!({}));
+    assert_eq!(property(&registry, "tool_empty_literal", "b"), &json!({}));
+    assert_eq!(property(&registry, "tool_empty_literal", "c"), &json!({"enum": [1, "x"]}));
+    for place in ["empty_literal.py:4:27:", "empty_literal.py:4:43:"] {
+        let found =
+            diagnostics_with(&registry, &[place, "warning", "`Literal` with no values: accepted as any JSON value"]);
+        assert_eq!(found.len(), 1, "{place}: {:#?}", registry.diagnostics);
+    }
+    assert_eq!(registry.diagnostics.len(), 2, "{:#?}", registry.diagnostics);
+}
