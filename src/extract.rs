@@ -225,6 +225,9 @@ impl<'t> Reader<'t> {
                 }
                 Stmt::ImportFrom(import) => {
                     let from = import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
+                    if import.level == 0 && matches!(from, "typing" | "typing_extensions") {
+                        module.scope.typing_star |= import.names.iter().any(|alias| alias.name.as_str() == "*");
+                    }
                     let from = format!("{}{from}", ".".repeat(import.level as usize));
                     for alias in &import.names {
                         let local = alias.asname.as_ref().unwrap_or(&alias.name).as_str();

@@ -109,6 +109,8 @@ pub struct Scope<'a> {
     pub classes: HashMap<&'a str, &'a ast::StmtClassDef>,
     /// `Vector = list[float]`, `Vector: TypeAlias = ...`, `type Vector = ...`.
     pub aliases: HashMap<&'a str, &'a Expr>,
+    /// `from typing import *` (or `typing_extensions`): typing's names are bound.
+    pub typing_star: bool,
 }
 
 /// What a name in an annotation stands for.
@@ -875,6 +877,8 @@ impl<'a, 's> Converter<'a, 's> {
                     Some(Resolved::Alias(name))
                 } else if let Some(q) = self.scope.imports.get(id) {
                     Some(Resolved::Qualified(normalise_module(q)))
+                } else if self.scope.typing_star && is_typing_name(id) {
+                    Some(Resolved::Qualified(format!("typing.{id}")))
                 } else if is_builtin(id) {
                     Some(Resolved::Qualified(format!("builtins.{id}")))
                 } else {
@@ -948,6 +952,43 @@ fn is_builtin(name: &str) -> bool {
             | "object"
             | "type"
             | "None"
+    )
+}
+
+/// Names `from typing import *` binds that a schema can use (all in `typing.__all__`).
+fn is_typing_name(name: &str) -> bool {
+    matches!(
+        name,
+        "Annotated"
+            | "Any"
+            | "ClassVar"
+            | "Final"
+            | "Literal"
+            | "NamedTuple"
+            | "NotRequired"
+            | "Optional"
+            | "ReadOnly"
+            | "Required"
+            | "Text"
+            | "Type"
+            | "TypedDict"
+            | "Union"
+            | "AbstractSet"
+            | "Collection"
+            | "DefaultDict"
+            | "Dict"
+            | "FrozenSet"
+            | "Iterable"
+            | "Iterator"
+            | "List"
+            | "Mapping"
+            | "MutableMapping"
+            | "MutableSequence"
+            | "MutableSet"
+            | "OrderedDict"
+            | "Sequence"
+            | "Set"
+            | "Tuple"
     )
 }
 
