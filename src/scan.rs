@@ -8,10 +8,15 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, Metadata};
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, Level};
+
+/// What a file or folder that disappears between being listed and being read is
+/// told: a warning (the walk, and the reading of files, go on).
+pub const REMOVED_DURING_THE_SCAN: &str = "skipped: removed during the scan";
 
 /// One file to read, in discovery order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +87,7 @@ impl Walk {
                     return self.warning(dir, &format!("symbolic link loop: points back to {}", target.display()));
                 }
                 Ok(_) => {}
+                Err(err) if err.kind() == ErrorKind::NotFound => return self.warning(dir, REMOVED_DURING_THE_SCAN),
                 Err(err) => return self.error(dir, &format!("cannot open folder: {err}")),
             }
         }
@@ -119,6 +125,10 @@ impl Walk {
     fn entries(&mut self, dir: &Path) -> Vec<Entry> {
         let listing = match fs::read_dir(dir) {
             Ok(listing) => listing,
+            Err(err) if err.kind() == ErrorKind::NotFound => {
+                self.warning(dir, REMOVED_DURING_THE_SCAN);
+                return Vec::new();
+            }
             Err(err) => {
                 if !dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
                     self.warning(dir, &format!("skipped: {err}"));
