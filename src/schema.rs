@@ -4,7 +4,9 @@
 //! same-file Enum / TypedDict / dataclass / BaseModel / NamedTuple classes,
 //! `Annotated` metadata and literal defaults. Recursive types go to `$defs`.
 //! It never runs Python and never fails: a type it cannot see into becomes `{}`
-//! (any JSON value) plus a warning naming it.
+//! (any JSON value) plus a warning naming it. Every schema it makes is bounded
+//! ([`MAX_SCHEMA_DEPTH`], [`MAX_LITERAL_DEPTH`], [`MAX_CONVERSIONS`]), so any JSON
+//! reader, lcp included, can read it back.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
