@@ -181,13 +181,13 @@ impl<'a, 's> Converter<'a, 's> {
 
     /// The JSON value of a literal, if it is one (nested at most [`MAX_LITERAL_DEPTH`] levels).
     pub fn literal(&self, expr: &Expr) -> Option<Value> {
-        self.literal_value(expr, MAX_LITERAL_DEPTH).ok()
+        self.literal_value(expr, MAX_LITERAL_DEPTH, true).ok()
     }
 
     /// The JSON value of a literal default; one nested deeper than [`MAX_LITERAL_DEPTH`]
     /// levels is omitted with a warning (the parameter stays optional).
     pub fn default(&mut self, expr: &Expr) -> Option<Value> {
-        match self.literal_value(expr, MAX_LITERAL_DEPTH) {
+        match self.literal_value(expr, MAX_LITERAL_DEPTH, true) {
             Ok(value) => Some(value),
             Err(NotLiteral::TooDeep) => {
                 let message = format!("default nested more than {MAX_LITERAL_DEPTH} levels deep: omitted");
@@ -199,12 +199,16 @@ impl<'a, 's> Converter<'a, 's> {
     }
 
     /// The JSON value of a literal with at most `room` levels of nesting (a scalar or
-    /// an empty container is one level).
-    fn literal_value(&self, expr: &Expr, room: usize) -> Result<Value, NotLiteral> {
+    /// an empty container is one level). `members`: whether a same-file Enum member
+    /// (`Color.RED`) counts as its value; never inside an Enum's own body, where a
+    /// member naming another member would make the reading go round in circles.
+    fn literal_value(&self, expr: &Expr, room: usize, members: bool) -> Result<Value, NotLiteral> {
         if room == 0 {
             return Err(NotLiteral::TooDeep);
         }
-        let items = |elts: &[Expr]| elts.iter().map(|e| self.literal_value(e, room - 1)).collect::<Result<Vec<_>, _>>();
+        let items = |elts: &[Expr]| {
+            elts.iter().map(|e| self.literal_value(e, room - 1, members)).collect::<Result<Vec<_>, _>>()
+        };
         let value = match expr {
             Expr::StringLiteral(s) => Value::from(s.value.to_str()),
             Expr::BytesLiteral(b) => {
@@ -233,10 +237,11 @@ impl<'a, 's> Converter<'a, 's> {
                 let mut map = Map::new();
                 for item in &d.items {
                     let Some(Expr::StringLiteral(key)) = &item.key else { return Err(NotLiteral::Expression) };
-                    map.insert(key.value.to_str().to_string(), self.literal_value(&item.value, room - 1)?);
+                    map.insert(key.value.to_str().to_string(), self.literal_value(&item.value, room - 1, members)?);
                 }
                 Value::Object(map)
             }
+            Expr::Attribute(_) if !members => return Err(NotLiteral::Expression),
             Expr::Attribute(attr) => {
                 // An enum member's value is a literal of its own: measured here.
                 let value = self.enum_member_value(attr).ok_or(NotLiteral::Expression)?;
@@ -254,7 +259,7 @@ impl<'a, 's> Converter<'a, 's> {
     /// `string` (the LCP convention).
     pub fn inferred_from_default(&self, default: Option<&Expr>) -> Value {
         let Some(default) = default else { return json!({ "type": "string" }) };
-        let kind = match self.literal_value(default, MAX_LITERAL_DEPTH) {
+        let kind = match self.literal_value(default, MAX_LITERAL_DEPTH, true) {
             Ok(Value::Bool(_)) => "boolean",
             Ok(Value::Number(n)) if n.is_i64() || n.is_u64() => "integer",
             Ok(Value::Number(_)) => "number",
@@ -679,7 +684,7 @@ impl<'a, 's> Converter<'a, 's> {
                     Value::from(next_auto - 1)
                 }
             } else {
-                match self.literal(value) {
+                match self.literal_value(value, MAX_LITERAL_DEPTH, false).ok() {
                     Some(v) => {
                         if let Some(i) = v.as_i64() {
                             next_auto = i + 1;

@@ -414,3 +414,23 @@ fn gemini_inlining_stays_bounded_and_a_tool_too_deep_for_a_format_is_left_out() 
     );
     every_command_reads(&dir, &["tool_tripling", "tool_fine"]);
 }
+
+/// Found by `examples/fuzz.rs`: reading `B = C.A` inside `class C(Enum)` read the
+/// members of `C` again, without end (a stack overflow, the whole process gone).
+#[test]
+fn an_enum_member_naming_a_member_of_its_own_enum_does_not_recurse() {
+    let dir = temp_dir("enum-self-reference");
+    write(
+        &dir.join("paint.py"),
+        "from enum import Enum\n\nclass Color(str, Enum):\n    RED = \"red\"\n    LOOP = Color.RED\n    \
+         ALSO = [Color.LOOP]\n\ndef tool_paint(color: Color = Color.LOOP, other: Color = Color.RED):\n    \
+         \"\"\"Paints.\"\"\"\n",
+    );
+    let registry = load_dir(&dir);
+    assert_eq!(property(&registry, "tool_paint", "color"), &serde_json::json!({"type": "string", "enum": ["red"]}));
+    assert_eq!(
+        property(&registry, "tool_paint", "other"),
+        &serde_json::json!({"type": "string", "enum": ["red"], "default": "red"})
+    );
+    every_command_reads(&dir, &["tool_paint"]);
+}
