@@ -1245,13 +1245,15 @@ fn decimal(bounds: Map<String, Value>, max_digits: Option<u64>, places: Option<u
     json!({ "anyOf": [number, { "type": "string", "pattern": pattern }] })
 }
 
-/// pydantic's `build_decimal_pattern` in validation mode (`_decimal_validation_pattern`).
+/// pydantic's `build_decimal_pattern` in validation mode (`_decimal_validation_pattern`),
+/// with the white space around the number that `Decimal()` (and so pydantic) ignores.
+/// Digits grouped with `_`, which `Decimal()` also reads, are left out.
 fn decimal_pattern(max_digits: Option<u64>, places: Option<u64>) -> String {
     const NUMBER: &str = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)";
     const EXPONENT: &str = r"[eE][+-]?[0-9]+";
     let mut alternatives: Vec<String> = Vec::new();
     match (max_digits, places) {
-        (None, None) => return format!("^[+-]?(?:{NUMBER}(?:{EXPONENT})?)$"),
+        (None, None) => return format!(r"^\s*[+-]?(?:{NUMBER}(?:{EXPONENT})?)\s*$"),
         (Some(max), Some(places)) => {
             let whole = max.saturating_sub(places);
             let places = max.min(places);
@@ -1277,7 +1279,7 @@ fn decimal_pattern(max_digits: Option<u64>, places: Option<u64>) -> String {
         }
     }
     alternatives.push(format!("{NUMBER}{EXPONENT}"));
-    format!("^[+-]?(?:{})$", alternatives.join("|"))
+    format!(r"^\s*[+-]?(?:{})\s*$", alternatives.join("|"))
 }
 
 /// `[0-9]` repeated `min..=max` times, with the shortest quantifier (pydantic's `_repeat`).
