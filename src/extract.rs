@@ -152,13 +152,11 @@ pub fn extract_folder(files: &[(&SourceFile, &ParsedFile)], injected: &[String])
         readers.push(reader);
         modules.push(module);
     }
-    let stems: Vec<String> = files.iter().map(|(file, _)| stem(file)).collect();
     // Only a module that imports relatively looks at the others.
-    let siblings: Vec<(&str, &Scope)> = if files.iter().any(|(_, parsed)| parsed.relative_imports) {
-        stems.iter().map(String::as_str).zip(modules.iter().map(|m| &m.scope)).collect()
-    } else {
-        Vec::new()
-    };
+    let relative = files.iter().any(|(_, parsed)| parsed.relative_imports);
+    let stems: Vec<String> = if relative { files.iter().map(|(file, _)| stem(file)).collect() } else { Vec::new() };
+    let siblings: Vec<(&str, &Scope)> =
+        stems.iter().map(String::as_str).zip(modules.iter().map(|m| &m.scope)).collect();
     let mut out = Vec::with_capacity(files.len());
     for ((&(file, _), mut reader), module) in files.iter().zip(readers).zip(&modules) {
         let library = reader.library(file, module, &siblings, injected);

@@ -1245,6 +1245,15 @@ fn decimal(bounds: Map<String, Value>, max_digits: Option<u64>, places: Option<u
     json!({ "anyOf": [number, { "type": "string", "pattern": pattern }] })
 }
 
+/// The text branch of a `Decimal` schema.
+fn is_decimal_text(schema: &Value) -> bool {
+    schema.get("type") == Some(&json!("string"))
+        && schema.get("pattern").and_then(Value::as_str).is_some_and(|p| p.starts_with(DECIMAL_TEXT_START))
+}
+
+/// How every pattern [`decimal_pattern`] makes begins.
+const DECIMAL_TEXT_START: &str = r"^\s*[+-]?(?:";
+
 /// pydantic's `build_decimal_pattern` in validation mode (`_decimal_validation_pattern`),
 /// with the white space around the number that `Decimal()` (and so pydantic) ignores.
 /// Digits grouped with `_`, which `Decimal()` also reads, are left out.
@@ -1253,7 +1262,7 @@ fn decimal_pattern(max_digits: Option<u64>, places: Option<u64>) -> String {
     const EXPONENT: &str = r"[eE][+-]?[0-9]+";
     let mut alternatives: Vec<String> = Vec::new();
     match (max_digits, places) {
-        (None, None) => return format!(r"^\s*[+-]?(?:{NUMBER}(?:{EXPONENT})?)\s*$"),
+        (None, None) => return format!(r"{DECIMAL_TEXT_START}{NUMBER}(?:{EXPONENT})?)\s*$"),
         (Some(max), Some(places)) => {
             let whole = max.saturating_sub(places);
             let places = max.min(places);
@@ -1279,7 +1288,7 @@ fn decimal_pattern(max_digits: Option<u64>, places: Option<u64>) -> String {
         }
     }
     alternatives.push(format!("{NUMBER}{EXPONENT}"));
-    format!(r"^\s*[+-]?(?:{})\s*$", alternatives.join("|"))
+    format!(r"{DECIMAL_TEXT_START}{})\s*$", alternatives.join("|"))
 }
 
 /// `[0-9]` repeated `min..=max` times, with the shortest quantifier (pydantic's `_repeat`).
@@ -1333,14 +1342,22 @@ fn number_value(number: &Number) -> Option<Value> {
 /// array or object form of `min_length`, and the non-null branches of a union.
 fn apply_constraint(schema: &mut Value, key: &str, value: Value) {
     if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
-        let skipped = |b: &Value| match b.get("type").and_then(Value::as_str) {
-            Some("null") => true,
-            // A decimal's text form: its bounds are the number form's.
-            Some("string") => is_numeric_bound(key),
-            _ => false,
-        };
-        for branch in branches.iter_mut().filter(|b| !skipped(b)) {
+        // A bounded decimal is a number only (see `decimal`): bounds cannot be
+        // checked on its text form.
+        if is_numeric_bound(key) {
+            branches.retain(|b| !is_decimal_text(b));
+        }
+        for branch in branches.iter_mut().filter(|b| b.get("type") != Some(&json!("null"))) {
             apply_constraint(branch, key, value.clone());
+        }
+        if let Some(object) = schema.as_object_mut()
+            && object.get("anyOf").and_then(Value::as_array).is_some_and(|b| b.len() == 1)
+            && let Some(Value::Array(mut only)) = object.remove("anyOf")
+            && let Some(Value::Object(single)) = only.pop()
+        {
+            for (key, value) in single {
+                object.entry(key).or_insert(value);
+            }
         }
         return;
     }

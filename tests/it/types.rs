@@ -404,6 +404,13 @@ fn decimal_is_a_number_or_decimal_text_and_a_bounded_decimal_a_number() {
         r"^\s*[+-]?(?:0*[0-9]{1,3}(?:\.[0-9]{0,2}0*)?|0*[0-9]{0,3}\.[0-9]{1,2}0*|(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+)\s*$"
     );
     check_word("tool_decimals", "bounded", json!({"type": "number", "minimum": 0, "maximum": 100}));
+    // Bounds from `Field` make a number of it too.
+    check_word("tool_annotated_decimal", "price", json!({"type": "number", "minimum": 0, "maximum": 1000}));
+    check_word(
+        "tool_annotated_decimal",
+        "maybe",
+        json!({"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "null"}], "default": null}),
+    );
 }
 
 #[test]
