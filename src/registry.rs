@@ -192,24 +192,32 @@ impl Registry {
     /// and its other files join them only if a changed file turns out to import
     /// relatively (see [`Group`]).
     fn groups(&self, files: &[SourceFile], stale: &[bool], removed: &[PathBuf]) -> Vec<Group> {
-        let mut groups: Vec<Group> = Vec::new();
-        let mut start = 0;
-        while start < files.len() {
-            let package = files[start].package.as_deref();
-            let end = match package {
-                Some(dir) => start + files[start..].iter().take_while(|f| f.package.as_deref() == Some(dir)).count(),
-                None => start + 1,
-            };
-            let members = start..end;
-            start = end;
-            let touched = members.clone().any(|i| stale[i])
+        // Members of each library folder, wherever they are listed (explicit files of
+        // one folder need not be given together); a loose file alone.
+        let mut members: Vec<(Option<&Path>, Vec<usize>)> = Vec::new();
+        let mut folders: FastMap<&Path, usize> = FastMap::default();
+        for (i, file) in files.iter().enumerate() {
+            match file.package.as_deref() {
+                Some(dir) => match folders.entry(dir) {
+                    Entry::Occupied(slot) => members[*slot.get()].1.push(i),
+                    Entry::Vacant(slot) => {
+                        slot.insert(members.len());
+                        members.push((Some(dir), vec![i]));
+                    }
+                },
+                None => members.push((None, vec![i])),
+            }
+        }
+        let mut groups = Vec::new();
+        for (package, indices) in members {
+            let touched = indices.iter().any(|&i| stale[i])
                 || package.is_some_and(|dir| removed.iter().any(|p| p.parent() == Some(dir)));
             if !touched {
                 continue;
             }
             let related =
-                members.clone().any(|i| self.files.get(&files[i].path).is_some_and(|cached| cached.relative_imports));
-            groups.push(Group { files: members.map(|i| (i, stale[i] || related)).collect() });
+                indices.iter().any(|&i| self.files.get(&files[i].path).is_some_and(|cached| cached.relative_imports));
+            groups.push(Group { files: indices.into_iter().map(|i| (i, stale[i] || related)).collect() });
         }
         groups
     }
@@ -416,7 +424,7 @@ fn read_all(
             }
         }
     });
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(files.len());
     for (slot, group) in results.into_iter().zip(groups) {
         match slot.into_inner().ok().flatten() {
             Some(read) => out.extend(read),
@@ -426,6 +434,8 @@ fn read_all(
             })),
         }
     }
+    // Groups of explicit files need not be contiguous.
+    out.sort_by_key(|(i, _)| *i);
     out
 }
 

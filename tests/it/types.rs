@@ -379,6 +379,19 @@ fn a_problem_inside_a_sibling_definition_is_reported_where_the_tool_uses_it() {
     assert!(diagnostics_with(&SIBLINGS, &["models.py"]).is_empty());
 }
 
+#[test]
+fn explicit_files_of_one_library_folder_resolve_each_other_wherever_they_are_listed() {
+    use lcp::registry::{Options, Sources};
+    let files = ["siblings/lib/lib.py", "siblings/loose.py", "siblings/lib/models.py", "siblings/lib/base.py"];
+    let sources = Sources { folders: Vec::new(), files: files.iter().map(|f| fixture(f)).collect() };
+    let registry = Registry::load(&sources, &Options::default());
+    assert_eq!(
+        property(&registry, "tool_defaults", "size"),
+        &json!({"type": "string", "enum": ["s", "m"], "default": "m"})
+    );
+    assert_eq!(property(&registry, "tool_loose", "item"), &json!({}));
+}
+
 // ------------------------------------------ vocabulary (SPEC §3, new rows) ---
 
 static VOCABULARY: LazyLock<Registry> = LazyLock::new(|| load(&["conformance"]));
