@@ -1619,6 +1619,10 @@ mod tests {
         assert_eq!(text.parse(), schema);
         assert_eq!(text.value(), &schema);
         assert_eq!(serde_json::to_value(&text).unwrap(), schema);
-        assert_eq!(text.clone(), text);
+        assert_eq!(SchemaText::new(&schema), text);
+        let reordered =
+            json!({"properties": {"z": {"type": "integer"}, "a": {"description": "ü \"q\""}}, "type": "object"});
+        assert_eq!(reordered, schema);
+        assert_ne!(SchemaText::new(&reordered), text);
     }
 }
