@@ -22,6 +22,21 @@ fn list_prints_a_table_of_tools_libraries_parameters_and_sources() {
 }
 
 #[test]
+fn list_fits_the_terminal_width_and_wide_keeps_whole_cells() {
+    let whole = String::from_utf8(lcp(&["list", "fixtures/rich"]).stdout).unwrap();
+    assert!(whole.lines().any(|line| line.chars().count() > 80), "{whole}");
+    let fitted = String::from_utf8(lcp_with_env(&["list", "fixtures/rich"], &[("COLUMNS", "80")]).stdout).unwrap();
+    assert_eq!(fitted.lines().count(), whole.lines().count(), "{fitted}");
+    for line in fitted.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    assert!(fitted.lines().nth(1).unwrap().starts_with("tool_add_item  "), "{fitted}");
+    assert!(fitted.contains('…'), "{fitted}");
+    let wide = lcp_with_env(&["list", "--wide", "fixtures/rich"], &[("COLUMNS", "80")]);
+    assert_eq!(String::from_utf8(wide.stdout).unwrap(), whole);
+}
+
+#[test]
 fn export_prints_json_on_stdout_for_every_format() {
     let tools = ["tool_add_item", "tool_remove_item", "tool_move", "tool_stock_report", "tool_convert", "tool_ping"];
     let expected_properties = [

@@ -50,8 +50,19 @@ pub fn diagnostics_with<'r>(registry: &'r Registry, needles: &[&str]) -> Vec<&'r
     registry.diagnostics.iter().filter(|d| needles.iter().all(|n| d.to_string().contains(n))).collect()
 }
 
+/// Runs `lcp` in the repository root, as if printing to a file (no `$COLUMNS`).
 pub fn lcp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lcp")).args(args).current_dir(root()).output().expect("lcp runs")
+    lcp_with_env(args, &[])
+}
+
+pub fn lcp_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(args)
+        .env_remove("COLUMNS")
+        .envs(env.iter().copied())
+        .current_dir(root())
+        .output()
+        .expect("lcp runs")
 }
 
 pub fn stdout_json(output: &Output) -> Value {
