@@ -14,7 +14,6 @@ use serde::Serialize;
 pub enum Level {
     Error,
     Warning,
-    Info,
 }
 
 impl fmt::Display for Level {
@@ -22,7 +21,6 @@ impl fmt::Display for Level {
         f.write_str(match self {
             Level::Error => "error",
             Level::Warning => "warning",
-            Level::Info => "info",
         })
     }
 }

@@ -307,10 +307,6 @@ impl Registry {
         indexed.or_else(|| self.tools().find(|(_, tool)| tool.name == name))
     }
 
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
-    }
-
     /// Tool names are unique: the first discovery wins (SPEC §1).
     fn drop_duplicate_tools(&mut self) {
         let count = self.libraries.iter().map(|library| library.tools.len()).sum();

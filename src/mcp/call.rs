@@ -88,10 +88,6 @@ impl Question {
     }
 }
 
-fn rejected(reason: &str) -> Confirmation {
-    Confirmation::reject(reason)
-}
-
 impl Parked {
     /// A `requestState` no other client can guess (with HTTP, whoever names it
     /// answers the confirmation); `None` when the system has no randomness to offer.
@@ -109,7 +105,7 @@ impl Parked {
             tokio::time::sleep(PARKED_FOR).await;
             let expired = calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&expiring);
             if let Some(waiting) = expired {
-                waiting.question.answer(rejected("the client did not answer in time"));
+                waiting.question.answer(Confirmation::reject("the client did not answer in time"));
                 waiting.cancel.cancel();
                 drain(waiting.events);
             }
@@ -223,9 +219,9 @@ fn ask(events: &mpsc::UnboundedSender<Event>, request: &ConfirmRequest) -> Confi
     let (reply, answer) = std::sync::mpsc::channel();
     let question = Question { request: request.clone(), reply };
     if events.send(Event::Confirm(question)).is_err() {
-        return rejected("nobody waits for this call any more");
+        return Confirmation::reject("nobody waits for this call any more");
     }
-    answer.recv().unwrap_or_else(|_| rejected("the confirmation was not answered"))
+    answer.recv().unwrap_or_else(|_| Confirmation::reject("the confirmation was not answered"))
 }
 
 /// Follows the call until it ends, is parked on a confirmation, or is cancelled.
@@ -267,16 +263,16 @@ async fn drive(
                         // The call can still end meanwhile (its timeout): then the question is moot.
                         event = events.recv() => match event {
                             Some(Event::Confirm(other)) => {
-                                other.answer(rejected("another confirmation of this call is waiting for the user"));
+                                other.answer(Confirmation::reject("another confirmation of this call is waiting for the user"));
                             }
                             event => {
-                                question.answer(rejected("the call ended before the user answered"));
+                                question.answer(Confirmation::reject("the call ended before the user answered"));
                                 next = Some(event);
                                 break;
                             }
                         },
                         () = context.ct.cancelled() => {
-                            question.answer(rejected("the call was cancelled"));
+                            question.answer(Confirmation::reject("the call was cancelled"));
                             return Ok(cancelled(events, &cancel));
                         }
                     }
@@ -290,10 +286,10 @@ async fn drive(
                     let requests = InputRequests::from([(CONFIRM_KEY.to_string(), request)]);
                     return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
                 }
-                None => question.answer(rejected("lcp could not make a secret to park the call under")),
+                None => question.answer(Confirmation::reject("lcp could not make a secret to park the call under")),
             },
             How::Cannot if settings.yes => question.answer(Confirmation::allow("allowed by `lcp serve --yes`")),
-            How::Cannot => question.answer(rejected(
+            How::Cannot => question.answer(Confirmation::reject(
                 "the MCP client cannot ask the user (it does not support elicitation); \
                  `lcp serve --yes` allows such actions",
             )),
@@ -313,7 +309,7 @@ fn drain(mut events: mpsc::UnboundedReceiver<Event>) {
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             match event {
-                Event::Confirm(question) => question.answer(rejected("the call was cancelled")),
+                Event::Confirm(question) => question.answer(Confirmation::reject("the call was cancelled")),
                 Event::Done(_) => return,
             }
         }
@@ -354,11 +350,11 @@ async fn elicit(peer: &Peer<RoleServer>, params: ElicitRequestParams) -> Confirm
     match peer.send_request(request).await {
         Ok(ClientResult::ElicitResult(result)) => match result.action {
             ElicitationAction::Accept => Confirmation::allow("the user accepted"),
-            ElicitationAction::Decline => rejected("the user declined"),
-            _ => rejected("the user cancelled"),
+            ElicitationAction::Decline => Confirmation::reject("the user declined"),
+            _ => Confirmation::reject("the user cancelled"),
         },
-        Ok(_) => rejected("the client answered the confirmation with something else"),
-        Err(err) => rejected(&format!("the client could not ask the user: {err}")),
+        Ok(_) => Confirmation::reject("the client answered the confirmation with something else"),
+        Err(err) => Confirmation::reject(format!("the client could not ask the user: {err}")),
     }
 }
 
@@ -366,9 +362,9 @@ async fn elicit(peer: &Peer<RoleServer>, params: ElicitRequestParams) -> Confirm
 fn decision(action: Option<&Value>) -> Confirmation {
     match action.and_then(Value::as_str) {
         Some("accept") => Confirmation::allow("the user accepted"),
-        Some("decline") => rejected("the user declined"),
-        Some("cancel") => rejected("the user cancelled"),
-        _ => rejected("the client did not answer the confirmation"),
+        Some("decline") => Confirmation::reject("the user declined"),
+        Some("cancel") => Confirmation::reject("the user cancelled"),
+        _ => Confirmation::reject("the client did not answer the confirmation"),
     }
 }
 

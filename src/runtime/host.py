@@ -140,7 +140,7 @@ def call(request_text):
     Returns ``{"ok", "output", "error"?, "traceback"?, "timed_out"?, "stdout", "stderr"}``.
     """
     request = json.loads(request_text)
-    for key in ("file", "package", "workspace"):
+    for key in ("file", "package"):
         if request.get(key) is not None:
             request[key] = _path(request[key])
     current = _Call(request.get("call_id"), request.get("library"), request.get("function"))
@@ -288,25 +288,17 @@ def _current():
 
 
 def _run(request, current):
-    workspace = request.get("workspace")
-    try:
-        _WORKSPACE.enter(workspace)
-    except OSError as exc:
-        return _failure(f"cannot use the workspace {workspace!r}: {exc}")
-    try:
-        library, timed_out = _library(request, current)
-        if timed_out:
-            return _timed_out(request)
-        if library.error is not None:
-            return {"ok": False, "output": None, "error": library.error, "traceback": library.traceback}
-        function = getattr(library.module, request["function"], None)
-        if not callable(function):
-            return _failure(f"`{request['function']}` is not a function of {request['file']} once the module has run")
-        if request.get("kind") == "provider":
-            return _provide(function, current)
-        return _tool(function, request, current)
-    finally:
-        _WORKSPACE.leave()
+    library, timed_out = _library(request, current)
+    if timed_out:
+        return _timed_out(request)
+    if library.error is not None:
+        return {"ok": False, "output": None, "error": library.error, "traceback": library.traceback}
+    function = getattr(library.module, request["function"], None)
+    if not callable(function):
+        return _failure(f"`{request['function']}` is not a function of {request['file']} once the module has run")
+    if request.get("kind") == "provider":
+        return _provide(function, current)
+    return _tool(function, request, current)
 
 
 def _tool(function, request, current):
@@ -1163,50 +1155,3 @@ _STDOUT = _Router("out")
 _STDERR = _Router("err")
 
 
-class _Workspace:
-    """The process's working directory, shared by the calls running at one time, for
-    requests that name a workspace: outside the embedding (a plain Python or a worker
-    process). The embedding leases it in Rust instead, for both of its call paths.
-
-    Calls for the same folder run together; a call for another folder waits until
-    they are done. When the last call leaves, the directory the host had is restored,
-    even if a tool changed it.
-    """
-
-    def __init__(self):
-        self._changed = threading.Condition(threading.Lock())
-        self._folder = None
-        self._users = 0
-        self._home = None
-
-    def enter(self, folder):
-        with self._changed:
-            while self._users and self._folder != folder:
-                self._changed.wait()
-            if self._users == 0:
-                try:
-                    self._home = os.getcwd()
-                except OSError:
-                    self._home = None
-                if folder is not None:
-                    os.chdir(folder)
-                self._folder = folder
-            self._users += 1
-
-    def leave(self):
-        with self._changed:
-            self._users -= 1
-            if self._users == 0:
-                try:
-                    if self._home is not None and os.getcwd() != self._home:
-                        os.chdir(self._home)
-                except OSError:
-                    try:
-                        os.chdir(self._home)
-                    except (OSError, TypeError):
-                        pass
-                self._folder = None
-                self._changed.notify_all()
-
-
-_WORKSPACE = _Workspace()

@@ -323,10 +323,6 @@ impl Runtime {
         Ok(Runtime { config, base, handler: RwLock::new(None), place })
     }
 
-    pub fn config(&self) -> &RuntimeConfig {
-        &self.config
-    }
-
     /// Starts a worker process ahead of the first call, in the background (with
     /// worker processes; nothing otherwise).
     pub fn warm_up(&self) {
