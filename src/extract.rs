@@ -29,6 +29,13 @@ use crate::source::{self, MAX_NESTING};
 pub const DEFAULT_INJECTED: &[&str] =
     &["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"];
 
+/// [`DEFAULT_INJECTED`] as the owned list both [`crate::registry::Options`] and
+/// [`crate::runtime::RuntimeConfig`] start from.
+pub fn default_injected() -> Vec<String> {
+    DEFAULT_INJECTED.iter().map(|name| name.to_string()).collect()
+}
+
+/// The description of a tool whose docstring gives none.
 pub const NO_DESCRIPTION: &str = "No description provided.";
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

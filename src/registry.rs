@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, DEFAULT_INJECTED, Library, ParsedFile, Tool};
+use crate::extract::{self, Library, ParsedFile, Tool};
 use crate::scan::{self, SourceFile};
 use crate::source::{MAX_FILE_BYTES, SourceError};
 
@@ -35,7 +35,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { injected: DEFAULT_INJECTED.iter().map(|s| s.to_string()).collect() }
+        Options { injected: extract::default_injected() }
     }
 }
 

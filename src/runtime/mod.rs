@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{DEFAULT_INJECTED, Library};
+use crate::extract::{self, Library};
 use crate::registry::{Changes, Registry};
 use engine::{Engine, Job, Kind, WirePath};
 
@@ -59,7 +59,7 @@ pub struct RuntimeConfig {
     /// active one, `$VIRTUAL_ENV`, if set.
     pub venv: Option<PathBuf>,
     /// Parameter names the host injects (left out of schemas); a tool that requires
-    /// one gets `None`. Default: [`DEFAULT_INJECTED`].
+    /// one gets `None`. Default: [`extract::DEFAULT_INJECTED`].
     pub injected: Vec<String>,
     /// Time limit for each prompt provider in [`Runtime::describe`]. Default: 10 s.
     pub provider_timeout: Option<Duration>,
@@ -75,7 +75,7 @@ impl Default for RuntimeConfig {
             libraries: BTreeMap::new(),
             autonomy_level: "safe".to_string(),
             venv: std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()).map(PathBuf::from),
-            injected: DEFAULT_INJECTED.iter().map(|s| s.to_string()).collect(),
+            injected: extract::default_injected(),
             provider_timeout: Some(Duration::from_secs(10)),
             isolation: Isolation::InProcess,
         }
