@@ -98,18 +98,9 @@ pub fn test_python() -> &'static Path {
     })
 }
 
-/// The interpreter the project builds against: `$PYO3_PYTHON`, pyenv's, or `python3`.
+/// The interpreter lcp embeds (`PYO3_PYTHON` when it was built, see `build.rs`).
 pub fn base_python() -> PathBuf {
-    if let Some(path) = std::env::var_os("PYO3_PYTHON") {
-        return PathBuf::from(path);
-    }
-    if let Ok(output) = Command::new("pyenv").args(["which", "python3"]).output() {
-        let path = String::from_utf8_lossy(&output.stdout).trim().to_string();
-        if output.status.success() && !path.is_empty() {
-            return PathBuf::from(path);
-        }
-    }
-    PathBuf::from("python3")
+    PathBuf::from(lcp::runtime::python_build().0)
 }
 
 fn run(command: &mut Command) {
