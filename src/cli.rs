@@ -42,6 +42,17 @@ struct Cli {
     command: Command,
 }
 
+/// `lcp export --format NAME`: every format, by its own name.
+impl ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Openai, Format::OpenaiResponses, Format::Anthropic, Format::Gemini, Format::Mcp, Format::Manifest]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// List the tools found, as a table fitted to the terminal's width.

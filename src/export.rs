@@ -17,7 +17,8 @@ use crate::policy;
 use crate::registry::Registry;
 use crate::schema;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// A target of [`export`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Openai,
     OpenaiResponses,
@@ -27,16 +28,24 @@ pub enum Format {
     Manifest,
 }
 
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Format {
+    /// The format's name: `openai`, `openai-responses`, `anthropic`, `gemini`, `mcp`,
+    /// `manifest`.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Format::Openai => "openai",
             Format::OpenaiResponses => "openai-responses",
             Format::Anthropic => "anthropic",
             Format::Gemini => "gemini",
             Format::Mcp => "mcp",
             Format::Manifest => "manifest",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
