@@ -300,7 +300,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             print_diagnostics(&registry.diagnostics);
             let mut view = expose(&registry, &config, profile.as_ref())?;
             if !static_only {
-                describe(&mut view.registry);
+                apply_prompt_descriptions(&mut view.registry);
             }
             print_stdout(&table(&view.registry, if wide { None } else { terminal_width() }))?;
             exit_without_freeing((registry, view));
@@ -311,7 +311,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             print_diagnostics(&registry.diagnostics);
             let mut view = expose(&registry, &config, profile.as_ref())?;
             if !static_only {
-                describe(&mut view.registry);
+                apply_prompt_descriptions(&mut view.registry);
             }
             let (document, problems) = export::export(&view.registry, format, strict);
             print_diagnostics(&problems);
@@ -577,14 +577,14 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
 
 /// Lays the prompt providers' descriptions over the static ones. Python starts only
 /// when a tool has a provider; when it cannot, the static descriptions stay.
-fn describe(registry: &mut Registry) {
+fn apply_prompt_descriptions(registry: &mut Registry) {
     if registry.tools().all(|(_, tool)| tool.prompt_provider.is_none()) {
         return;
     }
     let isolation = WorkerSettings::this_program().map_or(Isolation::InProcess, Isolation::Workers);
     match Runtime::new(RuntimeConfig { isolation, ..RuntimeConfig::default() }) {
         Ok(runtime) => {
-            let descriptions = runtime.describe(registry, &CallOptions::default());
+            let descriptions = runtime.prompt_descriptions(registry, &CallOptions::default());
             print_diagnostics(&descriptions.diagnostics);
             descriptions.apply(registry);
         }

@@ -230,7 +230,7 @@ impl Server {
                             workspace: server.shared.settings.workspace.clone(),
                             ..CallOptions::default()
                         };
-                        let descriptions = python.describe(&registry, &options);
+                        let descriptions = python.prompt_descriptions(&registry, &options);
                         for diagnostic in &descriptions.diagnostics {
                             eprintln!("{diagnostic}");
                         }

@@ -150,7 +150,7 @@ def call(request_text):
     except Timeout as exc:
         result = _timed_out(request, exc)
     except BaseException as exc:  # a failure of this module itself, still a result
-        result = _failure(f"lcp could not run `{request.get('function')}`: {_describe(exc)}", exc)
+        result = _failure(f"lcp could not run `{request.get('function')}`: {_message(exc)}", exc)
     finally:
         _leave(current)
     result["stdout"] = current.captured("out")
@@ -197,7 +197,7 @@ def rebind():
             try:
                 hook(library.bridge)
             except BaseException as exc:
-                problems.append({"file": path, "error": f"set_confirm_handler failed: {_describe(exc)}"})
+                problems.append({"file": path, "error": f"set_confirm_handler failed: {_message(exc)}"})
     finally:
         _leave(current)
     return json.dumps(problems)
@@ -320,7 +320,7 @@ def _raised(exc):
     """The result of a tool that raised ``exc``."""
     if isinstance(exc, SystemExit):
         return _failure(f"the tool tried to exit the process (SystemExit: {exc.code!r}); lcp kept running", exc)
-    return _failure(_describe(exc), exc)
+    return _failure(_message(exc), exc)
 
 
 def _outcome(value):
@@ -352,7 +352,7 @@ def _provide(function, current):
     except Timeout:
         raise
     except BaseException as exc:
-        return _failure(_describe(exc), exc)
+        return _failure(_message(exc), exc)
     if not isinstance(value, str):
         return _failure(f"returned {type(value).__name__}, not a string")
     return {"ok": True, "output": str.__str__(value)}
@@ -400,7 +400,8 @@ def _failure(message, exc=None):
     return result
 
 
-def _describe(exc):
+def _message(exc):
+    """``Type: message``, or the type alone when the message is empty."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -571,13 +572,13 @@ def _load(request):
     except Timeout:
         raise
     except BaseException as exc:
-        return _Library(error=f"the library {path} could not be imported: {_describe(exc)}", traceback=_traceback(exc))
+        return _Library(error=f"the library {path} could not be imported: {_message(exc)}", traceback=_traceback(exc))
     try:
         _init(module, request, bridge)
     except Timeout:
         raise
     except BaseException as exc:
-        return _Library(error=f"the library {path} was rejected: {_describe(exc)}", traceback=_traceback(exc))
+        return _Library(error=f"the library {path} was rejected: {_message(exc)}", traceback=_traceback(exc))
     return _Library(module=module, bridge=bridge)
 
 

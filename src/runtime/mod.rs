@@ -61,7 +61,7 @@ pub struct RuntimeConfig {
     /// Parameter names the host injects (left out of schemas); a tool that requires
     /// one gets `None`. Default: [`extract::DEFAULT_INJECTED`].
     pub injected: Vec<String>,
-    /// Time limit for each prompt provider in [`Runtime::describe`]. Default: 10 s.
+    /// Time limit for each prompt provider in [`Runtime::prompt_descriptions`]. Default: 10 s.
     pub provider_timeout: Option<Duration>,
     /// Where tools run. Default: [`Isolation::InProcess`], since worker processes need
     /// a program that serves them ([`WorkerSettings::program`]); the `lcp` command
@@ -371,7 +371,7 @@ impl Runtime {
     }
 
     /// Asks every tool's prompt provider for its description (SPEC §2).
-    pub fn describe(&self, registry: &Registry, options: &CallOptions) -> Descriptions {
+    pub fn prompt_descriptions(&self, registry: &Registry, options: &CallOptions) -> Descriptions {
         let mut descriptions = Descriptions::default();
         for (library, tool) in registry.tools() {
             let Some(provider) = &tool.prompt_provider else { continue };

@@ -601,7 +601,7 @@ fn a_direct_call_that_replaces_sys_stdout_does_not_keep_it() {
 #[test]
 fn prompt_providers_replace_descriptions_and_failures_keep_the_static_one() {
     let (runtime, mut registry) = (runtime(), registry("providers"));
-    let descriptions = runtime.describe(&registry, &CallOptions::default());
+    let descriptions = runtime.prompt_descriptions(&registry, &CallOptions::default());
     descriptions.apply(&mut registry);
     let description = |name: &str| registry.tool(name).unwrap().1.description.clone();
     assert!(
