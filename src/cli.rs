@@ -26,6 +26,7 @@ use crate::runtime::{
     self, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, WorkerSettings,
     validate,
 };
+use crate::sync;
 use crate::view::{self, Admission, View};
 use crate::{profile, testlane};
 
@@ -607,7 +608,7 @@ fn confirm(request: &ConfirmRequest, yes: bool, no: bool) -> Confirmation {
     }
     // One question at a time, even when calls run in parallel.
     static ASKING: Mutex<()> = Mutex::new(());
-    let _asking = ASKING.lock().unwrap_or_else(|p| p.into_inner());
+    let _asking = sync::lock(&ASKING);
     let tool = request.tool.as_deref().unwrap_or("a tool");
     let label = if request.label.is_empty() { "confirm" } else { &request.label };
     eprintln!("\n{tool} ({}) asks: {label}", request.library);

@@ -40,6 +40,7 @@ use crate::extract::Tool;
 use crate::policy::{self, Declared, HostPolicy};
 use crate::profile::{self, Profile};
 use crate::runtime::RuntimeConfig;
+use crate::sync;
 
 /// The values `autonomy_level` may take (the same as `lcp call --autonomy`).
 pub const AUTONOMY_LEVELS: [&str; 3] = ["safe", "ask", "full_access"];
@@ -333,7 +334,7 @@ impl Watched {
     /// The configuration as the files are now. A file that became invalid is
     /// reported on stderr and the last valid configuration stays.
     pub fn current(&self) -> Arc<Config> {
-        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = sync::lock(&self.state);
         let now = stamp(&state.1);
         if now != state.0 {
             let reread = match state.1.file() {

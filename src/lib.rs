@@ -42,5 +42,6 @@ pub mod runtime;
 pub mod scan;
 pub mod schema;
 pub mod source;
+mod sync;
 pub mod testlane;
 pub mod view;

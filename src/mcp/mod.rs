@@ -43,6 +43,7 @@ use crate::export::{self, Format};
 use crate::profile::Choice;
 use crate::registry::Registry;
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
+use crate::sync;
 use crate::view::{self, Admission, View};
 
 /// How `lcp serve` runs; every field is a command-line option.
@@ -173,11 +174,11 @@ impl Server {
 
     fn registry(&self) -> MutexGuard<'_, Registry> {
         // A panic while holding the lock leaves the registry as valid as before it.
-        self.shared.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        sync::lock(&self.shared.registry)
     }
 
     fn snapshot(&self) -> Arc<Registry> {
-        Arc::clone(&self.shared.snapshot.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        Arc::clone(&sync::read(&self.shared.snapshot))
     }
 
     /// Starts Python (once); blocks, so only on a blocking thread.
@@ -204,8 +205,7 @@ impl Server {
             if changes.is_empty() {
                 return false;
             }
-            *server.shared.snapshot.write().unwrap_or_else(|poisoned| poisoned.into_inner()) =
-                Arc::new(registry.clone());
+            *sync::write(&server.shared.snapshot) = Arc::new(registry.clone());
             true
         });
         if changed.await.unwrap_or(false) {

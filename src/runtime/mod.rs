@@ -44,6 +44,7 @@ use serde_json::{Map, Value};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{self, Library};
 use crate::registry::{Changes, Registry};
+use crate::sync;
 use engine::{Engine, Job, Kind, WirePath};
 
 /// What the host sets up once. Every field has a default.
@@ -346,7 +347,7 @@ impl Runtime {
         &self,
         handler: impl Fn(&ConfirmRequest) -> Confirmation + Send + Sync + 'static,
     ) -> Vec<Diagnostic> {
-        *self.handler.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(handler));
+        *sync::write(&self.handler) = Some(Arc::new(handler));
         match &self.place {
             Place::InProcess(engine) => engine.rebind(),
             Place::Workers(pool) => {
@@ -466,8 +467,7 @@ impl Runtime {
         options: &CallOptions,
         timeout: Option<Duration>,
     ) -> ToolResult {
-        let handler =
-            options.confirm.clone().or_else(|| self.handler.read().unwrap_or_else(|p| p.into_inner()).clone());
+        let handler = options.confirm.clone().or_else(|| sync::read(&self.handler).clone());
         let job = Job {
             id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
             kind,

@@ -23,6 +23,7 @@ use super::engine::{self, Engine};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Started, ToWorker, WORKER_ARGUMENT};
 use super::{Confirmation, Handler, capture, python};
 use crate::registry::FastMap;
+use crate::sync;
 
 /// Whether the process was started as a worker (its first argument says so).
 pub fn is_worker_invocation() -> bool {
@@ -95,7 +96,7 @@ struct Link {
 
 impl Link {
     fn send(&self, frame: &FromWorker) -> std::io::Result<()> {
-        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut writer = sync::lock(&self.writer);
         let (stream, out) = &mut *writer;
         channel::encode(out, frame)?;
         channel::send_all(stream, out)
@@ -114,7 +115,7 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
     let Ok(writer) = stream.try_clone() else { return };
     let link = Arc::new(Link { reader: Mutex::new(Connection::new(stream)), writer: Mutex::new((writer, Vec::new())) });
     loop {
-        let next = link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None);
+        let next = sync::lock(&link.reader).recv::<ToWorker>(None);
         let job = match next {
             Ok(Some(ToWorker::Call(job, stale))) => {
                 if !stale.is_empty() {
@@ -126,10 +127,10 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
             Ok(None) | Err(_) => return,
         };
         RUNNING.fetch_add(1, Ordering::AcqRel);
-        LINKS.lock().unwrap_or_else(|p| p.into_inner()).insert(job.id, Arc::clone(&link));
+        sync::lock(&LINKS).insert(job.id, Arc::clone(&link));
         let handler = job.has_handler.then(|| asking(&link));
         let mut result = engine.run(&job, handler, None);
-        LINKS.lock().unwrap_or_else(|p| p.into_inner()).remove(&job.id);
+        sync::lock(&LINKS).remove(&job.id);
         let closed = closed_standard_streams();
         if !closed.is_empty() {
             // The process is no longer what the next call expects: it is replaced.
@@ -159,7 +160,7 @@ fn asking(link: &Arc<Link>) -> Handler {
         if link.send(&FromWorker::Confirm(request.clone())).is_err() {
             return Confirmation::reject("lcp could not be asked");
         }
-        match link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None) {
+        match sync::lock(&link.reader).recv::<ToWorker>(None) {
             Ok(Some(ToWorker::Answer(answer))) => answer,
             _ => Confirmation::reject("lcp did not answer the confirmation"),
         }
@@ -168,7 +169,7 @@ fn asking(link: &Arc<Link>) -> Handler {
 
 /// `host.py`'s hook: what a call prints goes to lcp at once.
 fn printed(call: u64, stream: &str, text: &str) {
-    let link = LINKS.lock().unwrap_or_else(|p| p.into_inner()).get(&call).cloned();
+    let link = sync::lock(&LINKS).get(&call).cloned();
     if let Some(link) = link {
         let _ = link.send(&FromWorker::Printed(stream.to_string(), text.to_string()));
     }
