@@ -244,7 +244,16 @@ impl Server {
         });
         let Ok(Value::Object(mut document)) = listed.await else { return Vec::new() };
         let Some(Value::Array(tools)) = document.remove("tools") else { return Vec::new() };
-        tools.into_iter().filter_map(|tool| serde_json::from_value(tool).ok()).collect()
+        // A tool the export wrote that rmcp's `Tool` cannot hold is left out, and said so.
+        tools
+            .into_iter()
+            .filter_map(|tool| {
+                let name = tool["name"].as_str().unwrap_or_default().to_string();
+                serde_json::from_value(tool)
+                    .map_err(|err| eprintln!("lcp: tool `{name}` is left out of tools/list: {err}"))
+                    .ok()
+            })
+            .collect()
     }
 
     /// What the host shows of `registry` now: the config as its file is now, and the
