@@ -52,12 +52,25 @@ const KEYS: [&str; 5] = ["autonomy_level", "libraries", "profiles", "tools", "po
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// At a line of a file (`None`: the file as a whole, or a JSON file).
-    At { file: PathBuf, line: Option<u32>, message: String },
+    At {
+        /// The file.
+        file: PathBuf,
+        /// The line, when the problem has one.
+        line: Option<u32>,
+        /// What went wrong.
+        message: String,
+    },
     /// In the value of a command-line option such as `--profile`.
-    Option { option: &'static str, message: String },
+    Option {
+        /// The option, as written (`--profile`).
+        option: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl ConfigError {
+    /// A problem at `line` of `file` (`None`: the file as a whole).
     pub fn at(file: &Path, line: Option<u32>, message: impl Into<String>) -> ConfigError {
         ConfigError::At { file: file.to_path_buf(), line, message: message.into() }
     }
@@ -88,6 +101,7 @@ impl fmt::Display for ConfigError {
 /// Where the entries of a parsed file are: a line per JSON pointer (`/profiles/a/tools/0`).
 #[derive(Debug, Clone, Default)]
 pub struct Located {
+    /// The file parsed.
     pub file: PathBuf,
     lines: HashMap<String, u32>,
 }
@@ -118,8 +132,11 @@ pub fn pointer(parent: &str, key: &str) -> String {
 /// A `[tools.NAME]` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolEntry {
+    /// The tool, as the table names it.
     pub name: String,
+    /// What the table declares about it.
     pub declared: Declared,
+    /// The line of the table in the file.
     pub line: Option<u32>,
 }
 
@@ -133,7 +150,9 @@ pub struct Config {
     pub runtime: RuntimeConfig,
     /// `[profiles.*]`, then the kits not shadowed by one of them.
     pub profiles: Vec<Profile>,
+    /// `[tools.NAME]`, in the order of the file.
     pub tools: Vec<ToolEntry>,
+    /// `[policy]`: what this host lets a tool do.
     pub policy: HostPolicy,
 }
 
@@ -179,6 +198,7 @@ impl Config {
         self.folder().join("kits")
     }
 
+    /// The profile or kit called `name`.
     pub fn profile(&self, name: &str) -> Option<&Profile> {
         self.profiles.iter().find(|profile| profile.name == name)
     }
@@ -327,6 +347,7 @@ pub struct Watched {
 type Stamp = Vec<(PathBuf, u64, Option<SystemTime>)>;
 
 impl Watched {
+    /// `config`, read again by [`Watched::current`] when its files change.
     pub fn new(config: Config) -> Watched {
         Watched { state: Mutex::new((stamp(&config), Arc::new(config))) }
     }

@@ -20,11 +20,17 @@ use crate::schema;
 /// A target of [`export`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// OpenAI Chat Completions `tools`.
     Openai,
+    /// OpenAI Responses `tools`.
     OpenaiResponses,
+    /// Anthropic Messages `tools`.
     Anthropic,
+    /// Gemini `functionDeclarations`.
     Gemini,
+    /// An MCP `tools/list` result.
     Mcp,
+    /// lcp's own manifest: libraries, tools and diagnostics.
     Manifest,
 }
 

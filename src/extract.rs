@@ -38,8 +38,10 @@ pub fn default_injected() -> Vec<String> {
 /// The description of a tool whose docstring gives none.
 pub const NO_DESCRIPTION: &str = "No description provided.";
 
+/// One tool file: its metadata, hooks and tools (SPEC §2).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Library {
+    /// The file.
     #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
     /// The library folder `X/` this file belongs to, if any.
@@ -47,31 +49,45 @@ pub struct Library {
     pub package: Option<PathBuf>,
     /// The file stem: the library's identifier.
     pub stem: String,
+    /// `TOOL_LIBRARY_NAME`, if set.
     pub name: Option<String>,
+    /// `TOOL_LIBRARY_DESCRIPTION`, else the module docstring, if any.
     pub description: Option<String>,
+    /// `TOOL_LIBRARY_ICON`, if set.
     pub icon: Option<String>,
+    /// The host hooks the file defines.
     pub hooks: Hooks,
     /// Name of the library-level prompt provider `tool_<stem>_prompt`, if defined.
     pub prompt_provider: Option<String>,
+    /// Its tools, in source order.
     pub tools: Vec<Tool>,
 }
 
+/// The host hooks a library defines (SPEC §5).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Hooks {
+    /// `init_tools_library`: called once, with the library's configuration.
     pub init_tools_library: bool,
+    /// `set_confirm_handler`: given the host's confirmation callback.
     pub set_confirm_handler: bool,
 }
 
+/// One `tool_*` function, as read from the source.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Tool {
+    /// The function's name, which is the tool's.
     pub name: String,
+    /// The docstring's summary, or [`NO_DESCRIPTION`].
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: SchemaText,
+    /// The line of the `def`.
     pub line: u32,
+    /// Whether it is an `async def`.
     pub is_async: bool,
     /// The cleaned docstring, if any.
     pub docstring: Option<String>,
+    /// What it returns, as written.
     pub returns: Returns,
     /// Name of `tool_<name>_prompt` when the file defines it.
     pub prompt_provider: Option<String>,
@@ -82,9 +98,12 @@ pub struct Tool {
     pub policy: Declared,
 }
 
+/// A tool's return annotation and documented return value.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Returns {
+    /// The return annotation's source text.
     pub annotation: Option<String>,
+    /// The docstring's `Returns:` section.
     pub description: Option<String>,
 }
 

@@ -26,6 +26,8 @@
 //! never a panic. Nothing in this crate runs Python while discovering tools: only
 //! [`runtime`] does, when a tool or a prompt provider is asked for.
 
+#![deny(missing_docs)]
+
 pub mod cli;
 pub mod config;
 pub mod default_tools;

@@ -24,6 +24,7 @@ pub const REMOVED_DURING_THE_SCAN: &str = "skipped: removed during the scan";
 /// One file to read, in discovery order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceFile {
+    /// The file, as reached from the folder or as given.
     pub path: PathBuf,
     /// The library folder `X/` this file belongs to, when it was found inside one.
     /// The runtime imports such files as members of a private package.

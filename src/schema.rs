@@ -33,6 +33,7 @@ pub struct SchemaText {
 }
 
 impl SchemaText {
+    /// `schema` as compact text.
     pub fn new(schema: &Value) -> SchemaText {
         let text = serde_json::value::to_raw_value(schema).expect("a Value always serializes");
         SchemaText { text, parsed: OnceLock::new() }
@@ -116,6 +117,7 @@ pub struct Scope<'a> {
     /// relative import keeps its dots: `from .models import Item` → `.models.Item`,
     /// `from . import models` → `.models`.
     pub imports: HashMap<&'a str, String>,
+    /// Classes defined at module scope, by name.
     pub classes: HashMap<&'a str, &'a ast::StmtClassDef>,
     /// `Vector = list[float]`, `Vector: TypeAlias = ...`, `type Vector = ...`.
     pub aliases: HashMap<&'a str, &'a Expr>,
@@ -163,7 +165,9 @@ pub struct Converter<'a, 's> {
     /// one of its definitions is converted.
     current: Cell<Module<'a, 's>>,
     siblings: &'s Siblings<'s, 'a>,
+    /// The `$defs` the converted annotations refer to.
     pub defs: Map<String, Value>,
+    /// What could not be converted, where.
     pub warnings: Vec<(TextRange, String)>,
     expanding: Vec<String>,
     recursive: HashSet<String>,
@@ -178,6 +182,7 @@ pub struct Converter<'a, 's> {
 }
 
 impl<'a, 's> Converter<'a, 's> {
+    /// A converter for annotations of a module on its own.
     pub fn new(scope: &'s Scope<'a>) -> Self {
         Converter::with_siblings(scope, &[])
     }

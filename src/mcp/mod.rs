@@ -69,6 +69,7 @@ pub struct Settings {
     pub profile: Option<Choice>,
 }
 
+/// The default bound of a result's text sent to the client (`--max-output`), in bytes.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 
 /// How often served folders are checked for added, changed or removed files.

@@ -14,6 +14,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::registry::{Changes, Options, Registry, Sources};
 use crate::scan;
 
+/// A [`Registry`] a host changes while it runs: libraries mounted, tools registered
+/// from code or unregistered. Calls take [`Catalog::registry`].
+///
+/// ```
+/// use lcp::registry::{Options, Sources};
+/// use lcp::runtime::catalog::Catalog;
+/// use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
+/// use serde_json::json;
+///
+/// let mut catalog = Catalog::load(Sources::default(), Options::default());
+/// catalog.allow_dynamic_tools(true);
+/// let code = "def tool_demo_greet(name: str) -> str:\n    \"\"\"Greets.\"\"\"\n    return 'hello ' + name\n";
+/// assert_eq!(catalog.register_tool_from_code("tool_demo", code)?, ["tool_demo_greet"]);
+///
+/// let runtime = Runtime::new(RuntimeConfig::default())?;
+/// let result = runtime.call(catalog.registry(), "tool_demo_greet", &json!({"name": "lcp"}), &CallOptions::default());
+/// assert_eq!(result.output, json!("hello lcp"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Catalog {
     sources: Sources,
     options: Options,

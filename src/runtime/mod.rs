@@ -159,10 +159,12 @@ impl std::fmt::Debug for CallOptions {
 pub struct Cancel(Arc<AtomicBool>);
 
 impl Cancel {
+    /// Asks the call to stop.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Release);
     }
 
+    /// Whether [`Cancel::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Acquire)
     }
@@ -171,14 +173,19 @@ impl Cancel {
 /// The outcome of a call (SPEC §5): `{"ok", "output", "error"?, "traceback"?, "stdout", "stderr"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// Whether the tool succeeded.
     pub ok: bool,
     /// The return value as JSON (`null` when there is none).
     pub output: Value,
+    /// Why it failed: `Type: message` for an exception.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The formatted traceback of the exception, if one was raised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceback: Option<String>,
+    /// What the tool printed on standard output, up to a bound.
     pub stdout: String,
+    /// What the tool printed on standard error, up to a bound.
     pub stderr: String,
 }
 
@@ -209,19 +216,24 @@ pub struct ConfirmRequest {
     pub label: String,
     /// Every positional argument, as JSON (objects JSON cannot carry as their `repr`).
     pub args: Vec<Value>,
+    /// Every keyword argument, as JSON.
     pub kwargs: Map<String, Value>,
 }
 
+/// What the handler decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
+    /// Go ahead, this once.
     Allow,
+    /// Do not.
     Reject,
     /// Allow, and do not ask again for this kind of action.
     Always,
 }
 
 impl Decision {
+    /// The name Python receives: `allow`, `reject` or `always`.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
@@ -234,15 +246,19 @@ impl Decision {
 /// The handler's answer; Python receives `(decision, reason)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Confirmation {
+    /// Allow, reject or always.
     pub decision: Decision,
+    /// Why, for the tool to pass on.
     pub reason: String,
 }
 
 impl Confirmation {
+    /// Allows, once, for `reason`.
     pub fn allow(reason: impl Into<String>) -> Self {
         Confirmation { decision: Decision::Allow, reason: reason.into() }
     }
 
+    /// Rejects, for `reason`.
     pub fn reject(reason: impl Into<String>) -> Self {
         Confirmation { decision: Decision::Reject, reason: reason.into() }
     }
@@ -258,6 +274,7 @@ pub struct Descriptions {
 }
 
 impl Descriptions {
+    /// Replaces the description of each tool that a provider answered for.
     pub fn apply(&self, registry: &mut Registry) {
         for library in &mut registry.libraries {
             if !library.tools.iter().any(|tool| self.tools.iter().any(|(name, _)| *name == tool.name)) {
@@ -286,6 +303,28 @@ impl Descriptions {
 /// Calls may come from many threads. While an in-process call runs, the process's
 /// fd 1 points at lcp's capture: a host that writes to its standard output while
 /// tools may run writes through [`Runtime::claim_stdout`].
+///
+/// ```
+/// use lcp::registry::{Options, Registry, Sources};
+/// use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
+/// use serde_json::json;
+///
+/// let folder = std::env::temp_dir().join(format!("lcp-doc-runtime-{}", std::process::id()));
+/// std::fs::create_dir_all(&folder)?;
+/// let code = "def tool_add(a: int, b: int = 1) -> int:\n    \"\"\"Adds.\"\"\"\n    return a + b\n";
+/// std::fs::write(folder.join("math.py"), code)?;
+/// let registry = Registry::load(&Sources { folders: vec![folder], files: vec![] }, &Options::default());
+///
+/// let runtime = Runtime::new(RuntimeConfig::default())?;
+/// let result = runtime.call(&registry, "tool_add", &json!({"a": 2, "b": 3}), &CallOptions::default());
+/// assert!(result.ok, "{result:?}");
+/// assert_eq!(result.output, json!(5));
+///
+/// // Arguments the schema refuses never reach Python.
+/// let refused = runtime.call(&registry, "tool_add", &json!({"a": "two"}), &CallOptions::default());
+/// assert!(!refused.ok);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Runtime {
     config: RuntimeConfig,
     base: PathBuf,
