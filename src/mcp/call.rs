@@ -198,6 +198,7 @@ fn start(
         timeout: settings.timeout,
         confirm: Some(Arc::new(move |request: &ConfirmRequest| ask(&asking, request))),
         cancel: Some(cancel.clone()),
+        ..CallOptions::default()
     };
     let server = server.clone();
     let tool = tool.to_string();

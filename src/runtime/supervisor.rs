@@ -6,8 +6,11 @@
 //! cores; a new one while there are fewer than `workers`; else the least busy one
 //! already in the call's workspace; else it waits), takes one of that worker's idle
 //! connections (or opens one), writes the job and reads frames until the result.
-//! A confirmation is answered on the calling thread, with the call's handler. What
-//! the tool prints arrives as it prints it, so it survives the worker.
+//! What the tool asks of the host (SPEC §9: a confirmation, the user, the model)
+//! arrives as an [`FromWorker::Ask`] and is answered on the calling thread with the
+//! call's [`Callbacks`]; its progress and log records arrive as one-way
+//! [`FromWorker::Notify`] frames. What the tool prints arrives as it prints it, so it
+//! survives the worker.
 //!
 //! Each worker has a watcher thread blocked on its control socket: when the worker
 //! dies, the socket ends, and the watcher reaps the process (never a zombie), takes
@@ -24,6 +27,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -31,7 +35,8 @@ use serde::{Deserialize, Serialize};
 
 use super::channel::{self, Connection};
 use super::engine::{self, Job};
-use super::{Cancel, ConfirmRequest, Confirmation, Handler, ToolResult, WorkerSettings};
+use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
+use super::{Cancel, ToolResult, WorkerSettings};
 
 /// How long a call that was told to stop gets before its worker is ended.
 const GRACE: Duration = Duration::from_millis(500);
@@ -68,7 +73,8 @@ pub(crate) enum Started {
 #[derive(Serialize, Deserialize)]
 pub(crate) enum ToWorker {
     Call(Job),
-    Answer(Confirmation),
+    /// The answer to the call's last [`FromWorker::Ask`].
+    Answer(HostAnswer),
 }
 
 /// What a worker sends on a call connection.
@@ -76,7 +82,10 @@ pub(crate) enum ToWorker {
 pub(crate) enum FromWorker {
     /// Text the tool printed (`"out"` or `"err"`), as it printed it.
     Printed(String, String),
-    Confirm(ConfirmRequest),
+    /// The tool asks the host and waits for a [`ToWorker::Answer`] (one at a time).
+    Ask(HostRequest),
+    /// The tool tells the host (progress, a log record) and goes on.
+    Notify(Notice),
     Done(ToolResult),
 }
 
@@ -111,6 +120,8 @@ struct Worker {
     pid: libc::pid_t,
     control: OwnedFd,
     idle: Mutex<Vec<Connection>>,
+    /// How many [`Control::Forget`]s it was sent.
+    forgets: AtomicU64,
     /// Why lcp ended it, when it did.
     ended_by_lcp: Mutex<Option<String>>,
     /// How it ended, once reaped.
@@ -146,7 +157,7 @@ impl Pool {
     pub(crate) fn run(
         &self,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
@@ -156,7 +167,7 @@ impl Pool {
                 Ok(worker) => worker,
                 Err(err) => return ToolResult::failure(err),
             };
-            let result = self.inner.run_in(&worker, job, handler.clone(), timeout, cancel);
+            let result = self.inner.run_in(&worker, job, &callbacks, timeout, cancel);
             self.inner.give_back(&worker);
             match result {
                 Some(result) => return result,
@@ -173,14 +184,14 @@ impl Pool {
         let mut size = 0;
         for file in files {
             if size + file.len() > channel::MAX_PACKET / 2 && !chunk.is_empty() {
-                self.inner.broadcast(&Control::Forget(std::mem::take(&mut chunk)));
+                self.inner.forget(&Control::Forget(std::mem::take(&mut chunk)));
                 size = 0;
             }
             size += file.len() + 4;
             chunk.push(file);
         }
         if !chunk.is_empty() {
-            self.inner.broadcast(&Control::Forget(chunk));
+            self.inner.forget(&Control::Forget(chunk));
         }
     }
 
@@ -303,6 +314,17 @@ impl Inner {
         self.changed.notify_all();
     }
 
+    /// Sends a [`Control::Forget`] to every worker, counting it first: a job sent
+    /// after carries the count, and the worker drops the modules before running it
+    /// (the call connection and the control socket are not ordered with each other).
+    fn forget(&self, message: &Control) {
+        let workers: Vec<Arc<Worker>> = self.lock().slots.iter().map(|slot| Arc::clone(&slot.worker)).collect();
+        for worker in workers {
+            worker.forgets.fetch_add(1, Ordering::AcqRel);
+            let _ = channel::send_packet(&worker.control, message, None);
+        }
+    }
+
     fn broadcast(&self, message: &Control) {
         let workers: Vec<Arc<Worker>> = self.lock().slots.iter().map(|slot| Arc::clone(&slot.worker)).collect();
         for worker in workers {
@@ -353,6 +375,7 @@ impl Inner {
             pid: child.id() as libc::pid_t,
             control: ours,
             idle: Mutex::new(Vec::new()),
+            forgets: AtomicU64::new(0),
             ended_by_lcp: Mutex::new(None),
             end: Mutex::new(None),
         });
@@ -393,11 +416,12 @@ impl Inner {
         &self,
         worker: &Worker,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: &Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> Option<ToolResult> {
         let mut journal = Journal::default();
+        let job = Job { forgotten: worker.forgets.load(Ordering::Acquire), ..job.clone() };
         let sent = worker
             .connection()
             .and_then(|mut connection| connection.send(&ToWorker::Call(job.clone())).ok().map(|()| connection));
@@ -407,7 +431,7 @@ impl Inner {
             worker.reap();
             return None;
         };
-        Some(self.follow(worker, connection, &mut journal, job, handler, timeout, cancel))
+        Some(self.follow(worker, connection, &mut journal, &job, callbacks, timeout, cancel))
     }
 
     /// Reads a running call's frames until its result, stopping it when it is due.
@@ -418,7 +442,7 @@ impl Inner {
         mut connection: Connection,
         journal: &mut Journal,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: &Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
@@ -436,14 +460,12 @@ impl Inner {
                     return self.finished(result, job, stopping.map(|(_, why)| why));
                 }
                 Ok(Some(FromWorker::Printed(stream, text))) => journal.add(&stream, &text),
-                Ok(Some(FromWorker::Confirm(request))) => {
-                    let answer = match &handler {
-                        Some(handler) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&request)))
-                            .unwrap_or_else(|_| Confirmation::reject("the confirmation handler failed")),
-                        None => Confirmation::reject("the host has no confirmation handler"),
-                    };
+                Ok(Some(FromWorker::Ask(request))) => {
                     // A worker that cannot hear the answer has died: the next read says so.
-                    let _ = connection.send(&ToWorker::Answer(answer));
+                    let _ = connection.send(&ToWorker::Answer(callbacks.answer(&request)));
+                }
+                Ok(Some(FromWorker::Notify(notice))) => {
+                    callbacks.notify(&notice);
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
                     let now = Instant::now();

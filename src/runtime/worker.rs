@@ -16,12 +16,13 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Condvar, LazyLock, Mutex};
 
 use super::channel::{self, Connection};
 use super::engine::{self, Engine};
+use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Notice, Offered, refused};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Started, ToWorker, WORKER_ARGUMENT};
-use super::{Confirmation, Handler, capture, python};
+use super::{Confirmation, capture, python};
 use crate::registry::FastMap;
 
 /// Whether the process was started as a worker (its first argument says so).
@@ -71,7 +72,11 @@ pub fn main() -> ExitCode {
                 // Stopping needs the interpreter, which the call may be holding.
                 let _ = std::thread::Builder::new().name("lcp-stop".into()).spawn(move || engine::stop(id));
             }
-            Ok(Some((Control::Forget(files), _))) => engine::drop_modules(files),
+            Ok(Some((Control::Forget(files), _))) => {
+                engine::drop_modules(files);
+                *FORGOTTEN.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                FORGOTTEN.1.notify_all();
+            }
             Ok(Some((Control::Rebind, _))) => {
                 let _ = std::thread::Builder::new().name("lcp-rebind".into()).spawn(move || {
                     for problem in engine.rebind() {
@@ -88,10 +93,13 @@ pub fn main() -> ExitCode {
 }
 
 /// One call connection, seen from the worker: jobs are read on it between calls,
-/// and answers to confirmations during one; frames go out from any thread.
+/// and answers to what the call asks during one; frames go out from any thread.
 struct Link {
     reader: Mutex<Connection>,
     writer: Mutex<(UnixStream, Vec<u8>)>,
+    /// Held from a question to its answer: a call's threads ask one at a time, so
+    /// each answer is read by the thread that asked.
+    asking: Mutex<()>,
 }
 
 impl Link {
@@ -107,13 +115,19 @@ impl Link {
 static LINKS: LazyLock<Mutex<FastMap<u64, Arc<Link>>>> = LazyLock::new(Default::default);
 /// Calls running here now.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
+/// How many [`Control::Forget`]s were done, and who waits for one.
+static FORGOTTEN: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
 /// A tool closed one of fds 0–2: the worker ends once its calls are done.
 static RETIRING: AtomicBool = AtomicBool::new(false);
 
 fn serve(engine: &'static Engine, stream: UnixStream) {
     let _thread_state = python::ThreadState::keep();
     let Ok(writer) = stream.try_clone() else { return };
-    let link = Arc::new(Link { reader: Mutex::new(Connection::new(stream)), writer: Mutex::new((writer, Vec::new())) });
+    let link = Arc::new(Link {
+        reader: Mutex::new(Connection::new(stream)),
+        writer: Mutex::new((writer, Vec::new())),
+        asking: Mutex::new(()),
+    });
     loop {
         let next = link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None);
         let job = match next {
@@ -121,10 +135,16 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
             Ok(Some(ToWorker::Answer(_))) => continue,
             Ok(None) | Err(_) => return,
         };
+        // Modules lcp dropped before it sent the job are dropped before it runs.
+        let mut forgotten = FORGOTTEN.0.lock().unwrap_or_else(|p| p.into_inner());
+        while *forgotten < job.forgotten {
+            forgotten = FORGOTTEN.1.wait(forgotten).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(forgotten);
         RUNNING.fetch_add(1, Ordering::AcqRel);
         LINKS.lock().unwrap_or_else(|p| p.into_inner()).insert(job.id, Arc::clone(&link));
-        let handler = job.has_handler.then(|| asking(&link));
-        let mut result = engine.run(&job, handler, None);
+        let callbacks = asking(&link, job.host);
+        let mut result = engine.run(&job, callbacks, None);
         LINKS.lock().unwrap_or_else(|p| p.into_inner()).remove(&job.id);
         let closed = closed_standard_streams();
         if !closed.is_empty() {
@@ -148,18 +168,60 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
     }
 }
 
-/// The confirm handler of a call: asks lcp over the call's link and waits.
-fn asking(link: &Arc<Link>) -> Handler {
-    let link = Arc::clone(link);
-    Arc::new(move |request| {
-        if link.send(&FromWorker::Confirm(request.clone())).is_err() {
-            return Confirmation::reject("lcp could not be asked");
+/// The callbacks of a call, those lcp has for it: each asks lcp over the call's link
+/// and waits for the answer, or tells it and goes on.
+fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
+    let ask = {
+        let link = Arc::clone(link);
+        move |request: HostRequest| -> HostAnswer {
+            let _one_at_a_time = link.asking.lock().unwrap_or_else(|p| p.into_inner());
+            if link.send(&FromWorker::Ask(request.clone())).is_err() {
+                return refused(&request, "lcp could not be asked");
+            }
+            match link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None) {
+                Ok(Some(ToWorker::Answer(answer))) => answer,
+                _ => refused(&request, "lcp did not answer"),
+            }
         }
-        match link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None) {
-            Ok(Some(ToWorker::Answer(answer))) => answer,
-            _ => Confirmation::reject("lcp did not answer the confirmation"),
+    };
+    let tell = {
+        let link = Arc::clone(link);
+        move |notice: Notice| {
+            let _ = link.send(&FromWorker::Notify(notice));
         }
-    })
+    };
+    let mut callbacks = Callbacks::default();
+    if offered.confirm {
+        let ask = ask.clone();
+        callbacks.confirm = Some(Arc::new(move |request| match ask(HostRequest::Confirm(request.clone())) {
+            HostAnswer::Confirm(answer) => answer,
+            _ => Confirmation::reject("lcp answered something else"),
+        }));
+    }
+    if offered.interact {
+        let ask = ask.clone();
+        callbacks.interact = Some(Arc::new(move |interaction| match ask(HostRequest::Interact(interaction.clone())) {
+            HostAnswer::Interact(answer) => answer,
+            _ => Answer::Unavailable("lcp answered something else".to_string()),
+        }));
+    }
+    if offered.model {
+        callbacks.model = Some(Model {
+            generate: Arc::new(move |generation| match ask(HostRequest::Generate(generation.clone())) {
+                HostAnswer::Generate(answer) => answer,
+                _ => Err("lcp answered something else".to_string()),
+            }),
+            vision: offered.vision,
+        });
+    }
+    if offered.progress {
+        let tell = tell.clone();
+        callbacks.progress = Some(Arc::new(move |progress| tell(Notice::Progress(progress.clone()))));
+    }
+    if offered.log {
+        callbacks.log = Some(Arc::new(move |record| tell(Notice::Log(record.clone()))));
+    }
+    callbacks
 }
 
 /// `host.py`'s hook: what a call prints goes to lcp at once.

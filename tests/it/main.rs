@@ -10,6 +10,7 @@ mod discovery;
 mod docstrings;
 mod exports;
 mod extraction;
+mod host_objects;
 mod isolation;
 mod mcp;
 mod policy;
