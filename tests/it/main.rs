@@ -13,6 +13,7 @@ mod extraction;
 mod host_objects;
 mod isolation;
 mod mcp;
+mod mcp_host;
 mod policy;
 mod profiles;
 mod python_reference;
