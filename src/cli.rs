@@ -305,7 +305,10 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if !static_only {
                 describe(&mut view.registry);
             }
-            let (document, problems) = export::export(&view.registry, format, strict);
+            let (mut document, problems) = export::export(&view.registry, format, strict);
+            if format == Format::Mcp && config.mcp.inline_refs {
+                export::inline_mcp_classes(&mut document, &view.registry);
+            }
             print_diagnostics(&problems);
             print_stdout(&pretty(&document))?;
             exit_without_freeing((registry, view, document));

@@ -19,6 +19,9 @@
 //!
 //! [policy]                    # SPEC §12, checked by `policy`
 //! allow_destructive = false
+//!
+//! [mcp]                       # `tools/list` and `lcp export --format mcp`
+//! inline_refs = true          # named classes inlined, for clients that cannot resolve `$ref`
 //! ```
 //!
 //! `kits/NAME.kit` files beside the config file (beside the current directory without
@@ -48,7 +51,15 @@ use crate::runtime::RuntimeConfig;
 pub const AUTONOMY_LEVELS: [&str; 3] = ["strict", "safe", "full_access"];
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 5] = ["autonomy_level", "libraries", "profiles", "tools", "policy"];
+const KEYS: [&str; 6] = ["autonomy_level", "libraries", "profiles", "tools", "policy", "mcp"];
+
+/// `[mcp]`: how tools are described to MCP clients.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpConfig {
+    /// Inline every named class in `inputSchema` instead of `$defs` and `$ref`, for
+    /// clients that cannot resolve references. Default: false.
+    pub inline_refs: bool,
+}
 
 /// A problem with the configuration: in a file, or in a command-line option.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +148,7 @@ pub struct Config {
     pub profiles: Vec<Profile>,
     pub tools: Vec<ToolEntry>,
     pub policy: HostPolicy,
+    pub mcp: McpConfig,
 }
 
 impl Config {
@@ -312,6 +324,24 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                 }
                 config.policy = policy;
             }
+            "mcp" => match value {
+                Value::Object(table) => {
+                    for (name, value) in table {
+                        match (name.as_str(), value) {
+                            ("inline_refs", Value::Bool(inline)) => config.mcp.inline_refs = inline,
+                            ("inline_refs", other) => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp.inline_refs` is {other}; expected true or false"),
+                            )),
+                            _ => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp`: unknown key `{name}`; expected inline_refs"),
+                            )),
+                        }
+                    }
+                }
+                _ => errors.push(at.error(&here, "`mcp` must be a table")),
+            },
             _ => errors.push(at.error(&here, format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")))),
         }
     }
@@ -412,10 +442,12 @@ mod tests {
             Err("`autonomy_level` is \"all\"; expected one of strict, safe, full_access"),
         );
         check(json!({"libraries": 3}), Err("`libraries` must be a table keyed by library"));
+        check(json!({"mcp": {"inline_refs": 1}}), Err("`mcp.inline_refs` is 1; expected true or false"));
+        check(json!({"mcp": {"inline": true}}), Err("`mcp`: unknown key `inline`; expected inline_refs"));
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));
         check(
             json!({"autonomy": 1}),
-            Err("unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, policy"),
+            Err("unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, policy, mcp"),
         );
         check(
             json!({"policy": {"allow": true}}),

@@ -16,6 +16,8 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+pub mod named;
+
 /// A tool's parameters schema, kept as compact JSON text: a fraction of the memory
 /// of a `serde_json::Value` tree, which holds a map per schema object.
 ///
@@ -112,6 +114,9 @@ enum ClassKind {
 pub struct Converter<'a, 's> {
     scope: &'s Scope<'a>,
     pub defs: Map<String, Value>,
+    /// The named classes (TypedDict, dataclass, NamedTuple, model) inlined so far,
+    /// each once, with their schema as inlined: what [`named::hoist`] moves to `$defs`.
+    pub classes: Vec<(String, Value)>,
     pub warnings: Vec<(TextRange, String)>,
     expanding: Vec<String>,
     recursive: HashSet<String>,
@@ -125,6 +130,7 @@ impl<'a, 's> Converter<'a, 's> {
         Converter {
             scope,
             defs: Map::new(),
+            classes: Vec::new(),
             warnings: Vec::new(),
             expanding: Vec::new(),
             recursive: HashSet::new(),
@@ -498,7 +504,13 @@ impl<'a, 's> Converter<'a, 's> {
                 self.warn(class.name.range, format!("class `{name}` is not an Enum, TypedDict, dataclass, BaseModel or NamedTuple: accepted as any JSON value"));
                 json!({})
             }
-            kind => self.expand(name, |this| this.object_class(class, kind, depth)),
+            kind => {
+                let schema = self.expand(name, |this| this.object_class(class, kind, depth));
+                if schema.get("$ref").is_none() && !self.classes.iter().any(|(known, _)| known == name) {
+                    self.classes.push((name.to_string(), schema.clone()));
+                }
+                schema
+            }
         }
     }
 

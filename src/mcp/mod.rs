@@ -276,7 +276,10 @@ impl Server {
                     Err(err) => eprintln!("lcp: descriptions are the static ones: {err}"),
                 }
             }
-            let (document, _) = export::export(&registry, Format::Mcp, false);
+            let (mut document, _) = export::export(&registry, Format::Mcp, false);
+            if server.shared.settings.config.current().mcp.inline_refs {
+                export::inline_mcp_classes(&mut document, &registry);
+            }
             document
         });
         let Ok(Value::Object(mut document)) = listed.await else { return Vec::new() };

@@ -187,7 +187,7 @@ fn the_references_user_interactive_tools_run_unmodified_with_an_eliciting_client
 
 /// The tools and utilities scenarios of the suite (resources, prompts and completion
 /// come later).
-const SCENARIOS: [&str; 18] = [
+const SCENARIOS: [&str; 19] = [
     "server-initialize",
     "logging-set-level",
     "ping",
@@ -202,6 +202,7 @@ const SCENARIOS: [&str; 18] = [
     "tools-call-with-progress",
     "tools-call-sampling",
     "tools-call-elicitation",
+    "json-schema-2020-12",
     "elicitation-sep1034-defaults",
     "elicitation-sep1330-enums",
     "server-sse-multiple-streams",
