@@ -229,3 +229,117 @@ fn a_calls_own_callbacks_win_and_a_host_without_them_gives_clear_errors() {
         assert_eq!(runtimes, json!({"answer": "runtime's"}));
     }
 }
+
+// ------------------------------------------- the built-in `interaction` library ---
+
+const BUILT_IN: &str = "default_tools/interaction";
+/// A 1×1 PNG, as base64 and as bytes.
+const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const PIXEL_BYTES: &[u8] = b"\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\x0d\x49\x44\x41\x54\x78\xda\x63\xfc\xcf\xc0\x50\x0f\x00\x04\x85\x01\x80\x84\xa9\x8c\x21\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82";
+
+fn built_in(tool: &str, workspace: &std::path::Path, args: Value, answers: &str) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(["call", tool, BUILT_IN, "--workspace", workspace.to_str().unwrap(), "--answers", answers])
+        .args(["--args", &args.to_string()])
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .expect("lcp runs");
+    result(&output)
+}
+
+#[test]
+fn the_built_in_interaction_tools_ask_the_user_through_lcp_call() {
+    let workspace = temp_dir("interaction-call");
+    let choice = json!({"question": "Which database?", "choices": ["staging", "production"]});
+    let answered = built_in("tool_ask_user", &workspace, choice.clone(), r#"["production"]"#);
+    assert_eq!(answered["output"]["output"], json!({"answered": true, "answer": "production"}));
+    let declined = built_in("tool_ask_user", &workspace, choice, "[null]");
+    assert_eq!(declined["output"]["output"]["answered"], false, "{declined}");
+    let bad = built_in("tool_ask_user", &workspace, json!({"question": "?", "choices": ["a", "a"]}), "[]");
+    assert_eq!(bad["ok"], false, "{bad}");
+
+    let form = json!({"title": "New customer", "fields": [{"name": "company"}, {"name": "seats", "type": "integer"}]});
+    let filled =
+        built_in("tool_ask_user_form", &workspace, form, r#"{"New customer": {"company": "Acme", "seats": 4}}"#);
+    assert_eq!(filled["output"]["output"]["answers"], json!({"company": "Acme", "seats": 4}), "{filled}");
+
+    // The secret goes to the env file, never into the result.
+    std::fs::write(workspace.join(".env"), "OTHER=1\nAPI_KEY=old\n").unwrap();
+    let secret = json!({"name": "API_KEY", "purpose": "the weather service"});
+    let stored = built_in("tool_store_secret", &workspace, secret.clone(), r#"["s3cr\"t"]"#);
+    assert_eq!(
+        stored["output"]["output"],
+        json!({"name": "API_KEY", "env_file": ".env", "replaced": true, "characters": 6})
+    );
+    assert!(!stored.to_string().contains("s3cr"), "{stored}");
+    assert_eq!(std::fs::read_to_string(workspace.join(".env")).unwrap(), "OTHER=1\nAPI_KEY=\"s3cr\\\"t\"\n");
+    let refused = built_in("tool_store_secret", &workspace, secret, "[null]");
+    assert!(refused["error"].as_str().unwrap().contains("declined"), "{refused}");
+    let outside =
+        built_in("tool_store_secret", &workspace, json!({"name": "K", "purpose": "p", "env_file": "../x.env"}), "[]");
+    assert!(outside["error"].as_str().unwrap().contains("not a file inside the workspace"), "{outside}");
+}
+
+#[test]
+fn the_built_in_interaction_tools_use_a_rust_hosts_model_and_hear_progress() {
+    let registry =
+        Registry::load(&Sources { folders: vec![root().join(BUILT_IN)], files: vec![] }, &Options::default());
+    let workspace = temp_dir("interaction-rust");
+    // Three paragraphs of 7000 characters: three parts.
+    let long = ["a", "b", "c"].map(|letter| letter.repeat(7000)).join("\n\n");
+    std::fs::write(workspace.join("long.txt"), &long).unwrap();
+    std::fs::write(workspace.join("pixel.png"), PIXEL_BYTES).unwrap();
+    for runtime in runtimes() {
+        let prompts = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&prompts);
+        runtime.set_model(
+            move |generation| {
+                seen.lock().unwrap().push((generation.prompt.clone(), generation.images.clone()));
+                Ok(format!("summary {}", seen.lock().unwrap().len()))
+            },
+            true,
+        );
+        let progress = Arc::new(Mutex::new(Vec::new()));
+        let heard = Arc::clone(&progress);
+        runtime.set_progress_handler(move |p| heard.lock().unwrap().push((p.progress, p.total)));
+        let options = CallOptions { workspace: Some(workspace.clone()), ..CallOptions::default() };
+
+        let summary = ok(runtime.call(
+            &registry,
+            "tool_summarize_file",
+            &json!({"path": "long.txt", "focus": "endings"}),
+            &options,
+        ));
+        assert_eq!(
+            summary["output"],
+            json!({"path": "long.txt", "characters": long.len(), "parts": 3, "summary": "summary 4"})
+        );
+        let asked = prompts.lock().unwrap().clone();
+        assert_eq!(asked.len(), 4, "three parts, then the combination");
+        assert!(
+            asked[0].0.contains("(part 1 of 3)") && asked[0].0.contains("Concentrate on endings."),
+            "{}",
+            asked[0].0
+        );
+        assert!(asked[3].0.contains("Part 3: summary 3"), "{}", asked[3].0);
+        assert_eq!(
+            progress.lock().unwrap().clone(),
+            (1..=4).map(|i| (Some(f64::from(i)), Some(4.0))).collect::<Vec<_>>()
+        );
+        let escape = runtime.call(&registry, "tool_summarize_file", &json!({"path": "../long.txt"}), &options);
+        assert!(escape.error.unwrap().contains("not a path inside the workspace"));
+
+        prompts.lock().unwrap().clear();
+        let described = ok(runtime.call(&registry, "tool_describe_image", &json!({"image": "pixel.png"}), &options));
+        assert_eq!(described["output"]["answer"], "summary 1");
+        assert_eq!(described["output"]["mime_type"], "image/png");
+        assert_eq!(prompts.lock().unwrap()[0].1, [PIXEL.to_string()], "the image went to the model");
+        // A model that cannot see gets no image: the result carries it instead.
+        runtime.set_model(|_| Ok("unused".to_string()), false);
+        let attached = ok(runtime.call(&registry, "tool_describe_image", &json!({"image": "pixel.png"}), &options));
+        assert_eq!(attached["images"], json!([format!("data:image/png;base64,{PIXEL}")]));
+        assert_eq!(attached["output"]["answer"], Value::Null);
+    }
+}
