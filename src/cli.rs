@@ -551,12 +551,12 @@ fn check_workspace(workspace: Option<&Path>) -> Result<(), String> {
     }
 }
 
-/// `--timeout SECS`: a positive, finite number of seconds.
+/// `--timeout SECS`: a positive number of seconds that a `Duration` can hold.
 fn parse_timeout(timeout: Option<f64>) -> Result<Option<Duration>, String> {
-    match timeout {
-        Some(secs) if secs.is_finite() && secs > 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
-        Some(secs) => Err(format!("--timeout {secs}: must be a positive number of seconds")),
-        None => Ok(None),
+    let Some(secs) = timeout else { return Ok(None) };
+    match Duration::try_from_secs_f64(secs) {
+        Ok(duration) if secs > 0.0 => Ok(Some(duration)),
+        _ => Err(format!("--timeout {secs}: must be a positive number of seconds, at most {}", u64::MAX)),
     }
 }
 
@@ -656,10 +656,9 @@ fn pretty(value: &Value) -> String {
 }
 
 /// `TOOL  LIBRARY  PARAMETERS  GRADE  SOURCE  DESCRIPTION`, one row per tool; `?`
-/// marks optional parameters and undeclared grades; descriptions longer than a
-/// line are cut.
+/// marks optional parameters and undeclared grades. A cell longer than a line is cut
+/// (see [`cell`]), so one huge name never widens every row.
 fn table(registry: &Registry) -> String {
-    const DESCRIPTION_CHARS: usize = 72;
     let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
@@ -673,15 +672,12 @@ fn table(registry: &Registry) -> String {
             .collect();
         let grade = format!("{}{}", tool.policy.grade(), if tool.policy.grade.is_some() { "" } else { "?" });
         rows.push([
-            tool.name.clone(),
-            library.name.clone().unwrap_or_else(|| library.stem.clone()),
-            parameters.join(", "),
+            cell(&tool.name, Cut::End),
+            cell(library.name.as_deref().unwrap_or(&library.stem), Cut::End),
+            cell(&parameters.join(", "), Cut::End),
             grade,
-            format!("{}:{}", library.path.display(), tool.line),
-            match tool.description.char_indices().nth(DESCRIPTION_CHARS) {
-                Some((cut, _)) => format!("{}…", &tool.description[..cut]),
-                None => tool.description.clone(),
-            },
+            cell(&format!("{}:{}", library.path.display(), tool.line), Cut::Start),
+            cell(&tool.description, Cut::End),
         ]);
     }
     let mut out = columns(&rows);
@@ -694,9 +690,36 @@ fn columns<const N: usize>(rows: &[[String; N]]) -> String {
     let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
-        out.push_str(cells.join("  ").trim_end());
+        let mut line = String::new();
+        for (i, (text, width)) in row.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(text);
+            line.extend(std::iter::repeat_n(' ', width - text.chars().count()));
+        }
+        out.push_str(line.trim_end());
         out.push('\n');
     }
     out
+}
+
+/// Which end of a long cell is cut: a source keeps its end (the file name and line).
+#[derive(Clone, Copy)]
+enum Cut {
+    Start,
+    End,
+}
+
+/// A table cell: control characters become spaces, and text over [`CELL_CHARS`]
+/// characters is cut to that many, with `…` where it was cut.
+fn cell(text: &str, cut: Cut) -> String {
+    const CELL_CHARS: usize = 72;
+    let chars = text.chars().count();
+    let shown: String = match cut {
+        _ if chars <= CELL_CHARS => text.to_string(),
+        Cut::End => text.chars().take(CELL_CHARS).chain(['…']).collect(),
+        Cut::Start => ['…'].into_iter().chain(text.chars().skip(chars - CELL_CHARS)).collect(),
+    };
+    shown.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }

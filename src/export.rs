@@ -12,8 +12,10 @@ use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Tool};
+use crate::path_json;
 use crate::policy;
 use crate::registry::Registry;
+use crate::schema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -38,6 +40,12 @@ impl fmt::Display for Format {
     }
 }
 
+/// Deepest tool entry exported. JSON readers refuse deeper documents (serde_json at
+/// 128 levels), and an entry sits a few levels down in its document (four in an MCP
+/// `tools/list` response). Schemas are bounded when they are made
+/// ([`schema::MAX_SCHEMA_DEPTH`]); inlining definitions (Gemini) can still add up.
+const MAX_ENTRY_DEPTH: usize = 120;
+
 /// The registry in `format`, plus the problems of tools it had to leave out.
 pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
@@ -49,6 +57,13 @@ pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<
             continue;
         }
         match entry(format, library, tool, strict) {
+            Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => {
+                let message = format!(
+                    "tool `{}` cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
+                    tool.name
+                );
+                diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Error, message));
+            }
             Ok(entry) => entries.push(entry),
             Err(problems) => {
                 for problem in problems {
@@ -111,7 +126,7 @@ fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result
             "description": description,
             "parameters": parameters,
             "library": library.stem,
-            "path": library.path,
+            "path": path_json::encode(&library.path),
             "line": tool.line,
             "is_async": tool.is_async,
             "docstring": tool.docstring,
@@ -179,7 +194,7 @@ fn manifest(registry: &Registry, tools: Vec<Value>) -> Value {
         .iter()
         .map(|library| {
             json!({
-                "path": library.path,
+                "path": path_json::encode(&library.path),
                 "stem": library.stem,
                 "name": library.name,
                 "description": library.description,
@@ -415,24 +430,36 @@ fn strict_nullable(mut schema: Value) -> Value {
 /// description.
 pub fn gemini(schema: &Value) -> Value {
     let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
-    gemini_node(schema, &defs, &mut Vec::new())
+    gemini_node(schema, &defs, &mut Expanding { names: Vec::new(), nodes_left: GEMINI_MAX_NODES })
+}
+
+/// Most schema nodes one Gemini lowering makes. Recursive definitions that use each
+/// other several times would grow exponentially when inlined: past this, a `$ref` is
+/// an untyped object, as a recursive one is.
+const GEMINI_MAX_NODES: usize = 20_000;
+
+/// The definitions being inlined, innermost last, and how many nodes may still be made.
+struct Expanding {
+    names: Vec<String>,
+    nodes_left: usize,
 }
 
 /// String formats Gemini understands.
 const GEMINI_FORMATS: &[&str] = &["date-time", "enum"];
 
-fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Vec<String>) -> Value {
+fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Expanding) -> Value {
     let Some(object) = schema.as_object() else { return json!({}) };
+    expanding.nodes_left = expanding.nodes_left.saturating_sub(1);
     if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
         let name = reference.trim_start_matches("#/$defs/").to_string();
-        if expanding.contains(&name) {
+        if expanding.names.contains(&name) || expanding.nodes_left == 0 {
             // Gemini has no recursion: the recursive part is an untyped object.
             return json!({ "type": "object", "description": format!("A nested {name}.") });
         }
         let Some(def) = defs.get(&name) else { return json!({}) };
-        expanding.push(name);
+        expanding.names.push(name);
         let mut inlined = gemini_node(def, defs, expanding);
-        expanding.pop();
+        expanding.names.pop();
         if let Some(description) = object.get("description") {
             inlined["description"] = description.clone();
         }

@@ -30,6 +30,7 @@ pub const NO_DESCRIPTION: &str = "No description provided.";
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Library {
+    #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
     /// The library folder `X/` this file belongs to, if any.
     #[serde(skip)]
@@ -167,6 +168,18 @@ impl<'t> Reader<'t> {
         let mut providers = Vec::new();
         for function in &module.functions {
             let name = function.name.as_str();
+            if let Some(duplicate) = duplicate_parameter(&function.parameters) {
+                let is_tool = name.starts_with("tool_") && provider_base(name).is_none();
+                let consequence = if is_tool { ": the tool is not exported" } else { "" };
+                let message = format!(
+                    "`{name}` has the parameter `{}` twice, a SyntaxError in Python (the file cannot be imported){consequence}",
+                    duplicate.as_str()
+                );
+                self.report(duplicate.range, Level::Error, message);
+                if is_tool {
+                    continue;
+                }
+            }
             match name {
                 "init_tools_library" => library.hooks.init_tools_library = true,
                 "set_confirm_handler" => library.hooks.set_confirm_handler = true,
@@ -266,6 +279,9 @@ impl<'t> Reader<'t> {
                 }
                 Stmt::ImportFrom(import) => {
                     let from = import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
+                    if import.level == 0 && matches!(from, "typing" | "typing_extensions") {
+                        module.scope.typing_star |= import.names.iter().any(|alias| alias.name.as_str() == "*");
+                    }
                     let from = format!("{}{from}", ".".repeat(import.level as usize));
                     for alias in &import.names {
                         let local = alias.asname.as_ref().unwrap_or(&alias.name).as_str();
@@ -408,7 +424,7 @@ impl<'t> Reader<'t> {
             match default {
                 None => required.push(Value::from(param_name)),
                 Some(default) => {
-                    if let Some(value) = converter.literal(default)
+                    if let Some(value) = converter.default(default)
                         && let Some(object) = schema.as_object_mut()
                     {
                         object.insert("default".into(), value);
@@ -493,9 +509,20 @@ impl<'t> Reader<'t> {
     }
 
     fn warning(&mut self, range: TextRange, message: String) {
-        let (line, col) = position(&self.index, self.text, range);
-        self.diagnostics.push(Diagnostic::new(self.path, line, col, Level::Warning, message));
+        self.report(range, Level::Warning, message);
     }
+
+    fn report(&mut self, range: TextRange, level: Level, message: String) {
+        let (line, col) = position(&self.index, self.text, range);
+        self.diagnostics.push(Diagnostic::new(self.path, line, col, level, message));
+    }
+}
+
+/// The second use of a parameter name in one signature, if any. Names are compared as
+/// the parser gives them, already NFKC-normalised as Python does (`ﬁ` is `fi`).
+fn duplicate_parameter(parameters: &ast::Parameters) -> Option<&ast::Identifier> {
+    let mut seen = std::collections::HashSet::new();
+    parameters.iter().map(|parameter| parameter.name()).find(|name| !seen.insert(name.as_str()))
 }
 
 /// `{}` (any value), or an object with any keys and values (`dict`, `dict[str, Any]`).

@@ -8,6 +8,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, Metadata};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -358,9 +359,11 @@ fn read_all(files: &[(&SourceFile, Option<&Metadata>)], injected: &[String]) -> 
         .collect()
 }
 
-/// `meta` is the file's metadata as discovery saw it, if it could.
+/// `meta` is the file's metadata as discovery saw it, if it could. A file that is gone
+/// by the time it is read was removed during the scan: a warning, as in [`scan`].
 fn read_one(file: &SourceFile, meta: Option<&Metadata>, injected: &[String]) -> FileResult {
     let path = &file.path;
+    let removed = || (None, vec![Diagnostic::at_file(path, Level::Warning, scan::REMOVED_DURING_THE_SCAN)]);
     // Refuse a huge file before reading it into memory, and never open a FIFO or a
     // device (reading one could block forever or never end).
     let meta = match meta {
@@ -368,6 +371,7 @@ fn read_one(file: &SourceFile, meta: Option<&Metadata>, injected: &[String]) -> 
         None => fs::metadata(path),
     };
     match meta {
+        Err(err) if err.kind() == ErrorKind::NotFound => return removed(),
         Ok(meta) if !meta.is_file() => {
             return (None, vec![Diagnostic::at_file(path, Level::Error, "not a regular file")]);
         }
@@ -379,6 +383,28 @@ fn read_one(file: &SourceFile, meta: Option<&Metadata>, injected: &[String]) -> 
     }
     match fs::read(path) {
         Ok(bytes) => extract::extract(file, bytes, injected),
+        Err(err) if err.kind() == ErrorKind::NotFound => removed(),
         Err(err) => (None, vec![Diagnostic::at_file(path, Level::Error, format!("cannot read file: {err}"))]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both ways a listed file can be gone when it is read: before its `stat`, and
+    /// between the `stat` discovery made and the read.
+    #[test]
+    fn a_file_removed_during_the_scan_is_a_warning() {
+        let gone = SourceFile { path: PathBuf::from("no/such/dir/removed.py"), package: None };
+        let seen_meta = fs::metadata(file!()).unwrap();
+        for meta in [None, Some(&seen_meta)] {
+            let (library, diagnostics) = read_one(&gone, meta, &[]);
+            assert!(library.is_none());
+            assert_eq!(
+                diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                ["no/such/dir/removed.py:1:1: warning: skipped: removed during the scan"]
+            );
+        }
     }
 }

@@ -4,7 +4,9 @@
 //! same-file Enum / TypedDict / dataclass / BaseModel / NamedTuple classes,
 //! `Annotated` metadata and literal defaults. Recursive types go to `$defs`.
 //! It never runs Python and never fails: a type it cannot see into becomes `{}`
-//! (any JSON value) plus a warning naming it.
+//! (any JSON value) plus a warning naming it. Every schema it makes is bounded
+//! ([`MAX_SCHEMA_DEPTH`], [`MAX_LITERAL_DEPTH`], [`MAX_CONVERSIONS`]), so any JSON
+//! reader, lcp included, can read it back.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -82,6 +84,27 @@ impl Serialize for SchemaText {
 /// Deepest annotation followed; deeper ones are treated as unknown.
 const MAX_ANNOTATION_DEPTH: usize = 64;
 
+/// Deepest JSON nesting of the schema of one annotation (and of each `$defs` entry).
+/// JSON readers refuse deep documents (serde_json, and so lcp itself, at 128 levels),
+/// and a tool's export wraps its schemas in a few more levels: a deeper schema is
+/// replaced by `{}` (any JSON value) with a warning.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// Deepest literal value carried (a default, a `Literal` member, a `Field` argument);
+/// a deeper one is not treated as a literal, and a default is omitted with a warning.
+pub const MAX_LITERAL_DEPTH: usize = 32;
+
+/// Most annotation nodes converted for one tool. A class is inlined at each use, so
+/// classes whose fields use the next class twice double the schema at every step:
+/// past this many nodes, the rest are `{}` (any JSON value), with a warning.
+pub const MAX_CONVERSIONS: usize = 10_000;
+
+/// Why an expression has no JSON value.
+enum NotLiteral {
+    Expression,
+    TooDeep,
+}
+
 /// What a module defines that annotations may refer to.
 #[derive(Default)]
 pub struct Scope<'a> {
@@ -90,6 +113,8 @@ pub struct Scope<'a> {
     pub classes: HashMap<&'a str, &'a ast::StmtClassDef>,
     /// `Vector = list[float]`, `Vector: TypeAlias = ...`, `type Vector = ...`.
     pub aliases: HashMap<&'a str, &'a Expr>,
+    /// `from typing import *` (or `typing_extensions`): typing's names are bound.
+    pub typing_star: bool,
 }
 
 /// What a name in an annotation stands for.
@@ -123,6 +148,8 @@ pub struct Converter<'a, 's> {
     /// Set while converting the inside of a string annotation, whose own ranges are
     /// relative to the string: warnings point at the string instead.
     string_range: Option<TextRange>,
+    /// Annotation nodes converted so far, against [`MAX_CONVERSIONS`].
+    conversions: usize,
 }
 
 impl<'a, 's> Converter<'a, 's> {
@@ -135,6 +162,7 @@ impl<'a, 's> Converter<'a, 's> {
             expanding: Vec::new(),
             recursive: HashSet::new(),
             string_range: None,
+            conversions: 0,
         }
     }
 
@@ -142,57 +170,110 @@ impl<'a, 's> Converter<'a, 's> {
     pub fn annotation(&mut self, expr: &Expr) -> (Value, Option<String>) {
         let mut description = None;
         let schema = self.convert(expr, 0, &mut description);
-        (schema, description)
+        (self.within_depth(expr.range(), schema), description)
     }
 
-    /// The JSON value of a literal default, if it is one.
+    /// `schema`, or `{}` with a warning when it is nested deeper than [`MAX_SCHEMA_DEPTH`].
+    fn within_depth(&mut self, range: TextRange, schema: Value) -> Value {
+        if json_depth(&schema) <= MAX_SCHEMA_DEPTH {
+            return schema;
+        }
+        let message = format!(
+            "annotation nested too deeply (its schema would be more than {MAX_SCHEMA_DEPTH} levels deep): accepted as any JSON value"
+        );
+        self.warn(range, message);
+        json!({})
+    }
+
+    /// The JSON value of a literal, if it is one (nested at most [`MAX_LITERAL_DEPTH`] levels).
     pub fn literal(&self, expr: &Expr) -> Option<Value> {
-        match expr {
-            Expr::StringLiteral(s) => Some(Value::from(s.value.to_str())),
+        self.literal_value(expr, MAX_LITERAL_DEPTH, true).ok()
+    }
+
+    /// The JSON value of a literal default; one nested deeper than [`MAX_LITERAL_DEPTH`]
+    /// levels is omitted with a warning (the parameter stays optional).
+    pub fn default(&mut self, expr: &Expr) -> Option<Value> {
+        match self.literal_value(expr, MAX_LITERAL_DEPTH, true) {
+            Ok(value) => Some(value),
+            Err(NotLiteral::TooDeep) => {
+                let message = format!("default nested more than {MAX_LITERAL_DEPTH} levels deep: omitted");
+                self.warn(expr.range(), message);
+                None
+            }
+            Err(NotLiteral::Expression) => None,
+        }
+    }
+
+    /// The JSON value of a literal with at most `room` levels of nesting (a scalar or
+    /// an empty container is one level). `members`: whether a same-file Enum member
+    /// (`Color.RED`) counts as its value; never inside an Enum's own body, where a
+    /// member naming another member would make the reading go round in circles.
+    fn literal_value(&self, expr: &Expr, room: usize, members: bool) -> Result<Value, NotLiteral> {
+        if room == 0 {
+            return Err(NotLiteral::TooDeep);
+        }
+        let items = |elts: &[Expr]| {
+            elts.iter().map(|e| self.literal_value(e, room - 1, members)).collect::<Result<Vec<_>, _>>()
+        };
+        let value = match expr {
+            Expr::StringLiteral(s) => Value::from(s.value.to_str()),
             Expr::BytesLiteral(b) => {
                 let bytes: Vec<u8> = b.value.as_slice().iter().flat_map(|p| p.value.iter().copied()).collect();
-                Some(Value::from(String::from_utf8_lossy(&bytes).into_owned()))
+                Value::from(String::from_utf8_lossy(&bytes).into_owned())
             }
-            Expr::NumberLiteral(n) => number_value(&n.value),
-            Expr::BooleanLiteral(b) => Some(Value::Bool(b.value)),
-            Expr::NoneLiteral(_) => Some(Value::Null),
+            Expr::NumberLiteral(n) => number_value(&n.value).ok_or(NotLiteral::Expression)?,
+            Expr::BooleanLiteral(b) => Value::Bool(b.value),
+            Expr::NoneLiteral(_) => Value::Null,
             Expr::UnaryOp(u) if matches!(u.op, UnaryOp::USub | UnaryOp::UAdd) => {
-                let Expr::NumberLiteral(n) = &*u.operand else { return None };
-                let value = number_value(&n.value)?;
-                if u.op == UnaryOp::UAdd {
-                    return Some(value);
-                }
-                if let Some(i) = value.as_i64() {
+                let Expr::NumberLiteral(n) = &*u.operand else { return Err(NotLiteral::Expression) };
+                let value = number_value(&n.value).ok_or(NotLiteral::Expression)?;
+                let negated = if u.op == UnaryOp::UAdd {
+                    Some(value)
+                } else if let Some(i) = value.as_i64() {
                     i.checked_neg().map(Value::from)
                 } else {
                     value.as_f64().map(|f| json!(-f))
-                }
+                };
+                negated.ok_or(NotLiteral::Expression)?
             }
-            Expr::Tuple(t) => t.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
-            Expr::List(l) => l.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
-            Expr::Set(s) => s.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
+            Expr::Tuple(t) => Value::Array(items(&t.elts)?),
+            Expr::List(l) => Value::Array(items(&l.elts)?),
+            Expr::Set(s) => Value::Array(items(&s.elts)?),
             Expr::Dict(d) => {
                 let mut map = Map::new();
                 for item in &d.items {
-                    let Some(Expr::StringLiteral(key)) = &item.key else { return None };
-                    map.insert(key.value.to_str().to_string(), self.literal(&item.value)?);
+                    let Some(Expr::StringLiteral(key)) = &item.key else { return Err(NotLiteral::Expression) };
+                    map.insert(key.value.to_str().to_string(), self.literal_value(&item.value, room - 1, members)?);
                 }
-                Some(Value::Object(map))
+                Value::Object(map)
             }
-            Expr::Attribute(attr) => self.enum_member_value(attr),
-            _ => None,
-        }
+            Expr::Attribute(_) if !members => return Err(NotLiteral::Expression),
+            Expr::Attribute(attr) => {
+                // An enum member's value is a literal of its own: measured here.
+                let value = self.enum_member_value(attr).ok_or(NotLiteral::Expression)?;
+                if json_depth(&value) > room {
+                    return Err(NotLiteral::TooDeep);
+                }
+                value
+            }
+            _ => return Err(NotLiteral::Expression),
+        };
+        Ok(value)
     }
 
     /// The schema of an unannotated parameter: the type of its literal default, else
     /// `string` (the LCP convention).
     pub fn inferred_from_default(&self, default: Option<&Expr>) -> Value {
-        let kind = match default.and_then(|d| self.literal(d)) {
-            Some(Value::Bool(_)) => "boolean",
-            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => "integer",
-            Some(Value::Number(_)) => "number",
-            Some(Value::Array(_)) => "array",
-            Some(Value::Object(_)) => "object",
+        let Some(default) = default else { return json!({ "type": "string" }) };
+        let kind = match self.literal_value(default, MAX_LITERAL_DEPTH, true) {
+            Ok(Value::Bool(_)) => "boolean",
+            Ok(Value::Number(n)) if n.is_i64() || n.is_u64() => "integer",
+            Ok(Value::Number(_)) => "number",
+            Ok(Value::Array(_)) => "array",
+            Ok(Value::Object(_)) => "object",
+            // A literal too deep to carry still says what it is.
+            Err(NotLiteral::TooDeep) if matches!(default, Expr::Tuple(_) | Expr::List(_) | Expr::Set(_)) => "array",
+            Err(NotLiteral::TooDeep) if matches!(default, Expr::Dict(_)) => "object",
             _ => "string",
         };
         json!({ "type": kind })
@@ -208,6 +289,16 @@ impl<'a, 's> Converter<'a, 's> {
     }
 
     fn convert(&mut self, expr: &Expr, depth: usize, description: &mut Option<String>) -> Value {
+        self.conversions += 1;
+        if self.conversions > MAX_CONVERSIONS {
+            if self.conversions == MAX_CONVERSIONS + 1 {
+                let message = format!(
+                    "the types of this tool expand to more than {MAX_CONVERSIONS} schemas: the rest are accepted as any JSON value"
+                );
+                self.warn(expr.range(), message);
+            }
+            return json!({});
+        }
         if depth > MAX_ANNOTATION_DEPTH {
             self.warn(expr.range(), "annotation nested too deeply: accepted as any JSON value".into());
             return json!({});
@@ -298,7 +389,16 @@ impl<'a, 's> Converter<'a, 's> {
                 nullable(inner)
             }
             "typing.Union" => self.union(args.into_iter(), depth),
-            "typing.Literal" => self.literal_values(&args),
+            "typing.Literal" => {
+                let mut values = Vec::new();
+                self.literal_values(&args, &mut values);
+                values.dedup();
+                if values.is_empty() {
+                    self.warn(sub.range, "`Literal` with no values: accepted as any JSON value".into());
+                    return json!({});
+                }
+                enum_schema(values)
+            }
             "typing.Annotated" => self.annotated(&args, depth, description),
             "typing.Required" | "typing.NotRequired" | "typing.ReadOnly" | "typing.Final" | "typing.ClassVar" => {
                 match args.first() {
@@ -348,7 +448,14 @@ impl<'a, 's> Converter<'a, 's> {
             _ => {
                 let items: Vec<Value> = args.iter().map(|a| self.convert(a, depth + 1, &mut None)).collect();
                 let n = items.len();
-                json!({ "type": "array", "prefixItems": items, "minItems": n, "maxItems": n, "items": false })
+                let n = Value::from(n);
+                object([
+                    ("type", json!("array")),
+                    ("prefixItems", Value::Array(items)),
+                    ("minItems", n.clone()),
+                    ("maxItems", n),
+                    ("items", Value::Bool(false)),
+                ])
             }
         }
     }
@@ -372,19 +479,16 @@ impl<'a, 's> Converter<'a, 's> {
         }
         match branches.len() {
             1 => branches.remove(0),
-            _ => json!({ "anyOf": branches }),
+            _ => object([("anyOf", Value::Array(branches))]),
         }
     }
 
-    fn literal_values(&mut self, args: &[&Expr]) -> Value {
-        let mut values = Vec::new();
+    /// The values of `Literal[...]`'s arguments, nested `Literal`s flattened.
+    fn literal_values(&mut self, args: &[&Expr], values: &mut Vec<Value>) {
         for arg in args {
             match arg {
                 Expr::Subscript(inner) if self.is_qualified(&inner.value, "typing.Literal") => {
-                    if let Some(nested) = self.literal_values(&slice_args(inner)).get("enum").and_then(Value::as_array)
-                    {
-                        values.extend(nested.iter().cloned());
-                    }
+                    self.literal_values(&slice_args(inner), values);
                 }
                 _ => match self.literal(arg) {
                     Some(value) => values.push(value),
@@ -395,8 +499,6 @@ impl<'a, 's> Converter<'a, 's> {
                 },
             }
         }
-        values.dedup();
-        enum_schema(values)
     }
 
     fn annotated(&mut self, args: &[&Expr], depth: usize, description: &mut Option<String>) -> Value {
@@ -490,6 +592,12 @@ impl<'a, 's> Converter<'a, 's> {
         let schema = build(self);
         self.expanding.pop();
         if self.recursive.contains(name) {
+            let range = match (self.scope.classes.get(name), self.scope.aliases.get(name)) {
+                (Some(class), _) => class.name.range,
+                (None, Some(alias)) => alias.range(),
+                (None, None) => TextRange::default(),
+            };
+            let schema = self.within_depth(range, schema);
             self.defs.insert(name.to_string(), schema);
             return reference;
         }
@@ -588,7 +696,7 @@ impl<'a, 's> Converter<'a, 's> {
                     Value::from(next_auto - 1)
                 }
             } else {
-                match self.literal(value) {
+                match self.literal_value(value, MAX_LITERAL_DEPTH, false).ok() {
                     Some(v) => {
                         if let Some(i) = v.as_i64() {
                             next_auto = i + 1;
@@ -655,7 +763,9 @@ impl<'a, 's> Converter<'a, 's> {
                 }
             }
         }
-        let mut schema = json!({ "type": "object", "properties": properties, "required": required });
+        let required = Value::Array(required.into_iter().map(Value::String).collect());
+        let mut schema =
+            object([("type", json!("object")), ("properties", Value::Object(properties)), ("required", required)]);
         if forbid_extra {
             schema["additionalProperties"] = Value::Bool(false);
         }
@@ -688,7 +798,7 @@ impl<'a, 's> Converter<'a, 's> {
         kind: ClassKind,
     ) -> bool {
         let Expr::Call(call) = value else {
-            if let Some(default) = self.literal(value) {
+            if let Some(default) = self.default(value) {
                 schema["default"] = default;
             }
             return true;
@@ -703,7 +813,7 @@ impl<'a, 's> Converter<'a, 's> {
             && !matches!(first, Expr::EllipsisLiteral(_))
         {
             has_default = true;
-            if let Some(default) = self.literal(first) {
+            if let Some(default) = self.default(first) {
                 schema["default"] = default;
             }
         }
@@ -713,7 +823,7 @@ impl<'a, 's> Converter<'a, 's> {
                 "default" => {
                     if !matches!(keyword.value, Expr::EllipsisLiteral(_)) {
                         has_default = true;
-                        if let Some(default) = self.literal(&keyword.value) {
+                        if let Some(default) = self.default(&keyword.value) {
                             schema["default"] = default;
                         }
                     }
@@ -786,6 +896,8 @@ impl<'a, 's> Converter<'a, 's> {
                     Some(Resolved::Alias(name))
                 } else if let Some(q) = self.scope.imports.get(id) {
                     Some(Resolved::Qualified(normalise_module(q)))
+                } else if self.scope.typing_star && is_typing_name(id) {
+                    Some(Resolved::Qualified(format!("typing.{id}")))
                 } else if is_builtin(id) {
                     Some(Resolved::Qualified(format!("builtins.{id}")))
                 } else {
@@ -862,6 +974,43 @@ fn is_builtin(name: &str) -> bool {
     )
 }
 
+/// Names `from typing import *` binds that a schema can use (all in `typing.__all__`).
+fn is_typing_name(name: &str) -> bool {
+    matches!(
+        name,
+        "Annotated"
+            | "Any"
+            | "ClassVar"
+            | "Final"
+            | "Literal"
+            | "NamedTuple"
+            | "NotRequired"
+            | "Optional"
+            | "ReadOnly"
+            | "Required"
+            | "Text"
+            | "Type"
+            | "TypedDict"
+            | "Union"
+            | "AbstractSet"
+            | "Collection"
+            | "DefaultDict"
+            | "Dict"
+            | "FrozenSet"
+            | "Iterable"
+            | "Iterator"
+            | "List"
+            | "Mapping"
+            | "MutableMapping"
+            | "MutableSequence"
+            | "MutableSet"
+            | "OrderedDict"
+            | "Sequence"
+            | "Set"
+            | "Tuple"
+    )
+}
+
 /// `typing_extensions.X` and `typing.X` are the same thing for a schema.
 fn normalise_module(qualified: &str) -> String {
     match qualified.strip_prefix("typing_extensions") {
@@ -872,7 +1021,7 @@ fn normalise_module(qualified: &str) -> String {
 
 fn array(items: Option<Value>) -> Value {
     match items {
-        Some(items) if items != json!({}) => json!({ "type": "array", "items": items }),
+        Some(items) if items != json!({}) => object([("type", json!("array")), ("items", items)]),
         _ => json!({ "type": "array" }),
     }
 }
@@ -896,6 +1045,22 @@ fn enum_schema(values: Vec<Value>) -> Value {
     }
     schema.insert("enum".into(), Value::Array(values));
     Value::Object(schema)
+}
+
+/// A schema object from its keywords, in order. Unlike `json!`, which copies a
+/// `Value` it is given, this moves each one in.
+fn object<const N: usize>(keywords: [(&str, Value); N]) -> Value {
+    Value::Object(keywords.into_iter().map(|(key, value)| (key.to_string(), value)).collect())
+}
+
+/// Levels of nesting of a JSON value: a scalar or an empty container is one.
+pub fn json_depth(value: &Value) -> usize {
+    let children = match value {
+        Value::Array(items) => items.iter().map(json_depth).max(),
+        Value::Object(map) => map.values().map(json_depth).max(),
+        _ => None,
+    };
+    1 + children.unwrap_or(0)
 }
 
 fn number_value(number: &Number) -> Option<Value> {
@@ -954,7 +1119,7 @@ pub fn nullable(schema: Value) -> Value {
         }
         return schema;
     }
-    json!({ "anyOf": [schema, null_schema] })
+    object([("anyOf", Value::Array(vec![schema, null_schema]))])
 }
 
 /// Adds a description without disturbing a `$ref`-only or `anyOf` schema's meaning.

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lcp::export::{self, Format};
 use lcp::registry::{Options, Registry, Sources};
-use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
+use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
 use serde_json::Value;
 
 use corpus::Corpus;
@@ -112,6 +112,7 @@ fn main() {
     if runtime_only {
         header(&mut table, &setup, &[]);
         runtime_rows(&mut table, &setup, &trivial);
+        isolation_rows(&mut table, &setup, &base.join("isolation"));
     } else {
         eprintln!("corpora in {} ...", base.display());
         let small = corpus::ensure(&base, corpus::SMALL);
@@ -124,6 +125,7 @@ fn main() {
         rescan(&mut table, &setup, &large);
         exports(&mut table, &setup, &large);
         runtime_rows(&mut table, &setup, &trivial);
+        isolation_rows(&mut table, &setup, &base.join("isolation"));
         memory(&mut table, &setup, &large, &empty, &large_cold);
     }
 
@@ -471,11 +473,29 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let out = setup.scratch.join("execute-tool.json");
     let reps = setup.reps(11);
     let me = std::env::current_exe().expect("the bench knows its own path");
+    let workers = worker_runtime(setup, None);
+    let first = workers.call(&registry, "tool_noop", &args, &options);
+    assert!(first.ok && first.output == 1, "the trivial tool runs in a worker: {first:?}");
+    let timed = CallOptions { timeout: Some(std::time::Duration::from_secs(60)), ..CallOptions::default() };
     let mut contenders = vec![
         Contender::new("call", reps, || {
             seconds(|| {
                 for _ in 0..calls {
                     std::hint::black_box(runtime.call(&registry, "tool_noop", &args, &options));
+                }
+            }) / calls as f64
+        }),
+        Contender::new("worker", reps, || {
+            seconds(|| {
+                for _ in 0..calls {
+                    std::hint::black_box(workers.call(&registry, "tool_noop", &args, &options));
+                }
+            }) / calls as f64
+        }),
+        Contender::new("worker-timeout", reps, || {
+            seconds(|| {
+                for _ in 0..calls {
+                    std::hint::black_box(workers.call(&registry, "tool_noop", &args, &timed));
                 }
             }) / calls as f64
         }),
@@ -504,6 +524,7 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let m = |k: &str| r[k].median();
     let lcp_overhead = m("call") - m("direct");
     let claimed_overhead = m("call-claimed") - m("direct");
+    let worker_overhead = m("worker") - m("direct");
     let ref_overhead = m("ref-call") - m("ref-direct");
     let against = |overhead: f64| {
         (
@@ -516,6 +537,18 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     table.time("lcp Runtime::call, stdout claimed (as lcp serve / lcp call)", &r["call-claimed"], &note, &target);
     let (note, target) = against(lcp_overhead);
     table.time("lcp Runtime::call, fd 1 moved to the capture per call", &r["call"], &note, &target);
+    table.time(
+        "lcp Runtime::call in a worker process (the default isolation)",
+        &r["worker"],
+        &format!("overhead {}: {} lower", duration(worker_overhead), ratio(ref_overhead, worker_overhead)),
+        &verdict(worker_overhead < ref_overhead, "overhead < LCPBinding's (in-process)"),
+    );
+    table.time(
+        "  the same with a timeout (60 s)",
+        &r["worker-timeout"],
+        &ratio(m("worker-timeout"), m("worker")),
+        &verdict(m("worker-timeout") <= 1.05 * m("worker"), "≤ the call without (within 5%)"),
+    );
     table.time("direct Python call (timeit, same embedded interpreter)", &r["direct"], "1.00× (reference)", "");
     table.time(
         "LCPBinding.execute_tool (lollms-client, own python process)",
@@ -525,16 +558,19 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     );
     table.time("direct Python call (timeit, LCPBinding's process)", &r["ref-direct"], "", "");
     drop(runtime);
+    drop(workers);
 
     eprintln!("lcp serve round trip ...");
     let trips = if setup.quick { 200 } else { 1_000 };
     let all = RefCell::new(Vec::new());
-    let mut server = Server::start(&setup.lcp, folder);
+    let mut server = Server::start(&setup.lcp, folder, &[]);
+    let mut in_process = Server::start(&setup.lcp, folder, &["--in-process"]);
     let mut id = 1;
     let first = seconds(|| server.call_noop(&mut id));
+    in_process.call_noop(&mut id);
     let contenders = vec![
         Contender::new("start", setup.reps(21), || {
-            let (server, started) = Server::started(&setup.lcp, folder);
+            let (server, started) = Server::started(&setup.lcp, folder, &[]);
             server.stop();
             started
         }),
@@ -544,9 +580,16 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
             batch.sort_by(f64::total_cmp);
             vec![batch[batch.len() / 2]]
         }),
+        Contender::many(&["trips-in-process"], setup.reps(11), || {
+            let mut next = 1_000_000_000;
+            let mut batch: Vec<f64> = (0..trips).map(|_| seconds(|| in_process.call_noop(&mut next))).collect();
+            batch.sort_by(f64::total_cmp);
+            vec![batch[batch.len() / 2]]
+        }),
     ];
     let r = interleaved(contenders);
     server.stop();
+    in_process.stop();
     let mut all = Samples(all.into_inner());
     // The warm-up batch is not part of the record.
     all.0.drain(..trips);
@@ -557,14 +600,147 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     };
     table.section("5. tools/call round trip through lcp serve (stdio, raw JSON-RPC, sequential)");
     table.time(
-        "lcp serve tools/call, each round trip",
+        "lcp serve tools/call (worker processes), each round trip",
         &all,
         &format!("p99 {}", duration(p99)),
         &verdict(all.median() < 200e-6, "median < 200 µs"),
     );
     table.time(&format!("  median of each batch of {trips}"), &r["trips"], "", "");
+    table.time(
+        "lcp serve --in-process tools/call, median of each batch",
+        &r["trips-in-process"],
+        &ratio(r["trips-in-process"].median(), r["trips"].median()),
+        "",
+    );
     table.time("lcp serve start-up (spawn -> initialize response)", &r["start"], "", "");
     table.time("first tools/call (starts Python, imports the library)", &Samples(vec![first]), "", "");
+}
+
+/// A runtime whose tools run in worker processes of the `lcp` binary under test.
+fn worker_runtime(setup: &Setup, workers: Option<usize>) -> Runtime {
+    let mut settings = WorkerSettings::new(&setup.lcp);
+    if let Some(workers) = workers {
+        settings.workers = workers;
+    }
+    let config = RuntimeConfig { venv: None, isolation: Isolation::Workers(settings), ..RuntimeConfig::default() };
+    Runtime::new(config).expect("a runtime with worker processes")
+}
+
+/// The library of section 7.
+const ISOLATION: &str = r#"import os
+import time
+
+
+def tool_noop(x: int = 0) -> int:
+    """Returns x."""
+    return x
+
+
+def tool_crash() -> int:
+    """Ends its process."""
+    os._exit(3)
+
+
+def tool_burn(turns: int = 1000000) -> int:
+    """Pure-Python work: `turns` turns of a loop."""
+    total = 0
+    for turn in range(turns):
+        total += turn & 7
+    return total
+
+
+def tool_sleep(seconds: float = 1.0) -> str:
+    """Sleeps."""
+    time.sleep(seconds)
+    return "slept"
+"#;
+
+/// Section 7: what isolation costs and gives: from a crash to the next result, CPU-bound
+/// tools on two cores, I/O-bound tools side by side; in-process for comparison.
+fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
+    eprintln!("isolation ...");
+    fs::create_dir_all(folder).expect("isolation library folder is creatable");
+    fs::write(folder.join("isolation.py"), ISOLATION).expect("isolation library is writable");
+    let registry =
+        Registry::load(&Sources { folders: vec![folder.to_path_buf()], files: Vec::new() }, &Options::default());
+    let options = CallOptions::default();
+    let together = |runtime: &Runtime, tool: &str, args: Value, count: usize| -> f64 {
+        seconds(|| {
+            std::thread::scope(|scope| {
+                let calls: Vec<_> =
+                    (0..count).map(|_| scope.spawn(|| runtime.call(&registry, tool, &args, &options))).collect();
+                for call in calls {
+                    let result = call.join().expect("the call's thread ends");
+                    assert!(result.ok, "{tool} runs: {result:?}");
+                }
+            });
+        })
+    };
+    let one = worker_runtime(setup, Some(1));
+    let two = worker_runtime(setup, Some(2));
+    let cores = worker_runtime(setup, None);
+    let in_process = Runtime::new(RuntimeConfig { venv: None, ..RuntimeConfig::default() }).expect("Python starts");
+    // Every runtime has its workers up and the library loaded before measuring.
+    for runtime in [&one, &two, &cores, &in_process] {
+        together(runtime, "tool_sleep", serde_json::json!({"seconds": 0.3}), 8);
+    }
+    let noop = serde_json::json!({"x": 1});
+    // A CPU-bound tool of about one second: its work measured alone, in a worker.
+    let probe = 2_000_000u64;
+    let took = seconds(|| assert!(two.call(&registry, "tool_burn", &serde_json::json!({"turns": probe}), &options).ok));
+    let turns = ((probe as f64) / took.max(1e-3)) as u64;
+    let burn = serde_json::json!({"turns": turns});
+    let reps = setup.reps(7);
+    let contenders = vec![
+        Contender::new("crash-to-next", reps * 3, || {
+            let crashed = one.call(&registry, "tool_crash", &Value::Object(Default::default()), &options);
+            assert!(!crashed.ok, "the crash is a failed call");
+            seconds(|| assert!(one.call(&registry, "tool_noop", &noop, &options).ok))
+        }),
+        Contender::new("burn-alone", reps, || together(&two, "tool_burn", burn.clone(), 1)),
+        Contender::new("burn-workers", reps, || together(&two, "tool_burn", burn.clone(), 2)),
+        Contender::new("burn-in-process", reps, || together(&in_process, "tool_burn", burn.clone(), 2)),
+        Contender::new("sleep-workers", reps, || {
+            together(&cores, "tool_sleep", serde_json::json!({"seconds": 1.0}), 8)
+        }),
+        Contender::new("sleep-in-process", reps, || {
+            together(&in_process, "tool_sleep", serde_json::json!({"seconds": 1.0}), 8)
+        }),
+    ];
+    let r = interleaved(contenders);
+    let m = |k: &str| r[k].median();
+    table.section("7. Isolation (worker processes; in-process for comparison)");
+    table.time(
+        "from a crash to the next call's result (one worker; one-line library)",
+        &r["crash-to-next"],
+        "",
+        &verdict(m("crash-to-next") < 0.100, "< 100 ms (+ the library's import)"),
+    );
+    table.time(
+        "a CPU-bound tool of about 1 s (pure Python), alone in a worker",
+        &r["burn-alone"],
+        "1.00× (reference)",
+        "",
+    );
+    table.time(
+        "two of them called together, --workers 2",
+        &r["burn-workers"],
+        &ratio(m("burn-workers"), m("burn-alone")),
+        &verdict(m("burn-workers") < 1.3 * m("burn-alone"), "< 1.3× alone (< 1.3 s for 1 s tools)"),
+    );
+    table.time(
+        "  the same in-process (one interpreter, one GIL)",
+        &r["burn-in-process"],
+        &ratio(m("burn-in-process"), m("burn-workers")),
+        "",
+    );
+    table.time(
+        &format!("eight tools sleeping 1 s called together, --workers {} (the cores)", setup.threads),
+        &r["sleep-workers"],
+        "",
+        &verdict(m("sleep-workers") < 1.3, "about 1 s (< 1.3 s)"),
+    );
+    table.time("  the same in-process", &r["sleep-in-process"], &ratio(m("sleep-in-process"), m("sleep-workers")), "");
 }
 
 /// `lcp serve FOLDER` over stdio, driven by hand: one JSON-RPC message a line.
@@ -577,11 +753,12 @@ struct Server {
 impl Server {
     /// Spawns the server and does the handshake; also returns the time from spawn to
     /// the `initialize` response.
-    fn started(lcp: &Path, folder: &Path) -> (Server, f64) {
+    fn started(lcp: &Path, folder: &Path, flags: &[&str]) -> (Server, f64) {
         let started = std::time::Instant::now();
         let mut child = Command::new(lcp)
             .arg("serve")
             .arg(folder)
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -604,8 +781,8 @@ impl Server {
         (server, elapsed)
     }
 
-    fn start(lcp: &Path, folder: &Path) -> Server {
-        Server::started(lcp, folder).0
+    fn start(lcp: &Path, folder: &Path, flags: &[&str]) -> Server {
+        Server::started(lcp, folder, flags).0
     }
 
     fn send(&mut self, message: &Value) {

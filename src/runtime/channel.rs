@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 /// A frame is at most this long; a longer length prefix means a broken stream.
 const MAX_FRAME: usize = 1 << 30;
 /// A control packet is at most this long.
-pub(crate) const MAX_PACKET: usize = 64 * 1024;
+const MAX_PACKET: usize = 64 * 1024;
 
 /// A connected pair of `SOCK_SEQPACKET` sockets, both close-on-exec.
 pub(crate) fn control_pair() -> io::Result<(OwnedFd, OwnedFd)> {

@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::host_objects::{self, Callbacks, Offered};
 use super::{ToolResult, capture, python, workspace};
@@ -47,23 +47,69 @@ pub(crate) struct Job {
     pub id: u64,
     pub kind: Kind,
     /// The library's file, absolute.
-    pub file: String,
+    pub file: WirePath,
     /// The library folder (a private package), absolute.
-    pub package: Option<String>,
+    pub package: Option<WirePath>,
     /// The library's key ([`super::library_key`]).
     pub library: String,
     pub function: String,
     pub args: Value,
     /// The working directory while it runs, absolute; `None`: the process's own.
-    pub workspace: Option<PathBuf>,
+    pub workspace: Option<WirePath>,
     /// Which host callbacks the call has (SPEC §9): the library gets
     /// `set_confirm_handler` when it has a confirm handler; `host.py` makes its log
     /// records from the level given.
     pub host: Offered,
-    /// In a worker: how many times lcp had told it to drop modules when it sent the
-    /// job; the worker runs the job once it has done so that many times.
-    #[serde(default)]
-    pub forgotten: u64,
+}
+
+/// A path as it crosses JSON (to `host.py`, to a worker): its text when it is UTF-8,
+/// else `{"hex": "<its bytes>"}`, which `host.py` turns into the path Python uses for
+/// those bytes (`os.fsdecode`). Nothing is lost either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WirePath(pub PathBuf);
+
+impl std::ops::Deref for WirePath {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Serialize for WirePath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use std::os::unix::ffi::OsStrExt;
+        match self.0.to_str() {
+            Some(text) => serializer.serialize_str(text),
+            None => {
+                let hex: String = self.0.as_os_str().as_bytes().iter().map(|byte| format!("{byte:02x}")).collect();
+                json!({ "hex": hex }).serialize(serializer)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WirePath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use std::os::unix::ffi::OsStringExt;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Text(String),
+            Bytes { hex: String },
+        }
+        match Wire::deserialize(deserializer)? {
+            Wire::Text(text) => Ok(WirePath(PathBuf::from(text))),
+            Wire::Bytes { hex } => {
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| hex.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(|| serde::de::Error::custom("a path's bytes are not hex"))?;
+                Ok(WirePath(PathBuf::from(std::ffi::OsString::from_vec(bytes))))
+            }
+        }
+    }
 }
 
 /// What an engine is set up with, once per process.
@@ -88,13 +134,13 @@ pub(crate) struct Engine {
 
 /// A tool's [`python::Resolution`], while the modules it was made with stay loaded.
 struct Resolved {
-    file: String,
+    file: PathBuf,
     generation: u64,
     direct: Option<Arc<python::Direct>>,
 }
 
 impl Resolved {
-    fn holds(&self, file: &str, generation: u64) -> bool {
+    fn holds(&self, file: &Path, generation: u64) -> bool {
         self.generation == generation && self.file == file
     }
 }
@@ -250,7 +296,7 @@ impl Engine {
             python::Resolution::Never => None,
             python::Resolution::NotLoaded => return,
         };
-        let entry = Resolved { file: job.file.clone(), generation, direct };
+        let entry = Resolved { file: job.file.0.clone(), generation, direct };
         self.resolved.write().unwrap_or_else(|p| p.into_inner()).insert(job.function.clone(), entry);
     }
 
@@ -261,7 +307,7 @@ impl Engine {
             call_id: job.id,
             kind: job.kind,
             file: &job.file,
-            package: job.package.as_deref(),
+            package: job.package.as_ref(),
             library: &job.library,
             function: &job.function,
             args: &job.args,
@@ -278,7 +324,8 @@ impl Engine {
         match timeout {
             None => execute(job.id, &request, callbacks, job.workspace.as_deref()).0,
             Some(limit) => {
-                execute_with_deadline(job.id, request, callbacks, job.workspace.clone(), limit, &job.function)
+                let workspace = job.workspace.as_ref().map(|dir| dir.0.clone());
+                execute_with_deadline(job.id, request, callbacks, workspace, limit, &job.function)
             }
         }
     }
@@ -289,8 +336,8 @@ impl Engine {
 struct Request<'a> {
     call_id: u64,
     kind: Kind,
-    file: &'a str,
-    package: Option<&'a str>,
+    file: &'a WirePath,
+    package: Option<&'a WirePath>,
     library: &'a str,
     function: &'a str,
     args: &'a Value,
@@ -383,6 +430,12 @@ fn execute_with_deadline(
     };
     let message = format!("`{function}` timed out after {} s", limit.as_secs_f64());
     match late {
+        // Told to stop, it failed with an error of its own: say so, with that error.
+        Ok((mut result, false)) if !result.ok && result.error.is_some() => {
+            let own = result.error.take().unwrap_or_default();
+            result.error = Some(format!("{message}; told to stop, it failed with an error of its own: {own}"));
+            result
+        }
         Ok((mut result, _)) => {
             result.ok = false;
             result.error = Some(format!("{message} and was stopped"));
@@ -418,12 +471,12 @@ impl Drop for Registration {
 }
 
 /// Files whose loaded modules are out of date, waiting for the next call to drop them.
-static DROPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static DROPPED: Mutex<Vec<WirePath>> = Mutex::new(Vec::new());
 static ANY_DROPPED: AtomicBool = AtomicBool::new(false);
 
 /// Marks modules as out of date: the next call drops them (modules belong to the
 /// process, like the interpreter).
-pub(crate) fn drop_modules(paths: impl IntoIterator<Item = String>) {
+pub(crate) fn drop_modules(paths: impl IntoIterator<Item = WirePath>) {
     let mut dropped = DROPPED.lock().unwrap_or_else(|p| p.into_inner());
     dropped.extend(paths);
     GENERATION.fetch_add(1, Ordering::AcqRel);

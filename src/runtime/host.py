@@ -21,7 +21,6 @@ the ``_direct_*`` helpers route what such a call prints and turn what Rust canno
 into a reply. Nothing here writes to the process's standard output.
 """
 
-import asyncio
 import collections.abc
 import dataclasses
 import datetime
@@ -123,6 +122,14 @@ def _watched(change, before):
     return watched
 
 
+def _path(wire):
+    """A path as the embedding sends it: text, or ``{"hex": bytes}`` for a path that is
+    not UTF-8, which becomes the path Python uses for those bytes."""
+    if isinstance(wire, dict):
+        return os.fsdecode(bytes.fromhex(wire["hex"]))
+    return wire
+
+
 def add_site_dir(path):
     """Makes a virtual environment's site-packages importable, ahead of the
     interpreter's own (as inside the environment)."""
@@ -142,6 +149,9 @@ def call(request_text):
     Returns ``{"ok", "output", "error"?, "traceback"?, "timed_out"?, "stdout", "stderr"}``.
     """
     request = json.loads(request_text)
+    for key in ("file", "package", "workspace"):
+        if request.get(key) is not None:
+            request[key] = _path(request[key])
     current = _Call(request.get("call_id"), request.get("library"), request.get("function"))
     current.host = request.get("host") or {}
     _set_log_level(current.host.get("log_level") or logging.INFO)
@@ -206,7 +216,7 @@ def rebind():
 
 def forget(paths_json):
     """Drops the modules of these files: their next call imports them again."""
-    paths = set(json.loads(paths_json))
+    paths = {_path(path) for path in json.loads(paths_json)}
     with _lock:
         for path in paths:
             _libraries.pop(path, None)
@@ -374,7 +384,7 @@ def _invoke(current, function, positional, keywords):
     try:
         value = function(*positional, **keywords)
         if inspect.isawaitable(value):
-            value = asyncio.run(_awaited(value))
+            value = _run_awaitable(value)
         return value
     finally:
         current.stoppable = False
@@ -382,6 +392,14 @@ def _invoke(current, function, positional, keywords):
 
 async def _awaited(awaitable):
     return await awaitable
+
+
+def _run_awaitable(awaitable):
+    """Runs an ``async def`` tool's awaitable to its end. ``asyncio`` is imported here,
+    on first use: it is a large import that most workers never need."""
+    import asyncio
+
+    return asyncio.run(_awaited(awaitable))
 
 
 def _settle():
@@ -505,7 +523,7 @@ def _direct_result(value):
     failure."""
     try:
         if inspect.isawaitable(value):
-            value = asyncio.run(_awaited(value))
+            value = _run_awaitable(value)
         result = _outcome(value)
     except BaseException as exc:
         result = _raised(exc)

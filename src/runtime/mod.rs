@@ -47,7 +47,7 @@ use serde_json::{Map, Value};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{DEFAULT_INJECTED, Library};
 use crate::registry::{Changes, Registry};
-use engine::{Engine, Job, Kind};
+use engine::{Engine, Job, Kind, WirePath};
 use host_objects::{
     Answer, Callbacks, Generation, InteractHandler, Interaction, LogHandler, LogRecord, Model, Progress,
     ProgressHandler,
@@ -491,7 +491,7 @@ impl Runtime {
     /// Drops the loaded modules of these files; their next call imports them again
     /// (in every worker).
     pub fn forget(&self, files: &[PathBuf]) {
-        let files: Vec<String> = files.iter().map(|path| absolute(&self.base, path)).collect();
+        let files: Vec<WirePath> = files.iter().map(|path| absolute(&self.base, path)).collect();
         match &self.place {
             Place::InProcess(_) => engine::drop_modules(files),
             Place::Workers(pool) => pool.forget(files),
@@ -540,9 +540,8 @@ impl Runtime {
             library: library_key(library),
             function: function.to_string(),
             args: args.clone(),
-            workspace: options.workspace.as_deref().map(|dir| self.base.join(dir)),
+            workspace: options.workspace.as_deref().map(|dir| WirePath(self.base.join(dir))),
             host: callbacks.offered(options.log_level.unwrap_or(host_objects::level::INFO)),
-            forgotten: 0,
         };
         match &self.place {
             Place::InProcess(engine) => engine.run(&job, callbacks, timeout),
@@ -552,8 +551,8 @@ impl Runtime {
 }
 
 /// `path` from `base`, without `.` components: the key of a file's module.
-pub(crate) fn absolute(base: &Path, path: &Path) -> String {
-    base.join(path).components().collect::<PathBuf>().to_string_lossy().into_owned()
+pub(crate) fn absolute(base: &Path, path: &Path) -> WirePath {
+    WirePath(base.join(path).components().collect::<PathBuf>())
 }
 
 /// The key of a library's configuration: its folder's name for a library folder,

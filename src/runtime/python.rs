@@ -226,7 +226,7 @@ impl Drop for ThreadState {
 pub fn call(request: &str) -> Result<String, String> {
     let host = host()?;
     Python::attach(|py| {
-        host.call.call1(py, (request,)).and_then(|reply| reply.extract(py)).map_err(|err| describe(py, err))
+        host.call.call1(py, (request,)).and_then(|reply| text_of(reply.bind(py))).map_err(|err| describe(py, err))
     })
 }
 
@@ -234,6 +234,16 @@ pub fn call(request: &str) -> Result<String, String> {
 pub fn stop(call_id: u64) -> bool {
     let Ok(host) = host() else { return false };
     Python::attach(|py| host.stop.call1(py, (call_id,)).and_then(|done| done.extract(py)).unwrap_or(false))
+}
+
+/// A reply's text. Text Python holds may carry lone surrogates (a path that is not
+/// UTF-8, as `os.fsdecode` makes it): they become U+FFFD, as JSON cannot carry them.
+fn text_of(reply: &Bound<'_, PyAny>) -> PyResult<String> {
+    let text = reply.cast::<PyString>()?;
+    Ok(match text.to_str() {
+        Ok(text) => text.to_owned(),
+        Err(_) => text.to_string_lossy().into_owned(),
+    })
 }
 
 /// Calls `set_confirm_handler` again on every loaded module; returns the failures as JSON.
@@ -290,10 +300,11 @@ pub enum Resolution {
 
 /// The tool `function` of the library `file` (library key `library`), resolved for
 /// [`call_direct`] when its calls need nothing of `host.py`.
-pub fn direct(file: &str, function: &str, library: &str, injected: &[String]) -> Resolution {
+pub fn direct(file: &Path, function: &str, library: &str, injected: &[String]) -> Resolution {
     let Ok(host) = host() else { return Resolution::NotLoaded };
     Python::attach(|py| {
-        let Ok(resolved) = host.direct.call1(py, (file, function, injected.to_vec())) else {
+        // The path as Python names it (`os.fsdecode` of its bytes), as `host.py` keys it.
+        let Ok(resolved) = host.direct.call1(py, (file.as_os_str(), function, injected.to_vec())) else {
             return Resolution::Never;
         };
         let resolved = resolved.bind(py);
@@ -474,7 +485,7 @@ fn marker<'py>(py: Python<'py>, host: &Host) -> PyResult<Bound<'py, PyList>> {
 }
 
 fn reply(py: Python<'_>, text: PyResult<Py<PyAny>>) -> Result<String, String> {
-    text.and_then(|text| text.extract(py)).map_err(|err| describe(py, err))
+    text.and_then(|text| text_of(text.bind(py))).map_err(|err| describe(py, err))
 }
 
 /// Arguments nested deeper than this are not built here (serde_json parses at most 128 levels).
@@ -494,6 +505,15 @@ fn to_python<'py>(py: Python<'py>, value: &Value, coercion: Coercion, depth: usi
             (_, Some(int), _) if coercion == Coercion::Float => PyFloat::new(py, int as f64).into_any(),
             (Some(int), ..) => int.into_pyobject(py)?.into_any(),
             (_, Some(int), _) => int.into_pyobject(py)?.into_any(),
+            // An integer beyond 64 bits stays exact, as Python's own `json.loads` keeps it.
+            _ if coercion != Coercion::Float && is_integer_text(&number.to_string()) => {
+                let digits = CString::new(number.to_string()).map_err(|_| PyRecursionError::new_err("a number"))?;
+                // SAFETY: `digits` is a NUL-terminated string of decimal digits; the
+                // result is a new reference or NULL with an exception set.
+                unsafe {
+                    Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromString(digits.as_ptr(), std::ptr::null_mut(), 10))?
+                }
+            }
             (.., Some(float)) if coercion == Coercion::Int && float.is_finite() && float.fract() == 0.0 => {
                 // SAFETY: PyLong_FromDouble returns a new reference or NULL with an exception set.
                 unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromDouble(float))? }
@@ -516,11 +536,17 @@ fn to_python<'py>(py: Python<'py>, value: &Value, coercion: Coercion, depth: usi
     })
 }
 
+/// Whether a JSON number's text is an integer (`-`, then digits only).
+fn is_integer_text(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// Return values nested deeper than this go to `host.py`, which reports them.
 const MAX_RESULT_DEPTH: usize = 64;
 
-/// A return value made only of JSON's own types (exact `None`, `bool`, `int` within
-/// 64 bits, finite `float`, `str`, `list`, `tuple`, `dict` with `str` keys) as JSON;
+/// A return value made only of JSON's own types (exact `None`, `bool`, `int`, finite
+/// `float`, `str`, `list`, `tuple`, `dict` with `str` keys) as JSON;
 /// `None` for anything else, which `host.py` converts or reports.
 fn to_json(value: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
     if depth > MAX_RESULT_DEPTH {
@@ -533,7 +559,11 @@ fn to_json(value: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
         return Some(Value::Bool(flag.is_true()));
     }
     if let Ok(int) = value.cast_exact::<PyInt>() {
-        return int.extract::<i64>().map(Value::from).or_else(|_| int.extract::<u64>().map(Value::from)).ok();
+        if let Ok(small) = int.extract::<i64>() {
+            return Some(Value::from(small));
+        }
+        // Any other integer, exactly: JSON integers are text.
+        return int.str().ok()?.to_str().ok()?.parse::<Number>().ok().map(Value::Number);
     }
     if let Ok(float) = value.cast_exact::<PyFloat>() {
         return Number::from_f64(float.value()).map(Value::Number);

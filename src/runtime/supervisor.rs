@@ -27,14 +27,13 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::channel::{self, Connection};
-use super::engine::{self, Job};
+use super::engine::{self, Job, WirePath};
 use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
 use super::{Cancel, ToolResult, WorkerSettings};
 
@@ -56,8 +55,6 @@ pub(crate) enum Control {
     Open,
     /// Stop the call with this id.
     Stop(u64),
-    /// Drop the modules of these files.
-    Forget(Vec<String>),
     /// Call `set_confirm_handler` again on the loaded libraries.
     Rebind,
 }
@@ -72,9 +69,17 @@ pub(crate) enum Started {
 /// What lcp sends on a call connection.
 #[derive(Serialize, Deserialize)]
 pub(crate) enum ToWorker {
-    Call(Job),
+    /// A job, and the files whose modules to drop before it (changed since the last
+    /// job this worker was sent).
+    Call(Job, Vec<WirePath>),
     /// The answer to the call's last [`FromWorker::Ask`].
     Answer(HostAnswer),
+}
+
+/// [`ToWorker::Call`] as it is sent: the job borrowed, the same JSON.
+#[derive(Serialize)]
+enum Sending<'a> {
+    Call(&'a Job, Vec<WirePath>),
 }
 
 /// What a worker sends on a call connection.
@@ -106,6 +111,8 @@ struct State {
     slots: Vec<Slot>,
     /// Workers being started.
     starting: usize,
+    /// Calls waiting for a worker.
+    waiting: usize,
     closed: bool,
 }
 
@@ -114,14 +121,16 @@ struct Slot {
     calls: usize,
     /// The workspace of the calls running in it.
     workspace: Option<PathBuf>,
+    /// A call in it is being stopped, and the worker may be ended: no new call goes there.
+    draining: bool,
 }
 
 struct Worker {
     pid: libc::pid_t,
     control: OwnedFd,
+    /// Files whose modules it must drop before its next call.
+    stale: Mutex<Vec<WirePath>>,
     idle: Mutex<Vec<Connection>>,
-    /// How many [`Control::Forget`]s it was sent.
-    forgets: AtomicU64,
     /// Why lcp ended it, when it did.
     ended_by_lcp: Mutex<Option<String>>,
     /// How it ended, once reaped.
@@ -177,21 +186,10 @@ impl Pool {
         ToolResult::failure("no worker process could take the call; see lcp's standard error")
     }
 
-    /// Every worker drops the modules of these files.
-    pub(crate) fn forget(&self, files: Vec<String>) {
-        // In messages that fit a control packet, with room for the JSON around them.
-        let mut chunk = Vec::new();
-        let mut size = 0;
-        for file in files {
-            if size + file.len() > channel::MAX_PACKET / 2 && !chunk.is_empty() {
-                self.inner.forget(&Control::Forget(std::mem::take(&mut chunk)));
-                size = 0;
-            }
-            size += file.len() + 4;
-            chunk.push(file);
-        }
-        if !chunk.is_empty() {
-            self.inner.forget(&Control::Forget(chunk));
+    /// Every worker drops the modules of these files, before its next call.
+    pub(crate) fn forget(&self, files: Vec<WirePath>) {
+        for slot in &self.inner.lock().slots {
+            slot.worker.stale.lock().unwrap_or_else(|p| p.into_inner()).extend(files.iter().cloned());
         }
     }
 
@@ -241,7 +239,7 @@ impl Inner {
                     worker.kill("the runtime is shutting down");
                     worker.reap();
                 } else {
-                    state.slots.push(Slot { worker, calls: 0, workspace: None });
+                    state.slots.push(Slot { worker, calls: 0, workspace: None, draining: false });
                 }
             }
             inner.changed.notify_all();
@@ -263,7 +261,7 @@ impl Inner {
                 return Err("the runtime is shutting down".to_string());
             }
             let room = state.slots.len() + state.starting < self.settings.workers;
-            let idle = state.slots.iter_mut().find(|slot| slot.calls == 0);
+            let idle = state.slots.iter_mut().find(|slot| slot.calls == 0 && !slot.draining);
             if let Some(slot) = idle {
                 slot.calls = 1;
                 slot.workspace = workspace.map(Path::to_path_buf);
@@ -282,20 +280,38 @@ impl Inner {
                     worker.reap();
                     return Err("the runtime is shutting down".to_string());
                 }
-                let slot = Slot { worker: Arc::clone(&worker), calls: 1, workspace: workspace.map(Path::to_path_buf) };
+                let slot = Slot {
+                    worker: Arc::clone(&worker),
+                    calls: 1,
+                    workspace: workspace.map(Path::to_path_buf),
+                    draining: false,
+                };
                 state.slots.push(slot);
                 return Ok(worker);
             }
             let same = state
                 .slots
                 .iter_mut()
-                .filter(|slot| slot.workspace.as_deref() == workspace)
+                .filter(|slot| slot.workspace.as_deref() == workspace && !slot.draining)
                 .min_by_key(|slot| slot.calls);
             if let Some(slot) = same {
                 slot.calls += 1;
                 return Ok(Arc::clone(&slot.worker));
             }
+            state.waiting += 1;
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            state.waiting -= 1;
+        }
+    }
+
+    /// Marks a worker as stopping a call (no new calls), or as well again.
+    fn set_draining(&self, worker: &Worker, draining: bool) {
+        let mut state = self.lock();
+        if let Some(slot) = state.slots.iter_mut().find(|slot| std::ptr::eq(Arc::as_ptr(&slot.worker), worker)) {
+            slot.draining = draining;
+        }
+        if !draining && state.waiting > 0 {
+            self.changed.notify_all();
         }
     }
 
@@ -311,17 +327,8 @@ impl Inner {
         if let Some(slot) = state.slots.iter_mut().find(|slot| Arc::ptr_eq(&slot.worker, worker)) {
             slot.calls -= 1;
         }
-        self.changed.notify_all();
-    }
-
-    /// Sends a [`Control::Forget`] to every worker, counting it first: a job sent
-    /// after carries the count, and the worker drops the modules before running it
-    /// (the call connection and the control socket are not ordered with each other).
-    fn forget(&self, message: &Control) {
-        let workers: Vec<Arc<Worker>> = self.lock().slots.iter().map(|slot| Arc::clone(&slot.worker)).collect();
-        for worker in workers {
-            worker.forgets.fetch_add(1, Ordering::AcqRel);
-            let _ = channel::send_packet(&worker.control, message, None);
+        if state.waiting > 0 {
+            self.changed.notify_all();
         }
     }
 
@@ -374,8 +381,8 @@ impl Inner {
         let worker = Arc::new(Worker {
             pid: child.id() as libc::pid_t,
             control: ours,
+            stale: Mutex::new(Vec::new()),
             idle: Mutex::new(Vec::new()),
-            forgets: AtomicU64::new(0),
             ended_by_lcp: Mutex::new(None),
             end: Mutex::new(None),
         });
@@ -421,17 +428,17 @@ impl Inner {
         cancel: Option<&Cancel>,
     ) -> Option<ToolResult> {
         let mut journal = Journal::default();
-        let job = Job { forgotten: worker.forgets.load(Ordering::Acquire), ..job.clone() };
-        let sent = worker
-            .connection()
-            .and_then(|mut connection| connection.send(&ToWorker::Call(job.clone())).ok().map(|()| connection));
+        let sent = worker.connection().and_then(|mut connection| {
+            let stale = std::mem::take(&mut *worker.stale.lock().unwrap_or_else(|p| p.into_inner()));
+            connection.send(&Sending::Call(job, stale)).ok().map(|()| connection)
+        });
         let Some(connection) = sent else {
             // The job never reached the worker: it is dead, and another one runs it.
             worker.kill("it could not take a call");
             worker.reap();
             return None;
         };
-        Some(self.follow(worker, connection, &mut journal, &job, callbacks, timeout, cancel))
+        Some(self.follow(worker, connection, &mut journal, job, callbacks, timeout, cancel))
     }
 
     /// Reads a running call's frames until its result, stopping it when it is due.
@@ -457,6 +464,9 @@ impl Inner {
             match connection.recv::<FromWorker>(wait) {
                 Ok(Some(FromWorker::Done(result))) => {
                     worker.idle.lock().unwrap_or_else(|p| p.into_inner()).push(connection);
+                    if stopping.is_some() {
+                        self.set_draining(worker, false);
+                    }
                     return self.finished(result, job, stopping.map(|(_, why)| why));
                 }
                 Ok(Some(FromWorker::Printed(stream, text))) => journal.add(&stream, &text),
@@ -484,6 +494,7 @@ impl Inner {
                                 None
                             };
                             if let Some(why) = why {
+                                self.set_draining(worker, true);
                                 // Gently first: an exception in the tool's thread.
                                 if channel::send_packet(&worker.control, &Control::Stop(job.id), None).is_err() {
                                     worker.kill(&why.ended(&job.function));

@@ -16,7 +16,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use super::channel::{self, Connection};
 use super::engine::{self, Engine};
@@ -72,11 +72,6 @@ pub fn main() -> ExitCode {
                 // Stopping needs the interpreter, which the call may be holding.
                 let _ = std::thread::Builder::new().name("lcp-stop".into()).spawn(move || engine::stop(id));
             }
-            Ok(Some((Control::Forget(files), _))) => {
-                engine::drop_modules(files);
-                *FORGOTTEN.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-                FORGOTTEN.1.notify_all();
-            }
             Ok(Some((Control::Rebind, _))) => {
                 let _ = std::thread::Builder::new().name("lcp-rebind".into()).spawn(move || {
                     for problem in engine.rebind() {
@@ -115,8 +110,6 @@ impl Link {
 static LINKS: LazyLock<Mutex<FastMap<u64, Arc<Link>>>> = LazyLock::new(Default::default);
 /// Calls running here now.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
-/// How many [`Control::Forget`]s were done, and who waits for one.
-static FORGOTTEN: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
 /// A tool closed one of fds 0–2: the worker ends once its calls are done.
 static RETIRING: AtomicBool = AtomicBool::new(false);
 
@@ -131,16 +124,15 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
     loop {
         let next = link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None);
         let job = match next {
-            Ok(Some(ToWorker::Call(job))) => job,
+            Ok(Some(ToWorker::Call(job, stale))) => {
+                if !stale.is_empty() {
+                    engine::drop_modules(stale);
+                }
+                job
+            }
             Ok(Some(ToWorker::Answer(_))) => continue,
             Ok(None) | Err(_) => return,
         };
-        // Modules lcp dropped before it sent the job are dropped before it runs.
-        let mut forgotten = FORGOTTEN.0.lock().unwrap_or_else(|p| p.into_inner());
-        while *forgotten < job.forgotten {
-            forgotten = FORGOTTEN.1.wait(forgotten).unwrap_or_else(|p| p.into_inner());
-        }
-        drop(forgotten);
         RUNNING.fetch_add(1, Ordering::AcqRel);
         LINKS.lock().unwrap_or_else(|p| p.into_inner()).insert(job.id, Arc::clone(&link));
         let callbacks = asking(&link, job.host);
@@ -232,8 +224,12 @@ fn printed(call: u64, stream: &str, text: &str) {
     }
 }
 
-/// Which of fds 0, 1 and 2 a tool closed.
+/// Which of fds 0, 1 and 2 a tool closed (one `poll`: a closed one is `POLLNVAL`).
 fn closed_standard_streams() -> Vec<i32> {
-    // SAFETY: F_GETFD only reads the descriptor's flags.
-    (0..3).filter(|fd| unsafe { libc::fcntl(*fd, libc::F_GETFD) } < 0).collect()
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
+    // SAFETY: three valid `pollfd`s; a timeout of 0 only looks.
+    if unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } <= 0 {
+        return Vec::new();
+    }
+    fds.iter().filter(|fd| fd.revents & libc::POLLNVAL != 0).map(|fd| fd.fd).collect()
 }

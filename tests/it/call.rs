@@ -335,3 +335,29 @@ fn the_pinned_interpreter_is_used_from_any_working_directory() {
     let site = format!("{prefix}/lib/python{version}/site-packages");
     assert!(info["site_packages"].as_array().unwrap().contains(&json!(site)), "{info}");
 }
+
+#[test]
+fn big_integers_cross_the_worker_channel_exactly_both_ways() {
+    let args = ["tool_echo_int", &fixture_folder("bigints"), "--args", r#"{"n": 18446744073709551617}"#];
+    let result = result(&lcp_call(&args), 0);
+    assert_eq!(result["output"], json!({"type": "int", "text": "18446744073709551617"}));
+    let output = lcp_call(&["tool_power", &fixture_folder("bigints")]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("\"output\": 1180591620717411303425"), "{text}");
+}
+
+#[test]
+fn a_tool_in_a_file_whose_path_is_not_utf8_is_called_from_its_real_path() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir("call-non-utf8");
+    let folder = dir.join(std::ffi::OsStr::from_bytes(b"lib\xfe"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let code = "import os\n\ndef tool_where() -> bool:\n    \"\"\"Whether it runs from its own file.\"\"\"\n    return os.path.exists(__file__)\n";
+    std::fs::write(folder.join(std::ffi::OsStr::from_bytes(b"t\xff.py")), code).unwrap();
+    let dir = dir.to_str().unwrap();
+    for mode in [&[][..], &["--in-process"][..]] {
+        let args = [&["tool_where", dir][..], mode].concat();
+        let result = result(&lcp_call(&args), 0);
+        assert_eq!(result["output"], json!(true), "{mode:?}: {result}");
+    }
+}

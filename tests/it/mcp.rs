@@ -457,7 +457,7 @@ impl Drop for HttpServer {
 }
 
 /// `lcp serve ARGS` spoken to in raw JSON-RPC lines, to see its stdout byte for byte.
-struct RawServer {
+pub(crate) struct RawServer {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: Receiver<String>,
@@ -465,7 +465,7 @@ struct RawServer {
 }
 
 impl RawServer {
-    fn start(args: &[&str]) -> RawServer {
+    pub(crate) fn start(args: &[&str]) -> RawServer {
         let mut child = Command::new(lcp_bin())
             .arg("serve")
             .args(args)
@@ -480,20 +480,20 @@ impl RawServer {
         RawServer { child, stdin, stdout, seen: Vec::new() }
     }
 
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
         self.response(1);
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("the server reads stdin");
     }
 
     /// The response to request `id`, whenever it came.
-    fn response(&mut self, id: u64) -> Value {
+    pub(crate) fn response(&mut self, id: u64) -> Value {
         loop {
             let seen = self.seen.iter().map(|line| serde_json::from_str::<Value>(line));
             if let Some(message) = seen.flatten().find(|message| message["id"] == id) {
@@ -507,7 +507,7 @@ impl RawServer {
     }
 
     /// Closes stdin and returns everything the server wrote on stdout.
-    fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         drop(self.stdin.take());
         while let Ok(line) = self.stdout.recv_timeout(LIMIT) {
             self.seen.push(line);

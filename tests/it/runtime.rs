@@ -424,6 +424,17 @@ fn a_timeout_stops_a_tool_spinning_in_pure_python() {
     assert_eq!(output(runtime.call(&registry, "tool_quick", &json!({}), &with_timeout(30.0))), "quick");
 }
 
+#[test]
+fn a_tool_that_fails_its_own_way_when_stopped_is_reported_as_it_happened() {
+    let (runtime, registry) = (runtime(), registry("timeouts"));
+    let result = runtime.call(&registry, "tool_spin_then_fail", &json!({}), &with_timeout(0.3));
+    assert_eq!(
+        error(&result),
+        "`tool_spin_then_fail` timed out after 0.3 s; told to stop, it failed with an error of its own: \
+         ValueError: an error of its own"
+    );
+}
+
 // ------------------------------------------------------------ concurrency ---
 
 #[test]
@@ -731,4 +742,55 @@ sys.__stdout__.write(json.dumps(results))
     assert_eq!(results["cwd"]["output"], workspace.canonicalize().unwrap().to_str().unwrap());
     assert_eq!(results["after"], true);
     assert_eq!(results["confirm"]["output"], json!({"decision": "allow", "reason": "standalone tool_ask_pair"}));
+}
+
+/// Each check twice: the first call of a tool takes `host.py`'s path, the next the
+/// direct one (SPEC §5, both call paths give the same result).
+fn both_paths(runtime: &Runtime, registry: &Registry, tool: &str, args: &str, expected: Value) {
+    let args: Value = serde_json::from_str(args).expect("the arguments are JSON");
+    for path in ["host.py", "direct"] {
+        let result = call(runtime, registry, tool, args.clone());
+        assert!(result.ok, "{path}: {result:?}");
+        assert_eq!(result.output, expected, "{path}");
+        assert_eq!(serde_json::to_string(&result.output).unwrap(), expected.to_string(), "{path}: the digits");
+    }
+}
+
+#[test]
+fn big_integers_arrive_exact_for_int_and_any_parameters_on_both_paths() {
+    let (runtime, registry) = (runtime(), registry("bigints"));
+    let exact = |text: &str| json!({"type": "int", "text": text});
+    both_paths(&runtime, &registry, "tool_echo_int", r#"{"n": 18446744073709551617}"#, exact("18446744073709551617"));
+    let huge = "100000000000000000000000000000000000001";
+    both_paths(&runtime, &registry, "tool_echo_int", &format!(r#"{{"n": {huge}}}"#), exact(huge));
+    both_paths(
+        &runtime,
+        &registry,
+        "tool_echo_any",
+        r#"{"value": 18446744073709551617}"#,
+        exact("18446744073709551617"),
+    );
+    both_paths(&runtime, &registry, "tool_echo_any", r#"{"value": 7}"#, exact("7"));
+}
+
+#[test]
+fn big_integers_a_tool_returns_stay_exact_on_both_paths() {
+    let (runtime, registry) = (runtime(), registry("bigints"));
+    let expected: Value = serde_json::from_str("1180591620717411303425").unwrap();
+    both_paths(&runtime, &registry, "tool_power", "{}", expected);
+    let below: Value = serde_json::from_str("340282366920938463463374607431768211455").unwrap();
+    both_paths(&runtime, &registry, "tool_power", r#"{"exponent": 128, "plus": -1}"#, below);
+}
+
+#[test]
+fn a_tool_in_a_file_whose_path_is_not_utf8_runs_on_both_paths() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir("runtime-non-utf8");
+    let file = dir.join(std::ffi::OsStr::from_bytes(b"t\xff.py"));
+    std::fs::write(&file, "def tool_twice(x: int = 1) -> int:\n    \"\"\"Doubles.\"\"\"\n    return 2 * x\n").unwrap();
+    let registry = Registry::load(&Sources { folders: vec![], files: vec![file] }, &Options::default());
+    let runtime = runtime();
+    for path in ["host.py", "direct"] {
+        assert_eq!(output(call(&runtime, &registry, "tool_twice", json!({"x": 21}))), json!(42), "{path}");
+    }
 }

@@ -315,3 +315,35 @@ fn injected_names_are_configurable() {
         ["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"]
     );
 }
+
+#[test]
+fn star_imports_from_typing_and_typing_extensions_bind_typings_names() {
+    let registry = load(&["star_import"]);
+    assert!(registry.diagnostics.is_empty(), "{:#?}", registry.diagnostics);
+    assert_eq!(property(&registry, "tool_star_typing", "a"), &json!({"type": "array", "items": {"type": "integer"}}));
+    assert_eq!(property(&registry, "tool_star_typing", "b"), &json!({"anyOf": [{"type": "string"}, {"type": "null"}]}));
+    assert_eq!(property(&registry, "tool_star_typing", "c"), &json!({"type": "object"}));
+    assert_eq!(property(&registry, "tool_star_typing", "d"), &json!({"type": "string", "enum": ["x", "y"]}));
+    assert_eq!(
+        property(&registry, "tool_star_extensions", "a"),
+        &json!({"type": "array", "items": {"type": "number"}})
+    );
+    assert_eq!(
+        property(&registry, "tool_star_extensions", "b"),
+        &json!({"type": "integer", "description": "A count."})
+    );
+}
+
+#[test]
+fn literal_with_no_values_is_any_json_value_with_a_warning() {
+    let registry = load(&["empty_literal"]);
+    assert_eq!(property(&registry, "tool_empty_literal", "a"), &json!({}));
+    assert_eq!(property(&registry, "tool_empty_literal", "b"), &json!({}));
+    assert_eq!(property(&registry, "tool_empty_literal", "c"), &json!({"enum": [1, "x"]}));
+    for place in ["empty_literal.py:4:27:", "empty_literal.py:4:43:"] {
+        let found =
+            diagnostics_with(&registry, &[place, "warning", "`Literal` with no values: accepted as any JSON value"]);
+        assert_eq!(found.len(), 1, "{place}: {:#?}", registry.diagnostics);
+    }
+    assert_eq!(registry.diagnostics.len(), 2, "{:#?}", registry.diagnostics);
+}
