@@ -180,7 +180,10 @@ pub(super) async fn call_tool(
                 None => refused(&waiting.question.request, "the client did not answer"),
             };
             waiting.question.answer(answer);
-            (waiting.events, waiting.cancel, waiting.reporter)
+            // The first request is over: what the call reports from now on belongs to
+            // this one, under its progress token.
+            let reporter = Reporter { token: context.meta.get_progress_token(), ..waiting.reporter };
+            (waiting.events, waiting.cancel, reporter)
         }
         None => {
             let name = request.name.as_ref();

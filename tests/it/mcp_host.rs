@@ -227,3 +227,46 @@ fn the_official_conformance_suite_passes_every_tools_and_utilities_scenario() {
     }
     assert!(failed.is_empty(), "scenarios failed:\n{}", failed.join("\n\n"));
 }
+
+#[test]
+fn the_built_in_interaction_library_asks_through_elicitation_and_samples_with_progress() {
+    let workspace = temp_dir("mcp-interaction");
+    std::fs::write(workspace.join("notes.md"), "# Meeting\n\nWe chose SQLite.\n").unwrap();
+    let serve = ["default_tools/interaction", "--workspace", workspace.to_str().unwrap()];
+    let steps = json!([
+        call("tool_ask_user", json!({"question": "Which database?", "choices": ["staging", "production"]})),
+        {"call": "tool_summarize_file", "arguments": {"path": "notes.md"}, "progress": true},
+    ]);
+    for mode in MODES {
+        let client =
+            ["--elicit", "accept", "--content", r#"[{"answer": "staging"}]"#, "--sample", "SQLite was chosen."];
+        let report = session_with(mode, &client, &serve, steps.clone());
+        assert_eq!(report["results"][0]["structuredContent"]["output"], json!({"answered": true, "answer": "staging"}));
+        assert_eq!(report["schemas"][0]["properties"]["answer"]["enum"], json!(["staging", "production"]));
+        let summary = &report["results"][1]["structuredContent"]["output"];
+        assert_eq!(summary["summary"], "SQLite was chosen.", "{mode}: {}", report["results"][1]);
+        assert!(
+            report["samplings"][0]["messages"][0]["content"]["text"].as_str().unwrap().contains("We chose SQLite.")
+        );
+        assert_eq!(report["progress"], json!([{"progress": 1.0, "total": 1.0, "message": "summarized part 1 of 1"}]));
+    }
+}
+
+#[test]
+fn inline_refs_serves_named_classes_inlined_for_clients_that_cannot_resolve_refs() {
+    let dir = temp_dir("mcp-inline-refs");
+    let config = dir.join("lcp.toml");
+    std::fs::write(&config, "[mcp]\ninline_refs = true\n").unwrap();
+    let schema = |serve: &[&str]| {
+        let report = session_with("legacy", &[], serve, json!(["list"]));
+        let tools = report["results"][0]["tools"].as_array().unwrap().clone();
+        let tool = tools.into_iter().find(|tool| tool["name"] == "tool_json_schema_2020_12").unwrap();
+        tool["inputSchema"].clone()
+    };
+    let referenced = schema(&["fixtures/mcp/conformance"]);
+    assert_eq!(referenced["properties"]["address"], json!({"$ref": "#/$defs/address"}));
+    let inlined = schema(&["fixtures/mcp/conformance", "--config", config.to_str().unwrap()]);
+    assert_eq!(inlined["properties"]["address"], referenced["$defs"]["address"]);
+    assert!(inlined.get("$defs").is_none(), "{inlined}");
+    assert_eq!(inlined["$schema"], "https://json-schema.org/draft/2020-12/schema");
+}
