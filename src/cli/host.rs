@@ -252,9 +252,10 @@ fn form_value(field: &Value, choices: &[(Value, String)], line: &str) -> Option<
 /// One line from the terminal, without its newline; `None` at the end of input.
 /// `secret`: the terminal does not echo what is typed.
 fn read_line(prompt: &str, secret: bool) -> Option<String> {
+    // Quiet before the prompt: whatever is typed once the prompt shows is not echoed.
+    let _quiet = secret.then(Quiet::new).flatten();
     eprint!("{prompt}");
     let _ = std::io::stderr().flush();
-    let _quiet = secret.then(Quiet::new).flatten();
     let mut line = String::new();
     let read = std::io::stdin().lock().read_line(&mut line);
     if secret {

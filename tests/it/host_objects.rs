@@ -343,3 +343,30 @@ fn the_built_in_interaction_tools_use_a_rust_hosts_model_and_hear_progress() {
         assert_eq!(attached["output"]["answer"], Value::Null);
     }
 }
+
+/// `lcp call` with a terminal: waits for `prompt`, types `typed`.
+fn at_a_terminal(tool: &str, args: Value, prompt: &str, typed: &str) -> (String, Value) {
+    let output = Command::new(test_python())
+        .arg(root().join("tests/python/terminal_session.py"))
+        .args([prompt, typed, "--", env!("CARGO_BIN_EXE_lcp"), "call", tool, FOLDER, "--args", &args.to_string()])
+        .current_dir(root())
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .expect("python runs");
+    let session: Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|err| panic!("{err}: {}", stderr(&output)));
+    let result: Value = serde_json::from_str(session["stdout"].as_str().unwrap()).unwrap();
+    (session["terminal"].as_str().unwrap().to_string(), result)
+}
+
+#[test]
+fn lcp_call_reads_a_secret_at_the_terminal_without_echo() {
+    let (terminal, result) =
+        at_a_terminal("tool_ask", json!({"kind": "secret", "prompt": "API key?"}), "(not shown): ", "hunter2");
+    assert_eq!(result["output"], json!({"answer": "hunter2"}));
+    assert!(terminal.contains("API key? (not shown): ") && !terminal.contains("hunter2"), "{terminal:?}");
+    // Text is echoed as it is typed.
+    let (terminal, result) = at_a_terminal("tool_ask", json!({"kind": "text", "prompt": "Name?"}), "Name?: ", "Ada");
+    assert_eq!(result["output"], json!({"answer": "Ada"}));
+    assert!(terminal.contains("Ada"), "{terminal:?}");
+}
