@@ -256,6 +256,9 @@ const STRICT_KEYWORDS: &[&str] = &[
     "maxItems",
 ];
 
+/// String formats OpenAI's strict mode accepts.
+const STRICT_FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
+
 /// Lowers a parameters schema to OpenAI's strict subset: every property required,
 /// optional ones nullable, closed objects, no `default`.
 pub fn openai_strict(schema: &Value) -> Result<Value, Vec<String>> {
@@ -337,6 +340,10 @@ fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
             }
             "default" => notes.push(format!("Default: {value}.")),
             "description" => {}
+            // Strict mode refuses a format it does not know (`uri`): the model reads it.
+            "format" if !value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) => {
+                notes.push(format!("format: {value}."))
+            }
             other if STRICT_KEYWORDS.contains(&other) => {
                 out.insert(key.clone(), value.clone());
             }
@@ -549,6 +556,11 @@ fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Expanding) -> Value
             "exclusiveMinimum" => notes.push(format!("Must be greater than {value}.")),
             "exclusiveMaximum" => notes.push(format!("Must be less than {value}.")),
             "multipleOf" => notes.push(format!("Must be a multiple of {value}.")),
+            // JSON text (`Json[T]`): the OpenAPI subset has no content keywords.
+            "contentMediaType" => {
+                notes.push(format!("Text holding a JSON document ({}).", value.as_str().unwrap_or_default()))
+            }
+            "contentSchema" => notes.push(format!("The document's schema: {value}.")),
             _ => {
                 out.insert(key.clone(), value.clone());
             }

@@ -24,11 +24,13 @@ into a reply. Nothing here writes to the process's standard output.
 import collections.abc
 import dataclasses
 import datetime
+import decimal
 import enum
 import importlib.machinery
 import importlib.util
 import inspect
 import io
+import ipaddress
 import itertools
 import json
 import logging
@@ -477,6 +479,8 @@ def direct(path, function, injected):
         if name in injected and (default is inspect.Parameter.empty or name in _HOST_OBJECTS):
             return False
         parameters.append((name, coercion))
+    if any(_coercion(hint) != "none" for hint in plan.keyword_hints.values()):
+        return False
     return tool, parameters, plan.var_keyword, vars(library.module)
 
 
@@ -486,7 +490,7 @@ def _coercion(hint):
     becomes a float), ``"none"``; ``None`` for every other hint."""
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
-        return _coercion(typing.get_args(hint)[0])
+        return None if _reshapes(hint) else _coercion(typing.get_args(hint)[0])
     if origin is typing.Union or origin is types.UnionType:
         arms = [arm for arm in typing.get_args(hint) if arm is not _NONE]
         return _coercion(arms[0]) if len(arms) == 1 else None
@@ -924,7 +928,7 @@ class _ArgumentError(Exception):
 class _Plan:
     """A tool's parameters as Python sees them, computed once per function."""
 
-    __slots__ = ("parameters", "var_keyword")
+    __slots__ = ("parameters", "var_keyword", "keyword_hints")
 
     def __init__(self, function):
         signature = inspect.signature(function)
@@ -934,7 +938,34 @@ class _Plan:
             for p in signature.parameters.values()
             if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
         ]
-        self.var_keyword = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+        keywords = [p for p in signature.parameters.values() if p.kind == inspect.Parameter.VAR_KEYWORD]
+        self.var_keyword = bool(keywords)
+        # PEP 692: `**kwargs: Unpack[TD]` types each keyword by TD's field.
+        self.keyword_hints = _unpacked_hints(hints.get(keywords[0].name)) if keywords else {}
+
+
+def _unpacked_hints(hint):
+    """The field types of ``TD`` in ``Unpack[TD]``; empty for any other hint."""
+    # `typing.Unpack` and, before Python 3.12, `typing_extensions.Unpack`.
+    if getattr(typing.get_origin(hint), "_name", None) != "Unpack":
+        return {}
+    (target,) = typing.get_args(hint)
+    if not _is_typeddict(target):
+        return {}
+    return {name: _required_stripped(field) for name, field in _hints(target).items()}
+
+
+def _is_typeddict(hint):
+    """``typing.is_typeddict``, also true for ``typing_extensions.TypedDict`` classes
+    (a different class before Python 3.12)."""
+    return isinstance(hint, type) and issubclass(hint, dict) and hasattr(hint, "__required_keys__")
+
+
+def _required_stripped(hint):
+    """``T`` of ``Required[T]`` / ``NotRequired[T]``."""
+    if getattr(typing.get_origin(hint), "_name", None) in ("Required", "NotRequired"):
+        return typing.get_args(hint)[0]
+    return hint
 
 
 def _hints(function):
@@ -1001,7 +1032,9 @@ def _arguments(function, args, injected, objects=None):
             keywords[name] = value
     if args and not plan.var_keyword:
         raise _ArgumentError(f"unknown arguments: {', '.join(sorted(args))}")
-    keywords.update(args)
+    for name, value in args.items():
+        hint = plan.keyword_hints.get(name)
+        keywords[name] = value if hint is None else _converted(name, value, hint)
     if plan.var_keyword and objects is not None:
         for name in _HOST_OBJECTS:
             if name in injected and not any(p[0] == name for p in plan.parameters):
@@ -1034,7 +1067,11 @@ def _convert(value, hint):
         return value
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
+        if _reshapes(hint):
+            return _pydantic(value, hint)
         return _convert(value, typing.get_args(hint)[0])
+    if getattr(origin, "_name", None) in ("Required", "NotRequired", "ReadOnly"):
+        return _convert(value, typing.get_args(hint)[0])  # a TypedDict field's marker
     if origin is typing.Union or origin is types.UnionType:
         return _convert_union(value, typing.get_args(hint))
     if origin is typing.Literal or hint is None or hint is _NONE:
@@ -1063,12 +1100,16 @@ def _convert(value, hint):
         return _duration(value)
     if hint is uuid.UUID:
         return uuid.UUID(value)
-    if issubclass(hint, PurePath):
+    if hint is decimal.Decimal:
+        return _decimal(value)
+    if issubclass(hint, PurePath) or hint.__module__ == "ipaddress":
         return hint(value)
+    if _is_pydantic_type(hint):
+        return _pydantic(value, hint)
     if dataclasses.is_dataclass(hint) and isinstance(value, dict):
         fields = {f.name for f in dataclasses.fields(hint) if f.init}
         return hint(**_fields(value, _hints(hint), fields))
-    if typing.is_typeddict(hint) and isinstance(value, dict):
+    if _is_typeddict(hint) and isinstance(value, dict):
         return _fields(value, _hints(hint), None)
     if issubclass(hint, tuple) and hasattr(hint, "_fields") and isinstance(value, dict):
         return hint(**_fields(value, _hints(hint), set(hint._fields)))
@@ -1079,6 +1120,69 @@ def _convert(value, hint):
     if hint in (tuple, set, frozenset) and isinstance(value, list):
         return hint(value)
     return value
+
+
+def _decimal(value):
+    """A ``Decimal`` from a JSON number or decimal text; a float goes through its
+    shortest text (``0.1`` → ``Decimal('0.1')``), as pydantic does."""
+    if isinstance(value, bool):
+        raise TypeError("a boolean is not a decimal number")
+    number = decimal.Decimal(repr(value) if isinstance(value, float) else value)
+    if not number.is_finite():
+        raise ValueError(f"not a finite number: {value!r}")
+    return number
+
+
+def _is_pydantic_type(hint):
+    """A type pydantic defines that is not a model: ``EmailStr``, ``HttpUrl``,
+    ``SecretStr``, ``Json``, ``IPvAnyAddress``… (models convert with ``model_validate``)."""
+    return (
+        hint.__module__.startswith("pydantic")
+        and hasattr(hint, "__get_pydantic_core_schema__")
+        and not callable(getattr(hint, "model_validate", None))
+    )
+
+
+def _reshapes(hint):
+    """Whether an ``Annotated`` hint carries pydantic metadata that changes the value
+    rather than only checking it: ``Json`` (``Json[T]``), ``StringConstraints`` that
+    strip or change case, validators (``AfterValidator``…)."""
+    for meta in hint.__metadata__:
+        kind = meta if isinstance(meta, type) else type(meta)
+        module = getattr(kind, "__module__", "")
+        if not module.startswith("pydantic"):
+            continue
+        if kind.__name__ == "Json" or module == "pydantic.functional_validators":
+            return True
+        if kind.__name__ == "StringConstraints" and any(
+            getattr(meta, flag, None) for flag in ("strip_whitespace", "to_lower", "to_upper")
+        ):
+            return True
+    return False
+
+
+_adapters = {}
+
+
+def _pydantic(value, hint):
+    """``value`` validated by pydantic itself, for types only pydantic knows how to
+    make (its adapter is built once per hint)."""
+    try:
+        adapter = _adapters.get(hint)
+    except TypeError:  # an unhashable hint: no cache
+        adapter = None
+    if adapter is None:
+        import pydantic  # the tool imports it already: its hint comes from there
+
+        adapter = pydantic.TypeAdapter(hint)
+        try:
+            _adapters[hint] = adapter
+        except TypeError:
+            pass
+    try:
+        return adapter.validate_python(value)
+    except Exception as exc:  # pydantic.ValidationError, without importing it up front
+        raise ValueError(str(exc)) from None
 
 
 def _convert_union(value, arms):

@@ -321,6 +321,46 @@ fn pydantic_models_from_the_virtual_environment_arrive_as_instances() {
 }
 
 #[test]
+fn pydantic_types_and_a_sibling_module_model_arrive_as_pydantic_makes_them() {
+    let venv = test_python().parent().and_then(Path::parent).unwrap().to_str().unwrap().to_string();
+    let args = json!({
+        "customer": {"name": "Ada"},
+        "email": "Ada@Example.com",
+        "contact": "Ada Lovelace <ada@example.com>",
+        "site": "https://example.com",
+        "token": "s3cret",
+        "counts": "[1, 2]",
+        "host": "::1",
+        "port": 8080,
+        "amount": "12.50",
+        "code": "  ABC "
+    })
+    .to_string();
+    let folder = fixture_folder("pydantic_types");
+    let shown = result(&lcp_call(&["tool_web", &folder, "--args", &args, "--venv", &venv]), 0)["output"].clone();
+    let repr = |name: &str| shown[name]["repr"].as_str().unwrap().to_string();
+    assert_eq!(repr("customer"), "Customer(name='Ada', age=0)");
+    assert_eq!(repr("email"), "'Ada@example.com'");
+    assert_eq!(repr("contact"), "NameEmail(name='Ada Lovelace', email='ada@example.com')");
+    assert_eq!(repr("site"), "HttpUrl('https://example.com/')");
+    assert_eq!(repr("token"), "SecretStr('**********')");
+    assert_eq!(repr("counts"), "[1, 2]");
+    assert_eq!(repr("host"), "IPv6Address('::1')");
+    assert_eq!(repr("port"), "8080");
+    assert_eq!(repr("amount"), "Decimal('12.50')");
+    assert_eq!(repr("code"), "'abc'");
+    // The schema refuses before any Python runs what pydantic would refuse.
+    let bad = json!({"customer": {"name": ""}, "email": "ada@localhost", "contact": "x", "site": "ftp://example.com",
+        "token": "t", "counts": "[1.5]", "host": "x", "port": 0, "amount": "1.234", "code": "c"})
+    .to_string();
+    let refused = result(&lcp_call(&["tool_web", &folder, "--args", &bad, "--venv", &venv]), 1);
+    let error = refused["error"].as_str().unwrap();
+    for place in ["customer.name", "email", "contact", "site", "counts[0]", "host", "port", "amount"] {
+        assert!(error.contains(&format!("`{place}`")), "{place} missing from: {error}");
+    }
+}
+
+#[test]
 fn the_pinned_interpreter_is_used_from_any_working_directory() {
     let elsewhere = temp_dir("call-elsewhere");
     let file = root().join("fixtures/runtime/interpreter/interpreter.py");

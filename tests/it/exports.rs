@@ -43,6 +43,32 @@ fn every_format_matches_its_snapshot() {
     }
 }
 
+/// The types of SPEC §3's newer rows, some from a sibling module, in every format
+/// (`tests/snapshots/types-FORMAT.json`): how each lowering carries formats, patterns,
+/// decimals and JSON text.
+#[test]
+fn the_newer_types_in_every_format_match_their_snapshots() {
+    let files = ["vocabulary_tools.py", "shop/shop.py", "shop/models.py", "shop/catalog.py"]
+        .map(|file| fixture("conformance").join(file))
+        .to_vec();
+    let registry = lcp::registry::Registry::load(
+        &lcp::registry::Sources { folders: Vec::new(), files },
+        &lcp::registry::Options::default(),
+    );
+    assert!(registry.diagnostics.is_empty(), "{:?}", registry.diagnostics);
+    for (name, format, strict) in [
+        ("openai", Format::Openai, false),
+        ("openai-strict", Format::Openai, true),
+        ("openai-responses", Format::OpenaiResponses, false),
+        ("anthropic", Format::Anthropic, false),
+        ("gemini", Format::Gemini, false),
+        ("mcp", Format::Mcp, false),
+        ("manifest", Format::Manifest, false),
+    ] {
+        assert_snapshot(&format!("types-{name}"), &export::export(&registry, format, strict).0);
+    }
+}
+
 fn names_in(document: &Value) -> Vec<String> {
     let list = document.get("tools").or_else(|| document.get("functionDeclarations")).unwrap_or(document);
     list.as_array()

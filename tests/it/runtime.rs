@@ -304,6 +304,45 @@ fn positional_only_parameters_are_passed_by_position_and_extras_go_to_kwargs() {
     );
 }
 
+// ------------------------------------------------------- types of SPEC §3 ---
+
+#[test]
+fn arguments_typed_by_a_sibling_module_decimal_and_ipaddress_arrive_converted_on_every_call() {
+    let (runtime, registry) = (runtime(), registry("siblings"));
+    let args = json!({
+        "item": {"name": "cup", "size": "m"},
+        "size": "s",
+        "price": 19.99,
+        "host": "192.0.2.1",
+        "net": "2001:db8::/32",
+        "since": "2024-05-06",
+        "grade": "m"
+    });
+    // The first call loads the library through host.py; later ones could go directly,
+    // and must not, since these arguments need converting.
+    let (first, second) =
+        (call(&runtime, &registry, "tool_convert", args.clone()), call(&runtime, &registry, "tool_convert", args));
+    let shown = output(first);
+    assert_eq!(shown, output(second));
+    assert_eq!(shown["item"]["repr"], "Item(name='cup', size=<Size.M: 'm'>)");
+    assert_eq!(shown["size"]["repr"], "<Size.S: 's'>");
+    assert_eq!(shown["price"]["repr"], "Decimal('19.99')");
+    assert_eq!(shown["host"]["repr"], "IPv4Address('192.0.2.1')");
+    assert_eq!(shown["net"]["repr"], "IPv6Network('2001:db8::/32')");
+    assert_eq!(shown["window"]["since"]["repr"], "datetime.date(2024, 5, 6)");
+    assert_eq!(shown["window"]["grade"]["repr"], "<Size.M: 'm'>");
+}
+
+#[test]
+fn arguments_the_schema_of_a_new_type_refuses_never_reach_python() {
+    let (runtime, registry) = (runtime(), registry("siblings"));
+    let args = json!({"item": {"name": "cup", "size": "xl"}, "size": "s", "price": "12,5", "host": "192.0.2.256", "net": "x", "mood": 1});
+    let text = error(&call(&runtime, &registry, "tool_convert", args)).to_string();
+    for expected in ["`item.size`", "`price`", "`host`", "`net`", "unknown parameter `mood`"] {
+        assert!(text.contains(expected), "{expected} missing from: {text}");
+    }
+}
+
 #[test]
 fn async_tools_are_awaited() {
     let (runtime, registry) = (runtime(), registry("async"));
