@@ -59,8 +59,13 @@ pub struct Hooks {
 pub struct Tool {
     pub name: String,
     pub description: String,
-    /// JSON Schema of the arguments object.
+    /// JSON Schema of the arguments object, every named class inlined (SPEC §3).
     pub parameters: SchemaText,
+    /// The same schema with each named class in `$defs` under its own name and a
+    /// `$ref` where it is used ([`schema::named::hoist`]), for `tools/list`; `None`
+    /// when the parameters use no named class.
+    #[serde(skip)]
+    pub parameters_with_defs: Option<SchemaText>,
     pub line: u32,
     pub is_async: bool,
     /// The cleaned docstring, if any.
@@ -568,6 +573,9 @@ impl<'t> Reader<'t> {
         if !converter.defs.is_empty() {
             schema.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
         }
+        let schema = Value::Object(schema);
+        let parameters_with_defs = (!converter.classes.is_empty())
+            .then(|| SchemaText::new(&schema::named::hoist(&schema, &converter.classes)));
         for (range, message) in std::mem::take(&mut converter.warnings) {
             self.warning(range, format!("in `{name}`: {message}"));
         }
@@ -596,7 +604,8 @@ impl<'t> Reader<'t> {
         Tool {
             name,
             description: summary.filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string()),
-            parameters: SchemaText::new(&Value::Object(schema)),
+            parameters: SchemaText::new(&schema),
+            parameters_with_defs,
             line,
             is_async: function.is_async,
             docstring: text,

@@ -63,7 +63,7 @@ fn mcp_export_validates_against_the_official_mcp_types() {
     let report = text(&output.stdout);
     println!("{report}");
     assert!(output.status.success(), "{report}\n{}", text(&output.stderr));
-    assert!(report.contains("mcp: 36 tools valid"), "{report}");
+    assert!(report.contains("mcp: 41 tools valid"), "{report}");
 }
 
 /// What lcp's validation checks before a call (formats, patterns, lengths, JSON
