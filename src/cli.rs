@@ -3,7 +3,8 @@
 //! Owns argument parsing, where output goes and exit codes: JSON for programs on
 //! stdout, diagnostics and human messages on stderr; 0 success, 1 errors found (or
 //! the tool failed), 2 usage or I/O error. It holds no logic of its own beyond
-//! choosing what to print, and the terminal prompt of `lcp call`'s confirm handler.
+//! choosing what to print, and the terminal prompts of `lcp call`'s confirm handler
+//! and host objects (`cli/host.rs`).
 //! Every command reads `--config` and `--profile` into the host's view
 //! (`crate::view`); `cli/profiles.rs` prints `lcp profile`.
 
@@ -30,6 +31,7 @@ use crate::sync;
 use crate::view::{self, Admission, View};
 use crate::{profile, testlane};
 
+mod host;
 mod profiles;
 
 #[derive(Parser)]
@@ -99,7 +101,7 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
         /// Autonomy level given to the libraries [default: the config file's, else safe].
-        #[arg(long, value_name = "LEVEL", value_parser = ["safe", "ask", "full_access"])]
+        #[arg(long, value_name = "LEVEL", value_parser = crate::config::AUTONOMY_LEVELS)]
         autonomy: Option<String>,
         /// Stop the tool after this many seconds.
         #[arg(long, value_name = "SECS")]
@@ -110,6 +112,10 @@ enum Command {
         /// Refuse whatever the tool asks to confirm.
         #[arg(long)]
         no: bool,
+        /// Answers to what the tool asks the user, in advance: a JSON list (in order)
+        /// or object (by question title or prompt); `null` declines.
+        #[arg(long, value_name = "JSON")]
+        answers: Option<String>,
         /// A virtual environment whose packages tools may import [default: $VIRTUAL_ENV].
         #[arg(long, value_name = "DIR")]
         venv: Option<PathBuf>,
@@ -314,13 +320,29 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if !static_only {
                 apply_prompt_descriptions(&mut view.registry);
             }
-            let (document, problems) = export::export(&view.registry, format, strict);
+            let (mut document, problems) = export::export(&view.registry, format, strict);
+            if format == Format::Mcp && config.mcp.inline_refs {
+                export::inline_mcp_classes(&mut document, &view.registry);
+            }
             print_diagnostics(&problems);
             print_stdout(&pretty(&document))?;
             exit_without_freeing((registry, view, document));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { tool, sources, args, workspace, mut host, autonomy, timeout, yes, no, venv, isolation } => {
+        Command::Call {
+            tool,
+            sources,
+            args,
+            workspace,
+            mut host,
+            autonomy,
+            timeout,
+            yes,
+            no,
+            answers,
+            venv,
+            isolation,
+        } => {
             // `--config {...}`: the library's configuration, not a file (SPEC §7).
             let library_config = match host.config.as_deref().map(str::trim_start) {
                 Some(json) if json.starts_with('{') => {
@@ -338,6 +360,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
             }
+            let answers = answers.as_deref().map(host::Answers::parse).transpose()?.unwrap_or_default();
             // The policy is checked before Python starts: a refused call runs no code.
             let tool = match view::admit(&registry, &config, profile.as_ref(), &tool) {
                 Admission::Run(tool) => tool,
@@ -375,6 +398,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 Box::new(std::io::stdout())
             };
             print_diagnostics(&runtime.set_confirm_handler(move |request| confirm(request, yes, no)));
+            runtime.set_user_interaction_handler(move |interaction| host::interact(interaction, &answers));
+            runtime.set_model(host::generate, false);
+            runtime.set_progress_handler(host::progress);
             let options = CallOptions { workspace, timeout, ..CallOptions::default() };
             let mut result = runtime.call(&registry, &tool, &args, &options);
             validate::check_result(&mut result, found);

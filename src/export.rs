@@ -116,7 +116,8 @@ fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result
         }
         Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
         Format::Mcp => {
-            let mut entry = json!({ "name": name, "description": description, "inputSchema": parameters });
+            let mut entry =
+                json!({ "name": name, "description": description, "inputSchema": mcp_input_schema(tool, false) });
             if let Some(output) = &tool.output {
                 entry["outputSchema"] = mcp_output_schema(output.value()).0;
             }
@@ -150,6 +151,36 @@ fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result
             "policy": policy::manifest(&tool.policy),
         }),
     })
+}
+
+/// The JSON Schema dialect MCP's `inputSchema` names (SEP-1613).
+pub const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// MCP's `inputSchema` of a tool: its dialect (`$schema`), then each named class in
+/// `$defs` with a `$ref` where it is used, as pydantic makes it; `inline`: every
+/// class inlined instead, for clients that cannot resolve `$ref`.
+pub fn mcp_input_schema(tool: &Tool, inline: bool) -> Value {
+    let parameters = match (&tool.parameters_with_defs, inline) {
+        (Some(named), false) => named.parse(),
+        _ => tool.parameters.parse(),
+    };
+    let mut schema = Map::new();
+    schema.insert("$schema".to_string(), Value::String(JSON_SCHEMA_2020_12.to_string()));
+    if let Value::Object(fields) = parameters {
+        schema.extend(fields);
+    }
+    Value::Object(schema)
+}
+
+/// Every tool of an `mcp` document with its classes inlined ([`mcp_input_schema`]),
+/// for clients that cannot resolve `$ref`; `registry` holds the tools under the
+/// names the document lists.
+pub fn inline_mcp_classes(document: &mut Value, registry: &Registry) {
+    for entry in document["tools"].as_array_mut().into_iter().flatten() {
+        if let Some((_, tool)) = entry["name"].as_str().and_then(|name| registry.tool(name)) {
+            entry["inputSchema"] = mcp_input_schema(tool, true);
+        }
+    }
 }
 
 /// MCP's `outputSchema` of a tool's output schema, and whether results are wrapped:

@@ -79,8 +79,13 @@ pub struct Tool {
     pub name: String,
     /// The docstring's summary, or [`NO_DESCRIPTION`].
     pub description: String,
-    /// JSON Schema of the arguments object.
+    /// JSON Schema of the arguments object, every named class inlined (SPEC §3).
     pub parameters: SchemaText,
+    /// The same schema with each named class in `$defs` under its own name and a
+    /// `$ref` where it is used ([`schema::named::hoist`]), for `tools/list`; `None`
+    /// when the parameters use no named class.
+    #[serde(skip)]
+    pub parameters_with_defs: Option<SchemaText>,
     /// The line of the `def`.
     pub line: u32,
     /// Whether it is an `async def`.
@@ -487,9 +492,9 @@ impl<'t> Reader<'t> {
             _ => (None, function.name.range),
         };
         let doc = raw_doc.map(docstring::parse);
-        let (schema, keywords) = self.parameters(function, doc.as_ref(), scope, siblings, injected);
+        let parameters = self.parameters(function, doc.as_ref(), scope, siblings, injected);
         if let (Some(doc), Some(raw)) = (&doc, raw_doc) {
-            self.warn_unknown_documented(function, doc, raw, doc_range, &keywords);
+            self.warn_unknown_documented(function, doc, raw, doc_range, &parameters.keywords);
         }
 
         let output = function.returns.as_deref().and_then(|annotation| self.output(annotation, scope, &name));
@@ -501,7 +506,8 @@ impl<'t> Reader<'t> {
         Tool {
             name,
             description: summary.filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string()),
-            parameters: SchemaText::new(&schema),
+            parameters: SchemaText::new(&parameters.schema),
+            parameters_with_defs: parameters.with_defs,
             line,
             is_async: function.is_async,
             docstring: text,
@@ -542,9 +548,8 @@ impl<'t> Reader<'t> {
         }
     }
 
-    /// The parameters' JSON Schema, and the keywords of an unpacked `**kwargs:
-    /// Unpack[TD]`: every parameter but the injected ones, documented from the
-    /// docstring (else `Annotated`), with its default; `$defs` shared.
+    /// The parameters' JSON Schema: every parameter but the injected ones, documented
+    /// from the docstring (else `Annotated`), with its default; `$defs` shared.
     fn parameters<'a>(
         &mut self,
         function: &ast::StmtFunctionDef,
@@ -552,7 +557,7 @@ impl<'t> Reader<'t> {
         scope: &Scope<'a>,
         siblings: &Siblings<'_, 'a>,
         injected: &[String],
-    ) -> (Value, Vec<String>) {
+    ) -> Parameters {
         let name = function.name.as_str();
         let mut converter = Converter::with_siblings(scope, siblings);
         let parameters = function.parameters.as_ref();
@@ -629,10 +634,13 @@ impl<'t> Reader<'t> {
         if !converter.defs.is_empty() {
             schema.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
         }
+        let schema = Value::Object(schema);
+        let parameters_with_defs = (!converter.classes.is_empty())
+            .then(|| SchemaText::new(&schema::named::hoist(&schema, &converter.classes)));
         for (range, message) in std::mem::take(&mut converter.warnings) {
             self.warning(range, format!("in `{name}`: {message}"));
         }
-        (Value::Object(schema), keywords)
+        Parameters { schema, with_defs: parameters_with_defs, keywords }
     }
 
     /// The output schema of a return annotation (SPEC §12): the parameter type rules,
@@ -666,6 +674,16 @@ impl<'t> Reader<'t> {
 
 /// The second use of a parameter name in one signature, if any. Names are compared as
 /// the parser gives them, already NFKC-normalised as Python does (`ﬁ` is `fi`).
+/// A tool's parameters, as [`Reader::parameters`] reads them.
+struct Parameters {
+    /// The JSON Schema of the arguments object, named classes inlined.
+    schema: Value,
+    /// The same with named classes in `$defs` ([`Tool::parameters_with_defs`]).
+    with_defs: Option<SchemaText>,
+    /// The keywords of an unpacked `**kwargs: Unpack[TD]`.
+    keywords: Vec<String>,
+}
+
 /// `import a.b as c` binds `c` to `a.b`; `import a.b` binds `a`. The first binding
 /// of a name wins.
 fn bind_import<'a>(scope: &mut Scope<'a>, import: &'a ast::StmtImport) {

@@ -20,6 +20,8 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+pub mod named;
+
 /// A tool's parameters schema, kept as compact JSON text: a fraction of the memory
 /// of a `serde_json::Value` tree, which holds a map per schema object.
 ///
@@ -167,6 +169,13 @@ pub struct Converter<'a, 's> {
     siblings: &'s Siblings<'s, 'a>,
     /// The `$defs` the converted annotations refer to.
     pub defs: Map<String, Value>,
+    /// The named classes (TypedDict, dataclass, NamedTuple, model) inlined so far,
+    /// each once, with their schema as inlined: what [`named::hoist`] moves to `$defs`,
+    /// under the class's own name (a sibling module's class whose name is taken:
+    /// `stem.Name`).
+    pub classes: Vec<(String, Value)>,
+    /// The definition keys of `classes`, in the same order.
+    class_keys: Vec<String>,
     /// What could not be converted, where.
     pub warnings: Vec<(TextRange, String)>,
     expanding: Vec<String>,
@@ -193,6 +202,8 @@ impl<'a, 's> Converter<'a, 's> {
             current: Cell::new(Module { scope, stem: None }),
             siblings,
             defs: Map::new(),
+            classes: Vec::new(),
+            class_keys: Vec::new(),
             warnings: Vec::new(),
             expanding: Vec::new(),
             recursive: HashSet::new(),
@@ -781,8 +792,27 @@ impl<'a, 's> Converter<'a, 's> {
                 this.warn(class.name.range, format!("class `{name}` is not an Enum, TypedDict, dataclass, BaseModel or NamedTuple: accepted as any JSON value"));
                 json!({})
             }
-            kind => this.expand(&key, class.name.range, |this| this.object_class(class, kind, depth)),
+            kind => {
+                let schema = this.expand(&key, class.name.range, |this| this.object_class(class, kind, depth));
+                if schema.get("$ref").is_none() {
+                    this.remember_class(&key, name, &schema);
+                }
+                schema
+            }
         })
+    }
+
+    /// Records a class inlined as `schema` for [`named::hoist`], once per class.
+    fn remember_class(&mut self, key: &str, name: &str, schema: &Value) {
+        if self.class_keys.iter().any(|known| known == key) {
+            return;
+        }
+        let taken = |defs: &Map<String, Value>, classes: &[(String, Value)]| {
+            defs.contains_key(name) || classes.iter().any(|(known, _)| known == name)
+        };
+        let shown = if taken(&self.defs, &self.classes) { key } else { name };
+        self.class_keys.push(key.to_string());
+        self.classes.push((shown.to_string(), schema.clone()));
     }
 
     /// Resolves in the module being converted (see `current`).

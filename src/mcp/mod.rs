@@ -20,6 +20,8 @@
 //! is only for a request that cannot be routed (an unknown tool).
 
 mod call;
+mod content;
+mod host;
 pub mod http;
 mod stdio;
 
@@ -28,6 +30,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
+#[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
@@ -141,6 +145,14 @@ async fn stopped() {
 #[derive(Clone)]
 pub struct Server {
     shared: Arc<Shared>,
+    session: Arc<Session>,
+}
+
+/// What one session set.
+#[derive(Default)]
+struct Session {
+    /// `logging/setLevel`'s level, as a Python level; `None`: info (SPEC §9).
+    log_level: Mutex<Option<u32>>,
 }
 
 struct Shared {
@@ -170,7 +182,28 @@ impl Server {
             tools_changed,
             parked: call::Parked::default(),
         };
-        Server { shared: Arc::new(shared) }
+        Server { shared: Arc::new(shared), session: Arc::default() }
+    }
+
+    /// The server for a new session: the same tools, its own settings.
+    fn new_session(&self) -> Server {
+        Server { shared: Arc::clone(&self.shared), session: Arc::default() }
+    }
+
+    /// The Python level below which a request's records are neither made nor sent:
+    /// the request's own (`io.modelcontextprotocol/logLevel`), else the session's
+    /// (`logging/setLevel`, default info). A handshake-less request that names none
+    /// asked for no log messages.
+    fn log_level(&self, context: &RequestContext<RoleServer>) -> u32 {
+        #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+        if let Some(level) = context.meta.log_level() {
+            return host::python_level(level);
+        }
+        let handshake_less = context.protocol_version().is_some_and(|version| !version.has_initialize());
+        if handshake_less {
+            return crate::runtime::host_objects::level::OFF;
+        }
+        sync::lock(&self.session.log_level).unwrap_or(crate::runtime::host_objects::level::INFO)
     }
 
     fn registry(&self) -> MutexGuard<'_, Registry> {
@@ -240,7 +273,10 @@ impl Server {
                     Err(err) => eprintln!("lcp: descriptions are the static ones: {err}"),
                 }
             }
-            let (document, _) = export::export(&registry, Format::Mcp, false);
+            let (mut document, _) = export::export(&registry, Format::Mcp, false);
+            if server.shared.settings.config.current().mcp.inline_refs {
+                export::inline_mcp_classes(&mut document, &registry);
+            }
             document
         });
         let Ok(Value::Object(mut document)) = listed.await else { return Vec::new() };
@@ -290,12 +326,12 @@ impl Server {
 
     /// What the `outputSchema` of the tool shown as `name` asks of its results'
     /// `structuredContent` (SPEC §12).
-    fn output_shape(&self, registry: &Registry, name: &str) -> call::Shape {
-        let Admission::Run(tool) = self.admit(registry, name) else { return call::Shape::Free };
+    fn output_shape(&self, registry: &Registry, name: &str) -> content::Shape {
+        let Admission::Run(tool) = self.admit(registry, name) else { return content::Shape::Free };
         match registry.tool(&tool).and_then(|(_, tool)| tool.output.as_ref()) {
-            None => call::Shape::Free,
-            Some(schema) if export::mcp_output_schema(schema.value()).1 => call::Shape::Wrapped,
-            Some(_) => call::Shape::Object,
+            None => content::Shape::Free,
+            Some(schema) if export::mcp_output_schema(schema.value()).1 => content::Shape::Wrapped,
+            Some(_) => content::Shape::Object,
         }
     }
 
@@ -328,7 +364,9 @@ async fn watch(server: Server) {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources();
+        #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+        let capabilities =
+            ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().enable_resources();
         ServerConfig::new(capabilities.build()).with_server_info(Implementation::new("lcp", env!("CARGO_PKG_VERSION")))
     }
 
@@ -340,6 +378,17 @@ impl ServerHandler for Server {
         context.peer.set_peer_info(request.clone());
         self.forward_list_changes(context.peer.clone());
         self.negotiate_initialize(&request)
+    }
+
+    /// `logging/setLevel`: the level of this session's log messages (SPEC §9).
+    #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *sync::lock(&self.session.log_level) = Some(host::python_level(request.level));
+        Ok(())
     }
 
     async fn list_tools(

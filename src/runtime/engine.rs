@@ -15,9 +15,8 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::Duration;
@@ -25,7 +24,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{ConfirmRequest, Confirmation, Handler, ToolResult, capture, python, workspace};
+use super::host_objects::{self, Callbacks, Offered};
+use super::{ToolResult, capture, python, workspace};
 use crate::diag::{Diagnostic, Level};
 use crate::registry::FastMap;
 use crate::sync;
@@ -57,8 +57,10 @@ pub(crate) struct Job {
     pub args: Value,
     /// The working directory while it runs, absolute; `None`: the process's own.
     pub workspace: Option<WirePath>,
-    /// Whether the host answers confirmations (the library gets `set_confirm_handler`).
-    pub has_handler: bool,
+    /// Which host callbacks the call has (SPEC §9): the library gets
+    /// `set_confirm_handler` when it has a confirm handler; `host.py` makes its log
+    /// records from the level given.
+    pub host: Offered,
 }
 
 /// A path as it crosses JSON (to `host.py`, to a worker): its text when it is UTF-8,
@@ -160,7 +162,7 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// What holds while a call runs, on either path: its confirm handler is the one
+/// What holds while a call runs, on either path: its callbacks are the ones
 /// `host.py` reaches for its id, it has its share of the working directory, and it
 /// counts in this thread's [`DEPTH`]. All of it ends when the scope is dropped.
 struct CallScope {
@@ -169,8 +171,9 @@ struct CallScope {
 }
 
 impl CallScope {
-    fn enter(id: u64, handler: Option<Handler>, workspace: Option<&Path>) -> Result<CallScope, String> {
-        let registration = handler.map(|handler| Registration::new(id, handler));
+    fn enter(id: u64, callbacks: Callbacks, workspace: Option<&Path>) -> Result<CallScope, String> {
+        // With no callbacks, `host.py`'s requests get the answers of a host without them.
+        let registration = (!callbacks.is_empty()).then(|| Registration::new(id, callbacks));
         let lease = workspace::enter(workspace)?;
         DEPTH.set(DEPTH.get() + 1);
         Ok(CallScope { _registration: registration, _lease: lease })
@@ -183,14 +186,18 @@ impl Drop for CallScope {
     }
 }
 
-/// The confirm handler of each call in progress, by call id.
-static HANDLERS: LazyLock<Mutex<HashMap<u64, Handler>>> = LazyLock::new(Default::default);
+/// The callbacks of each call in progress, by call id.
+static HANDLERS: LazyLock<Mutex<HashMap<u64, Callbacks>>> = LazyLock::new(Default::default);
+
+/// The log level `host.py` last gave Python's root logger (set by each call through
+/// `host.py`): a direct call of a job with another level goes through `host.py`.
+static LOG_LEVEL: AtomicU32 = AtomicU32::new(u32::MAX);
 
 impl Engine {
     /// Starts the interpreter (once per process) and adds the virtual environment's
     /// site-packages. Runs no tool code. `printed` hears what tools print as they do.
     pub(crate) fn start(settings: Settings, printed: Option<Printed>) -> Result<Engine, String> {
-        python::start(answer_confirm, workspace::before_chdir, printed)?;
+        python::start(answer_host, workspace::before_chdir, printed)?;
         if let Some(site) = &settings.site_packages {
             python::add_site_dir(site)?;
         }
@@ -198,14 +205,15 @@ impl Engine {
     }
 
     /// Runs a job; `timeout` stops it from inside the process (the gentle way only).
-    pub(crate) fn run(&self, job: &Job, handler: Option<Handler>, timeout: Option<Duration>) -> ToolResult {
+    pub(crate) fn run(&self, job: &Job, callbacks: Callbacks, timeout: Option<Duration>) -> ToolResult {
         if job.kind == Kind::Tool
             && timeout.is_none()
-            && let Direct::Ran(result) = self.call_direct(job, handler.clone())
+            && let Direct::Ran(result) = self.call_direct(job, &callbacks)
         {
             return result;
         }
-        let result = self.run_hosted(job, handler, timeout);
+        let result = self.run_hosted(job, callbacks, timeout);
+        LOG_LEVEL.store(job.host.log_level, Ordering::Release);
         if job.kind == Kind::Tool {
             self.resolve(job);
         }
@@ -229,9 +237,12 @@ impl Engine {
     }
 
     /// The direct path (see the module doc).
-    fn call_direct(&self, job: &Job, handler: Option<Handler>) -> Direct {
+    fn call_direct(&self, job: &Job, callbacks: &Callbacks) -> Direct {
         let Value::Object(args) = &job.args else { return Direct::Declined };
-        if DEPTH.get() > 0 || ANY_DROPPED.load(Ordering::Acquire) {
+        if DEPTH.get() > 0
+            || ANY_DROPPED.load(Ordering::Acquire)
+            || LOG_LEVEL.load(Ordering::Acquire) != job.host.log_level
+        {
             return Direct::Declined;
         }
         let direct = {
@@ -245,7 +256,7 @@ impl Engine {
         if !direct.takes(args) {
             return Direct::Declined;
         }
-        let scope = match CallScope::enter(job.id, handler, job.workspace.as_deref()) {
+        let scope = match CallScope::enter(job.id, callbacks.clone(), job.workspace.as_deref()) {
             Ok(scope) => scope,
             Err(err) => return Direct::Ran(ToolResult::failure(err)),
         };
@@ -291,7 +302,7 @@ impl Engine {
     }
 
     /// `host.py`'s path, on this thread or, with a timeout, on a thread of its own.
-    fn run_hosted(&self, job: &Job, handler: Option<Handler>, timeout: Option<Duration>) -> ToolResult {
+    fn run_hosted(&self, job: &Job, callbacks: Callbacks, timeout: Option<Duration>) -> ToolResult {
         forget_dropped_modules();
         let request = Request {
             call_id: job.id,
@@ -303,18 +314,19 @@ impl Engine {
             args: &job.args,
             config: self.settings.libraries.get(&job.library),
             autonomy_level: &self.settings.autonomy_level,
-            has_handler: job.has_handler,
+            host: &job.host,
             injected: &self.settings.injected,
+            workspace_path: job.workspace.as_deref(),
         };
         let request = match serde_json::to_string(&request) {
             Ok(text) => text,
             Err(err) => return ToolResult::failure(format!("cannot encode the call: {err}")),
         };
         match timeout {
-            None => execute(job.id, &request, handler, job.workspace.as_deref()).0,
+            None => execute(job.id, &request, callbacks, job.workspace.as_deref()).0,
             Some(limit) => {
                 let workspace = job.workspace.as_ref().map(|dir| dir.0.clone());
-                execute_with_deadline(job.id, request, handler, workspace, limit, &job.function)
+                execute_with_deadline(job.id, request, callbacks, workspace, limit, &job.function)
             }
         }
     }
@@ -332,8 +344,10 @@ struct Request<'a> {
     args: &'a Value,
     config: Option<&'a Map<String, Value>>,
     autonomy_level: &'a str,
-    has_handler: bool,
+    host: &'a Offered,
     injected: &'a [String],
+    /// For `tool_context.workspace_path` (the directory itself is leased in Rust).
+    workspace_path: Option<&'a Path>,
 }
 
 /// `host.py`'s answer.
@@ -354,8 +368,8 @@ struct Reply {
 
 /// Runs the call on this thread, in the working directory `workspace` (the host's
 /// own when `None`); returns the result and whether it was stopped.
-fn execute(id: u64, request: &str, handler: Option<Handler>, workspace: Option<&Path>) -> (ToolResult, bool) {
-    let _scope = match CallScope::enter(id, handler, workspace) {
+fn execute(id: u64, request: &str, callbacks: Callbacks, workspace: Option<&Path>) -> (ToolResult, bool) {
+    let _scope = match CallScope::enter(id, callbacks, workspace) {
         Ok(scope) => scope,
         Err(err) => return (ToolResult::failure(err), false),
     };
@@ -395,14 +409,14 @@ fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult,
 fn execute_with_deadline(
     id: u64,
     request: String,
-    handler: Option<Handler>,
+    callbacks: Callbacks,
     workspace: Option<PathBuf>,
     limit: Duration,
     function: &str,
 ) -> ToolResult {
     let (sender, receiver) = mpsc::channel();
     let worker = std::thread::Builder::new().name(format!("lcp-call-{id}")).spawn(move || {
-        let _ = sender.send(execute(id, &request, handler, workspace.as_deref()));
+        let _ = sender.send(execute(id, &request, callbacks, workspace.as_deref()));
     });
     if let Err(err) = worker {
         return ToolResult::failure(format!("cannot start a thread for the call: {err}"));
@@ -441,12 +455,12 @@ pub(crate) fn stop(id: u64) -> bool {
     python::stop(id)
 }
 
-/// Makes a handler the one `host.py` reaches for the call `id`.
+/// Makes callbacks the ones `host.py` reaches for the call `id`.
 struct Registration(u64);
 
 impl Registration {
-    fn new(id: u64, handler: Handler) -> Registration {
-        sync::lock(&HANDLERS).insert(id, handler);
+    fn new(id: u64, callbacks: Callbacks) -> Registration {
+        sync::lock(&HANDLERS).insert(id, callbacks);
         Registration(id)
     }
 }
@@ -481,78 +495,8 @@ fn forget_dropped_modules() {
     }
 }
 
-/// `host.py`'s confirm requests: finds the handler of the call and asks it.
-fn answer_confirm(text: &str) -> String {
-    #[derive(Deserialize)]
-    struct Wire {
-        call_id: Option<u64>,
-        library: Option<String>,
-        tool: Option<String>,
-        #[serde(default)]
-        args: Vec<Value>,
-        #[serde(default)]
-        kwargs: Map<String, Value>,
-    }
-    let confirmation = match serde_json::from_str::<Wire>(text) {
-        Err(err) => Confirmation::reject(format!("lcp could not read the confirm request: {err}")),
-        Ok(wire) => {
-            let handler = wire.call_id.and_then(|id| sync::lock(&HANDLERS).get(&id).cloned());
-            match handler {
-                None => Confirmation::reject("the host has no confirmation handler"),
-                Some(handler) => {
-                    let (content, label) = content_and_label(&wire.args, &wire.kwargs);
-                    let request = ConfirmRequest {
-                        library: wire.library.unwrap_or_default(),
-                        tool: wire.tool,
-                        content,
-                        label,
-                        args: wire.args,
-                        kwargs: wire.kwargs,
-                    };
-                    catch_unwind(AssertUnwindSafe(|| handler(&request)))
-                        .unwrap_or_else(|_| Confirmation::reject("the confirmation handler failed"))
-                }
-            }
-        }
-    };
-    json!({"decision": confirmation.decision.as_str(), "reason": confirmation.reason}).to_string()
-}
-
-/// `(content, label[, extra])`, keywords of those names, or one dict.
-fn content_and_label(args: &[Value], kwargs: &Map<String, Value>) -> (String, String) {
-    let text = |value: &Value| match value {
-        Value::String(text) => text.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    let first = |fields: &Map<String, Value>, keys: &[&str]| keys.iter().find_map(|key| fields.get(*key)).map(text);
-    match args {
-        [Value::Object(fields)] if kwargs.is_empty() => (
-            first(fields, &["content", "command", "text", "message"])
-                .unwrap_or_else(|| Value::Object(fields.clone()).to_string()),
-            first(fields, &["label", "title", "action"]).unwrap_or_default(),
-        ),
-        _ => (
-            args.first().map(text).or_else(|| first(kwargs, &["content"])).unwrap_or_default(),
-            args.get(1).map(text).or_else(|| first(kwargs, &["label"])).unwrap_or_default(),
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn confirm_arguments_in_every_shape() {
-        let map = |v: Value| v.as_object().cloned().unwrap();
-        let none = Map::new();
-        assert_eq!(content_and_label(&[json!("rm -rf x"), json!("Run")], &none), ("rm -rf x".into(), "Run".into()));
-        assert_eq!(content_and_label(&[json!("a"), json!("b"), json!({"x": 1})], &none), ("a".into(), "b".into()));
-        assert_eq!(
-            content_and_label(&[json!({"command": "ls", "title": "List"})], &none),
-            ("ls".into(), "List".into())
-        );
-        assert_eq!(content_and_label(&[], &map(json!({"content": "c", "label": "l"}))), ("c".into(), "l".into()));
-    }
+/// `host.py`'s requests and notices (SPEC §9): answered with the callbacks of the
+/// call they belong to.
+fn answer_host(text: &str) -> String {
+    host_objects::answer_wire(text, |call| call.and_then(|id| sync::lock(&HANDLERS).get(&id).cloned()))
 }

@@ -3,8 +3,14 @@
 Loaded once into the embedded interpreter as the module ``_lcp_host``. It owns:
 importing a tool file under a private module name (a library folder becomes a
 private package), the library hooks, converting JSON arguments to the annotated
-types, running the tool with what it prints captured, and turning its result or
-its exception into plain data.
+types, the host objects a tool is given (SPEC §9: the confirm handler,
+``user_interaction_handler``, ``lollms_client_instance``, ``tool_context``, and
+``logging`` records), running the tool with what it prints captured, and turning
+its result or its exception into plain data.
+
+Every host object reaches the host through one function given to ``install``,
+``host(request_json) -> answer_json``, with the id of the call it belongs to; the
+host answers with that call's callbacks (a terminal, an MCP client, a Rust closure).
 
 ``call`` takes and returns JSON text, and the only host objects it holds are the
 functions given to ``install``; nothing in ``call`` depends on living in the same
@@ -27,6 +33,7 @@ import io
 import ipaddress
 import itertools
 import json
+import logging
 import math
 import os
 import re
@@ -37,7 +44,7 @@ import types
 import typing
 import uuid
 import weakref
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 
 class Timeout(BaseException):
@@ -52,7 +59,7 @@ _CAPTURE_LIMIT = 1_000_000
 # Problems listed when a return value cannot be carried by JSON.
 _MAX_PROBLEMS = 10
 
-_confirm = None
+_host = None  # host(request_json) -> answer_json, see ``_ask``
 _printed = None  # printed(call_id, stream, text), when the embedding follows output live
 _lock = threading.Lock()
 _names = itertools.count(1)
@@ -62,6 +69,8 @@ _packages = {}  # library folder -> private package name
 _calls = {}  # call id -> _Call, for every call in progress
 _local = threading.local()
 _plans = weakref.WeakKeyDictionary()  # tool function -> _Plan
+# The host objects a tool gets when it names them (or takes ``**kwargs``), SPEC §9.
+_HOST_OBJECTS = ("user_interaction_handler", "lollms_client_instance", "tool_context")
 # Direct calls: thread ident -> [call id, (library, function)] of the call the thread
 # runs, call id None between calls; the embedding fills them in around each call.
 _direct = {}
@@ -73,14 +82,14 @@ _direct_calls = {}  # call id -> _Call, made when a direct call first prints or 
 # --------------------------------------------------------------------------- #
 
 
-def install(confirm, before_chdir=None, printed=None):
-    """Called once: ``confirm(request_json) -> answer_json`` asks the host's handler;
+def install(host, before_chdir=None, printed=None):
+    """Called once: ``host(request_json) -> answer_json`` asks the host (see ``_ask``);
     ``before_chdir()``, if given, is called before a tool changes the working directory
     (``os.chdir``, ``os.fchdir``), so the host can restore it; ``printed(call_id,
     stream, text)``, if given, hears what a call prints as it prints it (a worker
     process sends it on, so that it survives the process)."""
-    global _confirm, _printed
-    _confirm = confirm
+    global _host, _printed
+    _host = host
     _printed = printed
     sys.dont_write_bytecode = True  # never litter tool folders with __pycache__
     # The real streams write through: what a tool writes to them reaches the file
@@ -92,6 +101,8 @@ def install(confirm, before_chdir=None, printed=None):
     if before_chdir is not None:
         os.chdir = _watched(os.chdir, before_chdir)
         os.fchdir = _watched(os.fchdir, before_chdir)
+    logging.root.addHandler(_LOG_RELAY)
+    _set_log_level(logging.INFO)
 
 
 def _unbuffered(stream):
@@ -144,6 +155,8 @@ def call(request_text):
         if request.get(key) is not None:
             request[key] = _path(request[key])
     current = _Call(request.get("call_id"), request.get("library"), request.get("function"))
+    current.host = request.get("host") or {}
+    _set_log_level(current.host.get("log_level") or logging.INFO)
     _enter(current)
     try:
         result = _run(request, current)
@@ -222,9 +235,10 @@ def forget(paths_json):
 class _Call:
     """A call in progress: where its output goes, and whether it may be stopped."""
 
-    __slots__ = ("id", "library", "function", "thread", "stoppable", "text", "kept", "dropped", "outer")
+    __slots__ = ("id", "library", "function", "thread", "stoppable", "text", "kept", "dropped", "outer", "host")
 
     def __init__(self, call_id, library, function):
+        self.host = {}  # what the host offers this call (``Offered`` in Rust)
         self.id = call_id
         self.library = library
         self.function = function
@@ -303,7 +317,8 @@ def _run(request, current):
 
 def _tool(function, request, current):
     try:
-        positional, keywords = _arguments(function, request.get("args") or {}, request.get("injected") or ())
+        objects = _HostObjects(request.get("library"), request.get("workspace_path"))
+        positional, keywords = _arguments(function, request.get("args") or {}, request.get("injected") or (), objects)
     except _ArgumentError as exc:
         return _failure(str(exc))
     try:
@@ -435,9 +450,10 @@ def direct(path, function, injected):
     not loaded, ``False`` when every call of the tool needs ``call``.
 
     That is when the library failed to load, the tool is not a plain ``def``
-    function, takes a positional-only parameter or an injected one without a default,
-    or a parameter's type asks for more than a number's type (``coercion`` is
-    ``"int"``, ``"float"`` or ``"none"``, see ``_coercion``).
+    function, takes a positional-only parameter, an injected one without a default or
+    a host object (by name, or through ``**kwargs``), or a parameter's type asks for
+    more than a number's type (``coercion`` is ``"int"``, ``"float"`` or ``"none"``,
+    see ``_coercion``).
     """
     library = _libraries.get(path)
     if library is None:
@@ -446,12 +462,14 @@ def direct(path, function, injected):
     if not isinstance(tool, types.FunctionType) or inspect.iscoroutinefunction(tool):
         return False
     plan = _plan(tool)
+    if plan.var_keyword and any(name in injected for name in _HOST_OBJECTS):
+        return False
     parameters = []
     for name, kind, hint, default in plan.parameters:
         coercion = _coercion(hint)
         if coercion is None or kind == inspect.Parameter.POSITIONAL_ONLY:
             return False
-        if name in injected and default is inspect.Parameter.empty:
+        if name in injected and (default is inspect.Parameter.empty or name in _HOST_OBJECTS):
             return False
         parameters.append((name, coercion))
     if any(_coercion(hint) != "none" for hint in plan.keyword_hints.values()):
@@ -534,7 +552,7 @@ class _Library:
         self.module = module
         self.error = error
         self.traceback = traceback
-        self.bridge = bridge
+        self.bridge = bridge  # the confirm handler the library was given
 
 
 def _library(request, current):
@@ -632,17 +650,23 @@ def _identifier(text):
 
 
 def _init(module, request, bridge):
-    """``set_confirm_handler`` (when the host has a handler), then ``init_tools_library``."""
-    has_handler = bool(request.get("has_handler"))
+    """``set_confirm_handler`` (when the host has a handler), ``set_user_interaction_handler``,
+    then ``init_tools_library``."""
+    has_handler = bool((request.get("host") or {}).get("confirm"))
+    interaction = _UserInteraction(request.get("library"))
     hook = getattr(module, "set_confirm_handler", None)
     if has_handler and callable(hook):
         hook(bridge)
+    hook = getattr(module, "set_user_interaction_handler", None)
+    if callable(hook):
+        hook(interaction)
     init = getattr(module, "init_tools_library", None)
     if not callable(init):
         return
     config = dict(request.get("config") or {})
     config["autonomy_level"] = request.get("autonomy_level") or "safe"
     config["confirm_handler"] = bridge if has_handler else None
+    config["user_interaction_handler"] = interaction
     if _takes_positional(init):
         init(config)
     else:
@@ -665,18 +689,13 @@ class _Bridge:
         self.library = library
 
     def __call__(self, *args, **kwargs):
-        current = _current()
-        request = {
-            "call_id": current.id if current is not None else None,
-            "library": self.library,
-            "tool": current.function if current is not None else None,
-            "args": [_plain(a) for a in args],
-            "kwargs": {str(k): _plain(v) for k, v in kwargs.items()},
-        }
-        if _confirm is None:
-            return ("reject", "no confirmation handler is installed")
-        answer = json.loads(_confirm(_dumps(request)))
-        return (answer.get("decision") or "reject", answer.get("reason") or "")
+        answer = _ask(
+            "confirm",
+            self.library,
+            args=[_plain(a) for a in args],
+            kwargs={str(k): _plain(v) for k, v in kwargs.items()},
+        )
+        return (answer.get("decision") or "reject", answer.get("reason") or answer.get("error") or "")
 
     def __repr__(self):
         return f"<lcp confirm handler for {self.library}>"
@@ -693,6 +712,201 @@ def _plain(value):
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     return repr(value)
+
+
+# --------------------------------------------------------------------------- #
+# Host objects (SPEC §9)                                                       #
+# --------------------------------------------------------------------------- #
+
+
+class HostUnavailable(RuntimeError):
+    """Raised in a tool when the host cannot do what it asked: nobody can be asked,
+    there is no model. The message says why."""
+
+
+def _ask(kind, library, **fields):
+    """Sends one request or notice to the host, for the call this thread serves.
+
+    ``kind``: ``confirm`` (``args``, ``kwargs``), ``interact``, ``generate``,
+    ``progress`` or ``log`` (``body``). Returns the host's answer as a dict.
+    """
+    current = _current()
+    request = {
+        "kind": kind,
+        "call_id": current.id if current is not None else None,
+        "library": library if library is not None else (current.library if current is not None else None),
+        "tool": current.function if current is not None else None,
+    }
+    request.update(fields)
+    if _host is None:
+        return {"error": "no host is installed"}
+    try:
+        text = _dumps(request)
+    except (TypeError, ValueError) as exc:
+        return {"error": f"the request cannot be sent to the host: {exc}"}
+    return json.loads(_host(text))
+
+
+class _UserInteraction:
+    """``user_interaction_handler(request)``: asks the user through the host.
+
+    ``request`` is the reference's dict: ``type`` (``"text"``, ``"secret"``,
+    ``"select"``, or lcp's ``"form"`` with ``"schema"``), ``title``, ``prompt``,
+    ``options``, ``default``. Returns the answer (a string; a dict for a form), or
+    ``None`` when the user declines; raises ``HostUnavailable`` when nobody can be asked.
+    """
+
+    def __init__(self, library):
+        self.library = library
+
+    def __call__(self, request=None, **fields):
+        if request is None:
+            request = {}
+        elif not isinstance(request, dict):
+            request = {"type": "text", "prompt": str(request)}
+        request = {**request, **fields}
+        body = {key: _plain(request.get(key)) for key in ("type", "title", "prompt", "options", "default", "schema")}
+        answer = _ask("interact", self.library, body=body)
+        status = answer.get("status")
+        if status == "given":
+            value = answer.get("value")
+            if str(body.get("type") or "text").lower() == "form":
+                return value if isinstance(value, dict) else None
+            return value if value is None or isinstance(value, str) else _dumps(value)
+        if status == "declined":
+            return None
+        raise HostUnavailable(answer.get("reason") or answer.get("error") or "the host cannot ask the user")
+
+    def __repr__(self):
+        return f"<lcp user interaction handler for {self.library}>"
+
+
+class _Client:
+    """``lollms_client_instance`` and ``tool_context.client``: the host's model."""
+
+    def __init__(self, library):
+        self.library = library
+
+    def generate_text(
+        self, prompt, images=None, n_predict=None, temperature=None, system_prompt=None, **kwargs
+    ):
+        """Asks the host's model; returns its text. Raises ``HostUnavailable`` when the
+        host has no model (or the client cannot sample)."""
+        body = {
+            "prompt": str(prompt),
+            "images": [_image_text(image) for image in (images or [])],
+            "n_predict": n_predict,
+            "temperature": temperature,
+            "system_prompt": system_prompt,
+            "extra": {str(k): _plain(v) for k, v in kwargs.items()},
+        }
+        answer = _ask("generate", self.library, body=body)
+        if isinstance(answer.get("text"), str):
+            return answer["text"]
+        raise HostUnavailable(answer.get("error") or "the host's model gave no text")
+
+    def has_vision_capability(self):
+        """Whether images may be sent to ``generate_text``."""
+        current = _current()
+        return bool(current is not None and current.host.get("vision"))
+
+    def __repr__(self):
+        return f"<lcp client for {self.library}>"
+
+
+def _image_text(image):
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        import base64
+
+        return base64.b64encode(bytes(image)).decode("ascii")
+    return str(image)
+
+
+class _Root(type(Path())):
+    """``tool_context.workspace_root``: a path, also callable as ``workspace_root()``."""
+
+    def __call__(self):
+        return Path(self)
+
+
+class _ToolContext:
+    """``tool_context``: the reference's ``ToolContext`` surface."""
+
+    def __init__(self, library, workspace):
+        self.library = library
+        self.client = _Client(library)
+        self.workspace_path = Path(workspace) if workspace else Path(os.getcwd())
+        self.discussion = None
+        self.personality = None
+
+    def emit_progress(self, text, meta=None):
+        """Reports progress (``meta`` may carry numeric ``progress`` and ``total``);
+        returns whether the host took it."""
+        meta = {str(k): _plain(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
+        answer = _ask("progress", self.library, body={"text": str(text), "meta": meta})
+        return bool(answer.get("delivered"))
+
+    @property
+    def workspace_root(self):
+        return _Root(self.workspace_path).resolve()
+
+    def get(self, key, default=None):
+        """``"working_dir"`` (and ``"workspace_path"``): the workspace folder."""
+        if key in ("working_dir", "workspace_path", "workspace"):
+            return str(self.workspace_path)
+        return default
+
+    def __repr__(self):
+        return f"<lcp tool context for {self.library} in {self.workspace_path}>"
+
+
+class _HostObjects:
+    """The host objects of one call, made when the tool asks for them."""
+
+    def __init__(self, library, workspace):
+        self.library = library
+        self.workspace = workspace
+        self.made = {}
+
+    def get(self, name):
+        if name not in self.made:
+            if name == "user_interaction_handler":
+                self.made[name] = _UserInteraction(self.library)
+            elif name == "lollms_client_instance":
+                self.made[name] = _Client(self.library)
+            else:
+                self.made[name] = _ToolContext(self.library, self.workspace)
+        return self.made[name]
+
+
+class _LogRelay(logging.Handler):
+    """Python's root logger's handler: a record made during a call goes to the host
+    (an MCP client's ``notifications/message``), else to the call's ``stderr``."""
+
+    def emit(self, record):
+        current = _current()
+        if current is None:
+            return
+        try:
+            message = record.getMessage()
+            if record.exc_info:
+                message = message + "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        except Exception:
+            return
+        answer = _ask("log", current.library, body={"level": record.levelno, "logger": record.name, "message": message})
+        if not answer.get("delivered"):
+            current.write("err", f"{record.levelname}:{record.name}:{message}\n")
+
+
+_LOG_RELAY = _LogRelay()
+
+
+def _set_log_level(level):
+    """Records below ``level`` are neither made nor sent."""
+    if logging.root.level != level:
+        logging.root.setLevel(level)
+    if _LOG_RELAY.level != level:
+        _LOG_RELAY.setLevel(level)
 
 
 # --------------------------------------------------------------------------- #
@@ -779,18 +993,23 @@ def _plan(function):
     return plan
 
 
-def _arguments(function, args, injected):
+def _arguments(function, args, injected, objects=None):
     """Positional and keyword arguments for the call, converted to the annotated types.
 
     Only the arguments given are passed, so Python applies its own defaults.
     Positional-only parameters are passed by position (their skipped predecessors
-    get their defaults).
+    get their defaults). A host object (``_HOST_OBJECTS``) is passed when the
+    function names it or takes ``**kwargs``; another injected name without a default
+    gets ``None``.
     """
     plan = _plan(function)
     args = dict(args)
     positional, pending, keywords = [], [], {}
     for name, kind, hint, default in plan.parameters:
-        if name in args:
+        if name in injected and name in _HOST_OBJECTS and objects is not None:
+            args.pop(name, None)
+            value = objects.get(name)
+        elif name in args:
             value = _converted(name, args.pop(name), hint)
         elif name in injected and default is inspect.Parameter.empty:
             value = None
@@ -809,6 +1028,10 @@ def _arguments(function, args, injected):
     for name, value in args.items():
         hint = plan.keyword_hints.get(name)
         keywords[name] = value if hint is None else _converted(name, value, hint)
+    if plan.var_keyword and objects is not None:
+        for name in _HOST_OBJECTS:
+            if name in injected and not any(p[0] == name for p in plan.parameters):
+                keywords[name] = objects.get(name)
     return positional, keywords
 
 

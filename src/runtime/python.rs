@@ -50,17 +50,18 @@ struct Host {
 
 static HOST: OnceLock<Result<Host, String>> = OnceLock::new();
 
-/// Answers the confirm requests of tools: JSON text in, JSON text out. It runs with
-/// the interpreter released, so it may block (a terminal prompt) without stopping
-/// other calls.
-pub type ConfirmFn = fn(&str) -> String;
+/// Answers what tools ask of the host (confirmations, the user, the model) and hears
+/// what they report (progress, log records): JSON text in, JSON text out. It runs
+/// with the interpreter released, so it may block (a terminal prompt) without
+/// stopping other calls.
+pub type HostFn = fn(&str) -> String;
 
 use super::engine::Printed;
 
 /// Starts the interpreter and the host module, once per process. `before_chdir` is
 /// called before a tool changes the working directory.
-pub fn start(confirm: ConfirmFn, before_chdir: fn(), printed: Option<Printed>) -> Result<(), String> {
-    HOST.get_or_init(|| load(confirm, before_chdir, printed)).as_ref().map(|_| ()).map_err(Clone::clone)
+pub fn start(host: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result<(), String> {
+    HOST.get_or_init(|| load(host, before_chdir, printed)).as_ref().map(|_| ()).map_err(Clone::clone)
 }
 
 fn host() -> Result<&'static Host, String> {
@@ -71,7 +72,7 @@ fn host() -> Result<&'static Host, String> {
     }
 }
 
-fn load(confirm: ConfirmFn, before_chdir: fn(), printed: Option<Printed>) -> Result<Host, String> {
+fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result<Host, String> {
     initialize()?;
     Python::attach(|py| {
         let source = CString::new(HOST_SOURCE).map_err(|err| err.to_string())?;
@@ -79,11 +80,11 @@ fn load(confirm: ConfirmFn, before_chdir: fn(), printed: Option<Printed>) -> Res
             PyModule::from_code(py, &source, HOST_FILE, c"_lcp_host").map_err(|err| exception_text(py, err))?;
         let bridge = PyCFunction::new_closure(
             py,
-            Some(c"confirm"),
+            Some(c"host"),
             None,
             move |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| {
                 let request: String = args.get_item(0)?.extract()?;
-                Ok::<String, PyErr>(args.py().detach(|| confirm(&request)))
+                Ok::<String, PyErr>(args.py().detach(|| host_fn(&request)))
             },
         )
         .map_err(|err| exception_text(py, err))?;

@@ -6,8 +6,11 @@
 //! cores; a new one while there are fewer than `workers`; else the least busy one
 //! already in the call's workspace; else it waits), takes one of that worker's idle
 //! connections (or opens one), writes the job and reads frames until the result.
-//! A confirmation is answered on the calling thread, with the call's handler. What
-//! the tool prints arrives as it prints it, so it survives the worker.
+//! What the tool asks of the host (SPEC §9: a confirmation, the user, the model)
+//! arrives as an [`FromWorker::Ask`] and is answered on the calling thread with the
+//! call's [`Callbacks`]; its progress and log records arrive as one-way
+//! [`FromWorker::Notify`] frames. What the tool prints arrives as it prints it, so it
+//! survives the worker.
 //!
 //! Each worker has a watcher thread blocked on its control socket: when the worker
 //! dies, the socket ends, and the watcher reaps the process (never a zombie), takes
@@ -31,7 +34,8 @@ use serde::{Deserialize, Serialize};
 
 use super::channel::{self, Connection};
 use super::engine::{self, Job, WirePath};
-use super::{Cancel, ConfirmRequest, Confirmation, Handler, ToolResult, WorkerSettings};
+use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
+use super::{Cancel, ToolResult, WorkerSettings};
 use crate::sync;
 
 /// How long a call that was told to stop gets before its worker is ended.
@@ -69,7 +73,8 @@ pub(crate) enum ToWorker {
     /// A job, and the files whose modules to drop before it (changed since the last
     /// job this worker was sent).
     Call(Job, Vec<WirePath>),
-    Answer(Confirmation),
+    /// The answer to the call's last [`FromWorker::Ask`].
+    Answer(HostAnswer),
 }
 
 /// [`ToWorker::Call`] as it is sent: the job borrowed, the same JSON.
@@ -83,7 +88,10 @@ enum Sending<'a> {
 pub(crate) enum FromWorker {
     /// Text the tool printed (`"out"` or `"err"`), as it printed it.
     Printed(String, String),
-    Confirm(ConfirmRequest),
+    /// The tool asks the host and waits for a [`ToWorker::Answer`] (one at a time).
+    Ask(HostRequest),
+    /// The tool tells the host (progress, a log record) and goes on.
+    Notify(Notice),
     Done(ToolResult),
 }
 
@@ -159,7 +167,7 @@ impl Pool {
     pub(crate) fn run(
         &self,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
@@ -169,7 +177,7 @@ impl Pool {
                 Ok(worker) => worker,
                 Err(err) => return ToolResult::failure(err),
             };
-            let result = self.inner.run_in(&worker, job, handler.clone(), timeout, cancel);
+            let result = self.inner.run_in(&worker, job, &callbacks, timeout, cancel);
             self.inner.give_back(&worker);
             match result {
                 Some(result) => return result,
@@ -416,7 +424,7 @@ impl Inner {
         &self,
         worker: &Worker,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: &Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> Option<ToolResult> {
@@ -431,7 +439,7 @@ impl Inner {
             worker.reap();
             return None;
         };
-        Some(self.follow(worker, connection, &mut journal, job, handler, timeout, cancel))
+        Some(self.follow(worker, connection, &mut journal, job, callbacks, timeout, cancel))
     }
 
     /// Reads a running call's frames until its result, stopping it when it is due.
@@ -442,7 +450,7 @@ impl Inner {
         mut connection: Connection,
         journal: &mut Journal,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: &Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
@@ -463,14 +471,12 @@ impl Inner {
                     return self.finished(result, job, stopping.map(|(_, why)| why));
                 }
                 Ok(Some(FromWorker::Printed(stream, text))) => journal.add(&stream, &text),
-                Ok(Some(FromWorker::Confirm(request))) => {
-                    let answer = match &handler {
-                        Some(handler) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&request)))
-                            .unwrap_or_else(|_| Confirmation::reject("the confirmation handler failed")),
-                        None => Confirmation::reject("the host has no confirmation handler"),
-                    };
+                Ok(Some(FromWorker::Ask(request))) => {
                     // A worker that cannot hear the answer has died: the next read says so.
-                    let _ = connection.send(&ToWorker::Answer(answer));
+                    let _ = connection.send(&ToWorker::Answer(callbacks.answer(&request)));
+                }
+                Ok(Some(FromWorker::Notify(notice))) => {
+                    callbacks.notify(&notice);
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
                     let now = Instant::now();

@@ -170,11 +170,11 @@ fn a_workspace_that_is_not_a_folder_is_a_usage_error() {
 #[test]
 fn config_and_autonomy_reach_init_tools_library() {
     let args =
-        ["tool_positional_state", &fixture_folder("hooks"), "--config", r#"{"api_key": "k"}"#, "--autonomy", "ask"];
+        ["tool_positional_state", &fixture_folder("hooks"), "--config", r#"{"api_key": "k"}"#, "--autonomy", "strict"];
     let result = result(&lcp_call(&args), 0);
     assert_eq!(
         result["output"],
-        json!({"received": [{"api_key": "k", "autonomy_level": "ask", "has_confirm_handler": true}]})
+        json!({"received": [{"api_key": "k", "autonomy_level": "strict", "has_confirm_handler": true}]})
     );
 }
 

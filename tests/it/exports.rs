@@ -127,6 +127,46 @@ fn mcp_envelope_is_a_tools_list_result() {
 }
 
 #[test]
+fn mcp_input_schemas_name_json_schema_2020_12_and_keep_named_classes_in_defs() {
+    let (document, _) = rich(Format::Mcp, false);
+    let tools = document["tools"].as_array().unwrap();
+    assert!(tools.iter().all(|tool| tool["inputSchema"]["$schema"] == export::JSON_SCHEMA_2020_12));
+    let add = &tools[0]["inputSchema"];
+    assert_eq!(add["properties"]["location"]["anyOf"][0], json!({"$ref": "#/$defs/Location"}));
+    assert_eq!(add["$defs"]["Location"]["properties"]["aisle"], json!({"type": "integer"}));
+    // The other formats keep the class inlined.
+    let (anthropic, _) = rich(Format::Anthropic, false);
+    let inlined = &anthropic[0]["input_schema"];
+    assert_eq!(inlined["properties"]["location"]["anyOf"][0], add["$defs"]["Location"]);
+    assert!(inlined.get("$defs").is_none());
+}
+
+#[test]
+fn the_mcp_inline_refs_switch_inlines_named_classes_for_clients_that_cannot_resolve_refs() {
+    let mut document = rich(Format::Mcp, false).0;
+    export::inline_mcp_classes(&mut document, &load(&["rich"]));
+    let (anthropic, _) = rich(Format::Anthropic, false);
+    for (tool, plain) in document["tools"].as_array().unwrap().iter().zip(anthropic.as_array().unwrap()) {
+        let mut expected = plain["input_schema"].clone();
+        expected.as_object_mut().unwrap().insert("$schema".into(), json!(export::JSON_SCHEMA_2020_12));
+        assert_eq!(tool["inputSchema"], expected);
+    }
+    let dir = temp_dir("inline-refs");
+    let config = dir.join("lcp.toml");
+    write(&config, "[mcp]\ninline_refs = true\n");
+    let exported = stdout_json(&lcp(&[
+        "export",
+        "--format",
+        "mcp",
+        "--static",
+        "fixtures/rich",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    assert_eq!(exported, document);
+}
+
+#[test]
 fn manifest_has_libraries_tools_and_diagnostics() {
     let (document, _) = export::export(&load(&["rich", "providers"]), Format::Manifest, false);
     let inventory = &document["libraries"][0];

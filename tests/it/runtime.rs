@@ -89,12 +89,12 @@ fn interpreter_is_the_one_lcp_was_built_with() {
 #[test]
 fn init_tools_library_gets_the_config_positionally_once_per_process() {
     let mut settings = config();
-    settings.autonomy_level = "ask".to_string();
+    settings.autonomy_level = "strict".to_string();
     settings.libraries.insert("positional".to_string(), json!({"api_key": "k"}).as_object().unwrap().clone());
     let (runtime, registry) = (Runtime::new(settings).unwrap(), registry("hooks"));
     let first = output(call(&runtime, &registry, "tool_positional_state", json!({})));
     let second = output(call(&runtime, &registry, "tool_positional_state", json!({})));
-    let expected = json!({"received": [{"api_key": "k", "autonomy_level": "ask", "has_confirm_handler": false}]});
+    let expected = json!({"received": [{"api_key": "k", "autonomy_level": "strict", "has_confirm_handler": false}]});
     assert_eq!(first, expected);
     assert_eq!(second, expected);
 }
@@ -109,7 +109,7 @@ fn init_tools_library_without_a_positional_parameter_is_called_with_no_arguments
 fn init_tools_library_taking_star_args_gets_the_config() {
     let (runtime, registry) = (runtime(), registry("hooks"));
     let state = output(call(&runtime, &registry, "tool_varargs_state", json!({})));
-    assert_eq!(state, json!({"received": [["autonomy_level", "confirm_handler"]]}));
+    assert_eq!(state, json!({"received": [["autonomy_level", "confirm_handler", "user_interaction_handler"]]}));
 }
 
 #[test]
@@ -756,7 +756,7 @@ host.install(lambda request: json.dumps({"decision": "allow", "reason": "standal
 def call(function, file, args=None):
     request = {"call_id": 1, "kind": "tool", "file": os.path.abspath(file), "package": None, "library": "x",
                "function": function, "args": args or {}, "config": None,
-               "autonomy_level": "safe", "has_handler": True, "injected": []}
+               "autonomy_level": "safe", "host": {"confirm": True}, "injected": []}
     return json.loads(host.call(json.dumps(request)))
 results = {
     "confirm": call("tool_ask_pair", "fixtures/runtime/confirm/confirm.py", {"content": "x"}),
