@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lcp::registry::{Options, Registry, Sources};
-use lcp::runtime::catalog::Catalog;
+use lcp::runtime::catalog::{Catalog, CatalogError};
 use lcp::runtime::{CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, ToolResult};
 use serde_json::{Value, json};
 
@@ -692,7 +692,7 @@ fn mount_tool_library_adds_a_library_by_name_or_path() {
     assert_eq!(beta, ["tool_beta_helper", "tool_beta_second"]);
     assert_eq!(output(call(&runtime, catalog.registry(), "tool_beta_second", json!({}))), "beta helper");
 
-    let unknown = catalog.mount_tool_library("no_such_library").unwrap_err();
+    let unknown = catalog.mount_tool_library("no_such_library").unwrap_err().to_string();
     assert!(
         unknown.contains("no library `no_such_library` among the built-in tools") && unknown.contains("shell"),
         "{unknown}"
@@ -705,6 +705,8 @@ const DYNAMIC: &str = "def tool_dyn_add(a: int, b: int = 1) -> int:\n    \"\"\"A
 fn register_tool_from_code_is_refused_unless_the_host_enables_it() {
     let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
     let refused = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err();
+    assert_eq!(refused, CatalogError::DynamicToolsDisabled);
+    let refused = refused.to_string();
     assert!(refused.contains("disabled"), "{refused}");
     assert!(catalog.registry().tool("tool_dyn_add").is_none());
 }
@@ -718,11 +720,14 @@ fn register_tool_from_code_adds_tools_that_validate_and_run() {
     assert_eq!(output(call(&runtime, catalog.registry(), "tool_dyn_add", json!({"a": 2}))), 3);
     assert!(error(&call(&runtime, catalog.registry(), "tool_dyn_add", json!({"a": "2"}))).contains("expected integer"));
 
-    let outside = catalog.register_tool_from_code("tool_dyn_", "def tool_other() -> int:\n    return 1\n").unwrap_err();
+    let outside = catalog
+        .register_tool_from_code("tool_dyn_", "def tool_other() -> int:\n    return 1\n")
+        .unwrap_err()
+        .to_string();
     assert!(outside.contains("does not start with the prefix"), "{outside}");
-    let again = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err();
+    let again = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err().to_string();
     assert!(again.contains("already a tool"), "{again}");
-    let broken = catalog.register_tool_from_code("tool_dyn_", "def tool_dyn_x(:\n").unwrap_err();
+    let broken = catalog.register_tool_from_code("tool_dyn_", "def tool_dyn_x(:\n").unwrap_err().to_string();
     assert!(broken.contains("cannot be read"), "{broken}");
 }
 
