@@ -218,7 +218,7 @@ impl Server {
     /// Starts Python (once); blocks, so only on a blocking thread.
     fn python(&self) -> Result<&Runtime, String> {
         let started = self.shared.python.get_or_init(|| {
-            let runtime = Runtime::new(self.shared.runtime_config.clone())?;
+            let runtime = Runtime::new(self.shared.runtime_config.clone()).map_err(|err| err.to_string())?;
             // Libraries loaded by a prompt provider must get the confirm bridge too.
             runtime.set_confirm_handler(|_| Confirmation::reject("a prompt provider cannot ask for confirmation"));
             Ok(runtime)

@@ -35,6 +35,7 @@ pub mod worker;
 mod workspace;
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -377,8 +378,8 @@ static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 impl Runtime {
     /// Starts the interpreter (once per process) or gets worker processes ready to
     /// start, and adds the virtual environment's site-packages. Runs no tool code.
-    pub fn new(config: RuntimeConfig) -> Result<Runtime, String> {
-        let base = std::env::current_dir().map_err(|err| format!("cannot read the working directory: {err}"))?;
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        let base = std::env::current_dir().map_err(|err| RuntimeError::WorkingDirectory(err.to_string()))?;
         let site_packages = match &config.venv {
             Some(venv) => Some(site_packages(&base.join(venv))?.to_string_lossy().into_owned()),
             None => None,
@@ -390,8 +391,10 @@ impl Runtime {
             site_packages,
         };
         let place = match &config.isolation {
-            Isolation::InProcess => Place::InProcess(Engine::start(settings, None)?),
-            Isolation::Workers(workers) => Place::Workers(supervisor::Pool::new(workers.clone(), settings)?),
+            Isolation::InProcess => Place::InProcess(Engine::start(settings, None).map_err(RuntimeError::Python)?),
+            Isolation::Workers(workers) => {
+                Place::Workers(supervisor::Pool::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
+            }
         };
         Ok(Runtime { config, base, callbacks: RwLock::default(), place })
     }
@@ -645,19 +648,51 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// `VENV/lib/pythonX.Y/site-packages` for the interpreter lcp embeds.
-fn site_packages(venv: &Path) -> Result<PathBuf, String> {
+fn site_packages(venv: &Path) -> Result<PathBuf, RuntimeError> {
     let site = venv.join("lib").join(format!("python{}", python::VERSION)).join("site-packages");
     if site.is_dir() {
         Ok(site)
     } else {
-        Err(format!(
-            "{}: not a virtual environment for Python {} (no {})",
-            venv.display(),
+        let message = format!(
+            "not a virtual environment for Python {} (no {})",
             python::VERSION,
             site.strip_prefix(venv).unwrap_or(&site).display()
-        ))
+        );
+        Err(RuntimeError::Venv { path: venv.to_path_buf(), message })
     }
 }
+
+/// Why a [`Runtime`] could not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The working directory, which relative paths are taken from, cannot be read.
+    WorkingDirectory(String),
+    /// [`RuntimeConfig::venv`] is not a virtual environment for the embedded Python.
+    Venv {
+        /// The folder given.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The embedded interpreter or `host.py` could not start: the message, with
+    /// Python's traceback when there is one.
+    Python(String),
+    /// Worker processes cannot be started ([`Isolation::Workers`]).
+    Workers(String),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::WorkingDirectory(message) => write!(f, "cannot read the working directory: {message}"),
+            RuntimeError::Venv { path, message } => write!(f, "{}: {message}", path.display()),
+            RuntimeError::Python(message) | RuntimeError::Workers(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
 
 /// The interpreter lcp embeds: `(executable, major.minor)`.
 pub fn python_build() -> (&'static str, &'static str) {

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use lcp::registry::{Options, Registry, Sources};
 use lcp::runtime::catalog::{Catalog, CatalogError};
-use lcp::runtime::{CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, ToolResult};
+use lcp::runtime::{
+    CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, RuntimeError, ToolResult,
+};
 use serde_json::{Value, json};
 
 use crate::support::*;
@@ -85,6 +87,15 @@ fn interpreter_is_the_one_lcp_was_built_with() {
 }
 
 // ------------------------------------------------------------------ hooks ---
+
+#[test]
+fn a_venv_that_is_not_one_for_the_embedded_python_is_refused_by_name() {
+    let folder = temp_dir("not-a-venv");
+    let error = Runtime::new(RuntimeConfig { venv: Some(folder.clone()), ..config() }).err().expect("refused");
+    assert!(matches!(&error, RuntimeError::Venv { path, .. } if path == &folder), "{error:?}");
+    let expected = format!("{}: not a virtual environment for Python", folder.display());
+    assert!(error.to_string().starts_with(&expected), "{error}");
+}
 
 #[test]
 fn init_tools_library_gets_the_config_positionally_once_per_process() {
