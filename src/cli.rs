@@ -27,6 +27,7 @@ use crate::runtime::{
     self, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, WorkerSettings,
     validate,
 };
+use crate::sync;
 use crate::view::{self, Admission, View};
 use crate::{profile, testlane};
 
@@ -44,9 +45,20 @@ struct Cli {
     command: Command,
 }
 
+/// `lcp export --format NAME`: every format, by its own name.
+impl ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Openai, Format::OpenaiResponses, Format::Anthropic, Format::Gemini, Format::Mcp, Format::Manifest]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// List the tools found, as a table.
+    /// List the tools found, as a table fitted to the terminal's width.
     List {
         #[command(flatten)]
         sources: SourceArgs,
@@ -55,6 +67,9 @@ enum Command {
         /// Never start Python (descriptions are the static ones).
         #[arg(long = "static")]
         static_only: bool,
+        /// Cells as wide as their text, whatever the terminal's width.
+        #[arg(long)]
+        wide: bool,
     },
     /// Print the tools in an LLM API's format, as JSON on stdout.
     Export {
@@ -287,14 +302,14 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
-        Command::List { sources, host, static_only } => {
+        Command::List { sources, host, static_only, wide } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
             let mut view = expose(&registry, &config, profile.as_ref())?;
             if !static_only {
-                describe(&mut view.registry);
+                apply_prompt_descriptions(&mut view.registry);
             }
-            print_stdout(&table(&view.registry))?;
+            print_stdout(&table(&view.registry, if wide { None } else { terminal_width() }))?;
             exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
@@ -303,7 +318,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             print_diagnostics(&registry.diagnostics);
             let mut view = expose(&registry, &config, profile.as_ref())?;
             if !static_only {
-                describe(&mut view.registry);
+                apply_prompt_descriptions(&mut view.registry);
             }
             let (mut document, problems) = export::export(&view.registry, format, strict);
             if format == Format::Mcp && config.mcp.inline_refs {
@@ -589,14 +604,14 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
 
 /// Lays the prompt providers' descriptions over the static ones. Python starts only
 /// when a tool has a provider; when it cannot, the static descriptions stay.
-fn describe(registry: &mut Registry) {
+fn apply_prompt_descriptions(registry: &mut Registry) {
     if registry.tools().all(|(_, tool)| tool.prompt_provider.is_none()) {
         return;
     }
     let isolation = WorkerSettings::this_program().map_or(Isolation::InProcess, Isolation::Workers);
     match Runtime::new(RuntimeConfig { isolation, ..RuntimeConfig::default() }) {
         Ok(runtime) => {
-            let descriptions = runtime.describe(registry, &CallOptions::default());
+            let descriptions = runtime.prompt_descriptions(registry, &CallOptions::default());
             print_diagnostics(&descriptions.diagnostics);
             descriptions.apply(registry);
         }
@@ -619,7 +634,7 @@ fn confirm(request: &ConfirmRequest, yes: bool, no: bool) -> Confirmation {
     }
     // One question at a time, even when calls run in parallel.
     static ASKING: Mutex<()> = Mutex::new(());
-    let _asking = ASKING.lock().unwrap_or_else(|p| p.into_inner());
+    let _asking = sync::lock(&ASKING);
     let tool = request.tool.as_deref().unwrap_or("a tool");
     let label = if request.label.is_empty() { "confirm" } else { &request.label };
     eprintln!("\n{tool} ({}) asks: {label}", request.library);
@@ -657,8 +672,9 @@ fn pretty(value: &Value) -> String {
 
 /// `TOOL  LIBRARY  PARAMETERS  GRADE  SOURCE  DESCRIPTION`, one row per tool; `?`
 /// marks optional parameters and undeclared grades. A cell longer than a line is cut
-/// (see [`cell`]), so one huge name never widens every row.
-fn table(registry: &Registry) -> String {
+/// (see [`cell`]), so one huge name never widens every row; with a `width`, the
+/// columns are narrowed to fit it (see [`fit`]).
+fn table(registry: &Registry, width: Option<usize>) -> String {
     let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
@@ -680,9 +696,67 @@ fn table(registry: &Registry) -> String {
             cell(&tool.description, Cut::End),
         ]);
     }
+    if let Some(width) = width {
+        // Which columns may give way, down to how narrow, and which end each loses;
+        // on a tie, the later one gives way first.
+        let narrowing =
+            [(0, 16, Cut::End), (1, 10, Cut::End), (4, 14, Cut::Start), (2, 12, Cut::End), (5, 12, Cut::End)];
+        fit(&mut rows, width, &narrowing);
+    }
     let mut out = columns(&rows);
     out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
     out
+}
+
+/// The width of the terminal `lcp list` prints to: `$COLUMNS` when set, else the
+/// terminal's own; `None` when stdout is not a terminal (a file or a pipe gets every
+/// cell whole).
+fn terminal_width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()).filter(|&c| c > 0) {
+        return Some(columns);
+    }
+    let mut size = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: `TIOCGWINSZ` writes one `winsize` into `size`; on anything but a
+    // terminal it fails and writes nothing.
+    let asked = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    (asked == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// Narrows the columns of `rows` until a line fits in `width` characters: each step
+/// takes one character from the widest column of `narrowing` still above its floor
+/// (the later one on a tie), and cells are cut at the end given, with `…`. A table
+/// still too wide with every column at its floor is left so: the floors keep each
+/// column readable.
+fn fit<const N: usize>(rows: &mut [[String; N]], width: usize, narrowing: &[(usize, usize, Cut)]) {
+    let natural: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut widths = natural.clone();
+    let mut line = widths.iter().sum::<usize>() + 2 * N.saturating_sub(1);
+    while line > width {
+        let widest = narrowing.iter().filter(|&&(c, floor, _)| widths[c] > floor).max_by_key(|&&(c, _, _)| widths[c]);
+        let Some(&(column, _, _)) = widest else { break };
+        widths[column] -= 1;
+        line -= 1;
+    }
+    for &(column, _, cut) in narrowing {
+        if widths[column] < natural[column] {
+            for row in rows.iter_mut() {
+                row[column] = elide(&row[column], widths[column], cut);
+            }
+        }
+    }
+}
+
+/// `text` in at most `width` characters, `…` standing for what was cut.
+fn elide(text: &str, width: usize, cut: Cut) -> String {
+    let chars = text.chars().count();
+    if chars <= width {
+        return text.to_string();
+    }
+    let kept = width.saturating_sub(1);
+    match cut {
+        Cut::End => text.chars().take(kept).chain(['…']).collect(),
+        Cut::Start => ['…'].into_iter().chain(text.chars().skip(chars - kept)).collect(),
+    }
 }
 
 /// Rows as left-aligned columns, each line ending in a newline.
@@ -715,11 +789,5 @@ enum Cut {
 /// characters is cut to that many, with `…` where it was cut.
 fn cell(text: &str, cut: Cut) -> String {
     const CELL_CHARS: usize = 72;
-    let chars = text.chars().count();
-    let shown: String = match cut {
-        _ if chars <= CELL_CHARS => text.to_string(),
-        Cut::End => text.chars().take(CELL_CHARS).chain(['…']).collect(),
-        Cut::Start => ['…'].into_iter().chain(text.chars().skip(chars - CELL_CHARS)).collect(),
-    };
-    shown.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    elide(text, CELL_CHARS, cut).chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }

@@ -44,6 +44,7 @@ use crate::extract::Tool;
 use crate::policy::{self, Declared, HostPolicy};
 use crate::profile::{self, Profile};
 use crate::runtime::RuntimeConfig;
+use crate::sync;
 
 /// The values `autonomy_level` may take (the same as `lcp call --autonomy`), those of
 /// the reference: `strict` (every action asks), `safe` (risky actions ask),
@@ -65,12 +66,25 @@ pub struct McpConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// At a line of a file (`None`: the file as a whole, or a JSON file).
-    At { file: PathBuf, line: Option<u32>, message: String },
+    At {
+        /// The file.
+        file: PathBuf,
+        /// The line, when the problem has one.
+        line: Option<u32>,
+        /// What went wrong.
+        message: String,
+    },
     /// In the value of a command-line option such as `--profile`.
-    Option { option: &'static str, message: String },
+    Option {
+        /// The option, as written (`--profile`).
+        option: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl ConfigError {
+    /// A problem at `line` of `file` (`None`: the file as a whole).
     pub fn at(file: &Path, line: Option<u32>, message: impl Into<String>) -> ConfigError {
         ConfigError::At { file: file.to_path_buf(), line, message: message.into() }
     }
@@ -101,6 +115,7 @@ impl fmt::Display for ConfigError {
 /// Where the entries of a parsed file are: a line per JSON pointer (`/profiles/a/tools/0`).
 #[derive(Debug, Clone, Default)]
 pub struct Located {
+    /// The file parsed.
     pub file: PathBuf,
     lines: HashMap<String, u32>,
 }
@@ -131,8 +146,11 @@ pub fn pointer(parent: &str, key: &str) -> String {
 /// A `[tools.NAME]` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolEntry {
+    /// The tool, as the table names it.
     pub name: String,
+    /// What the table declares about it.
     pub declared: Declared,
+    /// The line of the table in the file.
     pub line: Option<u32>,
 }
 
@@ -146,8 +164,11 @@ pub struct Config {
     pub runtime: RuntimeConfig,
     /// `[profiles.*]`, then the kits not shadowed by one of them.
     pub profiles: Vec<Profile>,
+    /// `[tools.NAME]`, in the order of the file.
     pub tools: Vec<ToolEntry>,
+    /// `[policy]`: what this host lets a tool do.
     pub policy: HostPolicy,
+    /// `[mcp]`: how tools are described to MCP clients.
     pub mcp: McpConfig,
 }
 
@@ -193,6 +214,7 @@ impl Config {
         self.folder().join("kits")
     }
 
+    /// The profile or kit called `name`.
     pub fn profile(&self, name: &str) -> Option<&Profile> {
         self.profiles.iter().find(|profile| profile.name == name)
     }
@@ -359,6 +381,7 @@ pub struct Watched {
 type Stamp = Vec<(PathBuf, u64, Option<SystemTime>)>;
 
 impl Watched {
+    /// `config`, read again by [`Watched::current`] when its files change.
     pub fn new(config: Config) -> Watched {
         Watched { state: Mutex::new((stamp(&config), Arc::new(config))) }
     }
@@ -366,7 +389,7 @@ impl Watched {
     /// The configuration as the files are now. A file that became invalid is
     /// reported on stderr and the last valid configuration stays.
     pub fn current(&self) -> Arc<Config> {
-        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = sync::lock(&self.state);
         let now = stamp(&state.1);
         if now != state.0 {
             let reread = match state.1.file() {

@@ -9,12 +9,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+/// How bad a problem is: an error fails `lcp check`, a warning does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
+    /// Something was left out or cannot work.
     Error,
+    /// Something was read in a way the author may not expect.
     Warning,
-    Info,
 }
 
 impl fmt::Display for Level {
@@ -22,22 +24,28 @@ impl fmt::Display for Level {
         f.write_str(match self {
             Level::Error => "error",
             Level::Warning => "warning",
-            Level::Info => "info",
         })
     }
 }
 
+/// One problem, at a place: printed as `path:line:col: level: message`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
+    /// The file or folder.
     #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
+    /// The line, from 1.
     pub line: u32,
+    /// The column, from 1, in characters.
     pub col: u32,
+    /// Error or warning.
     pub level: Level,
+    /// What went wrong, lowercase.
     pub message: String,
 }
 
 impl Diagnostic {
+    /// A problem at `line`:`col` of `path`.
     pub fn new(path: &Path, line: u32, col: u32, level: Level, message: impl Into<String>) -> Self {
         Diagnostic { path: path.to_path_buf(), line, col, level, message: message.into() }
     }
@@ -47,6 +55,7 @@ impl Diagnostic {
         Diagnostic::new(path, 1, 1, level, message)
     }
 
+    /// Whether this is an [`Level::Error`].
     pub fn is_error(&self) -> bool {
         self.level == Level::Error
     }

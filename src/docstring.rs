@@ -757,11 +757,14 @@ mod tests {
                 .collect();
             docs.push(doc);
         }
+        let mut documented = 0;
         for doc in &docs {
             let parsed = parse(doc);
             let line_count = parsed.text.split('\n').count();
             assert!(parsed.params.iter().all(|p| !p.name.is_empty() && p.line < line_count));
+            documented += usize::from(!parsed.params.is_empty());
         }
-        assert!(docs.len() > 10_000);
+        // The inputs reach the parameter parsers, not only the summary.
+        assert!(documented > 0);
     }
 }

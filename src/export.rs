@@ -17,26 +17,41 @@ use crate::policy;
 use crate::registry::Registry;
 use crate::schema;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// A target of [`export`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// OpenAI Chat Completions `tools`.
     Openai,
+    /// OpenAI Responses `tools`.
     OpenaiResponses,
+    /// Anthropic Messages `tools`.
     Anthropic,
+    /// Gemini `functionDeclarations`.
     Gemini,
+    /// An MCP `tools/list` result.
     Mcp,
+    /// lcp's own manifest: libraries, tools and diagnostics.
     Manifest,
 }
 
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Format {
+    /// The format's name: `openai`, `openai-responses`, `anthropic`, `gemini`, `mcp`,
+    /// `manifest`.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Format::Openai => "openai",
             Format::OpenaiResponses => "openai-responses",
             Format::Anthropic => "anthropic",
             Format::Gemini => "gemini",
             Format::Mcp => "mcp",
             Format::Manifest => "manifest",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

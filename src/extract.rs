@@ -29,10 +29,19 @@ use crate::source::{self, MAX_NESTING};
 pub const DEFAULT_INJECTED: &[&str] =
     &["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"];
 
+/// [`DEFAULT_INJECTED`] as the owned list both [`crate::registry::Options`] and
+/// [`crate::runtime::RuntimeConfig`] start from.
+pub fn default_injected() -> Vec<String> {
+    DEFAULT_INJECTED.iter().map(|name| name.to_string()).collect()
+}
+
+/// The description of a tool whose docstring gives none.
 pub const NO_DESCRIPTION: &str = "No description provided.";
 
+/// One tool file: its metadata, hooks and tools (SPEC §2).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Library {
+    /// The file.
     #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
     /// The library folder `X/` this file belongs to, if any.
@@ -40,24 +49,35 @@ pub struct Library {
     pub package: Option<PathBuf>,
     /// The file stem: the library's identifier.
     pub stem: String,
+    /// `TOOL_LIBRARY_NAME`, if set.
     pub name: Option<String>,
+    /// `TOOL_LIBRARY_DESCRIPTION`, else the module docstring, if any.
     pub description: Option<String>,
+    /// `TOOL_LIBRARY_ICON`, if set.
     pub icon: Option<String>,
+    /// The host hooks the file defines.
     pub hooks: Hooks,
     /// Name of the library-level prompt provider `tool_<stem>_prompt`, if defined.
     pub prompt_provider: Option<String>,
+    /// Its tools, in source order.
     pub tools: Vec<Tool>,
 }
 
+/// The host hooks a library defines (SPEC §5).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Hooks {
+    /// `init_tools_library`: called once, with the library's configuration.
     pub init_tools_library: bool,
+    /// `set_confirm_handler`: given the host's confirmation callback.
     pub set_confirm_handler: bool,
 }
 
+/// One `tool_*` function, as read from the source.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Tool {
+    /// The function's name, which is the tool's.
     pub name: String,
+    /// The docstring's summary, or [`NO_DESCRIPTION`].
     pub description: String,
     /// JSON Schema of the arguments object, every named class inlined (SPEC §3).
     pub parameters: SchemaText,
@@ -66,10 +86,13 @@ pub struct Tool {
     /// when the parameters use no named class.
     #[serde(skip)]
     pub parameters_with_defs: Option<SchemaText>,
+    /// The line of the `def`.
     pub line: u32,
+    /// Whether it is an `async def`.
     pub is_async: bool,
     /// The cleaned docstring, if any.
     pub docstring: Option<String>,
+    /// What it returns, as written.
     pub returns: Returns,
     /// Name of `tool_<name>_prompt` when the file defines it.
     pub prompt_provider: Option<String>,
@@ -80,9 +103,12 @@ pub struct Tool {
     pub policy: Declared,
 }
 
+/// A tool's return annotation and documented return value.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Returns {
+    /// The return annotation's source text.
     pub annotation: Option<String>,
+    /// The docstring's `Returns:` section.
     pub description: Option<String>,
 }
 
@@ -351,40 +377,8 @@ impl<'t> Reader<'t> {
                     module.scope.classes.insert(class.name.as_str(), class);
                     self.warn_nested_tools(&class.body, class.name.as_str(), "class");
                 }
-                Stmt::Import(import) => {
-                    for alias in &import.names {
-                        let full = alias.name.as_str();
-                        match &alias.asname {
-                            Some(asname) => {
-                                module.scope.imports.entry(asname.as_str()).or_insert_with(|| full.to_string())
-                            }
-                            // `import a.b` binds `a`.
-                            None => {
-                                let top = full.split('.').next().unwrap_or(full);
-                                module.scope.imports.entry(top).or_insert_with(|| top.to_string())
-                            }
-                        };
-                    }
-                }
-                Stmt::ImportFrom(import) => {
-                    // Relative imports keep their dots: `from . import m` → `.m`,
-                    // `from .m import x` → `.m.x`.
-                    let dots = ".".repeat(import.level as usize);
-                    let from = import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
-                    if import.level == 0 && matches!(from, "typing" | "typing_extensions") {
-                        module.scope.typing_star |= import.names.iter().any(|alias| alias.name.as_str() == "*");
-                    }
-                    let prefix = if from.is_empty() { dots } else { format!("{dots}{from}.") };
-                    for alias in &import.names {
-                        let name = alias.name.as_str();
-                        if name == "*" {
-                            module.scope.star_imports.push(prefix.trim_end_matches('.').to_string());
-                            continue;
-                        }
-                        let local = alias.asname.as_ref().unwrap_or(&alias.name).as_str();
-                        module.scope.imports.entry(local).or_insert_with(|| format!("{prefix}{name}"));
-                    }
-                }
+                Stmt::Import(import) => bind_import(&mut module.scope, import),
+                Stmt::ImportFrom(import) => bind_import_from(&mut module.scope, import),
                 Stmt::Assign(assign) => {
                     if let [Expr::Name(target)] = assign.targets.as_slice() {
                         if target.id.starts_with("TOOL_LIBRARY_") {
@@ -498,6 +492,73 @@ impl<'t> Reader<'t> {
             _ => (None, function.name.range),
         };
         let doc = raw_doc.map(docstring::parse);
+        let parameters = self.parameters(function, doc.as_ref(), scope, siblings, injected);
+        if let (Some(doc), Some(raw)) = (&doc, raw_doc) {
+            self.warn_unknown_documented(function, doc, raw, doc_range, &parameters.keywords);
+        }
+
+        let output = function.returns.as_deref().and_then(|annotation| self.output(annotation, scope, &name));
+        let (line, _) = position(&self.index, self.text, function.name.range);
+        let (text, summary, returns) = match doc {
+            Some(d) => (Some(d.text), Some(d.summary), d.returns),
+            None => (None, None, None),
+        };
+        Tool {
+            name,
+            description: summary.filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string()),
+            parameters: SchemaText::new(&parameters.schema),
+            parameters_with_defs: parameters.with_defs,
+            line,
+            is_async: function.is_async,
+            docstring: text,
+            returns: Returns {
+                annotation: function.returns.as_deref().map(|r| self.text[r.range()].to_string()),
+                description: returns,
+            },
+            prompt_provider: None,
+            output,
+            policy: Declared::default(),
+        }
+    }
+
+    /// Warns of each name the docstring documents that is neither a parameter nor an
+    /// unpacked keyword, at the docstring's line for it.
+    fn warn_unknown_documented(
+        &mut self,
+        function: &ast::StmtFunctionDef,
+        doc: &docstring::Docstring,
+        raw: &str,
+        doc_range: TextRange,
+        keywords: &[String],
+    ) {
+        let mut all_params: Vec<&str> = function.parameters.iter().map(|p| p.name().as_str()).collect();
+        all_params.extend(keywords.iter().map(String::as_str));
+        let (doc_line, _) = position(&self.index, self.text, doc_range);
+        let skipped = leading_blank_lines(raw);
+        for documented in &doc.params {
+            if !all_params.contains(&documented.name.as_str()) {
+                let line = doc_line + skipped + documented.line as u32;
+                let message = format!(
+                    "in `{}`: the docstring documents `{}`, which is not a parameter",
+                    function.name.as_str(),
+                    documented.name
+                );
+                self.diagnostics.push(Diagnostic::new(self.path, line, 1, Level::Warning, message));
+            }
+        }
+    }
+
+    /// The parameters' JSON Schema: every parameter but the injected ones, documented
+    /// from the docstring (else `Annotated`), with its default; `$defs` shared.
+    fn parameters<'a>(
+        &mut self,
+        function: &ast::StmtFunctionDef,
+        doc: Option<&docstring::Docstring>,
+        scope: &Scope<'a>,
+        siblings: &Siblings<'_, 'a>,
+        injected: &[String],
+    ) -> Parameters {
+        let name = function.name.as_str();
         let mut converter = Converter::with_siblings(scope, siblings);
         let parameters = function.parameters.as_ref();
 
@@ -580,44 +641,7 @@ impl<'t> Reader<'t> {
         for (range, message) in std::mem::take(&mut converter.warnings) {
             self.warning(range, format!("in `{name}`: {message}"));
         }
-
-        if let (Some(doc), Some(raw)) = (&doc, raw_doc) {
-            let mut all_params: Vec<&str> = parameters.iter().map(|p| p.name().as_str()).collect();
-            all_params.extend(keywords.iter().map(String::as_str));
-            let (doc_line, _) = position(&self.index, self.text, doc_range);
-            let skipped = leading_blank_lines(raw);
-            for documented in &doc.params {
-                if !all_params.contains(&documented.name.as_str()) {
-                    let line = doc_line + skipped + documented.line as u32;
-                    let message =
-                        format!("in `{name}`: the docstring documents `{}`, which is not a parameter", documented.name);
-                    self.diagnostics.push(Diagnostic::new(self.path, line, 1, Level::Warning, message));
-                }
-            }
-        }
-
-        let output = function.returns.as_deref().and_then(|annotation| self.output(annotation, scope, &name));
-        let (line, _) = position(&self.index, self.text, function.name.range);
-        let (text, summary, returns) = match doc {
-            Some(d) => (Some(d.text), Some(d.summary), d.returns),
-            None => (None, None, None),
-        };
-        Tool {
-            name,
-            description: summary.filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string()),
-            parameters: SchemaText::new(&schema),
-            parameters_with_defs,
-            line,
-            is_async: function.is_async,
-            docstring: text,
-            returns: Returns {
-                annotation: function.returns.as_deref().map(|r| self.text[r.range()].to_string()),
-                description: returns,
-            },
-            prompt_provider: None,
-            output,
-            policy: Declared::default(),
-        }
+        Parameters { schema, with_defs: parameters_with_defs, keywords }
     }
 
     /// The output schema of a return annotation (SPEC §12): the parameter type rules,
@@ -651,6 +675,52 @@ impl<'t> Reader<'t> {
 
 /// The second use of a parameter name in one signature, if any. Names are compared as
 /// the parser gives them, already NFKC-normalised as Python does (`ﬁ` is `fi`).
+/// A tool's parameters, as [`Reader::parameters`] reads them.
+struct Parameters {
+    /// The JSON Schema of the arguments object, named classes inlined.
+    schema: Value,
+    /// The same with named classes in `$defs` ([`Tool::parameters_with_defs`]).
+    with_defs: Option<SchemaText>,
+    /// The keywords of an unpacked `**kwargs: Unpack[TD]`.
+    keywords: Vec<String>,
+}
+
+/// `import a.b as c` binds `c` to `a.b`; `import a.b` binds `a`. The first binding
+/// of a name wins.
+fn bind_import<'a>(scope: &mut Scope<'a>, import: &'a ast::StmtImport) {
+    for alias in &import.names {
+        let full = alias.name.as_str();
+        match &alias.asname {
+            Some(asname) => scope.imports.entry(asname.as_str()).or_insert_with(|| full.to_string()),
+            None => {
+                let top = full.split('.').next().unwrap_or(full);
+                scope.imports.entry(top).or_insert_with(|| top.to_string())
+            }
+        };
+    }
+}
+
+/// `from m import x as y` binds `y` to `m.x`. Relative imports keep their dots:
+/// `from . import m` → `.m`, `from .m import x` → `.m.x`; `*` is remembered as a
+/// module to look in.
+fn bind_import_from<'a>(scope: &mut Scope<'a>, import: &'a ast::StmtImportFrom) {
+    let dots = ".".repeat(import.level as usize);
+    let from = import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
+    if import.level == 0 && matches!(from, "typing" | "typing_extensions") {
+        scope.typing_star |= import.names.iter().any(|alias| alias.name.as_str() == "*");
+    }
+    let prefix = if from.is_empty() { dots } else { format!("{dots}{from}.") };
+    for alias in &import.names {
+        let name = alias.name.as_str();
+        if name == "*" {
+            scope.star_imports.push(prefix.trim_end_matches('.').to_string());
+            continue;
+        }
+        let local = alias.asname.as_ref().unwrap_or(&alias.name).as_str();
+        scope.imports.entry(local).or_insert_with(|| format!("{prefix}{name}"));
+    }
+}
+
 fn duplicate_parameter(parameters: &ast::Parameters) -> Option<&ast::Identifier> {
     let mut seen = std::collections::HashSet::new();
     parameters.iter().map(|parameter| parameter.name()).find(|name| !seen.insert(name.as_str()))

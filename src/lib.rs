@@ -26,6 +26,8 @@
 //! never a panic. Nothing in this crate runs Python while discovering tools: only
 //! [`runtime`] does, when a tool or a prompt provider is asked for.
 
+#![deny(missing_docs)]
+
 pub mod cli;
 pub mod config;
 pub mod default_tools;
@@ -42,5 +44,6 @@ pub mod runtime;
 pub mod scan;
 pub mod schema;
 pub mod source;
+mod sync;
 pub mod testlane;
 pub mod view;

@@ -20,14 +20,19 @@ pub const KEYS: [&str; 6] = ["read_only", "destructive", "idempotent", "open_wor
 /// What a tool declares; `None` is undeclared (unknown).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Declared {
+    /// The tool only reads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub destructive: Option<bool>,
+    /// Calling it again with the same arguments does nothing more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent: Option<bool>,
+    /// It reaches beyond the host (the network, other systems).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
+    /// Its grade.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grade: Option<Grade>,
     /// Documentation of the tool: a path, resolved against the file that declared it.
@@ -38,7 +43,9 @@ pub struct Declared {
 /// World coupling `w` and effects ceiling `d`, each 0 to 3 (seed 000).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Grade {
+    /// World coupling, 0 to 3.
     pub w: u8,
+    /// Effects ceiling, 0 to 3.
     pub d: u8,
 }
 
@@ -240,7 +247,9 @@ fn declaration(
 /// The host's rules (`[policy]` in the config file). The default allows everything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostPolicy {
+    /// Whether a tool declared destructive may run.
     pub allow_destructive: bool,
+    /// Whether a tool declared open-world may run.
     pub allow_open_world: bool,
     /// `max_grade = {w = .., d = ..}`; either may be left out.
     pub max_grade: [Option<u8>; 2],
@@ -316,6 +325,7 @@ impl HostPolicy {
         None
     }
 
+    /// Whether this is the policy that allows everything.
     pub fn is_default(&self) -> bool {
         *self == HostPolicy::default()
     }

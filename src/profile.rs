@@ -22,12 +22,15 @@ pub const NONE: &str = "none";
 /// A profile as defined, before it is checked against the tools.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
+    /// The name `--profile` takes.
     pub name: String,
+    /// What the profile is for, if it says.
     pub description: Option<String>,
     /// Documentation of the profile, resolved against the config file's folder.
     pub docs: Option<PathBuf>,
     /// The tools, in the order given; `extra_tools` come last, under their own names.
     pub entries: Vec<Entry>,
+    /// Where it is defined.
     pub origin: Origin,
     /// Problems of the definition itself (a bad alias, broken front matter).
     pub problems: Vec<ConfigError>,
@@ -36,7 +39,9 @@ pub struct Profile {
 /// One tool of a profile, as the model sees it (`alias`) and as it is (`tool`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// The name the model sees.
     pub alias: String,
+    /// The tool's own name.
     pub tool: String,
     /// Where the entry is written, when that is a line of a file.
     pub line: Option<u32>,
@@ -48,7 +53,12 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
     /// A config file's `[profiles.NAME]` (at `line`) or a kit file.
-    File { path: PathBuf, line: Option<u32> },
+    File {
+        /// The config file or the kit.
+        path: PathBuf,
+        /// The line of the definition, when the file has lines (TOML).
+        line: Option<u32>,
+    },
     /// `--profile a,b,c` or `--profile none`.
     Option,
 }
@@ -319,6 +329,7 @@ pub fn kit_text(name: &str, description: Option<&str>, tools: &[String]) -> Stri
 pub struct Choice {
     /// A profile name, `none`, or an inline list `a,b,c`.
     pub profile: String,
+    /// `--extra-tools`: tools added under their own names.
     pub extra_tools: Vec<String>,
 }
 
@@ -354,7 +365,9 @@ impl Choice {
 /// its tool, in the profile's order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Selection {
+    /// The profile's name.
     pub name: String,
+    /// Documentation of the profile, if any.
     pub docs: Option<PathBuf>,
     /// `(alias, tool)`.
     pub routes: Vec<(String, String)>,

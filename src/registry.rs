@@ -16,17 +16,20 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, DEFAULT_INJECTED, Library, ParsedFile, Tool};
+use crate::extract::{self, Library, ParsedFile, Tool};
 use crate::scan::{self, SourceFile};
 use crate::source::{MAX_FILE_BYTES, SourceError};
 
 /// Where tools come from (SPEC §1). Both empty means the built-in default tools.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
+    /// Tool folders, walked by [`crate::scan`].
     pub folders: Vec<PathBuf>,
+    /// Single tool files, read as given.
     pub files: Vec<PathBuf>,
 }
 
+/// How files are read.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Parameter names the host injects; they are left out of every schema.
@@ -35,14 +38,16 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { injected: DEFAULT_INJECTED.iter().map(|s| s.to_string()).collect() }
+        Options { injected: extract::default_injected() }
     }
 }
 
+/// Every library and tool of a set of [`Sources`], with the problems found; [`Registry::rescan`] brings it up to date.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     /// One library per readable file, in discovery order.
     pub libraries: Vec<Arc<Library>>,
+    /// The problems of the walk and of every file, in discovery order.
     pub diagnostics: Vec<Diagnostic>,
     sources: Sources,
     options: Options,
@@ -84,12 +89,16 @@ impl Stamp {
 /// Files whose contribution changed in a rescan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
+    /// Files read for the first time.
     pub added: Vec<PathBuf>,
+    /// Files read again because they changed.
     pub changed: Vec<PathBuf>,
+    /// Files no longer found.
     pub removed: Vec<PathBuf>,
 }
 
 impl Changes {
+    /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
     }
@@ -99,12 +108,14 @@ impl Changes {
 const READER_STACK: usize = 256 * 1024 * 1024;
 
 impl Registry {
+    /// Reads every tool file of `sources`.
     pub fn load(sources: &Sources, options: &Options) -> Registry {
         let mut registry = Registry { sources: sources.clone(), options: options.clone(), ..Registry::default() };
         registry.rescan();
         registry
     }
 
+    /// Where the tools come from.
     pub fn sources(&self) -> &Sources {
         &self.sources
     }
@@ -305,10 +316,6 @@ impl Registry {
             library.tools.get(t).filter(|tool| tool.name == name).map(|tool| (&**library, tool))
         });
         indexed.or_else(|| self.tools().find(|(_, tool)| tool.name == name))
-    }
-
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
     /// Tool names are unique: the first discovery wins (SPEC §1).

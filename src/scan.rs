@@ -5,12 +5,15 @@
 //! repeated files. It reads directory entries only: it never opens a file's contents
 //! and never runs Python. A bad entry is a diagnostic; the walk always goes on.
 
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, Metadata};
 use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+use walkdir::{DirEntry, WalkDir};
 
 use crate::diag::{Diagnostic, Level};
 
@@ -21,6 +24,7 @@ pub const REMOVED_DURING_THE_SCAN: &str = "skipped: removed during the scan";
 /// One file to read, in discovery order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceFile {
+    /// The file, as reached from the folder or as given.
     pub path: PathBuf,
     /// The library folder `X/` this file belongs to, when it was found inside one.
     /// The runtime imports such files as members of a private package.
@@ -63,46 +67,52 @@ struct Walk {
 }
 
 impl Walk {
+    /// The files of `folder` (depth 1) and of its library folders (depth 2), in
+    /// [`discovery_order`], links followed; deeper folders are never listed. walkdir
+    /// reports a link to the folder or to any folder above it as a loop.
     fn folder(&mut self, folder: &Path) {
-        let root = match fs::canonicalize(folder) {
-            Ok(root) if root.is_dir() => root,
+        match fs::canonicalize(folder) {
+            Ok(root) if root.is_dir() => {}
             Ok(_) => return self.error(folder, "not a folder"),
             Err(err) => return self.error(folder, &format!("cannot open folder: {err}")),
-        };
-        for entry in self.entries(folder) {
-            if entry.is_dir {
-                self.library_folder(&entry.path, entry.is_link, &root);
-            } else if is_python_file(&entry.path) {
-                self.add(&entry.path, None);
+        }
+        let walk = WalkDir::new(folder)
+            .min_depth(1)
+            .max_depth(2)
+            .follow_links(true)
+            .sort_by(discovery_order)
+            .into_iter()
+            .filter_entry(|entry| is_visible(entry.file_name()));
+        for item in walk {
+            match item {
+                Ok(entry) if entry.file_type().is_dir() || !is_python_file(entry.path()) => {}
+                // A file of a library folder `X/` belongs to its package.
+                Ok(entry) if entry.depth() == 2 => self.add(entry.path(), entry.path().parent().map(Path::to_path_buf)),
+                Ok(entry) => self.add(entry.path(), None),
+                Err(err) => self.walk_error(folder, &err),
             }
         }
     }
 
-    /// A sub-folder `X/`: `X/X.py` first when it exists, then every other `*.py`.
-    fn library_folder(&mut self, dir: &Path, is_link: bool, root: &Path) {
-        // Only a link can point back up: a plain sub-folder resolves to `root/X`.
-        if is_link {
-            match fs::canonicalize(dir) {
-                Ok(target) if root.starts_with(&target) => {
-                    return self.warning(dir, &format!("symbolic link loop: points back to {}", target.display()));
-                }
-                Ok(_) => {}
-                Err(err) if err.kind() == ErrorKind::NotFound => return self.warning(dir, REMOVED_DURING_THE_SCAN),
-                Err(err) => return self.error(dir, &format!("cannot open folder: {err}")),
-            }
+    fn walk_error(&mut self, folder: &Path, err: &walkdir::Error) {
+        let path = err.path().unwrap_or(folder);
+        if path.file_name().is_some_and(|name| !is_visible(name)) {
+            return;
         }
-        let Some(name) = dir.file_name() else { return };
-        let primary_name = python_file_name(name);
-        let files: Vec<PathBuf> = self
-            .entries(dir)
-            .into_iter()
-            .filter(|entry| !entry.is_dir && is_python_file(&entry.path))
-            .map(|entry| entry.path)
-            .collect();
-        let (primary, siblings): (Vec<_>, Vec<_>) =
-            files.into_iter().partition(|path| path.file_name() == Some(primary_name.as_os_str()));
-        for path in primary.iter().chain(&siblings) {
-            self.add(path, Some(dir.to_path_buf()));
+        if let Some(ancestor) = err.loop_ancestor() {
+            // A link in a library folder leads to a folder, which is never listed.
+            if err.depth() == 1 {
+                let target = fs::canonicalize(ancestor).unwrap_or_else(|_| ancestor.to_path_buf());
+                self.warning(path, &format!("symbolic link loop: points back to {}", target.display()));
+            }
+            return;
+        }
+        let Some(io) = err.io_error() else { return };
+        // A folder gone between being listed and being read; a broken link still exists.
+        if io.kind() == ErrorKind::NotFound && fs::symlink_metadata(path).is_err() {
+            self.warning(path, REMOVED_DURING_THE_SCAN);
+        } else {
+            self.warning(path, &format!("skipped: {io}"));
         }
     }
 
@@ -118,57 +128,6 @@ impl Walk {
             Ok(_) => self.error(file, "not a file"),
             Err(err) => self.error(file, &format!("cannot open file: {err}")),
         }
-    }
-
-    /// The visible entries of a folder, sorted byte-wise by name, links followed.
-    /// The kind of an entry comes from the directory listing; only links are `stat`-ed.
-    fn entries(&mut self, dir: &Path) -> Vec<Entry> {
-        let listing = match fs::read_dir(dir) {
-            Ok(listing) => listing,
-            Err(err) if err.kind() == ErrorKind::NotFound => {
-                self.warning(dir, REMOVED_DURING_THE_SCAN);
-                return Vec::new();
-            }
-            Err(err) => {
-                if !dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
-                    self.warning(dir, &format!("skipped: {err}"));
-                }
-                return Vec::new();
-            }
-        };
-        let mut named = Vec::new();
-        for result in listing {
-            match result {
-                Ok(entry) => {
-                    let name = entry.file_name();
-                    if !name.to_string_lossy().starts_with('.') {
-                        named.push((name, entry));
-                    }
-                }
-                Err(err) => self.warning(dir, &format!("skipped: {err}")),
-            }
-        }
-        named.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut entries = Vec::with_capacity(named.len());
-        for (name, entry) in named {
-            let path = entry.path();
-            let is_link = entry.file_type().map_or(true, |t| t.is_symlink());
-            let is_dir = if is_link {
-                match fs::metadata(&path) {
-                    Ok(meta) => meta.is_dir(),
-                    Err(err) => {
-                        self.warning(&path, &format!("skipped: {err}"));
-                        continue;
-                    }
-                }
-            } else {
-                entry.file_type().is_ok_and(|t| t.is_dir())
-            };
-            if name != "__pycache__" {
-                entries.push(Entry { path, is_dir, is_link });
-            }
-        }
-        entries
     }
 
     fn add(&mut self, path: &Path, package: Option<PathBuf>) {
@@ -207,10 +166,19 @@ impl Walk {
     }
 }
 
-struct Entry {
-    path: PathBuf,
-    is_dir: bool,
-    is_link: bool,
+/// Byte-wise by name, except that a library folder `X/` lists `X/X.py` first.
+fn discovery_order(a: &DirEntry, b: &DirEntry) -> Ordering {
+    let is_primary = |entry: &DirEntry| {
+        entry.depth() == 2
+            && entry.path().parent().and_then(Path::file_name).map(python_file_name).as_deref()
+                == Some(entry.file_name())
+    };
+    is_primary(b).cmp(&is_primary(a)).then_with(|| a.file_name().cmp(b.file_name()))
+}
+
+/// Dot entries and `__pycache__` are never listed.
+fn is_visible(name: &OsStr) -> bool {
+    !name.as_encoded_bytes().starts_with(b".") && name != "__pycache__"
 }
 
 /// `X` → `X.py`, byte for byte (a name need not be UTF-8).

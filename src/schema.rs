@@ -35,6 +35,7 @@ pub struct SchemaText {
 }
 
 impl SchemaText {
+    /// `schema` as compact text.
     pub fn new(schema: &Value) -> SchemaText {
         let text = serde_json::value::to_raw_value(schema).expect("a Value always serializes");
         SchemaText { text, parsed: OnceLock::new() }
@@ -118,6 +119,7 @@ pub struct Scope<'a> {
     /// relative import keeps its dots: `from .models import Item` → `.models.Item`,
     /// `from . import models` → `.models`.
     pub imports: HashMap<&'a str, String>,
+    /// Classes defined at module scope, by name.
     pub classes: HashMap<&'a str, &'a ast::StmtClassDef>,
     /// `Vector = list[float]`, `Vector: TypeAlias = ...`, `type Vector = ...`.
     pub aliases: HashMap<&'a str, &'a Expr>,
@@ -165,10 +167,12 @@ pub struct Converter<'a, 's> {
     /// one of its definitions is converted.
     current: Cell<Module<'a, 's>>,
     siblings: &'s Siblings<'s, 'a>,
+    /// The `$defs` the converted annotations refer to.
     pub defs: Map<String, Value>,
     /// The named classes (TypedDict, dataclass, NamedTuple, model) inlined so far,
     /// each once: its definition key, its own name, its schema as inlined.
     classes: Vec<(String, &'a str, Value)>,
+    /// What could not be converted, where.
     pub warnings: Vec<(TextRange, String)>,
     expanding: Vec<String>,
     recursive: HashSet<String>,
@@ -183,6 +187,7 @@ pub struct Converter<'a, 's> {
 }
 
 impl<'a, 's> Converter<'a, 's> {
+    /// A converter for annotations of a module on its own.
     pub fn new(scope: &'s Scope<'a>) -> Self {
         Converter::with_siblings(scope, &[])
     }
@@ -238,7 +243,7 @@ impl<'a, 's> Converter<'a, 's> {
                 _ => false,
             };
         if !is_typed_dict {
-            let text = describe(target);
+            let text = expression_text(target);
             self.warn(target.range(), format!("`Unpack[{text}]` needs a TypedDict: any keyword is accepted"));
             return None;
         }
@@ -406,20 +411,20 @@ impl<'a, 's> Converter<'a, 's> {
                 Some(Resolved::Qualified(q)) => self.named(expr, &q),
                 Some(Resolved::Class(module, name)) => self.class(module, name, expr.range(), depth),
                 Some(Resolved::Alias(module, name)) => self.alias(module, name, expr.range(), depth, description),
-                Some(Resolved::Module(_)) => self.unknown(expr, &describe(expr)),
+                Some(Resolved::Module(_)) => self.unknown(expr, &expression_text(expr)),
                 Some(Resolved::Unknown(name)) => self.unknown(expr, &name),
                 None => self.unknown(expr, "?"),
             },
             Expr::Call(call) => match self.resolve(&call.func) {
                 Some(Resolved::Qualified(q)) if constrained_kind(&q).is_some() => self.constrained(&q, call, depth),
                 _ => {
-                    let text = describe(expr);
+                    let text = expression_text(expr);
                     self.unknown(expr, &text)
                 }
             },
             Expr::EllipsisLiteral(_) => json!({}),
             other => {
-                let text = describe(other);
+                let text = expression_text(other);
                 self.unknown(other, &text)
             }
         }
@@ -480,7 +485,7 @@ impl<'a, 's> Converter<'a, 's> {
                 return self.alias(module, name, sub.value.range(), depth, description);
             }
             _ => {
-                let text = describe(&sub.value);
+                let text = expression_text(&sub.value);
                 return self.unknown(&sub.value, &text);
             }
         };
@@ -540,7 +545,7 @@ impl<'a, 's> Converter<'a, 's> {
                     schema
                 }
                 None => {
-                    let text = describe(&sub.value);
+                    let text = expression_text(&sub.value);
                     self.unknown(&sub.value, &text)
                 }
             },
@@ -603,7 +608,7 @@ impl<'a, 's> Converter<'a, 's> {
                 _ => match self.literal(arg) {
                     Some(value) => values.push(value),
                     None => {
-                        let text = describe(arg);
+                        let text = expression_text(arg);
                         self.warn(arg.range(), format!("`Literal` value `{text}` is not a literal: ignored"));
                     }
                 },
@@ -1131,9 +1136,9 @@ impl<'a, 's> Converter<'a, 's> {
                 Resolved::Module(sibling) => Some(
                     self.lookup(sibling, a.attr.as_str(), 0)
                         .or_else(|| self.star_imported(sibling, a.attr.as_str(), 0))
-                        .unwrap_or_else(|| Resolved::Unknown(describe(expr))),
+                        .unwrap_or_else(|| Resolved::Unknown(expression_text(expr))),
                 ),
-                _ => Some(Resolved::Unknown(describe(expr))),
+                _ => Some(Resolved::Unknown(expression_text(expr))),
             },
             Expr::NoneLiteral(_) => Some(Resolved::Qualified("builtins.None".into())),
             _ => None,
@@ -1611,7 +1616,7 @@ fn class_keyword(class: &ast::StmtClassDef, name: &str) -> Option<String> {
     Some(match &keyword.value {
         Expr::BooleanLiteral(b) => if b.value { "True" } else { "False" }.to_string(),
         Expr::StringLiteral(s) => format!("'{}'", s.value.to_str()),
-        other => describe(other),
+        other => expression_text(other),
     })
 }
 
@@ -1623,13 +1628,13 @@ fn slice_args(sub: &ast::ExprSubscript) -> Vec<&Expr> {
 }
 
 /// Short, readable text for an expression in messages.
-pub fn describe(expr: &Expr) -> String {
+pub fn expression_text(expr: &Expr) -> String {
     match expr {
         Expr::Name(n) => n.id.to_string(),
-        Expr::Attribute(a) => format!("{}.{}", describe(&a.value), a.attr.as_str()),
-        Expr::Subscript(s) => format!("{}[...]", describe(&s.value)),
+        Expr::Attribute(a) => format!("{}.{}", expression_text(&a.value), a.attr.as_str()),
+        Expr::Subscript(s) => format!("{}[...]", expression_text(&s.value)),
         Expr::StringLiteral(s) => format!("{:?}", s.value.to_str()),
-        Expr::Call(c) => format!("{}(...)", describe(&c.func)),
+        Expr::Call(c) => format!("{}(...)", expression_text(&c.func)),
         Expr::NoneLiteral(_) => "None".into(),
         _ => "expression".into(),
     }
@@ -1651,6 +1656,10 @@ mod tests {
         assert_eq!(text.parse(), schema);
         assert_eq!(text.value(), &schema);
         assert_eq!(serde_json::to_value(&text).unwrap(), schema);
-        assert_eq!(text.clone(), text);
+        assert_eq!(SchemaText::new(&schema), text);
+        let reordered =
+            json!({"properties": {"z": {"type": "integer"}, "a": {"description": "ü \"q\""}}, "type": "object"});
+        assert_eq!(reordered, schema);
+        assert_ne!(SchemaText::new(&reordered), text);
     }
 }

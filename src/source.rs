@@ -16,11 +16,28 @@ pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
 /// 200 nested brackets and 100 indentation levels.
 pub const MAX_NESTING: usize = 1000;
 
+/// Why a file's bytes cannot be parsed safely.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceError {
-    TooLarge { bytes: usize },
-    NotUtf8 { line: u32, col: u32 },
-    TooDeep { line: u32, col: u32 },
+    /// Over [`MAX_FILE_BYTES`].
+    TooLarge {
+        /// The file's size.
+        bytes: usize,
+    },
+    /// Not UTF-8, from this place on.
+    NotUtf8 {
+        /// The line of the first bad byte, from 1.
+        line: u32,
+        /// Its column, from 1.
+        col: u32,
+    },
+    /// Nested deeper than [`MAX_NESTING`] here.
+    TooDeep {
+        /// The line where the bound is passed, from 1.
+        line: u32,
+        /// Its column, from 1.
+        col: u32,
+    },
 }
 
 impl SourceError {
@@ -54,6 +71,7 @@ const FIELD_BYTES: usize = 64;
 /// A file's text, ready for the parser.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Prepared {
+    /// The text: UTF-8, without a BOM, lines ending in `\n`.
     pub text: String,
     /// Part of the code was out of the lexical estimate's sight: the syntax tree's
     /// depth must be checked after parsing. Otherwise the tree is at most a few times

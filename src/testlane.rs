@@ -35,11 +35,14 @@ pub const FILES_KEY: &str = "$files";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
+    /// An `Examples:` entry of the docstring.
     Example,
+    /// Made from the parameters' schemas.
     Generated,
 }
 
 impl Source {
+    /// `example` or `generated`.
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Example => "example",
@@ -51,6 +54,7 @@ impl Source {
 /// One representative call of a tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {
+    /// Where it comes from.
     pub source: Source,
     /// The arguments (without `$files`).
     pub args: Value,
@@ -61,10 +65,15 @@ pub struct Payload {
 /// The outcome of one call: `{"tool", "source", "payload", "ok", "error"?, "note"?, "seconds"}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
+    /// The tool called.
     pub tool: String,
+    /// Where the payload comes from.
     pub source: Source,
+    /// The arguments of the call.
     pub payload: Value,
+    /// Whether the call passed.
     pub ok: bool,
+    /// Why it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Why a call passed although it did not go all the way (a refused confirmation,
@@ -74,6 +83,7 @@ pub struct Outcome {
     /// The same, in a few words, for the table.
     #[serde(skip)]
     pub unmet: Option<Unmet>,
+    /// How long the call took.
     pub seconds: f64,
 }
 
@@ -321,6 +331,7 @@ pub enum Unmet {
 }
 
 impl Unmet {
+    /// What was not met, in a few words (`confirmation refused`).
     pub fn as_str(self) -> &'static str {
         match self {
             Unmet::Confirmation => "confirmation refused",

@@ -41,6 +41,7 @@ pub struct Doc {
     pub uri: String,
     /// The tool's name as shown, or the profile's.
     pub name: String,
+    /// The documentation file.
     pub path: PathBuf,
 }
 

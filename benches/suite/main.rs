@@ -3,8 +3,9 @@
 //!
 //! Run: `cargo bench --bench suite`; after `--`, `--quick` makes at most 3 repetitions
 //! of everything and `--lcp-only` leaves the Python contenders out (both for work on
-//! lcp itself, not for the record), `--runtime-only` runs sections 4 and 5 alone, and
-//! `--profile-load FOLDER` only loads a folder three times, for a profiler.
+//! lcp itself, not for the record), `--runtime-only` runs sections 4 and 5 alone,
+//! `--rescan-only` section 2 alone, and `--profile-load FOLDER` only loads a folder
+//! three times, for a profiler.
 //! It generates `target/bench-corpus/` (see `corpus`), makes `target/bench-venv` with
 //! the pinned lollms-client (see `python`), then measures, interleaving the
 //! contenders of each section round by round:
@@ -91,6 +92,7 @@ fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let quick = args.iter().any(|a| a == "--quick");
     let runtime_only = args.iter().any(|a| a == "--runtime-only");
+    let rescan_only = args.iter().any(|a| a == "--rescan-only");
     let base = root.join("target/bench-corpus");
     let trivial = base.join("trivial");
     fs::create_dir_all(&trivial).expect("trivial library folder is creatable");
@@ -113,6 +115,10 @@ fn main() {
         header(&mut table, &setup, &[]);
         runtime_rows(&mut table, &setup, &trivial);
         isolation_rows(&mut table, &setup, &base.join("isolation"));
+    } else if rescan_only {
+        let large = corpus::ensure(&base, corpus::LARGE);
+        header(&mut table, &setup, &[&large]);
+        rescan(&mut table, &setup, &large);
     } else {
         eprintln!("corpora in {} ...", base.display());
         let small = corpus::ensure(&base, corpus::SMALL);

@@ -1,6 +1,5 @@
 //! The bench's own Python environment: `target/bench-venv`, made from the interpreter
-//! the project builds against (`$PYO3_PYTHON`, else `pyenv which python3`, else
-//! `python3`) with the pinned packages of `tests/python/requirements.txt`
+//! lcp embeds ([`lcp::runtime::python_build`]) with the pinned packages of `tests/python/requirements.txt`
 //! (lollms-client among them). Rebuilt only when that file changes.
 
 use std::path::{Path, PathBuf};
@@ -19,7 +18,8 @@ pub fn ensure(root: &Path) -> Python {
     let stamp = venv.join("requirements.stamp");
     let wanted = std::fs::read_to_string(&requirements).expect("tests/python/requirements.txt is readable");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) || !executable.exists() {
-        let base = base_python();
+        // The interpreter lcp embeds (`PYO3_PYTHON` when it was built, see `build.rs`).
+        let base = PathBuf::from(lcp::runtime::python_build().0);
         eprintln!("creating {} from {} (once) ...", venv.display(), base.display());
         run(Command::new(&base).args(["-m", "venv", "--clear"]).arg(&venv));
         run(Command::new(&executable)
@@ -33,19 +33,6 @@ pub fn ensure(root: &Path) -> Python {
             .args(["-c", "from importlib import metadata; print(metadata.version('lollms-client'))"]),
     );
     Python { executable, version, lollms_client }
-}
-
-fn base_python() -> PathBuf {
-    if let Some(path) = std::env::var_os("PYO3_PYTHON") {
-        return PathBuf::from(path);
-    }
-    if let Ok(out) = Command::new("pyenv").args(["which", "python3"]).output() {
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if out.status.success() && !path.is_empty() {
-            return PathBuf::from(path);
-        }
-    }
-    PathBuf::from("python3")
 }
 
 fn run(command: &mut Command) {

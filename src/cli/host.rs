@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use crate::runtime::host_objects::{Answer, Generation, Interaction, InteractionKind, Progress};
+use crate::sync;
 
 /// `--answers JSON`: answers given in advance. A list is used in order, one answer
 /// per question; an object answers a question by its title, else its prompt, else
@@ -40,7 +41,7 @@ impl Answers {
         {
             return Some(answer.clone());
         }
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front()
+        sync::lock(&self.queue).pop_front()
     }
 }
 
@@ -59,7 +60,7 @@ pub(super) fn interact(interaction: &Interaction, answers: &Answers) -> Answer {
     }
     // One question at a time, even when calls run in parallel.
     static ASKING: Mutex<()> = Mutex::new(());
-    let _asking = ASKING.lock().unwrap_or_else(|p| p.into_inner());
+    let _asking = sync::lock(&ASKING);
     eprintln!("\n{} asks:", asker(interaction));
     if !interaction.title.is_empty() && !interaction.prompt.is_empty() {
         eprintln!("  {}", interaction.title);

@@ -36,6 +36,7 @@ use super::content;
 use super::host::{self, Able};
 use crate::runtime::host_objects::{HostAnswer, HostRequest, Model, Notice, level, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult, validate};
+use crate::sync;
 use crate::view::Admission;
 
 /// How long a call parked on a question waits for the client to answer.
@@ -126,12 +127,12 @@ impl Parked {
 
     /// Parks the call until the client answers or [`PARKED_FOR`] passes.
     fn park(&self, state: &str, waiting: Waiting) {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(state.to_string(), waiting);
+        sync::lock(&self.calls).insert(state.to_string(), waiting);
         let calls = Arc::clone(&self.calls);
         let expiring = state.to_string();
         tokio::spawn(async move {
             tokio::time::sleep(PARKED_FOR).await;
-            let expired = calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&expiring);
+            let expired = sync::lock(&calls).remove(&expiring);
             if let Some(waiting) = expired {
                 waiting.question.refuse("the client did not answer in time");
                 waiting.cancel.cancel();
@@ -142,7 +143,7 @@ impl Parked {
 
     /// The call parked under `state`, if it is a call of `tool`.
     fn take(&self, state: &str, tool: &str) -> Option<Waiting> {
-        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let mut calls = sync::lock(&self.calls);
         if calls.get(state).is_some_and(|waiting| waiting.tool == tool) { calls.remove(state) } else { None }
     }
 }

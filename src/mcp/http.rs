@@ -22,6 +22,7 @@ use tokio::net::TcpListener;
 
 use super::Server;
 
+/// The endpoint's path.
 pub const PATH: &str = "/mcp";
 
 const LOOPBACK_ORIGINS: [&str; 6] = [
@@ -45,6 +46,8 @@ pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("--http {text}: the name resolves to no address"))
 }
 
+/// Serves `server` on `address`, printing where on stderr; returns only when the
+/// address cannot be bound.
 pub async fn serve(server: Server, address: SocketAddr) -> Result<(), String> {
     let listener = TcpListener::bind(address).await.map_err(|err| format!("--http {address}: {err}"))?;
     let bound = listener.local_addr().map_err(|err| err.to_string())?;

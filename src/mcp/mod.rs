@@ -47,6 +47,7 @@ use crate::export::{self, Format};
 use crate::profile::Choice;
 use crate::registry::Registry;
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
+use crate::sync;
 use crate::view::{self, Admission, View};
 
 /// How `lcp serve` runs; every field is a command-line option.
@@ -72,6 +73,7 @@ pub struct Settings {
     pub profile: Option<Choice>,
 }
 
+/// The default bound of a result's text sent to the client (`--max-output`), in bytes.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 
 /// How often served folders are checked for added, changed or removed files.
@@ -201,26 +203,22 @@ impl Server {
         if handshake_less {
             return crate::runtime::host_objects::level::OFF;
         }
-        self.session
-            .log_level
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .unwrap_or(crate::runtime::host_objects::level::INFO)
+        sync::lock(&self.session.log_level).unwrap_or(crate::runtime::host_objects::level::INFO)
     }
 
     fn registry(&self) -> MutexGuard<'_, Registry> {
         // A panic while holding the lock leaves the registry as valid as before it.
-        self.shared.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        sync::lock(&self.shared.registry)
     }
 
     fn snapshot(&self) -> Arc<Registry> {
-        Arc::clone(&self.shared.snapshot.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        Arc::clone(&sync::read(&self.shared.snapshot))
     }
 
     /// Starts Python (once); blocks, so only on a blocking thread.
     fn python(&self) -> Result<&Runtime, String> {
         let started = self.shared.python.get_or_init(|| {
-            let runtime = Runtime::new(self.shared.runtime_config.clone())?;
+            let runtime = Runtime::new(self.shared.runtime_config.clone()).map_err(|err| err.to_string())?;
             // Libraries loaded by a prompt provider must get the confirm bridge too.
             runtime.set_confirm_handler(|_| Confirmation::reject("a prompt provider cannot ask for confirmation"));
             Ok(runtime)
@@ -241,8 +239,7 @@ impl Server {
             if changes.is_empty() {
                 return false;
             }
-            *server.shared.snapshot.write().unwrap_or_else(|poisoned| poisoned.into_inner()) =
-                Arc::new(registry.clone());
+            *sync::write(&server.shared.snapshot) = Arc::new(registry.clone());
             true
         });
         if changed.await.unwrap_or(false) {
@@ -267,7 +264,7 @@ impl Server {
                             workspace: server.shared.settings.workspace.clone(),
                             ..CallOptions::default()
                         };
-                        let descriptions = python.describe(&registry, &options);
+                        let descriptions = python.prompt_descriptions(&registry, &options);
                         for diagnostic in &descriptions.diagnostics {
                             eprintln!("{diagnostic}");
                         }
@@ -284,7 +281,16 @@ impl Server {
         });
         let Ok(Value::Object(mut document)) = listed.await else { return Vec::new() };
         let Some(Value::Array(tools)) = document.remove("tools") else { return Vec::new() };
-        tools.into_iter().filter_map(|tool| serde_json::from_value(tool).ok()).collect()
+        // A tool the export wrote that rmcp's `Tool` cannot hold is left out, and said so.
+        tools
+            .into_iter()
+            .filter_map(|tool| {
+                let name = tool["name"].as_str().unwrap_or_default().to_string();
+                serde_json::from_value(tool)
+                    .map_err(|err| eprintln!("lcp: tool `{name}` is left out of tools/list: {err}"))
+                    .ok()
+            })
+            .collect()
     }
 
     /// What the host shows of `registry` now: the config as its file is now, and the
@@ -381,7 +387,7 @@ impl ServerHandler for Server {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        *self.session.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(host::python_level(request.level));
+        *sync::lock(&self.session.log_level) = Some(host::python_level(request.level));
         Ok(())
     }
 

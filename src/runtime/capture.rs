@@ -16,6 +16,8 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use crate::sync;
+
 /// Bytes kept per call; the rest is counted.
 const LIMIT: usize = 1_000_000;
 
@@ -93,7 +95,7 @@ impl Pipe {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        sync::lock(&self.state)
     }
 
     /// Reads everything the pipe holds now and hands it out.

@@ -7,6 +7,7 @@
 //! out of date (changed, removed, re-read) is handed to the runtime, which drops the
 //! module before its next call. Modules of unchanged files stay loaded.
 
+use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +15,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::registry::{Changes, Options, Registry, Sources};
 use crate::scan;
 
+/// A [`Registry`] a host changes while it runs: libraries mounted, tools registered
+/// from code or unregistered. Calls take [`Catalog::registry`].
+///
+/// ```
+/// use lcp::registry::{Options, Sources};
+/// use lcp::runtime::catalog::Catalog;
+/// use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
+/// use serde_json::json;
+///
+/// let mut catalog = Catalog::load(Sources::default(), Options::default());
+/// catalog.allow_dynamic_tools(true);
+/// let code = "def tool_demo_greet(name: str) -> str:\n    \"\"\"Greets.\"\"\"\n    return 'hello ' + name\n";
+/// assert_eq!(catalog.register_tool_from_code("tool_demo", code)?, ["tool_demo_greet"]);
+///
+/// let runtime = Runtime::new(RuntimeConfig::default())?;
+/// let result = runtime.call(catalog.registry(), "tool_demo_greet", &json!({"name": "lcp"}), &CallOptions::default());
+/// assert_eq!(result.output, json!("hello lcp"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Catalog {
     sources: Sources,
     options: Options,
@@ -69,11 +89,11 @@ impl Catalog {
     /// Mounts a library by name: a folder `NAME/` (or a file `NAME.py`) of the
     /// built-in tools, or the path of a library folder or file. Returns the names of
     /// its tools; mounting it again changes nothing.
-    pub fn mount_tool_library(&mut self, name: &str) -> Result<Vec<String>, String> {
+    pub fn mount_tool_library(&mut self, name: &str) -> Result<Vec<String>, CatalogError> {
         let path = resolve_library(name)?;
         let files = library_files(&path);
         if files.is_empty() {
-            return Err(format!("{}: no tool files in this library", path.display()));
+            return Err(CatalogError::NoToolFiles { path });
         }
         let new: Vec<PathBuf> = files.iter().filter(|f| !self.sources.files.contains(f)).cloned().collect();
         if !new.is_empty() {
@@ -86,15 +106,15 @@ impl Catalog {
     /// Adds the `tool_*` functions of `code` as tools, when the host allowed dynamic
     /// tools. Every name must start with `prefix` and be new. The code is read like
     /// any tool file and runs only when one of its tools is called.
-    pub fn register_tool_from_code(&mut self, prefix: &str, code: &str) -> Result<Vec<String>, String> {
+    pub fn register_tool_from_code(&mut self, prefix: &str, code: &str) -> Result<Vec<String>, CatalogError> {
         if !self.dynamic_allowed {
-            return Err("registering tools from code is disabled; the host has to allow dynamic tools".to_string());
+            return Err(CatalogError::DynamicToolsDisabled);
         }
         if prefix.is_empty() {
-            return Err("the prefix of dynamic tools cannot be empty".to_string());
+            return Err(CatalogError::EmptyPrefix);
         }
         let path = self.dynamic_file()?;
-        fs::write(&path, code).map_err(|err| format!("{}: cannot write the code: {err}", path.display()))?;
+        fs::write(&path, code).map_err(|err| CatalogError::io(&path, format!("cannot write the code: {err}")))?;
         let alone = Registry::load(&Sources { folders: Vec::new(), files: vec![path.clone()] }, &self.options);
         if let Err(refusal) = check_dynamic(&alone, prefix, &self.view) {
             let _ = fs::remove_file(&path);
@@ -174,15 +194,16 @@ impl Catalog {
             .collect()
     }
 
-    fn dynamic_file(&mut self) -> Result<PathBuf, String> {
+    fn dynamic_file(&mut self) -> Result<PathBuf, CatalogError> {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let dir = match &self.dynamic_dir {
             Some(dir) => dir.clone(),
             None => {
                 let n = COUNTER.fetch_add(1, Ordering::Relaxed);
                 let dir = std::env::temp_dir().join(format!("lcp-dynamic-{}-{n}", std::process::id()));
-                fs::create_dir_all(&dir)
-                    .map_err(|err| format!("{}: cannot create the folder for dynamic tools: {err}", dir.display()))?;
+                fs::create_dir_all(&dir).map_err(|err| {
+                    CatalogError::io(&dir, format!("cannot create the folder for dynamic tools: {err}"))
+                })?;
                 self.dynamic_dir = Some(dir.clone());
                 dir
             }
@@ -200,37 +221,37 @@ impl Drop for Catalog {
 }
 
 /// Why code cannot become dynamic tools under `prefix`, if it cannot.
-fn check_dynamic(alone: &Registry, prefix: &str, current: &Registry) -> Result<(), String> {
+fn check_dynamic(alone: &Registry, prefix: &str, current: &Registry) -> Result<(), CatalogError> {
     let errors: Vec<String> =
         alone.diagnostics.iter().filter(|d| d.is_error()).map(|d| format!("line {}: {}", d.line, d.message)).collect();
     if !errors.is_empty() {
-        return Err(format!("the code cannot be read: {}", errors.join("; ")));
+        return Err(CatalogError::Unreadable { errors });
     }
     let tools: Vec<&str> = alone.tools().map(|(_, t)| t.name.as_str()).collect();
     if tools.is_empty() {
-        return Err("the code defines no `tool_*` function".to_string());
+        return Err(CatalogError::NoTools);
     }
     for name in tools {
         if !name.starts_with(prefix) {
-            return Err(format!("`{name}` does not start with the prefix `{prefix}`"));
+            return Err(CatalogError::OutsidePrefix { tool: name.to_string(), prefix: prefix.to_string() });
         }
         if let Some((library, _)) = current.tool(name) {
-            return Err(format!("`{name}` is already a tool of {}", library.path.display()));
+            return Err(CatalogError::Taken { tool: name.to_string(), path: library.path.clone() });
         }
     }
     Ok(())
 }
 
 /// A library name of the built-in tools, or a path.
-fn resolve_library(name: &str) -> Result<PathBuf, String> {
+fn resolve_library(name: &str) -> Result<PathBuf, CatalogError> {
     let given = Path::new(name);
     if given.exists() {
-        return std::path::absolute(given).map_err(|err| format!("{name}: {err}"));
+        return std::path::absolute(given).map_err(|err| CatalogError::io(given, err.to_string()));
     }
     if given.components().count() > 1 {
-        return Err(format!("{name}: no such library folder or file"));
+        return Err(CatalogError::NoSuchPath { path: given.to_path_buf() });
     }
-    let builtin = crate::default_tools::folder()?;
+    let builtin = crate::default_tools::folder().map_err(CatalogError::BuiltinTools)?;
     for candidate in [builtin.join(name), builtin.join(format!("{name}.py"))] {
         if candidate.exists() {
             return Ok(candidate);
@@ -244,8 +265,97 @@ fn resolve_library(name: &str) -> Result<PathBuf, String> {
         .filter(|n| !n.starts_with(['.', '_']))
         .collect();
     known.sort();
-    Err(format!("no library `{name}` among the built-in tools ({})", known.join(", ")))
+    Err(CatalogError::UnknownLibrary { name: name.to_string(), known })
 }
+
+/// Why a [`Catalog`] refused to mount a library or to register tools from code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// A name that is no path and no library of the built-in tools.
+    UnknownLibrary {
+        /// The name asked for.
+        name: String,
+        /// The built-in libraries there are.
+        known: Vec<String>,
+    },
+    /// A path (it names a folder) that does not exist.
+    NoSuchPath {
+        /// The path asked for.
+        path: PathBuf,
+    },
+    /// A library with no tool file.
+    NoToolFiles {
+        /// The library's folder or file.
+        path: PathBuf,
+    },
+    /// The built-in tools cannot be found (see [`crate::default_tools::folder`]).
+    BuiltinTools(String),
+    /// The host has not allowed dynamic tools ([`Catalog::allow_dynamic_tools`]).
+    DynamicToolsDisabled,
+    /// The prefix of dynamic tools is empty.
+    EmptyPrefix,
+    /// The code has syntax errors (or cannot be read at all).
+    Unreadable {
+        /// Each error, as `line N: message`.
+        errors: Vec<String>,
+    },
+    /// The code defines no `tool_*` function.
+    NoTools,
+    /// A tool of the code whose name does not start with the prefix.
+    OutsidePrefix {
+        /// The tool.
+        tool: String,
+        /// The prefix given.
+        prefix: String,
+    },
+    /// A tool of the code that is already a tool.
+    Taken {
+        /// The tool.
+        tool: String,
+        /// The file it comes from.
+        path: PathBuf,
+    },
+    /// A file or folder that could not be read or written.
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl CatalogError {
+    fn io(path: &Path, message: String) -> CatalogError {
+        CatalogError::Io { path: path.to_path_buf(), message }
+    }
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CatalogError::UnknownLibrary { name, known } => {
+                write!(f, "no library `{name}` among the built-in tools ({})", known.join(", "))
+            }
+            CatalogError::NoSuchPath { path } => write!(f, "{}: no such library folder or file", path.display()),
+            CatalogError::NoToolFiles { path } => write!(f, "{}: no tool files in this library", path.display()),
+            CatalogError::BuiltinTools(message) => f.write_str(message),
+            CatalogError::DynamicToolsDisabled => {
+                f.write_str("registering tools from code is disabled; the host has to allow dynamic tools")
+            }
+            CatalogError::EmptyPrefix => f.write_str("the prefix of dynamic tools cannot be empty"),
+            CatalogError::Unreadable { errors } => write!(f, "the code cannot be read: {}", errors.join("; ")),
+            CatalogError::NoTools => f.write_str("the code defines no `tool_*` function"),
+            CatalogError::OutsidePrefix { tool, prefix } => {
+                write!(f, "`{tool}` does not start with the prefix `{prefix}`")
+            }
+            CatalogError::Taken { tool, path } => write!(f, "`{tool}` is already a tool of {}", path.display()),
+            CatalogError::Io { path, message } => write!(f, "{}: {message}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
 
 /// The tool files of one library, in discovery order, found by the scanner itself.
 fn library_files(path: &Path) -> Vec<PathBuf> {

@@ -28,6 +28,7 @@ use super::host_objects::{self, Callbacks, Offered};
 use super::{ToolResult, capture, python, workspace};
 use crate::diag::{Diagnostic, Level};
 use crate::registry::FastMap;
+use crate::sync;
 
 /// How long a call that ran out of time gets to unwind after it was told to stop.
 const GRACE: Duration = Duration::from_secs(2);
@@ -245,7 +246,7 @@ impl Engine {
             return Direct::Declined;
         }
         let direct = {
-            let resolved = self.resolved.read().unwrap_or_else(|p| p.into_inner());
+            let resolved = sync::read(&self.resolved);
             let entry = resolved.get(&job.function).filter(|e| e.holds(&job.file, GENERATION.load(Ordering::Acquire)));
             match entry.and_then(|entry| entry.direct.clone()) {
                 Some(direct) => direct,
@@ -267,7 +268,7 @@ impl Engine {
                 // The module rebound the tool's name: nothing ran; `host.py` calls what
                 // the name holds now, and the tool is resolved again after.
                 drop(scope);
-                self.resolved.write().unwrap_or_else(|p| p.into_inner()).remove(&job.function);
+                sync::write(&self.resolved).remove(&job.function);
                 return Direct::Declined;
             }
             Ok(python::DirectOutcome::Returned { output, stdout, stderr }) => {
@@ -286,7 +287,7 @@ impl Engine {
     /// Records how the job's function is called from now on, unless known.
     fn resolve(&self, job: &Job) {
         let generation = GENERATION.load(Ordering::Acquire);
-        let resolved = self.resolved.read().unwrap_or_else(|p| p.into_inner());
+        let resolved = sync::read(&self.resolved);
         if resolved.get(&job.function).is_some_and(|entry| entry.holds(&job.file, generation)) {
             return;
         }
@@ -297,7 +298,7 @@ impl Engine {
             python::Resolution::NotLoaded => return,
         };
         let entry = Resolved { file: job.file.0.clone(), generation, direct };
-        self.resolved.write().unwrap_or_else(|p| p.into_inner()).insert(job.function.clone(), entry);
+        sync::write(&self.resolved).insert(job.function.clone(), entry);
     }
 
     /// `host.py`'s path, on this thread or, with a timeout, on a thread of its own.
@@ -459,14 +460,14 @@ struct Registration(u64);
 
 impl Registration {
     fn new(id: u64, callbacks: Callbacks) -> Registration {
-        HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).insert(id, callbacks);
+        sync::lock(&HANDLERS).insert(id, callbacks);
         Registration(id)
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+        sync::lock(&HANDLERS).remove(&self.0);
     }
 }
 
@@ -477,7 +478,7 @@ static ANY_DROPPED: AtomicBool = AtomicBool::new(false);
 /// Marks modules as out of date: the next call drops them (modules belong to the
 /// process, like the interpreter).
 pub(crate) fn drop_modules(paths: impl IntoIterator<Item = WirePath>) {
-    let mut dropped = DROPPED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut dropped = sync::lock(&DROPPED);
     dropped.extend(paths);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     ANY_DROPPED.store(!dropped.is_empty(), Ordering::Release);
@@ -487,7 +488,7 @@ fn forget_dropped_modules() {
     if !ANY_DROPPED.load(Ordering::Acquire) {
         return;
     }
-    let paths = std::mem::take(&mut *DROPPED.lock().unwrap_or_else(|p| p.into_inner()));
+    let paths = std::mem::take(&mut *sync::lock(&DROPPED));
     ANY_DROPPED.store(false, Ordering::Release);
     if let Ok(json) = serde_json::to_string(&paths) {
         let _ = python::forget(&json);
@@ -497,7 +498,5 @@ fn forget_dropped_modules() {
 /// `host.py`'s requests and notices (SPEC §9): answered with the callbacks of the
 /// call they belong to.
 fn answer_host(text: &str) -> String {
-    host_objects::answer_wire(text, |call| {
-        call.and_then(|id| HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned())
-    })
+    host_objects::answer_wire(text, |call| call.and_then(|id| sync::lock(&HANDLERS).get(&id).cloned()))
 }

@@ -151,7 +151,7 @@ def call(request_text):
     Returns ``{"ok", "output", "error"?, "traceback"?, "timed_out"?, "stdout", "stderr"}``.
     """
     request = json.loads(request_text)
-    for key in ("file", "package", "workspace"):
+    for key in ("file", "package"):
         if request.get(key) is not None:
             request[key] = _path(request[key])
     current = _Call(request.get("call_id"), request.get("library"), request.get("function"))
@@ -163,7 +163,7 @@ def call(request_text):
     except Timeout as exc:
         result = _timed_out(request, exc)
     except BaseException as exc:  # a failure of this module itself, still a result
-        result = _failure(f"lcp could not run `{request.get('function')}`: {_describe(exc)}", exc)
+        result = _failure(f"lcp could not run `{request.get('function')}`: {_message(exc)}", exc)
     finally:
         _leave(current)
     result["stdout"] = current.captured("out")
@@ -210,7 +210,7 @@ def rebind():
             try:
                 hook(library.bridge)
             except BaseException as exc:
-                problems.append({"file": path, "error": f"set_confirm_handler failed: {_describe(exc)}"})
+                problems.append({"file": path, "error": f"set_confirm_handler failed: {_message(exc)}"})
     finally:
         _leave(current)
     return json.dumps(problems)
@@ -302,25 +302,17 @@ def _current():
 
 
 def _run(request, current):
-    workspace = request.get("workspace")
-    try:
-        _WORKSPACE.enter(workspace)
-    except OSError as exc:
-        return _failure(f"cannot use the workspace {workspace!r}: {exc}")
-    try:
-        library, timed_out = _library(request, current)
-        if timed_out:
-            return _timed_out(request)
-        if library.error is not None:
-            return {"ok": False, "output": None, "error": library.error, "traceback": library.traceback}
-        function = getattr(library.module, request["function"], None)
-        if not callable(function):
-            return _failure(f"`{request['function']}` is not a function of {request['file']} once the module has run")
-        if request.get("kind") == "provider":
-            return _provide(function, current)
-        return _tool(function, request, current)
-    finally:
-        _WORKSPACE.leave()
+    library, timed_out = _library(request, current)
+    if timed_out:
+        return _timed_out(request)
+    if library.error is not None:
+        return {"ok": False, "output": None, "error": library.error, "traceback": library.traceback}
+    function = getattr(library.module, request["function"], None)
+    if not callable(function):
+        return _failure(f"`{request['function']}` is not a function of {request['file']} once the module has run")
+    if request.get("kind") == "provider":
+        return _provide(function, current)
+    return _tool(function, request, current)
 
 
 def _tool(function, request, current):
@@ -343,7 +335,7 @@ def _raised(exc):
     """The result of a tool that raised ``exc``."""
     if isinstance(exc, SystemExit):
         return _failure(f"the tool tried to exit the process (SystemExit: {exc.code!r}); lcp kept running", exc)
-    return _failure(_describe(exc), exc)
+    return _failure(_message(exc), exc)
 
 
 def _outcome(value):
@@ -375,7 +367,7 @@ def _provide(function, current):
     except Timeout:
         raise
     except BaseException as exc:
-        return _failure(_describe(exc), exc)
+        return _failure(_message(exc), exc)
     if not isinstance(value, str):
         return _failure(f"returned {type(value).__name__}, not a string")
     return {"ok": True, "output": str.__str__(value)}
@@ -423,7 +415,8 @@ def _failure(message, exc=None):
     return result
 
 
-def _describe(exc):
+def _message(exc):
+    """``Type: message``, or the type alone when the message is empty."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -597,13 +590,13 @@ def _load(request):
     except Timeout:
         raise
     except BaseException as exc:
-        return _Library(error=f"the library {path} could not be imported: {_describe(exc)}", traceback=_traceback(exc))
+        return _Library(error=f"the library {path} could not be imported: {_message(exc)}", traceback=_traceback(exc))
     try:
         _init(module, request, bridge)
     except Timeout:
         raise
     except BaseException as exc:
-        return _Library(error=f"the library {path} was rejected: {_describe(exc)}", traceback=_traceback(exc))
+        return _Library(error=f"the library {path} was rejected: {_message(exc)}", traceback=_traceback(exc))
     return _Library(module=module, bridge=bridge)
 
 
@@ -1386,50 +1379,3 @@ _STDOUT = _Router("out")
 _STDERR = _Router("err")
 
 
-class _Workspace:
-    """The process's working directory, shared by the calls running at one time, for
-    requests that name a workspace: outside the embedding (a plain Python or a worker
-    process). The embedding leases it in Rust instead, for both of its call paths.
-
-    Calls for the same folder run together; a call for another folder waits until
-    they are done. When the last call leaves, the directory the host had is restored,
-    even if a tool changed it.
-    """
-
-    def __init__(self):
-        self._changed = threading.Condition(threading.Lock())
-        self._folder = None
-        self._users = 0
-        self._home = None
-
-    def enter(self, folder):
-        with self._changed:
-            while self._users and self._folder != folder:
-                self._changed.wait()
-            if self._users == 0:
-                try:
-                    self._home = os.getcwd()
-                except OSError:
-                    self._home = None
-                if folder is not None:
-                    os.chdir(folder)
-                self._folder = folder
-            self._users += 1
-
-    def leave(self):
-        with self._changed:
-            self._users -= 1
-            if self._users == 0:
-                try:
-                    if self._home is not None and os.getcwd() != self._home:
-                        os.chdir(self._home)
-                except OSError:
-                    try:
-                        os.chdir(self._home)
-                    except (OSError, TypeError):
-                        pass
-                self._folder = None
-                self._changed.notify_all()
-
-
-_WORKSPACE = _Workspace()

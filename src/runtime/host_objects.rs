@@ -5,7 +5,7 @@
 //! handler, `user_interaction_handler`, `lollms_client_instance` /
 //! `tool_context.client`, `tool_context.emit_progress`, Python `logging`). Each
 //! becomes a [`HostRequest`] the call waits for (answered with a [`HostAnswer`]) or a
-//! [`Notice`] it does not wait for. In-process, `host.py`'s JSON reaches [`answer_wire`]
+//! [`Notice`] it does not wait for. In-process, `host.py`'s JSON reaches `answer_wire`
 //! on the tool's thread; in a worker, the worker's callbacks send the same requests
 //! and notices over the call's connection and the supervisor answers them with the
 //! call's [`Callbacks`] (see `worker` and `supervisor`). Either way the same
@@ -24,10 +24,15 @@ use super::{ConfirmHandler, ConfirmRequest, Confirmation};
 
 /// Python's numeric logging levels (`logging.DEBUG` ...).
 pub mod level {
+    /// `logging.DEBUG`.
     pub const DEBUG: u32 = 10;
+    /// `logging.INFO`.
     pub const INFO: u32 = 20;
+    /// `logging.WARNING`.
     pub const WARNING: u32 = 30;
+    /// `logging.ERROR`.
     pub const ERROR: u32 = 40;
+    /// `logging.CRITICAL`.
     pub const CRITICAL: u32 = 50;
     /// Above every level Python defines: no record is made.
     pub const OFF: u32 = 100;
@@ -41,8 +46,11 @@ pub struct Interaction {
     pub library: String,
     /// The tool being run, when asked during a call.
     pub tool: Option<String>,
+    /// What kind of answer is wanted.
     pub kind: InteractionKind,
+    /// A short title.
     pub title: String,
+    /// The question.
     pub prompt: String,
     /// The choices of a `select`.
     #[serde(default)]
@@ -85,8 +93,11 @@ pub enum Answer {
 /// asks the host's model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Generation {
+    /// The library key ([`super::library_key`]).
     pub library: String,
+    /// The tool being run, when asked during a call.
     pub tool: Option<String>,
+    /// The prompt.
     pub prompt: String,
     /// Images as base64 or `data:` URIs.
     #[serde(default)]
@@ -94,8 +105,10 @@ pub struct Generation {
     /// The most tokens to generate.
     #[serde(default)]
     pub n_predict: Option<u64>,
+    /// The sampling temperature, if given.
     #[serde(default)]
     pub temperature: Option<f64>,
+    /// The system prompt, if given.
     #[serde(default)]
     pub system_prompt: Option<String>,
     /// Any other keyword argument, as JSON.
@@ -106,7 +119,9 @@ pub struct Generation {
 /// `tool_context.emit_progress(text, meta)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
+    /// The tool reporting.
     pub tool: Option<String>,
+    /// What it says.
     pub text: String,
     /// `meta["progress"]` when it is a number.
     #[serde(default)]
@@ -122,26 +137,33 @@ pub struct Progress {
 /// A record a tool logged through Python's `logging`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogRecord {
+    /// The tool that logged it.
     pub tool: Option<String>,
     /// Python's numeric level ([`level`]).
     pub level: u32,
     /// The logger's name (`root` for the root logger).
     pub logger: String,
+    /// The formatted message.
     pub message: String,
 }
 
 /// Something a call asks and waits for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum HostRequest {
+    /// A confirmation (`set_confirm_handler`'s callback).
     Confirm(ConfirmRequest),
+    /// A question to the user (`user_interaction_handler`).
     Interact(Interaction),
+    /// Text from the host's model (`generate_text`).
     Generate(Generation),
 }
 
 /// The answer to a [`HostRequest`] of the same kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum HostAnswer {
+    /// The handler's decision.
     Confirm(Confirmation),
+    /// The user's answer.
     Interact(Answer),
     /// The model's text, or why there is none.
     Generate(Result<String, String>),
@@ -150,7 +172,9 @@ pub enum HostAnswer {
 /// Something a call tells the host without waiting.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Notice {
+    /// Progress of the call.
     Progress(Progress),
+    /// A log record.
     Log(LogRecord),
 }
 
@@ -166,6 +190,7 @@ pub type LogHandler = Arc<dyn Fn(&LogRecord) + Send + Sync>;
 /// The host's model, for `generate_text`.
 #[derive(Clone)]
 pub struct Model {
+    /// Generates text.
     pub generate: GenerateHandler,
     /// Whether images may be sent (`has_vision_capability()`).
     pub vision: bool,
@@ -176,10 +201,15 @@ pub struct Model {
 /// progress is dropped and log records go to the result's `stderr`.
 #[derive(Clone, Default)]
 pub struct Callbacks {
+    /// Answers confirmations.
     pub confirm: Option<ConfirmHandler>,
+    /// Answers questions to the user.
     pub interact: Option<InteractHandler>,
+    /// The model `generate_text` asks.
     pub model: Option<Model>,
+    /// Hears progress.
     pub progress: Option<ProgressHandler>,
+    /// Hears log records.
     pub log: Option<LogHandler>,
 }
 

@@ -35,6 +35,7 @@ pub mod worker;
 mod workspace;
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,8 +46,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{DEFAULT_INJECTED, Library};
+use crate::extract::{self, Library};
 use crate::registry::{Changes, Registry};
+use crate::sync;
 use engine::{Engine, Job, Kind, WirePath};
 use host_objects::{
     Answer, Callbacks, Generation, InteractHandler, Interaction, LogHandler, LogRecord, Model, Progress,
@@ -66,9 +68,9 @@ pub struct RuntimeConfig {
     /// active one, `$VIRTUAL_ENV`, if set.
     pub venv: Option<PathBuf>,
     /// Parameter names the host injects (left out of schemas); a tool that requires
-    /// one gets `None`. Default: [`DEFAULT_INJECTED`].
+    /// one gets `None`. Default: [`extract::DEFAULT_INJECTED`].
     pub injected: Vec<String>,
-    /// Time limit for each prompt provider in [`Runtime::describe`]. Default: 10 s.
+    /// Time limit for each prompt provider in [`Runtime::prompt_descriptions`]. Default: 10 s.
     pub provider_timeout: Option<Duration>,
     /// Where tools run. Default: [`Isolation::InProcess`], since worker processes need
     /// a program that serves them ([`WorkerSettings::program`]); the `lcp` command
@@ -82,7 +84,7 @@ impl Default for RuntimeConfig {
             libraries: BTreeMap::new(),
             autonomy_level: "safe".to_string(),
             venv: std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()).map(PathBuf::from),
-            injected: DEFAULT_INJECTED.iter().map(|s| s.to_string()).collect(),
+            injected: extract::default_injected(),
             provider_timeout: Some(Duration::from_secs(10)),
             isolation: Isolation::InProcess,
         }
@@ -190,10 +192,12 @@ impl std::fmt::Debug for CallOptions {
 pub struct Cancel(Arc<AtomicBool>);
 
 impl Cancel {
+    /// Asks the call to stop.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Release);
     }
 
+    /// Whether [`Cancel::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Acquire)
     }
@@ -202,14 +206,19 @@ impl Cancel {
 /// The outcome of a call (SPEC §5): `{"ok", "output", "error"?, "traceback"?, "stdout", "stderr"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// Whether the tool succeeded.
     pub ok: bool,
     /// The return value as JSON (`null` when there is none).
     pub output: Value,
+    /// Why it failed: `Type: message` for an exception.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The formatted traceback of the exception, if one was raised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceback: Option<String>,
+    /// What the tool printed on standard output, up to a bound.
     pub stdout: String,
+    /// What the tool printed on standard error, up to a bound.
     pub stderr: String,
 }
 
@@ -240,19 +249,24 @@ pub struct ConfirmRequest {
     pub label: String,
     /// Every positional argument, as JSON (objects JSON cannot carry as their `repr`).
     pub args: Vec<Value>,
+    /// Every keyword argument, as JSON.
     pub kwargs: Map<String, Value>,
 }
 
+/// What the handler decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
+    /// Go ahead, this once.
     Allow,
+    /// Do not.
     Reject,
     /// Allow, and do not ask again for this kind of action.
     Always,
 }
 
 impl Decision {
+    /// The name Python receives: `allow`, `reject` or `always`.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
@@ -265,15 +279,19 @@ impl Decision {
 /// The handler's answer; Python receives `(decision, reason)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Confirmation {
+    /// Allow, reject or always.
     pub decision: Decision,
+    /// Why, for the tool to pass on.
     pub reason: String,
 }
 
 impl Confirmation {
+    /// Allows, once, for `reason`.
     pub fn allow(reason: impl Into<String>) -> Self {
         Confirmation { decision: Decision::Allow, reason: reason.into() }
     }
 
+    /// Rejects, for `reason`.
     pub fn reject(reason: impl Into<String>) -> Self {
         Confirmation { decision: Decision::Reject, reason: reason.into() }
     }
@@ -289,6 +307,7 @@ pub struct Descriptions {
 }
 
 impl Descriptions {
+    /// Replaces the description of each tool that a provider answered for.
     pub fn apply(&self, registry: &mut Registry) {
         for library in &mut registry.libraries {
             if !library.tools.iter().any(|tool| self.tools.iter().any(|(name, _)| *name == tool.name)) {
@@ -318,6 +337,28 @@ impl Descriptions {
 /// Calls may come from many threads. While an in-process call runs, the process's
 /// fd 1 points at lcp's capture: a host that writes to its standard output while
 /// tools may run writes through [`Runtime::claim_stdout`].
+///
+/// ```
+/// use lcp::registry::{Options, Registry, Sources};
+/// use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
+/// use serde_json::json;
+///
+/// let folder = std::env::temp_dir().join(format!("lcp-doc-runtime-{}", std::process::id()));
+/// std::fs::create_dir_all(&folder)?;
+/// let code = "def tool_add(a: int, b: int = 1) -> int:\n    \"\"\"Adds.\"\"\"\n    return a + b\n";
+/// std::fs::write(folder.join("math.py"), code)?;
+/// let registry = Registry::load(&Sources { folders: vec![folder], files: vec![] }, &Options::default());
+///
+/// let runtime = Runtime::new(RuntimeConfig::default())?;
+/// let result = runtime.call(&registry, "tool_add", &json!({"a": 2, "b": 3}), &CallOptions::default());
+/// assert!(result.ok, "{result:?}");
+/// assert_eq!(result.output, json!(5));
+///
+/// // Arguments the schema refuses never reach Python.
+/// let refused = runtime.call(&registry, "tool_add", &json!({"a": "two"}), &CallOptions::default());
+/// assert!(!refused.ok);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Runtime {
     config: RuntimeConfig,
     base: PathBuf,
@@ -337,8 +378,8 @@ static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 impl Runtime {
     /// Starts the interpreter (once per process) or gets worker processes ready to
     /// start, and adds the virtual environment's site-packages. Runs no tool code.
-    pub fn new(config: RuntimeConfig) -> Result<Runtime, String> {
-        let base = std::env::current_dir().map_err(|err| format!("cannot read the working directory: {err}"))?;
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        let base = std::env::current_dir().map_err(|err| RuntimeError::WorkingDirectory(err.to_string()))?;
         let site_packages = match &config.venv {
             Some(venv) => Some(site_packages(&base.join(venv))?.to_string_lossy().into_owned()),
             None => None,
@@ -350,14 +391,12 @@ impl Runtime {
             site_packages,
         };
         let place = match &config.isolation {
-            Isolation::InProcess => Place::InProcess(Engine::start(settings, None)?),
-            Isolation::Workers(workers) => Place::Workers(supervisor::Pool::new(workers.clone(), settings)?),
+            Isolation::InProcess => Place::InProcess(Engine::start(settings, None).map_err(RuntimeError::Python)?),
+            Isolation::Workers(workers) => {
+                Place::Workers(supervisor::Pool::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
+            }
         };
         Ok(Runtime { config, base, callbacks: RwLock::default(), place })
-    }
-
-    pub fn config(&self) -> &RuntimeConfig {
-        &self.config
     }
 
     /// Starts a worker process ahead of the first call, in the background (with
@@ -383,7 +422,7 @@ impl Runtime {
         &self,
         handler: impl Fn(&ConfirmRequest) -> Confirmation + Send + Sync + 'static,
     ) -> Vec<Diagnostic> {
-        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).confirm = Some(Arc::new(handler));
+        sync::write(&self.callbacks).confirm = Some(Arc::new(handler));
         match &self.place {
             Place::InProcess(engine) => engine.rebind(),
             Place::Workers(pool) => {
@@ -396,7 +435,7 @@ impl Runtime {
     /// Registers the handler of what tools ask the user (`user_interaction_handler`,
     /// SPEC §9). Without one, such a request raises an error in the tool.
     pub fn set_user_interaction_handler(&self, handler: impl Fn(&Interaction) -> Answer + Send + Sync + 'static) {
-        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).interact = Some(Arc::new(handler));
+        sync::write(&self.callbacks).interact = Some(Arc::new(handler));
     }
 
     /// Registers the model `generate_text` asks (SPEC §9); `vision`: whether images
@@ -406,19 +445,18 @@ impl Runtime {
         generate: impl Fn(&Generation) -> Result<String, String> + Send + Sync + 'static,
         vision: bool,
     ) {
-        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).model =
-            Some(Model { generate: Arc::new(generate), vision });
+        sync::write(&self.callbacks).model = Some(Model { generate: Arc::new(generate), vision });
     }
 
     /// Registers what hears `tool_context.emit_progress` (SPEC §9).
     pub fn set_progress_handler(&self, handler: impl Fn(&Progress) + Send + Sync + 'static) {
-        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).progress = Some(Arc::new(handler));
+        sync::write(&self.callbacks).progress = Some(Arc::new(handler));
     }
 
     /// Registers what hears the records tools log (SPEC §9); without it they go to
     /// the result's `stderr`.
     pub fn set_log_handler(&self, handler: impl Fn(&LogRecord) + Send + Sync + 'static) {
-        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).log = Some(Arc::new(handler));
+        sync::write(&self.callbacks).log = Some(Arc::new(handler));
     }
 
     /// Runs a tool: validates `args` against its schema (nothing runs when they are
@@ -436,7 +474,7 @@ impl Runtime {
     }
 
     /// Asks every tool's prompt provider for its description (SPEC §2).
-    pub fn describe(&self, registry: &Registry, options: &CallOptions) -> Descriptions {
+    pub fn prompt_descriptions(&self, registry: &Registry, options: &CallOptions) -> Descriptions {
         let mut descriptions = Descriptions::default();
         for (library, tool) in registry.tools() {
             let Some(provider) = &tool.prompt_provider else { continue };
@@ -531,7 +569,7 @@ impl Runtime {
         options: &CallOptions,
         timeout: Option<Duration>,
     ) -> ToolResult {
-        let callbacks = options.callbacks().or(&self.callbacks.read().unwrap_or_else(|p| p.into_inner()));
+        let callbacks = options.callbacks().or(&sync::read(&self.callbacks));
         let job = Job {
             id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
             kind,
@@ -610,19 +648,51 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// `VENV/lib/pythonX.Y/site-packages` for the interpreter lcp embeds.
-fn site_packages(venv: &Path) -> Result<PathBuf, String> {
+fn site_packages(venv: &Path) -> Result<PathBuf, RuntimeError> {
     let site = venv.join("lib").join(format!("python{}", python::VERSION)).join("site-packages");
     if site.is_dir() {
         Ok(site)
     } else {
-        Err(format!(
-            "{}: not a virtual environment for Python {} (no {})",
-            venv.display(),
+        let message = format!(
+            "not a virtual environment for Python {} (no {})",
             python::VERSION,
             site.strip_prefix(venv).unwrap_or(&site).display()
-        ))
+        );
+        Err(RuntimeError::Venv { path: venv.to_path_buf(), message })
     }
 }
+
+/// Why a [`Runtime`] could not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The working directory, which relative paths are taken from, cannot be read.
+    WorkingDirectory(String),
+    /// [`RuntimeConfig::venv`] is not a virtual environment for the embedded Python.
+    Venv {
+        /// The folder given.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The embedded interpreter or `host.py` could not start: the message, with
+    /// Python's traceback when there is one.
+    Python(String),
+    /// Worker processes cannot be started ([`Isolation::Workers`]).
+    Workers(String),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::WorkingDirectory(message) => write!(f, "cannot read the working directory: {message}"),
+            RuntimeError::Venv { path, message } => write!(f, "{}: {message}", path.display()),
+            RuntimeError::Python(message) | RuntimeError::Workers(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
 
 /// The interpreter lcp embeds: `(executable, major.minor)`.
 pub fn python_build() -> (&'static str, &'static str) {

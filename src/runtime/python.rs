@@ -76,7 +76,8 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
     initialize()?;
     Python::attach(|py| {
         let source = CString::new(HOST_SOURCE).map_err(|err| err.to_string())?;
-        let module = PyModule::from_code(py, &source, HOST_FILE, c"_lcp_host").map_err(|err| describe(py, err))?;
+        let module =
+            PyModule::from_code(py, &source, HOST_FILE, c"_lcp_host").map_err(|err| exception_text(py, err))?;
         let bridge = PyCFunction::new_closure(
             py,
             Some(c"host"),
@@ -86,7 +87,7 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
                 Ok::<String, PyErr>(args.py().detach(|| host_fn(&request)))
             },
         )
-        .map_err(|err| describe(py, err))?;
+        .map_err(|err| exception_text(py, err))?;
         let chdir_hook = PyCFunction::new_closure(
             py,
             Some(c"before_chdir"),
@@ -96,7 +97,7 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
                 Ok(())
             },
         )
-        .map_err(|err| describe(py, err))?;
+        .map_err(|err| exception_text(py, err))?;
         let printed_hook = match printed {
             None => None,
             Some(printed) => Some(
@@ -110,16 +111,19 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
                         Ok(())
                     },
                 )
-                .map_err(|err| describe(py, err))?,
+                .map_err(|err| exception_text(py, err))?,
             ),
         };
         module
             .getattr("install")
             .and_then(|install| install.call1((bridge, chdir_hook, printed_hook)))
-            .map_err(|err| describe(py, err))?;
-        let function = |name: &str| module.getattr(name).map(Bound::unbind).map_err(|err| describe(py, err));
+            .map_err(|err| exception_text(py, err))?;
+        let function = |name: &str| module.getattr(name).map(Bound::unbind).map_err(|err| exception_text(py, err));
         let dict = |name: &str| {
-            module.getattr(name).and_then(|d| Ok(d.cast_into::<PyDict>()?.unbind())).map_err(|err| describe(py, err))
+            module
+                .getattr(name)
+                .and_then(|d| Ok(d.cast_into::<PyDict>()?.unbind()))
+                .map_err(|err| exception_text(py, err))
         };
         Ok(Host {
             call: function("call")?,
@@ -134,7 +138,7 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
             direct_result: function("_direct_result")?,
             direct_failure: function("_direct_failure")?,
             restore_streams: function("_restore_streams")?,
-            sys: py.import("sys").map(|sys| sys.dict().unbind()).map_err(|err| describe(py, err))?,
+            sys: py.import("sys").map(|sys| sys.dict().unbind()).map_err(|err| exception_text(py, err))?,
             streams: [
                 (PyString::intern(py, "stdout").unbind(), function("_STDOUT")?),
                 (PyString::intern(py, "stderr").unbind(), function("_STDERR")?),
@@ -226,7 +230,7 @@ impl Drop for ThreadState {
 pub fn call(request: &str) -> Result<String, String> {
     let host = host()?;
     Python::attach(|py| {
-        host.call.call1(py, (request,)).and_then(|reply| text_of(reply.bind(py))).map_err(|err| describe(py, err))
+        host.call.call1(py, (request,)).and_then(|reply| text_of(reply.bind(py))).map_err(|err| exception_text(py, err))
     })
 }
 
@@ -249,18 +253,20 @@ fn text_of(reply: &Bound<'_, PyAny>) -> PyResult<String> {
 /// Calls `set_confirm_handler` again on every loaded module; returns the failures as JSON.
 pub fn rebind() -> Result<String, String> {
     let host = host()?;
-    Python::attach(|py| host.rebind.call0(py).and_then(|reply| reply.extract(py)).map_err(|err| describe(py, err)))
+    Python::attach(|py| {
+        host.rebind.call0(py).and_then(|reply| reply.extract(py)).map_err(|err| exception_text(py, err))
+    })
 }
 
 /// Drops the loaded modules of these files (a JSON list of paths).
 pub fn forget(paths: &str) -> Result<(), String> {
     let host = host()?;
-    Python::attach(|py| host.forget.call1(py, (paths,)).map(drop).map_err(|err| describe(py, err)))
+    Python::attach(|py| host.forget.call1(py, (paths,)).map(drop).map_err(|err| exception_text(py, err)))
 }
 
 pub fn add_site_dir(dir: &str) -> Result<(), String> {
     let host = host()?;
-    Python::attach(|py| host.add_site_dir.call1(py, (dir,)).map(drop).map_err(|err| describe(py, err)))
+    Python::attach(|py| host.add_site_dir.call1(py, (dir,)).map(drop).map_err(|err| exception_text(py, err)))
 }
 
 /// A tool function resolved by `host.direct`, for [`call_direct`].
@@ -366,15 +372,15 @@ pub enum DirectOutcome {
 pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> Result<DirectOutcome, String> {
     let host = host()?;
     Python::attach(|py| {
-        let name = direct.names.bind(py).get_borrowed_item(1).map_err(|err| describe(py, err))?;
-        let current = direct.namespace.bind(py).get_item(name).map_err(|err| describe(py, err))?;
+        let name = direct.names.bind(py).get_borrowed_item(1).map_err(|err| exception_text(py, err))?;
+        let current = direct.namespace.bind(py).get_item(name).map_err(|err| exception_text(py, err))?;
         if !current.is_some_and(|current| current.is(direct.function.bind(py))) {
             return Ok(DirectOutcome::Rebound);
         }
-        let (names, values) = keywords(py, direct, args).map_err(|err| describe(py, err))?;
-        let marker = marker(py, host).map_err(|err| describe(py, err))?;
+        let (names, values) = keywords(py, direct, args).map_err(|err| exception_text(py, err))?;
+        let marker = marker(py, host).map_err(|err| exception_text(py, err))?;
         let marked = marker.set_item(0, call_id).and_then(|()| marker.set_item(1, direct.names.bind(py)));
-        marked.map_err(|err| describe(py, err))?;
+        marked.map_err(|err| exception_text(py, err))?;
         let result = vectorcall(py, direct.function.bind(py), &values, &names);
         let cleared = marker.set_item(0, py.None());
         let returned = match result {
@@ -387,13 +393,13 @@ pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> 
                 Err(reply(py, host.direct_failure.call1(py, (err.value(py), traceback)))?)
             }
         };
-        cleared.map_err(|err| describe(py, err))?;
+        cleared.map_err(|err| exception_text(py, err))?;
         let sys = host.sys.bind(py);
         let replaced = host.streams.iter().any(|(name, router)| {
             sys.get_item(name.bind(py)).ok().flatten().is_none_or(|stream| !stream.is(router.bind(py)))
         });
         if replaced {
-            host.restore_streams.call0(py).map_err(|err| describe(py, err))?;
+            host.restore_streams.call0(py).map_err(|err| exception_text(py, err))?;
         }
         let (stdout, stderr) = if host.direct_calls.bind(py).is_empty() {
             (String::new(), String::new())
@@ -401,7 +407,7 @@ pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> 
             host.direct_captured
                 .call1(py, (call_id,))
                 .and_then(|texts| texts.extract(py))
-                .map_err(|err| describe(py, err))?
+                .map_err(|err| exception_text(py, err))?
         };
         Ok(match returned {
             Ok(output) => DirectOutcome::Returned { output, stdout, stderr },
@@ -485,7 +491,7 @@ fn marker<'py>(py: Python<'py>, host: &Host) -> PyResult<Bound<'py, PyList>> {
 }
 
 fn reply(py: Python<'_>, text: PyResult<Py<PyAny>>) -> Result<String, String> {
-    text.and_then(|text| text_of(text.bind(py))).map_err(|err| describe(py, err))
+    text.and_then(|text| text_of(text.bind(py))).map_err(|err| exception_text(py, err))
 }
 
 /// Arguments nested deeper than this are not built here (serde_json parses at most 128 levels).
@@ -600,13 +606,13 @@ pub fn eval_repr(expression: &str) -> Result<String, String> {
     host()?;
     let expression = CString::new(expression).map_err(|err| err.to_string())?;
     Python::attach(|py| {
-        let value = py.eval(&expression, None, None).map_err(|err| describe(py, err))?;
-        value.repr().map(|r| r.to_string()).map_err(|err| describe(py, err))
+        let value = py.eval(&expression, None, None).map_err(|err| exception_text(py, err))?;
+        value.repr().map(|r| r.to_string()).map_err(|err| exception_text(py, err))
     })
 }
 
 /// The exception with its formatted traceback.
-fn describe(py: Python<'_>, err: PyErr) -> String {
+fn exception_text(py: Python<'_>, err: PyErr) -> String {
     let formatted = py
         .import("traceback")
         .and_then(|tb| tb.getattr("format_exception")?.call1((err.value(py),)))

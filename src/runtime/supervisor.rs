@@ -36,6 +36,7 @@ use super::channel::{self, Connection};
 use super::engine::{self, Job, WirePath};
 use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
 use super::{Cancel, ToolResult, WorkerSettings};
+use crate::sync;
 
 /// How long a call that was told to stop gets before its worker is ended.
 const GRACE: Duration = Duration::from_millis(500);
@@ -189,7 +190,7 @@ impl Pool {
     /// Every worker drops the modules of these files, before its next call.
     pub(crate) fn forget(&self, files: Vec<WirePath>) {
         for slot in &self.inner.lock().slots {
-            slot.worker.stale.lock().unwrap_or_else(|p| p.into_inner()).extend(files.iter().cloned());
+            sync::lock(&slot.worker.stale).extend(files.iter().cloned());
         }
     }
 
@@ -250,7 +251,7 @@ impl Inner {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        sync::lock(&self.state)
     }
 
     /// A worker for a call in `workspace`, counted as running it.
@@ -299,7 +300,7 @@ impl Inner {
                 return Ok(Arc::clone(&slot.worker));
             }
             state.waiting += 1;
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = sync::wait(&self.changed, state);
             state.waiting -= 1;
         }
     }
@@ -429,7 +430,7 @@ impl Inner {
     ) -> Option<ToolResult> {
         let mut journal = Journal::default();
         let sent = worker.connection().and_then(|mut connection| {
-            let stale = std::mem::take(&mut *worker.stale.lock().unwrap_or_else(|p| p.into_inner()));
+            let stale = std::mem::take(&mut *sync::lock(&worker.stale));
             connection.send(&Sending::Call(job, stale)).ok().map(|()| connection)
         });
         let Some(connection) = sent else {
@@ -463,7 +464,7 @@ impl Inner {
             };
             match connection.recv::<FromWorker>(wait) {
                 Ok(Some(FromWorker::Done(result))) => {
-                    worker.idle.lock().unwrap_or_else(|p| p.into_inner()).push(connection);
+                    sync::lock(&worker.idle).push(connection);
                     if stopping.is_some() {
                         self.set_draining(worker, false);
                     }
@@ -529,7 +530,7 @@ impl Inner {
     fn died(&self, worker: &Worker, job: &Job, journal: &Journal, stopped: Option<Stopped>) -> ToolResult {
         let end = worker.reap();
         self.retire(worker);
-        let ended_by_lcp = worker.ended_by_lcp.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let ended_by_lcp = sync::lock(&worker.ended_by_lcp).clone();
         let error = match (stopped, ended_by_lcp) {
             (Some(why), _) => format!(
                 "{}; it did not stop (blocked in C code or holding the GIL), so lcp ended its worker process",
@@ -599,7 +600,7 @@ impl Worker {
     /// An idle connection, or a new one handed to the worker; `None` when the worker
     /// cannot take one (it died).
     fn connection(&self) -> Option<Connection> {
-        if let Some(connection) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+        if let Some(connection) = sync::lock(&self.idle).pop() {
             return Some(connection);
         }
         let (ours, theirs) = UnixStream::pair().ok()?;
@@ -609,10 +610,10 @@ impl Worker {
 
     /// Ends the worker and everything in its process group.
     fn kill(&self, reason: &str) {
-        if self.end.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        if sync::lock(&self.end).is_some() {
             return;
         }
-        self.ended_by_lcp.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| reason.to_string());
+        sync::lock(&self.ended_by_lcp).get_or_insert_with(|| reason.to_string());
         // SAFETY: plain signals to a process (group) this pool started and has not reaped.
         unsafe {
             libc::kill(-self.pid, libc::SIGKILL);
@@ -623,7 +624,7 @@ impl Worker {
     /// Waits for the process to end (a dying one gets a moment to finish dying, then
     /// is killed), once; every caller gets the same answer.
     fn reap(&self) -> End {
-        let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
+        let mut end = sync::lock(&self.end);
         if let Some(end) = *end {
             return end;
         }

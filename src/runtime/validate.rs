@@ -4,7 +4,7 @@
 //! Covers the JSON Schema subset lcp emits: `type`, `properties`, `required`,
 //! `additionalProperties`, `items`, `prefixItems`, `enum`, `const`, `anyOf`,
 //! `$ref`/`$defs`, numeric bounds and `multipleOf`, string lengths, `pattern`,
-//! array lengths, `uniqueItems`, the formats of [`formats`] and JSON text
+//! array lengths, `uniqueItems`, the string formats (`validate/formats.rs`) and JSON text
 //! (`contentMediaType: application/json` with its `contentSchema`). Every problem is
 //! reported with the place it sits. A `pattern` that `regex-lite` cannot compile
 //! (look-around, back-references, Unicode classes) is not checked: Python gets the

@@ -24,6 +24,7 @@ use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Not
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Started, ToWorker, WORKER_ARGUMENT};
 use super::{Confirmation, capture, python};
 use crate::registry::FastMap;
+use crate::sync;
 
 /// Whether the process was started as a worker (its first argument says so).
 pub fn is_worker_invocation() -> bool {
@@ -99,7 +100,7 @@ struct Link {
 
 impl Link {
     fn send(&self, frame: &FromWorker) -> std::io::Result<()> {
-        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut writer = sync::lock(&self.writer);
         let (stream, out) = &mut *writer;
         channel::encode(out, frame)?;
         channel::send_all(stream, out)
@@ -122,7 +123,7 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         asking: Mutex::new(()),
     });
     loop {
-        let next = link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None);
+        let next = sync::lock(&link.reader).recv::<ToWorker>(None);
         let job = match next {
             Ok(Some(ToWorker::Call(job, stale))) => {
                 if !stale.is_empty() {
@@ -134,10 +135,10 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
             Ok(None) | Err(_) => return,
         };
         RUNNING.fetch_add(1, Ordering::AcqRel);
-        LINKS.lock().unwrap_or_else(|p| p.into_inner()).insert(job.id, Arc::clone(&link));
+        sync::lock(&LINKS).insert(job.id, Arc::clone(&link));
         let callbacks = asking(&link, job.host);
         let mut result = engine.run(&job, callbacks, None);
-        LINKS.lock().unwrap_or_else(|p| p.into_inner()).remove(&job.id);
+        sync::lock(&LINKS).remove(&job.id);
         let closed = closed_standard_streams();
         if !closed.is_empty() {
             // The process is no longer what the next call expects: it is replaced.
@@ -166,11 +167,11 @@ fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
     let ask = {
         let link = Arc::clone(link);
         move |request: HostRequest| -> HostAnswer {
-            let _one_at_a_time = link.asking.lock().unwrap_or_else(|p| p.into_inner());
+            let _one_at_a_time = sync::lock(&link.asking);
             if link.send(&FromWorker::Ask(request.clone())).is_err() {
                 return refused(&request, "lcp could not be asked");
             }
-            match link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None) {
+            match sync::lock(&link.reader).recv::<ToWorker>(None) {
                 Ok(Some(ToWorker::Answer(answer))) => answer,
                 _ => refused(&request, "lcp did not answer"),
             }
@@ -218,7 +219,7 @@ fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
 
 /// `host.py`'s hook: what a call prints goes to lcp at once.
 fn printed(call: u64, stream: &str, text: &str) {
-    let link = LINKS.lock().unwrap_or_else(|p| p.into_inner()).get(&call).cloned();
+    let link = sync::lock(&LINKS).get(&call).cloned();
     if let Some(link) = link {
         let _ = link.send(&FromWorker::Printed(stream.to_string(), text.to_string()));
     }

@@ -13,6 +13,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+use crate::sync;
+
 #[derive(Default)]
 struct State {
     /// The folder of the calls running now (`None`: the host's own directory).
@@ -28,7 +30,7 @@ static STATE: Mutex<State> = Mutex::new(State { folder: None, users: 0, waiting:
 static CHANGED: Condvar = Condvar::new();
 
 fn lock() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    sync::lock(&STATE)
 }
 
 /// A call's share of the working directory; leaving is dropping it.
@@ -45,7 +47,7 @@ fn enter_or_fail(folder: Option<&Path>) -> io::Result<Lease> {
     let mut state = lock();
     while state.users > 0 && state.folder.as_deref() != folder {
         state.waiting += 1;
-        state = CHANGED.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+        state = sync::wait(&CHANGED, state);
         state.waiting -= 1;
     }
     if state.users == 0

@@ -16,7 +16,7 @@ fn fixture_folder(name: &str) -> String {
 /// Runs `lcp` in `cwd` with no standard input (so no terminal) and no virtual env.
 fn lcp_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_lcp"));
-    command.args(args).current_dir(cwd).stdin(Stdio::null()).env_remove("VIRTUAL_ENV");
+    command.args(args).current_dir(cwd).stdin(Stdio::null()).env_remove("VIRTUAL_ENV").env_remove("COLUMNS");
     for (key, value) in env {
         command.env(key, value);
     }

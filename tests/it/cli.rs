@@ -22,11 +22,54 @@ fn list_prints_a_table_of_tools_libraries_parameters_and_sources() {
 }
 
 #[test]
+fn list_fits_the_terminal_width_and_wide_keeps_whole_cells() {
+    let whole = String::from_utf8(lcp(&["list", "fixtures/rich"]).stdout).unwrap();
+    assert!(whole.lines().any(|line| line.chars().count() > 80), "{whole}");
+    let fitted = String::from_utf8(lcp_with_env(&["list", "fixtures/rich"], &[("COLUMNS", "80")]).stdout).unwrap();
+    assert_eq!(fitted.lines().count(), whole.lines().count(), "{fitted}");
+    for line in fitted.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    assert!(fitted.lines().nth(1).unwrap().starts_with("tool_add_item  "), "{fitted}");
+    assert!(fitted.contains('…'), "{fitted}");
+    let wide = lcp_with_env(&["list", "--wide", "fixtures/rich"], &[("COLUMNS", "80")]);
+    assert_eq!(String::from_utf8(wide.stdout).unwrap(), whole);
+}
+
+#[test]
 fn export_prints_json_on_stdout_for_every_format() {
-    for format in ["openai", "openai-responses", "anthropic", "gemini", "mcp", "manifest"] {
+    let tools = ["tool_add_item", "tool_remove_item", "tool_move", "tool_stock_report", "tool_convert", "tool_ping"];
+    let expected_properties = [
+        vec!["name", "quantity", "category", "location", "tags"],
+        vec!["name", "quantity", "force"],
+        vec!["name", "to", "mode"],
+        vec!["since", "rows", "labels"],
+        vec!["value", "unit", "precision"],
+        vec![],
+    ];
+    // Each format: where its list of tools is, and where a tool's name and parameters are.
+    for (format, list, name, parameters) in [
+        ("openai", "", "/function/name", "/function/parameters"),
+        ("openai-responses", "", "/name", "/parameters"),
+        ("anthropic", "", "/name", "/input_schema"),
+        ("gemini", "/functionDeclarations", "/name", "/parameters"),
+        ("mcp", "/tools", "/name", "/inputSchema"),
+        ("manifest", "/tools", "/name", "/parameters"),
+    ] {
         let output = lcp(&["export", "--format", format, "--static", "fixtures/rich"]);
         assert!(output.status.success(), "{format}");
-        stdout_json(&output);
+        let document = stdout_json(&output);
+        let listed = document.pointer(list).and_then(|list| list.as_array()).unwrap_or_else(|| panic!("{format}"));
+        let names: Vec<&str> = listed.iter().map(|tool| tool.pointer(name).unwrap().as_str().unwrap()).collect();
+        assert_eq!(names, tools, "{format}");
+        // Gemini leaves out the parameters of a tool that has none.
+        let properties: Vec<Vec<&String>> = listed
+            .iter()
+            .map(|tool| {
+                tool.pointer(parameters).map_or(vec![], |p| p["properties"].as_object().unwrap().keys().collect())
+            })
+            .collect();
+        assert_eq!(properties, expected_properties, "{format}");
     }
 }
 

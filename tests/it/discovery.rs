@@ -76,8 +76,12 @@ fn built_in_default_tools_are_embedded_for_installed_binaries() {
 #[test]
 fn default_tools_are_found_from_any_working_directory() {
     let elsewhere = temp_dir("other-cwd");
-    let output =
-        std::process::Command::new(env!("CARGO_BIN_EXE_lcp")).arg("list").current_dir(&elsewhere).output().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .arg("list")
+        .env_remove("COLUMNS")
+        .current_dir(&elsewhere)
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stdout).contains("tool_execute_query"));
 }

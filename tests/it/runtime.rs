@@ -11,8 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lcp::registry::{Options, Registry, Sources};
-use lcp::runtime::catalog::Catalog;
-use lcp::runtime::{CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, ToolResult};
+use lcp::runtime::catalog::{Catalog, CatalogError};
+use lcp::runtime::{
+    CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, RuntimeError, ToolResult,
+};
 use serde_json::{Value, json};
 
 use crate::support::*;
@@ -85,6 +87,15 @@ fn interpreter_is_the_one_lcp_was_built_with() {
 }
 
 // ------------------------------------------------------------------ hooks ---
+
+#[test]
+fn a_venv_that_is_not_one_for_the_embedded_python_is_refused_by_name() {
+    let folder = temp_dir("not-a-venv");
+    let error = Runtime::new(RuntimeConfig { venv: Some(folder.clone()), ..config() }).err().expect("refused");
+    assert!(matches!(&error, RuntimeError::Venv { path, .. } if path == &folder), "{error:?}");
+    let expected = format!("{}: not a virtual environment for Python", folder.display());
+    assert!(error.to_string().starts_with(&expected), "{error}");
+}
 
 #[test]
 fn init_tools_library_gets_the_config_positionally_once_per_process() {
@@ -601,7 +612,7 @@ fn a_direct_call_that_replaces_sys_stdout_does_not_keep_it() {
 #[test]
 fn prompt_providers_replace_descriptions_and_failures_keep_the_static_one() {
     let (runtime, mut registry) = (runtime(), registry("providers"));
-    let descriptions = runtime.describe(&registry, &CallOptions::default());
+    let descriptions = runtime.prompt_descriptions(&registry, &CallOptions::default());
     descriptions.apply(&mut registry);
     let description = |name: &str| registry.tool(name).unwrap().1.description.clone();
     assert!(
@@ -692,7 +703,7 @@ fn mount_tool_library_adds_a_library_by_name_or_path() {
     assert_eq!(beta, ["tool_beta_helper", "tool_beta_second"]);
     assert_eq!(output(call(&runtime, catalog.registry(), "tool_beta_second", json!({}))), "beta helper");
 
-    let unknown = catalog.mount_tool_library("no_such_library").unwrap_err();
+    let unknown = catalog.mount_tool_library("no_such_library").unwrap_err().to_string();
     assert!(
         unknown.contains("no library `no_such_library` among the built-in tools") && unknown.contains("shell"),
         "{unknown}"
@@ -705,6 +716,8 @@ const DYNAMIC: &str = "def tool_dyn_add(a: int, b: int = 1) -> int:\n    \"\"\"A
 fn register_tool_from_code_is_refused_unless_the_host_enables_it() {
     let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
     let refused = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err();
+    assert_eq!(refused, CatalogError::DynamicToolsDisabled);
+    let refused = refused.to_string();
     assert!(refused.contains("disabled"), "{refused}");
     assert!(catalog.registry().tool("tool_dyn_add").is_none());
 }
@@ -718,11 +731,14 @@ fn register_tool_from_code_adds_tools_that_validate_and_run() {
     assert_eq!(output(call(&runtime, catalog.registry(), "tool_dyn_add", json!({"a": 2}))), 3);
     assert!(error(&call(&runtime, catalog.registry(), "tool_dyn_add", json!({"a": "2"}))).contains("expected integer"));
 
-    let outside = catalog.register_tool_from_code("tool_dyn_", "def tool_other() -> int:\n    return 1\n").unwrap_err();
+    let outside = catalog
+        .register_tool_from_code("tool_dyn_", "def tool_other() -> int:\n    return 1\n")
+        .unwrap_err()
+        .to_string();
     assert!(outside.contains("does not start with the prefix"), "{outside}");
-    let again = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err();
+    let again = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err().to_string();
     assert!(again.contains("already a tool"), "{again}");
-    let broken = catalog.register_tool_from_code("tool_dyn_", "def tool_dyn_x(:\n").unwrap_err();
+    let broken = catalog.register_tool_from_code("tool_dyn_", "def tool_dyn_x(:\n").unwrap_err().to_string();
     assert!(broken.contains("cannot be read"), "{broken}");
 }
 
@@ -744,42 +760,34 @@ fn unregister_tools_by_prefix_forgets_dynamic_tools_and_hides_file_tools() {
 // --------------------------------------------------- host.py on its own ---
 
 /// `host.py` serves the same requests in a plain Python process (the worker-process
-/// design depends on it), and there the working directory can be checked.
+/// design depends on it): confirmations through the handler it is given, failures as
+/// results. The working directory is Rust's to lease and restore (`workspace.rs`).
 #[test]
-fn host_py_runs_outside_the_embedding_process_and_restores_the_workspace_even_on_failure() {
-    let workspace = temp_dir("host-standalone");
+fn host_py_runs_outside_the_embedding_process() {
     let script = r#"
 import json, os, sys
 sys.path.insert(0, "src/runtime")
 import host
 host.install(lambda request: json.dumps({"decision": "allow", "reason": "standalone " + json.loads(request)["tool"]}))
-def call(function, file, workspace=None, args=None):
+def call(function, file, args=None):
     request = {"call_id": 1, "kind": "tool", "file": os.path.abspath(file), "package": None, "library": "x",
-               "function": function, "args": args or {}, "workspace": workspace, "config": None,
+               "function": function, "args": args or {}, "config": None,
                "autonomy_level": "safe", "host": {"confirm": True}, "injected": []}
     return json.loads(host.call(json.dumps(request)))
-home = os.getcwd()
 results = {
-    "failed": call("tool_wander_and_fail", "fixtures/runtime/workspace/workspace.py", sys.argv[1]),
-    "after_failure": os.getcwd() == home,
-    "cwd": call("tool_cwd", "fixtures/runtime/workspace/workspace.py", sys.argv[1]),
-    "after": os.getcwd() == home,
-    "confirm": call("tool_ask_pair", "fixtures/runtime/confirm/confirm.py", None, {"content": "x"}),
+    "confirm": call("tool_ask_pair", "fixtures/runtime/confirm/confirm.py", {"content": "x"}),
+    "failed": call("tool_wander_and_fail", "fixtures/runtime/workspace/workspace.py"),
 }
 sys.__stdout__.write(json.dumps(results))
 "#;
     let output = std::process::Command::new(base_python())
         .args(["-c", script])
-        .arg(&workspace)
         .current_dir(root())
         .output()
         .expect("python runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let results: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(results["failed"]["error"], "RuntimeError: lost");
-    assert_eq!(results["after_failure"], true);
-    assert_eq!(results["cwd"]["output"], workspace.canonicalize().unwrap().to_str().unwrap());
-    assert_eq!(results["after"], true);
     assert_eq!(results["confirm"]["output"], json!({"decision": "allow", "reason": "standalone tool_ask_pair"}));
 }
 

@@ -50,8 +50,19 @@ pub fn diagnostics_with<'r>(registry: &'r Registry, needles: &[&str]) -> Vec<&'r
     registry.diagnostics.iter().filter(|d| needles.iter().all(|n| d.to_string().contains(n))).collect()
 }
 
+/// Runs `lcp` in the repository root, as if printing to a file (no `$COLUMNS`).
 pub fn lcp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lcp")).args(args).current_dir(root()).output().expect("lcp runs")
+    lcp_with_env(args, &[])
+}
+
+pub fn lcp_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(args)
+        .env_remove("COLUMNS")
+        .envs(env.iter().copied())
+        .current_dir(root())
+        .output()
+        .expect("lcp runs")
 }
 
 pub fn stdout_json(output: &Output) -> Value {
@@ -87,18 +98,9 @@ pub fn test_python() -> &'static Path {
     })
 }
 
-/// The interpreter the project builds against: `$PYO3_PYTHON`, pyenv's, or `python3`.
+/// The interpreter lcp embeds (`PYO3_PYTHON` when it was built, see `build.rs`).
 pub fn base_python() -> PathBuf {
-    if let Some(path) = std::env::var_os("PYO3_PYTHON") {
-        return PathBuf::from(path);
-    }
-    if let Ok(output) = Command::new("pyenv").args(["which", "python3"]).output() {
-        let path = String::from_utf8_lossy(&output.stdout).trim().to_string();
-        if output.status.success() && !path.is_empty() {
-            return PathBuf::from(path);
-        }
-    }
-    PathBuf::from("python3")
+    PathBuf::from(lcp::runtime::python_build().0)
 }
 
 fn run(command: &mut Command) {
