@@ -4,9 +4,17 @@
 //! Gemini's OpenAPI subset. Input is the registry only; it never runs Python.
 //! A tool a format cannot carry is left out with an error naming the rule,
 //! never cut or renamed silently.
+//!
+//! [`export`] builds a format's document as a `Value`; [`write`] writes the same
+//! document as text without ever holding it: the envelope, then one tool at a time,
+//! with the compact text of a schema the format carries unchanged spliced in
+//! (`export/splice.rs`). Both lower each tool with the same [`entry`].
+
+mod splice;
 
 use std::collections::HashSet;
 use std::fmt;
+use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
@@ -43,34 +51,163 @@ pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
     for (library, tool) in registry.tools() {
-        if let Err(rule) = check_name(format, &tool.name) {
-            let message = format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name);
-            diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Error, message));
-            continue;
-        }
-        match entry(format, library, tool, strict) {
+        match lower(format, library, tool, strict, &tool.parameters.parse()) {
             Ok(entry) => entries.push(entry),
-            Err(problems) => {
-                for problem in problems {
-                    let message = format!("tool `{}` cannot be exported to {format} --strict: {problem}", tool.name);
-                    diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Error, message));
-                }
-            }
+            Err(problems) => diagnostics.extend(problems),
         }
     }
-    let document = match format {
+    (document(registry, format, Value::Array(entries)), diagnostics)
+}
+
+/// How [`write`] lays its text out: as `serde_json::to_string_pretty` (two-space
+/// indents; what `lcp export` prints) or `serde_json::to_string` (`tools/list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Pretty,
+    Compact,
+}
+
+/// Writes [`export`]'s document to `out`, byte for byte as `serde_json` prints it in
+/// `layout`, without building it: the envelope is written around the list of tools,
+/// which [`write_entries`] writes one tool at a time. Returns the same problems.
+pub fn write(
+    registry: &Registry,
+    format: Format,
+    strict: bool,
+    layout: Layout,
+    out: &mut impl Write,
+) -> io::Result<Vec<Diagnostic>> {
+    let mut diagnostics = Vec::new();
+    let mut splice = |name: &str, depth: usize, out: &mut dyn Write| {
+        if name != ENTRIES {
+            return Ok(false);
+        }
+        diagnostics = write_entries(registry, format, strict, layout, depth, out)?;
+        Ok(true)
+    };
+    splice::write(&document(registry, format, splice::marker(ENTRIES)), layout, 0, out, &mut splice)?;
+    Ok(diagnostics)
+}
+
+/// The list of tools of [`write`]'s document on its own (MCP's `tools` array), as it
+/// is written at `depth`: each tool is lowered and written before the next one is
+/// looked at. A format that carries the parameters schema unchanged gets its compact
+/// text spliced in, so that the schema is never parsed.
+pub fn write_entries(
+    registry: &Registry,
+    format: Format,
+    strict: bool,
+    layout: Layout,
+    depth: usize,
+    out: &mut dyn Write,
+) -> io::Result<Vec<Diagnostic>> {
+    let marker = splice::marker(PARAMETERS);
+    let unchanged = takes_parameters_unchanged(format, strict);
+    let mut diagnostics = Vec::new();
+    let (mut entry_text, mut schema_text) = (Vec::new(), Vec::new());
+    let mut first = true;
+    out.write_all(b"[")?;
+    for (library, tool) in registry.tools() {
+        let parsed;
+        let parameters = if unchanged {
+            &marker
+        } else {
+            parsed = tool.parameters.parse();
+            &parsed
+        };
+        let entry = match lower(format, library, tool, strict, parameters) {
+            Ok(entry) => entry,
+            Err(problems) => {
+                diagnostics.extend(problems);
+                continue;
+            }
+        };
+        entry_text.clear();
+        if !first {
+            entry_text.push(b',');
+        }
+        if layout == Layout::Pretty {
+            entry_text.push(b'\n');
+            entry_text.extend(std::iter::repeat_n(b' ', (depth + 1) * 2));
+        }
+        let mut splice = |name: &str, at: usize, out: &mut dyn Write| {
+            if name != PARAMETERS {
+                return Ok(false);
+            }
+            schema_text.clear();
+            splice::schema(tool.parameters.as_str(), layout, at, &mut schema_text);
+            out.write_all(&schema_text)?;
+            Ok(true)
+        };
+        splice::write(&entry, layout, depth + 1, &mut entry_text, &mut splice)?;
+        out.write_all(&entry_text)?;
+        first = false;
+    }
+    if !first && layout == Layout::Pretty {
+        out.write_all(b"\n")?;
+        out.write_all(&vec![b' '; depth * 2])?;
+    }
+    out.write_all(b"]")?;
+    Ok(diagnostics)
+}
+
+/// Marker names: where a document's list of tools goes, and a tool's parameters.
+const ENTRIES: &str = "entries";
+const PARAMETERS: &str = "parameters";
+
+/// Whether [`entry`] carries the parameters schema exactly as it is in `format`, so
+/// that [`write_entries`] can splice its text instead of parsing it. A format whose
+/// lowering comes to change or look into the schema must answer `false`; the exports
+/// tests compare both paths on every fixture.
+fn takes_parameters_unchanged(format: Format, strict: bool) -> bool {
+    match format {
+        Format::Openai | Format::OpenaiResponses => !strict,
+        Format::Anthropic | Format::Mcp | Format::Manifest => true,
+        Format::Gemini => false,
+    }
+}
+
+/// The document of `format` around its list of tool entries.
+fn document(registry: &Registry, format: Format, entries: Value) -> Value {
+    match format {
         Format::Gemini => json!({ "functionDeclarations": entries }),
         Format::Mcp => json!({ "tools": entries }),
         Format::Manifest => manifest(registry, entries),
-        _ => Value::Array(entries),
-    };
-    (document, diagnostics)
+        _ => entries,
+    }
 }
 
-fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result<Value, Vec<String>> {
+/// One tool in `format` (with `parameters` as its parameters schema), or the errors
+/// that leave it out: a name the provider refuses, what strict mode cannot express.
+fn lower(
+    format: Format,
+    library: &Library,
+    tool: &Tool,
+    strict: bool,
+    parameters: &Value,
+) -> Result<Value, Vec<Diagnostic>> {
+    if let Err(rule) = check_name(format, &tool.name) {
+        let message = format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name);
+        return Err(vec![Diagnostic::new(&library.path, tool.line, 1, Level::Error, message)]);
+    }
+    entry(format, library, tool, strict, parameters).map_err(|problems| {
+        let problem = |problem| {
+            let message = format!("tool `{}` cannot be exported to {format} --strict: {problem}", tool.name);
+            Diagnostic::new(&library.path, tool.line, 1, Level::Error, message)
+        };
+        problems.into_iter().map(problem).collect()
+    })
+}
+
+fn entry(
+    format: Format,
+    library: &Library,
+    tool: &Tool,
+    strict: bool,
+    parameters: &Value,
+) -> Result<Value, Vec<String>> {
     let name = &tool.name;
     let description = &tool.description;
-    let parameters = &tool.parameters.parse();
     Ok(match format {
         Format::Openai if strict => json!({
             "type": "function",
@@ -142,7 +279,7 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
     (wrapped, true)
 }
 
-fn manifest(registry: &Registry, tools: Vec<Value>) -> Value {
+fn manifest(registry: &Registry, tools: Value) -> Value {
     let libraries: Vec<Value> = registry
         .libraries
         .iter()
