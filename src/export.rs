@@ -8,8 +8,10 @@
 //! [`export`] builds a format's document as a `Value`; [`write`] writes the same
 //! document as text without ever holding it: the envelope, then one tool at a time,
 //! with the compact text of a schema the format carries unchanged spliced in
-//! (`export/splice.rs`). Both lower each tool with the same [`entry`].
+//! (`export/splice.rs`), tools lowered on every core and written in order
+//! (`export/ordered.rs`). Both lower each tool with the same [`entry`].
 
+mod ordered;
 mod splice;
 
 use std::collections::HashSet;
@@ -90,9 +92,10 @@ pub fn write(
 }
 
 /// The list of tools of [`write`]'s document on its own (MCP's `tools` array), as it
-/// is written at `depth`: each tool is lowered and written before the next one is
-/// looked at. A format that carries the parameters schema unchanged gets its compact
-/// text spliced in, so that the schema is never parsed.
+/// is written at `depth`. Tools are lowered and written in chunks, on every core,
+/// and the chunks written in order as they are done (`export/ordered.rs`): only a
+/// few chunks are ever held. A format that carries the parameters schema unchanged
+/// gets its compact text spliced in, so that the schema is never parsed.
 pub fn write_entries(
     registry: &Registry,
     format: Format,
@@ -101,13 +104,44 @@ pub fn write_entries(
     depth: usize,
     out: &mut dyn Write,
 ) -> io::Result<Vec<Diagnostic>> {
+    let tools: Vec<(&Library, &Tool)> = registry.tools().collect();
+    let chunks: Vec<&[(&Library, &Tool)]> = tools.chunks(CHUNK).collect();
+    let mut diagnostics = Vec::new();
+    let mut first = true;
+    out.write_all(b"[")?;
+    let write_chunk = |i: usize| write_chunk(chunks[i], format, strict, layout, depth);
+    ordered::run(chunks.len(), write_chunk, |(text, problems)| {
+        diagnostics.extend(problems);
+        // Every entry of a chunk starts with its comma; the list's first one has none.
+        let text = if first { text.get(1..).unwrap_or_default() } else { &text[..] };
+        first &= text.is_empty();
+        out.write_all(text)
+    })?;
+    if !first && layout == Layout::Pretty {
+        out.write_all(b"\n")?;
+        out.write_all(&vec![b' '; depth * 2])?;
+    }
+    out.write_all(b"]")?;
+    Ok(diagnostics)
+}
+
+/// Tools lowered and written by one thread at a time.
+const CHUNK: usize = 64;
+
+/// The entries of `tools` as [`write_entries`] writes them, each after a comma,
+/// and the problems of those left out.
+fn write_chunk(
+    tools: &[(&Library, &Tool)],
+    format: Format,
+    strict: bool,
+    layout: Layout,
+    depth: usize,
+) -> (Vec<u8>, Vec<Diagnostic>) {
     let marker = splice::marker(PARAMETERS);
     let unchanged = takes_parameters_unchanged(format, strict);
     let mut diagnostics = Vec::new();
-    let (mut entry_text, mut schema_text) = (Vec::new(), Vec::new());
-    let mut first = true;
-    out.write_all(b"[")?;
-    for (library, tool) in registry.tools() {
+    let (mut text, mut schema_text) = (Vec::new(), Vec::new());
+    for &(library, tool) in tools {
         let parsed;
         let parameters = if unchanged {
             &marker
@@ -122,13 +156,10 @@ pub fn write_entries(
                 continue;
             }
         };
-        entry_text.clear();
-        if !first {
-            entry_text.push(b',');
-        }
+        text.push(b',');
         if layout == Layout::Pretty {
-            entry_text.push(b'\n');
-            entry_text.extend(std::iter::repeat_n(b' ', (depth + 1) * 2));
+            text.push(b'\n');
+            text.extend(std::iter::repeat_n(b' ', (depth + 1) * 2));
         }
         let mut splice = |name: &str, at: usize, out: &mut dyn Write| {
             if name != PARAMETERS {
@@ -139,16 +170,10 @@ pub fn write_entries(
             out.write_all(&schema_text)?;
             Ok(true)
         };
-        splice::write(&entry, layout, depth + 1, &mut entry_text, &mut splice)?;
-        out.write_all(&entry_text)?;
-        first = false;
+        // Writing into memory cannot fail.
+        let _ = splice::write(&entry, layout, depth + 1, &mut text, &mut splice);
     }
-    if !first && layout == Layout::Pretty {
-        out.write_all(b"\n")?;
-        out.write_all(&vec![b' '; depth * 2])?;
-    }
-    out.write_all(b"]")?;
-    Ok(diagnostics)
+    (text, diagnostics)
 }
 
 /// Marker names: where a document's list of tools goes, and a tool's parameters.

@@ -21,13 +21,17 @@
 //!    direct Python call and `LCPBinding.execute_tool`;
 //! 5. the `tools/call` round trip through `lcp serve` (stdio, raw JSON-RPC client),
 //!    and its start-up time;
-//! 6. peak memory of the registry against `LCPBinding`'s.
+//! 6. peak memory of the registry against `LCPBinding`'s;
+//! 7. isolation (worker processes);
+//! 8. `lcp serve` on the large corpus: the whole `tools/list` over HTTP, a dropped
+//!    file to `list_changed`, and the CPU of an idle server.
 //!
 //! The table also goes to `target/bench-results.txt`. No assertion here is about time.
 
 mod corpus;
 mod measure;
 mod python;
+mod serve;
 mod table;
 
 use std::cell::RefCell;
@@ -153,6 +157,9 @@ fn main() {
         }
         if wanted(6) {
             memory(&mut table, &setup, &large, &empty, &large_cold);
+        }
+        if wanted(8) {
+            serve::rows(&mut table, &setup.lcp, &large.root, large.tools, setup.quick);
         }
     }
 
@@ -896,6 +903,20 @@ impl Server {
         let response = self.request(*id, "tools/call", serde_json::json!({"name": "tool_noop", "arguments": {"x": 1}}));
         let result = &response["result"];
         assert!(result.is_object() && result["isError"] != true, "tools/call of the trivial tool succeeds: {response}");
+    }
+
+    /// Reads messages until a notification of `method` arrives.
+    fn wait_for(&mut self, method: &str) {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = self.stdout.read_line(&mut line).expect("lcp serve writes its stdout");
+            assert!(read > 0, "lcp serve closed its stdout before sending {method}");
+            let message: Value = serde_json::from_str(&line).expect("lcp serve writes JSON lines");
+            if message.get("method").and_then(Value::as_str) == Some(method) {
+                return;
+            }
+        }
     }
 
     fn stop(mut self) {

@@ -361,6 +361,44 @@ fn the_streamed_export_is_the_document_as_serde_json_prints_it_in_every_format_o
 }
 
 #[test]
+fn a_streamed_export_of_many_tools_written_in_parallel_chunks_is_the_document_in_order() {
+    // Enough tools for many chunks, some left out in every format (a name over 64
+    // characters), some whole chunks left out, and schemas that lowering changes.
+    let dir = temp_dir("exports-many");
+    for file in 0..12 {
+        let mut text = String::new();
+        for tool in 0..40 {
+            let name = match (file, tool % 7) {
+                (5..=7, _) | (_, 0) => format!("tool_{file}_{tool}_{}", "x".repeat(70)),
+                _ => format!("tool_{file}_{tool}"),
+            };
+            text.push_str(&format!(
+                "def {name}(a: int, b: str | None = None, c: list[float] = []) -> int:\n    \"\"\"Tool {file} {tool}.\n\n    Args:\n        a: A.\n        b: B.\n        c: C.\n    \"\"\"\n    return a\n\n"
+            ));
+        }
+        std::fs::write(dir.join(format!("lib_{file:02}.py")), text).unwrap();
+    }
+    let sources = lcp::registry::Sources { folders: vec![dir], files: Vec::new() };
+    let registry = lcp::registry::Registry::load(&sources, &lcp::registry::Options::default());
+    assert_eq!(registry.tools().count(), 480);
+    for format in EVERY_FORMAT {
+        for strict in [false, true] {
+            let (document, problems) = export::export(&registry, format, strict);
+            for (layout, expected) in [
+                (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
+                (Layout::Compact, serde_json::to_string(&document).unwrap()),
+            ] {
+                let mut written = Vec::new();
+                let streamed = export::write(&registry, format, strict, layout, &mut written).unwrap();
+                let case = format!("{format}, strict: {strict}, {layout:?}");
+                assert!(String::from_utf8(written).unwrap() == expected, "{case}: the streamed text differs");
+                assert_eq!(streamed, problems, "{case}: the problems differ");
+            }
+        }
+    }
+}
+
+#[test]
 fn the_mcp_entries_written_alone_are_the_documents_tools() {
     for (fixture, registry) in every_fixture() {
         let (document, _) = export::export(&registry, Format::Mcp, false);
