@@ -58,7 +58,11 @@ pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<
             Err(problems) => diagnostics.extend(problems),
         }
     }
-    (document(registry, format, Value::Array(entries)), diagnostics)
+    let libraries = match format {
+        Format::Manifest => registry.libraries.iter().map(|library| manifest_library(library)).collect(),
+        _ => Vec::new(),
+    };
+    (document(registry, format, Value::Array(libraries), Value::Array(entries)), diagnostics)
 }
 
 /// How [`write`] lays its text out: as `serde_json::to_string_pretty` (two-space
@@ -81,13 +85,15 @@ pub fn write(
 ) -> io::Result<Vec<Diagnostic>> {
     let mut diagnostics = Vec::new();
     let mut splice = |name: &str, depth: usize, out: &mut dyn Write| {
-        if name != ENTRIES {
-            return Ok(false);
+        match name {
+            ENTRIES => diagnostics = write_entries(registry, format, strict, layout, depth, out)?,
+            LIBRARIES => write_libraries(registry, layout, depth, out)?,
+            _ => return Ok(false),
         }
-        diagnostics = write_entries(registry, format, strict, layout, depth, out)?;
         Ok(true)
     };
-    splice::write(&document(registry, format, splice::marker(ENTRIES)), layout, 0, out, &mut splice)?;
+    let document = document(registry, format, splice::marker(LIBRARIES), splice::marker(ENTRIES));
+    splice::write(&document, layout, 0, out, &mut splice)?;
     Ok(diagnostics)
 }
 
@@ -176,8 +182,10 @@ fn write_chunk(
     (text, diagnostics)
 }
 
-/// Marker names: where a document's list of tools goes, and a tool's parameters.
+/// Marker names: where a document's list of tools goes, the manifest's list of
+/// libraries, and a tool's parameters.
 const ENTRIES: &str = "entries";
+const LIBRARIES: &str = "libraries";
 const PARAMETERS: &str = "parameters";
 
 /// Whether [`entry`] carries the parameters schema exactly as it is in `format`, so
@@ -192,12 +200,13 @@ fn takes_parameters_unchanged(format: Format, strict: bool) -> bool {
     }
 }
 
-/// The document of `format` around its list of tool entries.
-fn document(registry: &Registry, format: Format, entries: Value) -> Value {
+/// The document of `format` around its list of tool entries (and, for the manifest,
+/// of libraries).
+fn document(registry: &Registry, format: Format, libraries: Value, entries: Value) -> Value {
     match format {
         Format::Gemini => json!({ "functionDeclarations": entries }),
         Format::Mcp => json!({ "tools": entries }),
-        Format::Manifest => manifest(registry, entries),
+        Format::Manifest => manifest(registry, libraries, entries),
         _ => entries,
     }
 }
@@ -304,25 +313,46 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
     (wrapped, true)
 }
 
-fn manifest(registry: &Registry, tools: Value) -> Value {
-    let libraries: Vec<Value> = registry
-        .libraries
-        .iter()
-        .map(|library| {
-            json!({
-                "path": library.path,
-                "stem": library.stem,
-                "name": library.name,
-                "description": library.description,
-                "icon": library.icon,
-                "hooks": library.hooks,
-                "dynamic_prompt": library.prompt_provider.is_some(),
-                "prompt_provider": library.prompt_provider,
-                "tools": library.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
+fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
     json!({ "libraries": libraries, "tools": tools, "diagnostics": registry.diagnostics })
+}
+
+/// One library of the manifest.
+fn manifest_library(library: &Library) -> Value {
+    json!({
+        "path": library.path,
+        "stem": library.stem,
+        "name": library.name,
+        "description": library.description,
+        "icon": library.icon,
+        "hooks": library.hooks,
+        "dynamic_prompt": library.prompt_provider.is_some(),
+        "prompt_provider": library.prompt_provider,
+        "tools": library.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+    })
+}
+
+/// The manifest's libraries at `depth`, one at a time.
+fn write_libraries(registry: &Registry, layout: Layout, depth: usize, out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(b"[")?;
+    let mut text = Vec::new();
+    for (i, library) in registry.libraries.iter().enumerate() {
+        text.clear();
+        if i > 0 {
+            text.push(b',');
+        }
+        if layout == Layout::Pretty {
+            text.push(b'\n');
+            text.extend(std::iter::repeat_n(b' ', (depth + 1) * 2));
+        }
+        splice::write(&manifest_library(library), layout, depth + 1, &mut text, &mut |_, _, _| Ok(false))?;
+        out.write_all(&text)?;
+    }
+    if !registry.libraries.is_empty() && layout == Layout::Pretty {
+        out.write_all(b"\n")?;
+        out.write_all(&vec![b' '; depth * 2])?;
+    }
+    out.write_all(b"]")
 }
 
 /// Each provider's rule for tool names; `Err` says which rule a name breaks.
