@@ -3,7 +3,8 @@
 //! Owns argument parsing, where output goes and exit codes: JSON for programs on
 //! stdout, diagnostics and human messages on stderr; 0 success, 1 errors found (or
 //! the tool failed), 2 usage or I/O error. It holds no logic of its own beyond
-//! choosing what to print, and the terminal prompt of `lcp call`'s confirm handler.
+//! choosing what to print, and the terminal prompts of `lcp call`'s confirm handler
+//! and host objects (`cli/host.rs`).
 //! Every command reads `--config` and `--profile` into the host's view
 //! (`crate::view`); `cli/profiles.rs` prints `lcp profile`.
 
@@ -29,6 +30,7 @@ use crate::runtime::{
 use crate::view::{self, Admission, View};
 use crate::{profile, testlane};
 
+mod host;
 mod profiles;
 
 #[derive(Parser)]
@@ -84,7 +86,7 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
         /// Autonomy level given to the libraries [default: the config file's, else safe].
-        #[arg(long, value_name = "LEVEL", value_parser = ["safe", "ask", "full_access"])]
+        #[arg(long, value_name = "LEVEL", value_parser = crate::config::AUTONOMY_LEVELS)]
         autonomy: Option<String>,
         /// Stop the tool after this many seconds.
         #[arg(long, value_name = "SECS")]
@@ -95,6 +97,10 @@ enum Command {
         /// Refuse whatever the tool asks to confirm.
         #[arg(long)]
         no: bool,
+        /// Answers to what the tool asks the user, in advance: a JSON list (in order)
+        /// or object (by question title or prompt); `null` declines.
+        #[arg(long, value_name = "JSON")]
+        answers: Option<String>,
         /// A virtual environment whose packages tools may import [default: $VIRTUAL_ENV].
         #[arg(long, value_name = "DIR")]
         venv: Option<PathBuf>,
@@ -300,8 +306,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 describe(&mut view.registry);
             }
             // Written one tool at a time: the document is never held whole.
+            let inline_refs = format == Format::Mcp && config.mcp.inline_refs;
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            let written = export::write(&view.registry, format, strict, Layout::Pretty, &mut stdout)
+            let written = export::write(&view.registry, format, strict, inline_refs, Layout::Pretty, &mut stdout)
                 .and_then(|problems| stdout.write_all(b"\n").and_then(|()| stdout.flush()).map(|()| problems));
             match written {
                 Ok(problems) => print_diagnostics(&problems),
@@ -312,7 +319,20 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { tool, sources, args, workspace, mut host, autonomy, timeout, yes, no, venv, isolation } => {
+        Command::Call {
+            tool,
+            sources,
+            args,
+            workspace,
+            mut host,
+            autonomy,
+            timeout,
+            yes,
+            no,
+            answers,
+            venv,
+            isolation,
+        } => {
             // `--config {...}`: the library's configuration, not a file (SPEC §7).
             let library_config = match host.config.as_deref().map(str::trim_start) {
                 Some(json) if json.starts_with('{') => {
@@ -330,6 +350,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
             }
+            let answers = answers.as_deref().map(host::Answers::parse).transpose()?.unwrap_or_default();
             // The policy is checked before Python starts: a refused call runs no code.
             let tool = match view::admit(&registry, &config, profile.as_ref(), &tool) {
                 Admission::Run(tool) => tool,
@@ -367,6 +388,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 Box::new(std::io::stdout())
             };
             print_diagnostics(&runtime.set_confirm_handler(move |request| confirm(request, yes, no)));
+            runtime.set_user_interaction_handler(move |interaction| host::interact(interaction, &answers));
+            runtime.set_model(host::generate, false);
+            runtime.set_progress_handler(host::progress);
             let options = CallOptions { workspace, timeout, ..CallOptions::default() };
             let mut result = runtime.call(&registry, &tool, &args, &options);
             validate::check_result(&mut result, found);
@@ -532,12 +556,12 @@ fn check_workspace(workspace: Option<&Path>) -> Result<(), String> {
     }
 }
 
-/// `--timeout SECS`: a positive, finite number of seconds.
+/// `--timeout SECS`: a positive number of seconds that a `Duration` can hold.
 fn parse_timeout(timeout: Option<f64>) -> Result<Option<Duration>, String> {
-    match timeout {
-        Some(secs) if secs.is_finite() && secs > 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
-        Some(secs) => Err(format!("--timeout {secs}: must be a positive number of seconds")),
-        None => Ok(None),
+    let Some(secs) = timeout else { return Ok(None) };
+    match Duration::try_from_secs_f64(secs) {
+        Ok(duration) if secs > 0.0 => Ok(Some(duration)),
+        _ => Err(format!("--timeout {secs}: must be a positive number of seconds, at most {}", u64::MAX)),
     }
 }
 
@@ -637,10 +661,9 @@ fn pretty(value: &Value) -> String {
 }
 
 /// `TOOL  LIBRARY  PARAMETERS  GRADE  SOURCE  DESCRIPTION`, one row per tool; `?`
-/// marks optional parameters and undeclared grades; descriptions longer than a
-/// line are cut.
+/// marks optional parameters and undeclared grades. A cell longer than a line is cut
+/// (see [`cell`]), so one huge name never widens every row.
 fn table(registry: &Registry) -> String {
-    const DESCRIPTION_CHARS: usize = 72;
     let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
@@ -654,15 +677,12 @@ fn table(registry: &Registry) -> String {
             .collect();
         let grade = format!("{}{}", tool.policy.grade(), if tool.policy.grade.is_some() { "" } else { "?" });
         rows.push([
-            tool.name.clone(),
-            library.name.clone().unwrap_or_else(|| library.stem.clone()),
-            parameters.join(", "),
+            cell(&tool.name, Cut::End),
+            cell(library.name.as_deref().unwrap_or(&library.stem), Cut::End),
+            cell(&parameters.join(", "), Cut::End),
             grade,
-            format!("{}:{}", library.path.display(), tool.line),
-            match tool.description.char_indices().nth(DESCRIPTION_CHARS) {
-                Some((cut, _)) => format!("{}…", &tool.description[..cut]),
-                None => tool.description.clone(),
-            },
+            cell(&format!("{}:{}", library.path.display(), tool.line), Cut::Start),
+            cell(&tool.description, Cut::End),
         ]);
     }
     let mut out = columns(&rows);
@@ -675,9 +695,36 @@ fn columns<const N: usize>(rows: &[[String; N]]) -> String {
     let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
-        out.push_str(cells.join("  ").trim_end());
+        let mut line = String::new();
+        for (i, (text, width)) in row.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(text);
+            line.extend(std::iter::repeat_n(' ', width - text.chars().count()));
+        }
+        out.push_str(line.trim_end());
         out.push('\n');
     }
     out
+}
+
+/// Which end of a long cell is cut: a source keeps its end (the file name and line).
+#[derive(Clone, Copy)]
+enum Cut {
+    Start,
+    End,
+}
+
+/// A table cell: control characters become spaces, and text over [`CELL_CHARS`]
+/// characters is cut to that many, with `…` where it was cut.
+fn cell(text: &str, cut: Cut) -> String {
+    const CELL_CHARS: usize = 72;
+    let chars = text.chars().count();
+    let shown: String = match cut {
+        _ if chars <= CELL_CHARS => text.to_string(),
+        Cut::End => text.chars().take(CELL_CHARS).chain(['…']).collect(),
+        Cut::Start => ['…'].into_iter().chain(text.chars().skip(chars - CELL_CHARS)).collect(),
+    };
+    shown.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }

@@ -6,7 +6,7 @@
 //! error, so a typo never goes unnoticed:
 //!
 //! ```toml
-//! autonomy_level = "ask"      # "safe" (the default), "ask" or "full_access"
+//! autonomy_level = "strict"   # "strict", "safe" (the default) or "full_access"
 //!
 //! [libraries.weather]         # keyed by library: a library folder's name, else the file stem
 //! api_key = "..."
@@ -19,11 +19,15 @@
 //!
 //! [policy]                    # SPEC §12, checked by `policy`
 //! allow_destructive = false
+//!
+//! [mcp]                       # `tools/list` and `lcp export --format mcp`
+//! inline_refs = true          # named classes inlined, for clients that cannot resolve `$ref`
 //! ```
 //!
 //! `kits/NAME.kit` files beside the config file (beside the current directory without
 //! one) are profiles too. Each library's `init_tools_library(config)` receives its
-//! `[libraries]` table plus `autonomy_level` and `confirm_handler` (SPEC §5).
+//! `[libraries]` table plus `autonomy_level`, `confirm_handler` and
+//! `user_interaction_handler` (SPEC §5, §9).
 //! Problems are [`ConfigError`]s naming the file, the line (TOML only) and the entry.
 //! This module never resolves a profile against tools: `profile` and `view` do.
 
@@ -41,11 +45,21 @@ use crate::policy::{self, Declared, HostPolicy};
 use crate::profile::{self, Profile};
 use crate::runtime::RuntimeConfig;
 
-/// The values `autonomy_level` may take (the same as `lcp call --autonomy`).
-pub const AUTONOMY_LEVELS: [&str; 3] = ["safe", "ask", "full_access"];
+/// The values `autonomy_level` may take (the same as `lcp call --autonomy`), those of
+/// the reference: `strict` (every action asks), `safe` (risky actions ask),
+/// `full_access` (nothing asks).
+pub const AUTONOMY_LEVELS: [&str; 3] = ["strict", "safe", "full_access"];
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 5] = ["autonomy_level", "libraries", "profiles", "tools", "policy"];
+const KEYS: [&str; 6] = ["autonomy_level", "libraries", "profiles", "tools", "policy", "mcp"];
+
+/// `[mcp]`: how tools are described to MCP clients.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpConfig {
+    /// Inline every named class in `inputSchema` instead of `$defs` and `$ref`, for
+    /// clients that cannot resolve references. Default: false.
+    pub inline_refs: bool,
+}
 
 /// A problem with the configuration: in a file, or in a command-line option.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +148,7 @@ pub struct Config {
     pub profiles: Vec<Profile>,
     pub tools: Vec<ToolEntry>,
     pub policy: HostPolicy,
+    pub mcp: McpConfig,
 }
 
 impl Config {
@@ -309,6 +324,24 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                 }
                 config.policy = policy;
             }
+            "mcp" => match value {
+                Value::Object(table) => {
+                    for (name, value) in table {
+                        match (name.as_str(), value) {
+                            ("inline_refs", Value::Bool(inline)) => config.mcp.inline_refs = inline,
+                            ("inline_refs", other) => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp.inline_refs` is {other}; expected true or false"),
+                            )),
+                            _ => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp`: unknown key `{name}`; expected inline_refs"),
+                            )),
+                        }
+                    }
+                }
+                _ => errors.push(at.error(&here, "`mcp` must be a table")),
+            },
             _ => errors.push(at.error(&here, format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")))),
         }
     }
@@ -400,19 +433,21 @@ mod tests {
     fn documents() {
         check(json!({}), Ok(("safe", json!({}))));
         check(
-            json!({"autonomy_level": "ask", "libraries": {"weather": {"key": 1}}}),
-            Ok(("ask", json!({"weather": {"key": 1}}))),
+            json!({"autonomy_level": "strict", "libraries": {"weather": {"key": 1}}}),
+            Ok(("strict", json!({"weather": {"key": 1}}))),
         );
         check(json!([]), Err("the configuration must be a table (an object)"));
         check(
             json!({"autonomy_level": "all"}),
-            Err("`autonomy_level` is \"all\"; expected one of safe, ask, full_access"),
+            Err("`autonomy_level` is \"all\"; expected one of strict, safe, full_access"),
         );
         check(json!({"libraries": 3}), Err("`libraries` must be a table keyed by library"));
+        check(json!({"mcp": {"inline_refs": 1}}), Err("`mcp.inline_refs` is 1; expected true or false"));
+        check(json!({"mcp": {"inline": true}}), Err("`mcp`: unknown key `inline`; expected inline_refs"));
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));
         check(
             json!({"autonomy": 1}),
-            Err("unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, policy"),
+            Err("unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, policy, mcp"),
         );
         check(
             json!({"policy": {"allow": true}}),
@@ -422,10 +457,10 @@ mod tests {
 
     #[test]
     fn toml_and_json_read_the_same() {
-        let toml = parse_toml("autonomy_level = \"ask\"\n[libraries.weather]\nkey = 1\n").unwrap().0;
-        let json = parse_json(r#"{"autonomy_level": "ask", "libraries": {"weather": {"key": 1}}}"#).unwrap().0;
+        let toml = parse_toml("autonomy_level = \"strict\"\n[libraries.weather]\nkey = 1\n").unwrap().0;
+        let json = parse_json(r#"{"autonomy_level": "strict", "libraries": {"weather": {"key": 1}}}"#).unwrap().0;
         assert_eq!(toml, json);
-        assert_eq!(parse_toml(r#"{"autonomy_level": "ask"}"#).unwrap().0, json!({"autonomy_level": "ask"}));
+        assert_eq!(parse_toml(r#"{"autonomy_level": "strict"}"#).unwrap().0, json!({"autonomy_level": "strict"}));
         let (line, message) = parse_toml("\nautonomy_level = \n").unwrap_err();
         assert!(message.starts_with("invalid TOML: "), "{message}");
         assert_eq!(line, Some(2));

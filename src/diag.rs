@@ -29,6 +29,7 @@ impl fmt::Display for Level {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
+    #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
     pub line: u32,
     pub col: u32,

@@ -14,6 +14,7 @@
 mod ordered;
 mod splice;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 use std::io::{self, Write};
@@ -22,8 +23,10 @@ use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Tool};
+use crate::path_json;
 use crate::policy;
 use crate::registry::Registry;
+use crate::schema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -48,12 +51,18 @@ impl fmt::Display for Format {
     }
 }
 
+/// Deepest tool entry exported. JSON readers refuse deeper documents (serde_json at
+/// 128 levels), and an entry sits a few levels down in its document (four in an MCP
+/// `tools/list` response). Schemas are bounded when they are made
+/// ([`schema::MAX_SCHEMA_DEPTH`]); inlining definitions (Gemini) can still add up.
+const MAX_ENTRY_DEPTH: usize = 120;
+
 /// The registry in `format`, plus the problems of tools it had to leave out.
 pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
     for (library, tool) in registry.tools() {
-        match lower(format, library, tool, strict, &tool.parameters.parse()) {
+        match lower(format, library, tool, strict, &carried(format, tool, false)) {
             Ok(entry) => entries.push(entry),
             Err(problems) => diagnostics.extend(problems),
         }
@@ -76,17 +85,19 @@ pub enum Layout {
 /// Writes [`export`]'s document to `out`, byte for byte as `serde_json` prints it in
 /// `layout`, without building it: the envelope is written around the list of tools,
 /// which [`write_entries`] writes one tool at a time. Returns the same problems.
+/// `inline_refs` (MCP only): every class inlined, as [`inline_mcp_classes`] does.
 pub fn write(
     registry: &Registry,
     format: Format,
     strict: bool,
+    inline_refs: bool,
     layout: Layout,
     out: &mut impl Write,
 ) -> io::Result<Vec<Diagnostic>> {
     let mut diagnostics = Vec::new();
     let mut splice = |name: &str, depth: usize, out: &mut dyn Write| {
         match name {
-            ENTRIES => diagnostics = write_entries(registry, format, strict, layout, depth, out)?,
+            ENTRIES => diagnostics = write_entries(registry, format, strict, inline_refs, layout, depth, out)?,
             LIBRARIES => write_libraries(registry, layout, depth, out)?,
             _ => return Ok(false),
         }
@@ -106,6 +117,7 @@ pub fn write_entries(
     registry: &Registry,
     format: Format,
     strict: bool,
+    inline_refs: bool,
     layout: Layout,
     depth: usize,
     out: &mut dyn Write,
@@ -115,7 +127,7 @@ pub fn write_entries(
     let mut diagnostics = Vec::new();
     let mut first = true;
     out.write_all(b"[")?;
-    let write_chunk = |i: usize| write_chunk(chunks[i], format, strict, layout, depth);
+    let write_chunk = |i: usize| write_chunk(chunks[i], format, strict, inline_refs, layout, depth);
     ordered::run(chunks.len(), write_chunk, |(text, problems)| {
         diagnostics.extend(problems);
         // Every entry of a chunk starts with its comma; the list's first one has none.
@@ -140,22 +152,23 @@ fn write_chunk(
     tools: &[(&Library, &Tool)],
     format: Format,
     strict: bool,
+    inline_refs: bool,
     layout: Layout,
     depth: usize,
 ) -> (Vec<u8>, Vec<Diagnostic>) {
-    let marker = splice::marker(PARAMETERS);
-    let unchanged = takes_parameters_unchanged(format, strict);
+    let marker = splice::marker(CARRIED);
+    let unchanged = takes_schema_unchanged(format, strict);
     let mut diagnostics = Vec::new();
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
     for &(library, tool) in tools {
         let parsed;
-        let parameters = if unchanged {
+        let carried = if unchanged {
             &marker
         } else {
-            parsed = tool.parameters.parse();
+            parsed = carried(format, tool, inline_refs);
             &parsed
         };
-        let entry = match lower(format, library, tool, strict, parameters) {
+        let entry = match lower(format, library, tool, strict, carried) {
             Ok(entry) => entry,
             Err(problems) => {
                 diagnostics.extend(problems);
@@ -168,11 +181,11 @@ fn write_chunk(
             text.extend(std::iter::repeat_n(b' ', (depth + 1) * 2));
         }
         let mut splice = |name: &str, at: usize, out: &mut dyn Write| {
-            if name != PARAMETERS {
+            if name != CARRIED {
                 return Ok(false);
             }
             schema_text.clear();
-            splice::schema(tool.parameters.as_str(), layout, at, &mut schema_text);
+            splice::schema(&carried_text(format, tool, inline_refs), layout, at, &mut schema_text);
             out.write_all(&schema_text)?;
             Ok(true)
         };
@@ -183,16 +196,44 @@ fn write_chunk(
 }
 
 /// Marker names: where a document's list of tools goes, the manifest's list of
-/// libraries, and a tool's parameters.
+/// libraries, and the schema a tool's entry carries.
 const ENTRIES: &str = "entries";
 const LIBRARIES: &str = "libraries";
-const PARAMETERS: &str = "parameters";
+const CARRIED: &str = "carried";
 
-/// Whether [`entry`] carries the parameters schema exactly as it is in `format`, so
-/// that [`write_entries`] can splice its text instead of parsing it. A format whose
-/// lowering comes to change or look into the schema must answer `false`; the exports
-/// tests compare both paths on every fixture.
-fn takes_parameters_unchanged(format: Format, strict: bool) -> bool {
+/// The schema a tool's entry carries in `format`: MCP's `inputSchema`
+/// ([`mcp_input_schema`]), the parameters schema in every other format (which
+/// [`entry`] may then lower).
+fn carried(format: Format, tool: &Tool, inline_refs: bool) -> Value {
+    match format {
+        Format::Mcp => mcp_input_schema(tool, inline_refs),
+        _ => tool.parameters.parse(),
+    }
+}
+
+/// [`carried`] as compact JSON text, made from the schema's text without parsing it.
+fn carried_text(format: Format, tool: &Tool, inline_refs: bool) -> Cow<'_, str> {
+    if format != Format::Mcp {
+        return Cow::Borrowed(tool.parameters.as_str());
+    }
+    let source = match (&tool.parameters_with_defs, inline_refs) {
+        (Some(named), false) => named.as_str(),
+        _ => tool.parameters.as_str(),
+    };
+    // `$schema` goes first, before the schema's own keys (of which `$schema` is none).
+    let dialect = format!("{{\"$schema\":\"{JSON_SCHEMA_2020_12}\"");
+    match source.strip_prefix('{') {
+        Some("}") => Cow::Owned(dialect + "}"),
+        Some(rest) if !source.contains("\"$schema\"") => Cow::Owned(dialect + "," + rest),
+        _ => Cow::Owned(mcp_input_schema(tool, inline_refs).to_string()),
+    }
+}
+
+/// Whether [`entry`] carries the schema of [`carried`] exactly as it is in `format`,
+/// so that [`write_entries`] can splice its text ([`carried_text`]) instead of parsing
+/// it. A format whose lowering comes to change or look into the schema must answer
+/// `false`; the exports tests compare both paths on every fixture.
+fn takes_schema_unchanged(format: Format, strict: bool) -> bool {
     match format {
         Format::Openai | Format::OpenaiResponses => !strict,
         Format::Anthropic | Format::Mcp | Format::Manifest => true,
@@ -211,35 +252,37 @@ fn document(registry: &Registry, format: Format, libraries: Value, entries: Valu
     }
 }
 
-/// One tool in `format` (with `parameters` as its parameters schema), or the errors
-/// that leave it out: a name the provider refuses, what strict mode cannot express.
+/// One tool in `format` (with `carried` as the schema it carries, see [`carried`]),
+/// or the errors that leave it out: a name the provider refuses, a schema nested too
+/// deep, what strict mode cannot express.
 fn lower(
     format: Format,
     library: &Library,
     tool: &Tool,
     strict: bool,
-    parameters: &Value,
+    carried: &Value,
 ) -> Result<Value, Vec<Diagnostic>> {
+    let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
     if let Err(rule) = check_name(format, &tool.name) {
-        let message = format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name);
-        return Err(vec![Diagnostic::new(&library.path, tool.line, 1, Level::Error, message)]);
+        return Err(vec![error(format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name))]);
     }
-    entry(format, library, tool, strict, parameters).map_err(|problems| {
-        let problem = |problem| {
-            let message = format!("tool `{}` cannot be exported to {format} --strict: {problem}", tool.name);
-            Diagnostic::new(&library.path, tool.line, 1, Level::Error, message)
-        };
-        problems.into_iter().map(problem).collect()
-    })
+    match entry(format, library, tool, strict, carried) {
+        // A schema spliced in as text is a leaf here; such a schema is as it was made,
+        // bounded far below this (`schema::MAX_SCHEMA_DEPTH`).
+        Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
+            "tool `{}` cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
+            tool.name
+        ))]),
+        Ok(entry) => Ok(entry),
+        Err(problems) => Err(problems
+            .into_iter()
+            .map(|problem| error(format!("tool `{}` cannot be exported to {format} --strict: {problem}", tool.name)))
+            .collect()),
+    }
 }
 
-fn entry(
-    format: Format,
-    library: &Library,
-    tool: &Tool,
-    strict: bool,
-    parameters: &Value,
-) -> Result<Value, Vec<String>> {
+fn entry(format: Format, library: &Library, tool: &Tool, strict: bool, carried: &Value) -> Result<Value, Vec<String>> {
+    let parameters = carried;
     let name = &tool.name;
     let description = &tool.description;
     Ok(match format {
@@ -257,7 +300,7 @@ fn entry(
         }
         Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
         Format::Mcp => {
-            let mut entry = json!({ "name": name, "description": description, "inputSchema": parameters });
+            let mut entry = json!({ "name": name, "description": description, "inputSchema": carried });
             if let Some(output) = &tool.output {
                 entry["outputSchema"] = mcp_output_schema(output.value()).0;
             }
@@ -281,7 +324,7 @@ fn entry(
             "description": description,
             "parameters": parameters,
             "library": library.stem,
-            "path": library.path,
+            "path": path_json::encode(&library.path),
             "line": tool.line,
             "is_async": tool.is_async,
             "docstring": tool.docstring,
@@ -291,6 +334,36 @@ fn entry(
             "policy": policy::manifest(&tool.policy),
         }),
     })
+}
+
+/// The JSON Schema dialect MCP's `inputSchema` names (SEP-1613).
+pub const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// MCP's `inputSchema` of a tool: its dialect (`$schema`), then each named class in
+/// `$defs` with a `$ref` where it is used, as pydantic makes it; `inline`: every
+/// class inlined instead, for clients that cannot resolve `$ref`.
+pub fn mcp_input_schema(tool: &Tool, inline: bool) -> Value {
+    let parameters = match (&tool.parameters_with_defs, inline) {
+        (Some(named), false) => named.parse(),
+        _ => tool.parameters.parse(),
+    };
+    let mut schema = Map::new();
+    schema.insert("$schema".to_string(), Value::String(JSON_SCHEMA_2020_12.to_string()));
+    if let Value::Object(fields) = parameters {
+        schema.extend(fields);
+    }
+    Value::Object(schema)
+}
+
+/// Every tool of an `mcp` document with its classes inlined ([`mcp_input_schema`]),
+/// for clients that cannot resolve `$ref`; `registry` holds the tools under the
+/// names the document lists.
+pub fn inline_mcp_classes(document: &mut Value, registry: &Registry) {
+    for entry in document["tools"].as_array_mut().into_iter().flatten() {
+        if let Some((_, tool)) = entry["name"].as_str().and_then(|name| registry.tool(name)) {
+            entry["inputSchema"] = mcp_input_schema(tool, true);
+        }
+    }
 }
 
 /// MCP's `outputSchema` of a tool's output schema, and whether results are wrapped:
@@ -320,7 +393,7 @@ fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
 /// One library of the manifest.
 fn manifest_library(library: &Library) -> Value {
     json!({
-        "path": library.path,
+        "path": path_json::encode(&library.path),
         "stem": library.stem,
         "name": library.name,
         "description": library.description,
@@ -401,6 +474,9 @@ const STRICT_KEYWORDS: &[&str] = &[
     "minItems",
     "maxItems",
 ];
+
+/// String formats OpenAI's strict mode accepts.
+const STRICT_FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
 
 /// Lowers a parameters schema to OpenAI's strict subset: every property required,
 /// optional ones nullable, closed objects, no `default`.
@@ -483,6 +559,10 @@ fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
             }
             "default" => notes.push(format!("Default: {value}.")),
             "description" => {}
+            // Strict mode refuses a format it does not know (`uri`): the model reads it.
+            "format" if !value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) => {
+                notes.push(format!("format: {value}."))
+            }
             other if STRICT_KEYWORDS.contains(&other) => {
                 out.insert(key.clone(), value.clone());
             }
@@ -576,24 +656,36 @@ fn strict_nullable(mut schema: Value) -> Value {
 /// description.
 pub fn gemini(schema: &Value) -> Value {
     let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
-    gemini_node(schema, &defs, &mut Vec::new())
+    gemini_node(schema, &defs, &mut Expanding { names: Vec::new(), nodes_left: GEMINI_MAX_NODES })
+}
+
+/// Most schema nodes one Gemini lowering makes. Recursive definitions that use each
+/// other several times would grow exponentially when inlined: past this, a `$ref` is
+/// an untyped object, as a recursive one is.
+const GEMINI_MAX_NODES: usize = 20_000;
+
+/// The definitions being inlined, innermost last, and how many nodes may still be made.
+struct Expanding {
+    names: Vec<String>,
+    nodes_left: usize,
 }
 
 /// String formats Gemini understands.
 const GEMINI_FORMATS: &[&str] = &["date-time", "enum"];
 
-fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Vec<String>) -> Value {
+fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Expanding) -> Value {
     let Some(object) = schema.as_object() else { return json!({}) };
+    expanding.nodes_left = expanding.nodes_left.saturating_sub(1);
     if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
         let name = reference.trim_start_matches("#/$defs/").to_string();
-        if expanding.contains(&name) {
+        if expanding.names.contains(&name) || expanding.nodes_left == 0 {
             // Gemini has no recursion: the recursive part is an untyped object.
             return json!({ "type": "object", "description": format!("A nested {name}.") });
         }
         let Some(def) = defs.get(&name) else { return json!({}) };
-        expanding.push(name);
+        expanding.names.push(name);
         let mut inlined = gemini_node(def, defs, expanding);
-        expanding.pop();
+        expanding.names.pop();
         if let Some(description) = object.get("description") {
             inlined["description"] = description.clone();
         }
@@ -683,6 +775,11 @@ fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Vec<String>) -> Val
             "exclusiveMinimum" => notes.push(format!("Must be greater than {value}.")),
             "exclusiveMaximum" => notes.push(format!("Must be less than {value}.")),
             "multipleOf" => notes.push(format!("Must be a multiple of {value}.")),
+            // JSON text (`Json[T]`): the OpenAPI subset has no content keywords.
+            "contentMediaType" => {
+                notes.push(format!("Text holding a JSON document ({}).", value.as_str().unwrap_or_default()))
+            }
+            "contentSchema" => notes.push(format!("The document's schema: {value}.")),
             _ => {
                 out.insert(key.clone(), value.clone());
             }

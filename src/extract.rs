@@ -1,9 +1,12 @@
 //! One file's contribution: tools, prompt providers, metadata and hooks (SPEC §2–§3).
 //!
 //! Owns parsing with `ruff_python_parser`, the module-scope walk (what is reachable as
-//! a module attribute), the symbol table the schema needs, and the tool records.
-//! It never runs Python. A file that cannot be read safely contributes nothing and
-//! says why; problems inside a readable file are warnings next to what it contributes.
+//! a module attribute), the symbol table the schema needs, and the tool records. The
+//! files of one library folder are extracted together ([`extract_folder`]), so that a
+//! type imported relatively from a sibling (`from .models import Item`) resolves in
+//! the sibling's own tree: each file is parsed once. It never runs Python. A file that
+//! cannot be read safely contributes nothing and says why; problems inside a readable
+//! file are warnings next to what it contributes.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -19,7 +22,7 @@ use crate::diag::{Diagnostic, Level};
 use crate::docstring;
 use crate::policy::{self, Declared};
 use crate::scan::SourceFile;
-use crate::schema::{self, Converter, SchemaText, Scope};
+use crate::schema::{self, Converter, SchemaText, Scope, Siblings};
 use crate::source::{self, MAX_NESTING};
 
 /// Parameters the host passes itself; they never appear in a schema.
@@ -30,6 +33,7 @@ pub const NO_DESCRIPTION: &str = "No description provided.";
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Library {
+    #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
     /// The library folder `X/` this file belongs to, if any.
     #[serde(skip)]
@@ -55,8 +59,13 @@ pub struct Hooks {
 pub struct Tool {
     pub name: String,
     pub description: String,
-    /// JSON Schema of the arguments object.
+    /// JSON Schema of the arguments object, every named class inlined (SPEC §3).
     pub parameters: SchemaText,
+    /// The same schema with each named class in `$defs` under its own name and a
+    /// `$ref` where it is used ([`schema::named::hoist`]), for `tools/list`; `None`
+    /// when the parameters use no named class.
+    #[serde(skip)]
+    pub parameters_with_defs: Option<SchemaText>,
     pub line: u32,
     pub is_async: bool,
     /// The cleaned docstring, if any.
@@ -77,14 +86,42 @@ pub struct Returns {
     pub description: Option<String>,
 }
 
-/// Reads one file: its library, if the file could be read, and its diagnostics.
+/// Reads one file on its own: its library, if the file could be read, and its
+/// diagnostics. A relative import finds no sibling here; see [`extract_folder`].
 pub fn extract(file: &SourceFile, bytes: Vec<u8>, injected: &[String]) -> (Option<Library>, Vec<Diagnostic>) {
+    match parse(file, bytes) {
+        Ok(parsed) => {
+            let (library, diagnostics) = extract_folder(&[(file, &parsed)], injected).remove(0);
+            (Some(library), diagnostics)
+        }
+        Err(diagnostic) => (None, vec![diagnostic]),
+    }
+}
+
+/// A file's text and syntax tree: parsed once, kept while the files of its library
+/// folder are extracted.
+pub struct ParsedFile {
+    text: String,
+    module: ast::ModModule,
+    relative_imports: bool,
+}
+
+impl ParsedFile {
+    /// Whether the module imports from its own package (`from . import x`,
+    /// `from .x import y`): only then do its types depend on its siblings.
+    pub fn imports_relatively(&self) -> bool {
+        self.relative_imports
+    }
+}
+
+/// Parses one file, or says why it cannot be read safely.
+pub fn parse(file: &SourceFile, bytes: Vec<u8>) -> Result<ParsedFile, Diagnostic> {
     let path = file.path.as_path();
     let (text, needs_tree_check) = match source::prepare(bytes) {
         Ok(prepared) => (prepared.text, prepared.needs_tree_check),
         Err(err) => {
             let (line, col) = err.position();
-            return (None, vec![Diagnostic::new(path, line, col, Level::Error, err.to_string())]);
+            return Err(Diagnostic::new(path, line, col, Level::Error, err.to_string()));
         }
     };
     let parsed = match ruff_python_parser::parse_module(&text) {
@@ -93,7 +130,7 @@ pub fn extract(file: &SourceFile, bytes: Vec<u8>, injected: &[String]) -> (Optio
             let index = LineIndex::from_source_text(&text);
             let (line, col) = position(&index, &text, err.location);
             let message = format!("syntax error: {}", err.error);
-            return (None, vec![Diagnostic::new(path, line, col, Level::Error, message)]);
+            return Err(Diagnostic::new(path, line, col, Level::Error, message));
         }
     };
     // The lexical estimate bounds the tree's depth unless it could not see all the code.
@@ -102,11 +139,65 @@ pub fn extract(file: &SourceFile, bytes: Vec<u8>, injected: &[String]) -> (Optio
         let (line, col) = position(&index, &text, range);
         drop_deep(parsed);
         let message = format!("code is nested too deeply to read safely (more than {MAX_NESTING} levels)");
-        return (None, vec![Diagnostic::new(path, line, col, Level::Error, message)]);
+        return Err(Diagnostic::new(path, line, col, Level::Error, message));
     }
-    let mut reader = Reader { path, text: &text, index: LineIndex::from_source_text(&text), diagnostics: Vec::new() };
-    let library = reader.library(file, parsed.suite(), injected);
-    (Some(library), reader.diagnostics)
+    let module = parsed.into_syntax();
+    let relative_imports = imports_relatively(&module.body);
+    Ok(ParsedFile { text, module, relative_imports })
+}
+
+/// Extracts the files of one library folder (or one loose file), each with its
+/// diagnostics, in the order given. A type a file imports relatively is looked up in
+/// the others' definitions, by file stem.
+pub fn extract_folder(files: &[(&SourceFile, &ParsedFile)], injected: &[String]) -> Vec<(Library, Vec<Diagnostic>)> {
+    let mut readers: Vec<Reader> = Vec::with_capacity(files.len());
+    let mut modules: Vec<Module> = Vec::with_capacity(files.len());
+    for &(file, parsed) in files {
+        let mut reader = Reader {
+            path: &file.path,
+            text: &parsed.text,
+            index: LineIndex::from_source_text(&parsed.text),
+            diagnostics: Vec::new(),
+        };
+        let mut module = Module::default();
+        reader.walk_module(&parsed.module.body, &mut module);
+        readers.push(reader);
+        modules.push(module);
+    }
+    // Only a module that imports relatively looks at the others.
+    let relative = files.iter().any(|(_, parsed)| parsed.relative_imports);
+    let stems: Vec<String> = if relative { files.iter().map(|(file, _)| stem(file)).collect() } else { Vec::new() };
+    let siblings: Vec<(&str, &Scope)> =
+        stems.iter().map(String::as_str).zip(modules.iter().map(|m| &m.scope)).collect();
+    let mut out = Vec::with_capacity(files.len());
+    for ((&(file, _), mut reader), module) in files.iter().zip(readers).zip(&modules) {
+        let library = reader.library(file, module, &siblings, injected);
+        out.push((library, reader.diagnostics));
+    }
+    out
+}
+
+fn stem(file: &SourceFile) -> String {
+    file.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Whether a module-scope statement imports from the module's own package.
+fn imports_relatively(suite: &[Stmt]) -> bool {
+    suite.iter().any(|stmt| match stmt {
+        Stmt::ImportFrom(import) => import.level > 0,
+        Stmt::If(s) => imports_relatively(&s.body) || s.elif_else_clauses.iter().any(|c| imports_relatively(&c.body)),
+        Stmt::Try(s) => {
+            imports_relatively(&s.body)
+                || s.handlers.iter().any(|ast::ExceptHandler::ExceptHandler(h)| imports_relatively(&h.body))
+                || imports_relatively(&s.orelse)
+                || imports_relatively(&s.finalbody)
+        }
+        Stmt::With(s) => imports_relatively(&s.body),
+        Stmt::For(s) => imports_relatively(&s.body) || imports_relatively(&s.orelse),
+        Stmt::While(s) => imports_relatively(&s.body) || imports_relatively(&s.orelse),
+        Stmt::Match(s) => s.cases.iter().any(|c| imports_relatively(&c.body)),
+        _ => false,
+    })
 }
 
 struct Reader<'t> {
@@ -139,10 +230,14 @@ impl<'a> Module<'a> {
 }
 
 impl<'t> Reader<'t> {
-    fn library(&mut self, file: &SourceFile, suite: &[Stmt], injected: &[String]) -> Library {
-        let stem = file.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let mut module = Module::default();
-        self.walk_module(suite, &mut module);
+    fn library<'a>(
+        &mut self,
+        file: &SourceFile,
+        module: &Module<'a>,
+        siblings: &Siblings<'_, 'a>,
+        injected: &[String],
+    ) -> Library {
+        let stem = stem(file);
 
         let mut library = Library {
             path: file.path.clone(),
@@ -162,6 +257,18 @@ impl<'t> Reader<'t> {
         let mut providers = Vec::new();
         for function in &module.functions {
             let name = function.name.as_str();
+            if let Some(duplicate) = duplicate_parameter(&function.parameters) {
+                let is_tool = name.starts_with("tool_") && provider_base(name).is_none();
+                let consequence = if is_tool { ": the tool is not exported" } else { "" };
+                let message = format!(
+                    "`{name}` has the parameter `{}` twice, a SyntaxError in Python (the file cannot be imported){consequence}",
+                    duplicate.as_str()
+                );
+                self.report(duplicate.range, Level::Error, message);
+                if is_tool {
+                    continue;
+                }
+            }
             match name {
                 "init_tools_library" => library.hooks.init_tools_library = true,
                 "set_confirm_handler" => library.hooks.set_confirm_handler = true,
@@ -173,7 +280,7 @@ impl<'t> Reader<'t> {
                         self.warning(function.name.range, message);
                         continue;
                     }
-                    let tool = self.tool(function, &module.scope, injected);
+                    let tool = self.tool(function, &module.scope, siblings, injected);
                     library.tools.push(tool);
                 }
                 _ => {}
@@ -199,7 +306,7 @@ impl<'t> Reader<'t> {
                 self.warning(provider.name.range, message);
             }
         }
-        self.policies(&module, &mut library.tools);
+        self.policies(module, &mut library.tools);
         library
     }
 
@@ -260,11 +367,22 @@ impl<'t> Reader<'t> {
                     }
                 }
                 Stmt::ImportFrom(import) => {
+                    // Relative imports keep their dots: `from . import m` → `.m`,
+                    // `from .m import x` → `.m.x`.
+                    let dots = ".".repeat(import.level as usize);
                     let from = import.module.as_ref().map(|m| m.as_str()).unwrap_or_default();
-                    let from = format!("{}{from}", ".".repeat(import.level as usize));
+                    if import.level == 0 && matches!(from, "typing" | "typing_extensions") {
+                        module.scope.typing_star |= import.names.iter().any(|alias| alias.name.as_str() == "*");
+                    }
+                    let prefix = if from.is_empty() { dots } else { format!("{dots}{from}.") };
                     for alias in &import.names {
+                        let name = alias.name.as_str();
+                        if name == "*" {
+                            module.scope.star_imports.push(prefix.trim_end_matches('.').to_string());
+                            continue;
+                        }
                         let local = alias.asname.as_ref().unwrap_or(&alias.name).as_str();
-                        module.scope.imports.entry(local).or_insert_with(|| format!("{from}.{}", alias.name.as_str()));
+                        module.scope.imports.entry(local).or_insert_with(|| format!("{prefix}{name}"));
                     }
                 }
                 Stmt::Assign(assign) => {
@@ -364,7 +482,13 @@ impl<'t> Reader<'t> {
         }
     }
 
-    fn tool(&mut self, function: &ast::StmtFunctionDef, scope: &Scope, injected: &[String]) -> Tool {
+    fn tool<'a>(
+        &mut self,
+        function: &ast::StmtFunctionDef,
+        scope: &Scope<'a>,
+        siblings: &Siblings<'_, 'a>,
+        injected: &[String],
+    ) -> Tool {
         let name = function.name.as_str().to_string();
         let (raw_doc, doc_range) = match function.body.first() {
             Some(Stmt::Expr(e)) => match &*e.value {
@@ -374,7 +498,7 @@ impl<'t> Reader<'t> {
             _ => (None, function.name.range),
         };
         let doc = raw_doc.map(docstring::parse);
-        let mut converter = Converter::new(scope);
+        let mut converter = Converter::with_siblings(scope, siblings);
         let parameters = function.parameters.as_ref();
 
         let mut properties = Map::new();
@@ -403,7 +527,7 @@ impl<'t> Reader<'t> {
             match default {
                 None => required.push(Value::from(param_name)),
                 Some(default) => {
-                    if let Some(value) = converter.literal(default)
+                    if let Some(value) = converter.default(default)
                         && let Some(object) = schema.as_object_mut()
                     {
                         object.insert("default".into(), value);
@@ -413,22 +537,52 @@ impl<'t> Reader<'t> {
             properties.insert(param_name.to_string(), schema);
         }
 
+        // PEP 692: `**kwargs: Unpack[TD]` takes exactly TD's fields as keywords.
+        let mut keywords: Vec<String> = Vec::new();
+        let unpacked =
+            parameters.kwarg.as_ref().and_then(|k| k.annotation.as_deref()).and_then(|a| converter.unpacked(a));
+        if let Some((fields, field_required)) = &unpacked {
+            for (field, mut schema) in fields.clone() {
+                if properties.contains_key(&field) {
+                    let kwarg = parameters.kwarg.as_deref().map_or(function.name.range, |k| k.name.range);
+                    self.warning(
+                        kwarg,
+                        format!("in `{name}`: `{field}` of the unpacked keywords is already a parameter"),
+                    );
+                    continue;
+                }
+                let documented = doc.as_ref().and_then(|d| d.params.iter().find(|p| p.name == field));
+                if let Some(text) = documented.map(|p| p.description.clone()).filter(|d| !d.is_empty()) {
+                    schema::set_description(&mut schema, text);
+                }
+                if field_required.contains(&field) {
+                    required.push(Value::from(field.as_str()));
+                }
+                keywords.push(field.clone());
+                properties.insert(field, schema);
+            }
+        }
+
         let mut schema = Map::new();
         schema.insert("type".into(), json!("object"));
         schema.insert("properties".into(), Value::Object(properties));
         schema.insert("required".into(), Value::Array(required));
-        if parameters.kwarg.is_none() {
+        if parameters.kwarg.is_none() || unpacked.is_some() {
             schema.insert("additionalProperties".into(), Value::Bool(false));
         }
         if !converter.defs.is_empty() {
             schema.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
         }
+        let schema = Value::Object(schema);
+        let parameters_with_defs = (!converter.classes.is_empty())
+            .then(|| SchemaText::new(&schema::named::hoist(&schema, &converter.classes)));
         for (range, message) in std::mem::take(&mut converter.warnings) {
             self.warning(range, format!("in `{name}`: {message}"));
         }
 
         if let (Some(doc), Some(raw)) = (&doc, raw_doc) {
-            let all_params: Vec<&str> = parameters.iter().map(|p| p.name().as_str()).collect();
+            let mut all_params: Vec<&str> = parameters.iter().map(|p| p.name().as_str()).collect();
+            all_params.extend(keywords.iter().map(String::as_str));
             let (doc_line, _) = position(&self.index, self.text, doc_range);
             let skipped = leading_blank_lines(raw);
             for documented in &doc.params {
@@ -450,7 +604,8 @@ impl<'t> Reader<'t> {
         Tool {
             name,
             description: summary.filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string()),
-            parameters: SchemaText::new(&Value::Object(schema)),
+            parameters: SchemaText::new(&schema),
+            parameters_with_defs,
             line,
             is_async: function.is_async,
             docstring: text,
@@ -484,9 +639,20 @@ impl<'t> Reader<'t> {
     }
 
     fn warning(&mut self, range: TextRange, message: String) {
-        let (line, col) = position(&self.index, self.text, range);
-        self.diagnostics.push(Diagnostic::new(self.path, line, col, Level::Warning, message));
+        self.report(range, Level::Warning, message);
     }
+
+    fn report(&mut self, range: TextRange, level: Level, message: String) {
+        let (line, col) = position(&self.index, self.text, range);
+        self.diagnostics.push(Diagnostic::new(self.path, line, col, level, message));
+    }
+}
+
+/// The second use of a parameter name in one signature, if any. Names are compared as
+/// the parser gives them, already NFKC-normalised as Python does (`ﬁ` is `fi`).
+fn duplicate_parameter(parameters: &ast::Parameters) -> Option<&ast::Identifier> {
+    let mut seen = std::collections::HashSet::new();
+    parameters.iter().map(|parameter| parameter.name()).find(|name| !seen.insert(name.as_str()))
 }
 
 /// `{}` (any value), or an object with any keys and values (`dict`, `dict[str, Any]`).
@@ -511,7 +677,25 @@ fn looks_like_type(value: &Expr) -> bool {
         Expr::Subscript(_) | Expr::Name(_) | Expr::Attribute(_) | Expr::NoneLiteral(_) => true,
         Expr::BinOp(b) => b.op == ast::Operator::BitOr,
         Expr::Call(call) => {
-            matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "NewType") && call.arguments.args.len() == 2
+            let callee = match &*call.func {
+                Expr::Name(n) => n.id.as_str(),
+                Expr::Attribute(a) => a.attr.as_str(),
+                _ => return false,
+            };
+            // pydantic's constrained types: `Port = conint(ge=1, le=65535)`.
+            (callee == "NewType" && call.arguments.args.len() == 2)
+                || matches!(
+                    callee,
+                    "conint"
+                        | "confloat"
+                        | "constr"
+                        | "conbytes"
+                        | "conlist"
+                        | "conset"
+                        | "confrozenset"
+                        | "condecimal"
+                        | "condate"
+                )
         }
         _ => false,
     }
@@ -520,7 +704,11 @@ fn looks_like_type(value: &Expr) -> bool {
 /// `NewType("UserId", int)` stands for `int`.
 fn alias_value(value: &Expr) -> &Expr {
     match value {
-        Expr::Call(call) if call.arguments.args.len() == 2 => &call.arguments.args[1],
+        Expr::Call(call)
+            if call.arguments.args.len() == 2 && matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "NewType") =>
+        {
+            &call.arguments.args[1]
+        }
         other => other,
     }
 }

@@ -20,6 +20,7 @@
 //!   that touches rmcp.
 //! - [`testlane`]: `lcp test`, each tool called once per representative payload (SPEC §13).
 //! - [`cli`]: the `lcp` command line (SPEC §7).
+//! - [`path_json`]: how a path (UTF-8 or not) is written in JSON, losslessly.
 //!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
 //! never a panic. Nothing in this crate runs Python while discovering tools: only
@@ -33,6 +34,7 @@ pub mod docstring;
 pub mod export;
 pub mod extract;
 pub mod mcp;
+pub mod path_json;
 pub mod policy;
 pub mod profile;
 pub mod registry;

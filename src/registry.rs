@@ -1,20 +1,22 @@
 //! The registry: every library and tool of a set of sources, in discovery order.
 //!
 //! Owns the pipeline scan → read → extract (files are read and parsed in parallel,
-//! each on a thread with a stack large enough for deep syntax trees) and the
-//! first-wins rule for tool names across files. It never runs Python.
+//! each on a thread with a stack large enough for deep syntax trees; the files of a
+//! library folder are extracted together, so that relative imports between them
+//! resolve) and the first-wins rule for tool names across files. It never runs Python.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, Metadata};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, DEFAULT_INJECTED, Library, Tool};
+use crate::extract::{self, DEFAULT_INJECTED, Library, ParsedFile, Tool};
 use crate::scan::{self, SourceFile};
 use crate::source::{MAX_FILE_BYTES, SourceError};
 
@@ -60,6 +62,9 @@ struct CachedFile {
     /// A file of a library folder that sets no name, description or icon of its own:
     /// it shows those of the folder's `X/X.py`.
     inherits: bool,
+    /// The file imports from its siblings: a change of any file of its folder may
+    /// change its schemas.
+    relative_imports: bool,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -124,35 +129,62 @@ impl Registry {
         let (listed, scan_diagnostics) = scan::discover_with_metadata(&self.sources.folders, &self.sources.files);
         let (files, metadata): (Vec<SourceFile>, Vec<Option<Metadata>>) = listed.into_iter().unzip();
         let stamps: Vec<Option<Stamp>> = metadata.iter().map(|meta| meta.as_ref().map(Stamp::of)).collect();
-        let stale: Vec<usize> = (0..files.len())
-            .filter(|&i| match (&self.files.get(&files[i].path), stamps[i]) {
-                (Some(cached), Some(stamp)) => cached.stamp != Some(stamp),
-                _ => true,
+        let mut cached_listed = 0;
+        let stale: Vec<bool> = (0..files.len())
+            .map(|i| match (&self.files.get(&files[i].path), stamps[i]) {
+                (Some(cached), Some(stamp)) => {
+                    cached_listed += 1;
+                    cached.stamp != Some(stamp)
+                }
+                (Some(_), None) => {
+                    cached_listed += 1;
+                    true
+                }
+                (None, _) => true,
             })
             .collect();
-        let stale_files: Vec<(&SourceFile, Option<&Metadata>)> =
-            stale.iter().map(|&i| (&files[i], metadata[i].as_ref())).collect();
-        let read = read_all(&stale_files, &self.options.injected);
         let mut changes = Changes::default();
-        for ((library, diagnostics), &i) in read.into_iter().zip(&stale) {
-            let path = files[i].path.clone();
-            let inherits = library.as_ref().is_some_and(|l| {
-                l.package.is_some() && l.name.is_none() && l.description.is_none() && l.icon.is_none()
-            });
-            let cached = CachedFile { stamp: stamps[i], library: library.map(Arc::new), inherits, diagnostics };
-            match self.files.insert(path.clone(), cached) {
-                None => changes.added.push(path),
-                Some(_) => changes.changed.push(path),
-            }
-        }
-        // Every listed path (they are distinct) is now cached: more entries means some
-        // files are gone.
-        if self.files.len() > files.len() {
+        // Listed paths are distinct: more cached entries than listed cached paths means
+        // some files are gone.
+        if self.files.len() > cached_listed {
             let listed: HashSet<&PathBuf, BuildHasherDefault<FxHasher>> = files.iter().map(|f| &f.path).collect();
             let gone: Vec<PathBuf> = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
             for path in gone {
                 self.files.remove(&path);
                 changes.removed.push(path);
+            }
+        }
+        let groups = self.groups(&files, &stale, &changes.removed);
+        let read = read_all(&files, &metadata, &groups, &self.options.injected);
+        for (i, result) in read {
+            let path = files[i].path.clone();
+            let library = result.library;
+            let inherits = library.as_ref().is_some_and(|l| {
+                l.package.is_some() && l.name.is_none() && l.description.is_none() && l.icon.is_none()
+            });
+            let cached = CachedFile {
+                stamp: stamps[i],
+                library: library.map(Arc::new),
+                inherits,
+                relative_imports: result.relative_imports,
+                diagnostics: result.diagnostics,
+            };
+            match self.files.insert(path.clone(), cached) {
+                None => changes.added.push(path),
+                Some(_) if stale[i] => changes.changed.push(path),
+                // Read again for its siblings: a change only if what it contributes changed.
+                Some(before) => {
+                    let now = &self.files[&path];
+                    // Siblings change schemas only (a library's name may be inherited).
+                    let same_library = match (&before.library, &now.library) {
+                        (Some(a), Some(b)) => a.tools == b.tools,
+                        (None, None) => true,
+                        _ => false,
+                    };
+                    if !same_library || before.diagnostics != now.diagnostics {
+                        changes.changed.push(path);
+                    }
+                }
             }
         }
         let unchanged = changes.is_empty() && scan_diagnostics == self.scan_diagnostics;
@@ -161,6 +193,42 @@ impl Registry {
             self.rebuild(&files);
         }
         changes
+    }
+
+    /// The files to read, grouped by library folder (a loose file is a group of its
+    /// own). A folder whose files import from each other is read whole when any of
+    /// its files changed, appeared or went; otherwise only its changed files are read,
+    /// and its other files join them only if a changed file turns out to import
+    /// relatively (see [`Group`]).
+    fn groups(&self, files: &[SourceFile], stale: &[bool], removed: &[PathBuf]) -> Vec<Group> {
+        // Members of each library folder, wherever they are listed (explicit files of
+        // one folder need not be given together); a loose file alone.
+        let mut members: Vec<(Option<&Path>, Vec<usize>)> = Vec::new();
+        let mut folders: FastMap<&Path, usize> = FastMap::default();
+        for (i, file) in files.iter().enumerate() {
+            match file.package.as_deref() {
+                Some(dir) => match folders.entry(dir) {
+                    Entry::Occupied(slot) => members[*slot.get()].1.push(i),
+                    Entry::Vacant(slot) => {
+                        slot.insert(members.len());
+                        members.push((Some(dir), vec![i]));
+                    }
+                },
+                None => members.push((None, vec![i])),
+            }
+        }
+        let mut groups = Vec::new();
+        for (package, indices) in members {
+            let touched = indices.iter().any(|&i| stale[i])
+                || package.is_some_and(|dir| removed.iter().any(|p| p.parent() == Some(dir)));
+            if !touched {
+                continue;
+            }
+            let related =
+                indices.iter().any(|&i| self.files.get(&files[i].path).is_some_and(|cached| cached.relative_imports));
+            groups.push(Group { files: indices.into_iter().map(|i| (i, stale[i] || related)).collect() });
+        }
+        groups
     }
 
     /// Lays out libraries and diagnostics in discovery order from the per-file cache.
@@ -316,21 +384,46 @@ impl Hasher for FxHasher {
     }
 }
 
-type FileResult = (Option<Library>, Vec<Diagnostic>);
+/// Files of one library folder (or one loose file) to read together, in discovery
+/// order, each marked whether it must be read. The others are read only when a file
+/// that must be read imports relatively: then the whole folder is extracted together.
+struct Group {
+    files: Vec<(usize, bool)>,
+}
 
-/// Reads and extracts every file, in parallel, keeping discovery order.
-fn read_all(files: &[(&SourceFile, Option<&Metadata>)], injected: &[String]) -> Vec<FileResult> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len()).max(1);
+/// What reading one file gave.
+struct FileResult {
+    library: Option<Library>,
+    diagnostics: Vec<Diagnostic>,
+    relative_imports: bool,
+}
+
+impl FileResult {
+    fn failed(diagnostic: Diagnostic) -> FileResult {
+        FileResult { library: None, diagnostics: vec![diagnostic], relative_imports: false }
+    }
+}
+
+/// Reads and extracts the groups, in parallel, each file's result with its index
+/// into `files`, in discovery order.
+fn read_all(
+    files: &[SourceFile],
+    metadata: &[Option<Metadata>],
+    groups: &[Group],
+    injected: &[String],
+) -> Vec<(usize, FileResult)> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(groups.len()).max(1);
     let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<FileResult>>> = files.iter().map(|_| Mutex::new(None)).collect();
+    type Slot = Mutex<Option<Vec<(usize, FileResult)>>>;
+    let results: Vec<Slot> = groups.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let spawned = std::thread::Builder::new().stack_size(READER_STACK).spawn_scoped(scope, || {
                 loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(file, meta)) = files.get(i) else { break };
-                    let result = read_one(file, meta, injected);
-                    if let Ok(mut slot) = results[i].lock() {
+                    let g = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(group) = groups.get(g) else { break };
+                    let result = read_group(files, metadata, group, injected);
+                    if let Ok(mut slot) = results[g].lock() {
                         *slot = Some(result);
                     }
                 }
@@ -340,27 +433,69 @@ fn read_all(files: &[(&SourceFile, Option<&Metadata>)], injected: &[String]) -> 
             }
         }
     });
-    results
-        .into_iter()
-        .zip(files)
-        .map(|(slot, (file, _))| {
-            slot.into_inner().ok().flatten().unwrap_or_else(|| {
-                (
-                    None,
-                    vec![Diagnostic::at_file(
-                        &file.path,
-                        Level::Error,
-                        "could not be read: no reader thread was available",
-                    )],
-                )
-            })
-        })
-        .collect()
+    let mut out = Vec::with_capacity(files.len());
+    for (slot, group) in results.into_iter().zip(groups) {
+        match slot.into_inner().ok().flatten() {
+            Some(read) => out.extend(read),
+            None => out.extend(group.files.iter().filter(|(_, must)| *must).map(|&(i, _)| {
+                let message = "could not be read: no reader thread was available";
+                (i, FileResult::failed(Diagnostic::at_file(&files[i].path, Level::Error, message)))
+            })),
+        }
+    }
+    // Groups of explicit files need not be contiguous.
+    out.sort_by_key(|(i, _)| *i);
+    out
 }
 
-/// `meta` is the file's metadata as discovery saw it, if it could.
-fn read_one(file: &SourceFile, meta: Option<&Metadata>, injected: &[String]) -> FileResult {
+/// Reads one group: parses the files that must be read (and, when one of them
+/// imports relatively, the rest of the folder), then extracts them together.
+fn read_group(
+    files: &[SourceFile],
+    metadata: &[Option<Metadata>],
+    group: &Group,
+    injected: &[String],
+) -> Vec<(usize, FileResult)> {
+    let mut parsed: Vec<Option<Result<ParsedFile, Diagnostic>>> = group.files.iter().map(|_| None).collect();
+    for (slot, &(i, must)) in parsed.iter_mut().zip(&group.files) {
+        if must {
+            *slot = Some(read_one(&files[i], metadata[i].as_ref()));
+        }
+    }
+    let relative = parsed.iter().flatten().any(|p| p.as_ref().is_ok_and(ParsedFile::imports_relatively));
+    if relative {
+        for (slot, &(i, _)) in parsed.iter_mut().zip(&group.files) {
+            if slot.is_none() {
+                *slot = Some(read_one(&files[i], metadata[i].as_ref()));
+            }
+        }
+    }
+    let readable: Vec<(&SourceFile, &ParsedFile)> = parsed
+        .iter()
+        .zip(&group.files)
+        .filter_map(|(slot, &(i, _))| Some((&files[i], slot.as_ref()?.as_ref().ok()?)))
+        .collect();
+    let mut extracted = extract::extract_folder(&readable, injected).into_iter();
+    let mut out = Vec::with_capacity(group.files.len());
+    for (slot, &(i, _)) in parsed.iter().zip(&group.files) {
+        let result = match slot {
+            None => continue,
+            Some(Err(diagnostic)) => FileResult::failed(diagnostic.clone()),
+            Some(Ok(file)) => {
+                let (library, diagnostics) = extracted.next().expect("one extraction per readable file");
+                FileResult { library: Some(library), diagnostics, relative_imports: file.imports_relatively() }
+            }
+        };
+        out.push((i, result));
+    }
+    out
+}
+
+/// `meta` is the file's metadata as discovery saw it, if it could. A file that is gone
+/// by the time it is read was removed during the scan: a warning, as in [`scan`].
+fn read_one(file: &SourceFile, meta: Option<&Metadata>) -> Result<ParsedFile, Diagnostic> {
     let path = &file.path;
+    let removed = || Diagnostic::at_file(path, Level::Warning, scan::REMOVED_DURING_THE_SCAN);
     // Refuse a huge file before reading it into memory, and never open a FIFO or a
     // device (reading one could block forever or never end).
     let meta = match meta {
@@ -368,17 +503,36 @@ fn read_one(file: &SourceFile, meta: Option<&Metadata>, injected: &[String]) -> 
         None => fs::metadata(path),
     };
     match meta {
+        Err(err) if err.kind() == ErrorKind::NotFound => return Err(removed()),
         Ok(meta) if !meta.is_file() => {
-            return (None, vec![Diagnostic::at_file(path, Level::Error, "not a regular file")]);
+            return Err(Diagnostic::at_file(path, Level::Error, "not a regular file"));
         }
         Ok(meta) if meta.len() > MAX_FILE_BYTES as u64 => {
             let err = SourceError::TooLarge { bytes: meta.len() as usize };
-            return (None, vec![Diagnostic::at_file(path, Level::Error, err.to_string())]);
+            return Err(Diagnostic::at_file(path, Level::Error, err.to_string()));
         }
         _ => {}
     }
     match fs::read(path) {
-        Ok(bytes) => extract::extract(file, bytes, injected),
-        Err(err) => (None, vec![Diagnostic::at_file(path, Level::Error, format!("cannot read file: {err}"))]),
+        Ok(bytes) => extract::parse(file, bytes),
+        Err(err) if err.kind() == ErrorKind::NotFound => Err(removed()),
+        Err(err) => Err(Diagnostic::at_file(path, Level::Error, format!("cannot read file: {err}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both ways a listed file can be gone when it is read: before its `stat`, and
+    /// between the `stat` discovery made and the read.
+    #[test]
+    fn a_file_removed_during_the_scan_is_a_warning() {
+        let gone = SourceFile { path: PathBuf::from("no/such/dir/removed.py"), package: None };
+        let seen_meta = fs::metadata(file!()).unwrap();
+        for meta in [None, Some(&seen_meta)] {
+            let Err(diagnostic) = read_one(&gone, meta) else { panic!("a removed file was read") };
+            assert_eq!(diagnostic.to_string(), "no/such/dir/removed.py:1:1: warning: skipped: removed during the scan");
+        }
     }
 }

@@ -6,11 +6,17 @@
 //! and never runs Python. A bad entry is a diagnostic; the walk always goes on.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, Metadata};
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, Level};
+
+/// What a file or folder that disappears between being listed and being read is
+/// told: a warning (the walk, and the reading of files, go on).
+pub const REMOVED_DURING_THE_SCAN: &str = "skipped: removed during the scan";
 
 /// One file to read, in discovery order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,11 +87,12 @@ impl Walk {
                     return self.warning(dir, &format!("symbolic link loop: points back to {}", target.display()));
                 }
                 Ok(_) => {}
+                Err(err) if err.kind() == ErrorKind::NotFound => return self.warning(dir, REMOVED_DURING_THE_SCAN),
                 Err(err) => return self.error(dir, &format!("cannot open folder: {err}")),
             }
         }
         let Some(name) = dir.file_name() else { return };
-        let primary_name = format!("{}.py", name.to_string_lossy());
+        let primary_name = python_file_name(name);
         let files: Vec<PathBuf> = self
             .entries(dir)
             .into_iter()
@@ -93,7 +100,7 @@ impl Walk {
             .map(|entry| entry.path)
             .collect();
         let (primary, siblings): (Vec<_>, Vec<_>) =
-            files.into_iter().partition(|path| path.file_name().is_some_and(|n| *n == *primary_name));
+            files.into_iter().partition(|path| path.file_name() == Some(primary_name.as_os_str()));
         for path in primary.iter().chain(&siblings) {
             self.add(path, Some(dir.to_path_buf()));
         }
@@ -103,9 +110,8 @@ impl Walk {
         match fs::metadata(file) {
             Ok(meta) if meta.is_file() => {
                 // A file of a library folder `X/` (one holding `X/X.py`) belongs to it.
-                let is_library_folder = |dir: &&Path| {
-                    dir.file_name().is_some_and(|name| dir.join(format!("{}.py", name.to_string_lossy())).is_file())
-                };
+                let is_library_folder =
+                    |dir: &&Path| dir.file_name().is_some_and(|name| dir.join(python_file_name(name)).is_file());
                 let package = file.parent().filter(is_library_folder).map(Path::to_path_buf);
                 self.add(file, package);
             }
@@ -119,6 +125,10 @@ impl Walk {
     fn entries(&mut self, dir: &Path) -> Vec<Entry> {
         let listing = match fs::read_dir(dir) {
             Ok(listing) => listing,
+            Err(err) if err.kind() == ErrorKind::NotFound => {
+                self.warning(dir, REMOVED_DURING_THE_SCAN);
+                return Vec::new();
+            }
             Err(err) => {
                 if !dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
                     self.warning(dir, &format!("skipped: {err}"));
@@ -201,6 +211,13 @@ struct Entry {
     path: PathBuf,
     is_dir: bool,
     is_link: bool,
+}
+
+/// `X` → `X.py`, byte for byte (a name need not be UTF-8).
+fn python_file_name(stem: &OsStr) -> OsString {
+    let mut name = stem.to_os_string();
+    name.push(".py");
+    name
 }
 
 fn is_python_file(path: &Path) -> bool {

@@ -1,11 +1,15 @@
 //! Annotations to JSON Schema (SPEC §3, the type table), from the AST alone.
 //!
-//! Owns name resolution through a module's imports and aliases, the type table,
-//! same-file Enum / TypedDict / dataclass / BaseModel / NamedTuple classes,
-//! `Annotated` metadata and literal defaults. Recursive types go to `$defs`.
-//! It never runs Python and never fails: a type it cannot see into becomes `{}`
-//! (any JSON value) plus a warning naming it.
+//! Owns name resolution through a module's imports and aliases (and, for a file of a
+//! library folder, through relative imports into its sibling modules), the type table,
+//! Enum / TypedDict / dataclass / BaseModel / NamedTuple classes, `Annotated` metadata,
+//! pydantic's constrained and network types, and literal defaults. Recursive types go
+//! to `$defs`. It never runs Python, never reads a file and never fails: a type it
+//! cannot see into becomes `{}` (any JSON value) plus a warning naming it as written.
+//! Every schema it makes is bounded ([`MAX_SCHEMA_DEPTH`], [`MAX_LITERAL_DEPTH`],
+//! [`MAX_CONVERSIONS`]), so any JSON reader, lcp included, can read it back.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::OnceLock;
@@ -15,6 +19,8 @@ use ruff_text_size::{Ranged, TextRange};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+
+pub mod named;
 
 /// A tool's parameters schema, kept as compact JSON text: a fraction of the memory
 /// of a `serde_json::Value` tree, which holds a map per schema object.
@@ -80,21 +86,66 @@ impl Serialize for SchemaText {
 /// Deepest annotation followed; deeper ones are treated as unknown.
 const MAX_ANNOTATION_DEPTH: usize = 64;
 
+/// Deepest JSON nesting of the schema of one annotation (and of each `$defs` entry).
+/// JSON readers refuse deep documents (serde_json, and so lcp itself, at 128 levels),
+/// and a tool's export wraps its schemas in a few more levels: a deeper schema is
+/// replaced by `{}` (any JSON value) with a warning.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// Deepest literal value carried (a default, a `Literal` member, a `Field` argument);
+/// a deeper one is not treated as a literal, and a default is omitted with a warning.
+pub const MAX_LITERAL_DEPTH: usize = 32;
+
+/// Most annotation nodes converted for one tool. A class is inlined at each use, so
+/// classes whose fields use the next class twice double the schema at every step:
+/// past this many nodes, the rest are `{}` (any JSON value), with a warning.
+pub const MAX_CONVERSIONS: usize = 10_000;
+
+/// Why an expression has no JSON value.
+enum NotLiteral {
+    Expression,
+    TooDeep,
+}
+
+/// Most imports followed from one name to its definition: re-exports chain, and two
+/// modules may import from each other.
+const MAX_IMPORT_HOPS: usize = 16;
+
 /// What a module defines that annotations may refer to.
 #[derive(Default)]
 pub struct Scope<'a> {
-    /// Local name → qualified name: `t` → `typing`, `Opt` → `typing.Optional`.
+    /// Local name → qualified name: `t` → `typing`, `Opt` → `typing.Optional`. A
+    /// relative import keeps its dots: `from .models import Item` → `.models.Item`,
+    /// `from . import models` → `.models`.
     pub imports: HashMap<&'a str, String>,
     pub classes: HashMap<&'a str, &'a ast::StmtClassDef>,
     /// `Vector = list[float]`, `Vector: TypeAlias = ...`, `type Vector = ...`.
     pub aliases: HashMap<&'a str, &'a Expr>,
+    /// `from typing import *` (or `typing_extensions`): typing's names are bound.
+    pub typing_star: bool,
+    /// Modules of `from M import *`, qualified like `imports` (`.models`).
+    pub star_imports: Vec<String>,
+}
+
+/// The modules of one library folder by file stem, the tool's own included: where a
+/// relative import (`from .models import Item`) finds its names.
+pub type Siblings<'s, 'a> = [(&'s str, &'s Scope<'a>)];
+
+/// A module whose definitions are in view: the tool's own, or a sibling.
+#[derive(Clone, Copy)]
+struct Module<'a, 's> {
+    scope: &'s Scope<'a>,
+    /// The sibling's file stem; `None` for the tool's own module.
+    stem: Option<&'s str>,
 }
 
 /// What a name in an annotation stands for.
-enum Resolved<'a> {
+enum Resolved<'a, 's> {
     Qualified(String),
-    Class(&'a str),
-    Alias(&'a str),
+    Class(Module<'a, 's>, &'a str),
+    Alias(Module<'a, 's>, &'a str),
+    /// A sibling module itself (`from . import models`).
+    Module(Module<'a, 's>),
     Unknown(String),
 }
 
@@ -110,25 +161,50 @@ enum ClassKind {
 
 /// Converts annotations of one tool; collects shared `$defs` and warnings.
 pub struct Converter<'a, 's> {
-    scope: &'s Scope<'a>,
+    /// The module whose names are being resolved: the tool's own, or a sibling while
+    /// one of its definitions is converted.
+    current: Cell<Module<'a, 's>>,
+    siblings: &'s Siblings<'s, 'a>,
     pub defs: Map<String, Value>,
+    /// The named classes (TypedDict, dataclass, NamedTuple, model) inlined so far,
+    /// each once, with their schema as inlined: what [`named::hoist`] moves to `$defs`,
+    /// under the class's own name (a sibling module's class whose name is taken:
+    /// `stem.Name`).
+    pub classes: Vec<(String, Value)>,
+    /// The definition keys of `classes`, in the same order.
+    class_keys: Vec<String>,
     pub warnings: Vec<(TextRange, String)>,
     expanding: Vec<String>,
     recursive: HashSet<String>,
     /// Set while converting the inside of a string annotation, whose own ranges are
     /// relative to the string: warnings point at the string instead.
     string_range: Option<TextRange>,
+    /// Annotation nodes converted so far, against [`MAX_CONVERSIONS`].
+    conversions: usize,
+    /// Set while converting a sibling's definition, whose ranges are in another
+    /// file: warnings point at the tool's annotation that led there.
+    sibling_range: Option<TextRange>,
 }
 
 impl<'a, 's> Converter<'a, 's> {
     pub fn new(scope: &'s Scope<'a>) -> Self {
+        Converter::with_siblings(scope, &[])
+    }
+
+    /// A converter for a module of a library folder whose other modules are `siblings`.
+    pub fn with_siblings(scope: &'s Scope<'a>, siblings: &'s Siblings<'s, 'a>) -> Self {
         Converter {
-            scope,
+            current: Cell::new(Module { scope, stem: None }),
+            siblings,
             defs: Map::new(),
+            classes: Vec::new(),
+            class_keys: Vec::new(),
             warnings: Vec::new(),
             expanding: Vec::new(),
             recursive: HashSet::new(),
             string_range: None,
+            conversions: 0,
+            sibling_range: None,
         }
     }
 
@@ -136,64 +212,171 @@ impl<'a, 's> Converter<'a, 's> {
     pub fn annotation(&mut self, expr: &Expr) -> (Value, Option<String>) {
         let mut description = None;
         let schema = self.convert(expr, 0, &mut description);
-        (schema, description)
+        (self.within_depth(expr.range(), schema), description)
     }
 
-    /// The JSON value of a literal default, if it is one.
+    /// `schema`, or `{}` with a warning when it is nested deeper than [`MAX_SCHEMA_DEPTH`].
+    fn within_depth(&mut self, range: TextRange, schema: Value) -> Value {
+        if json_depth(&schema) <= MAX_SCHEMA_DEPTH {
+            return schema;
+        }
+        let message = format!(
+            "annotation nested too deeply (its schema would be more than {MAX_SCHEMA_DEPTH} levels deep): accepted as any JSON value"
+        );
+        self.warn(range, message);
+        json!({})
+    }
+
+    /// The fields of `Unpack[TD]` (PEP 692 `**kwargs`) with the names among them that
+    /// are required; `None`, with a warning, when TD is not a TypedDict.
+    pub fn unpacked(&mut self, annotation: &Expr) -> Option<(Map<String, Value>, Vec<String>)> {
+        let Expr::Subscript(sub) = annotation else { return None };
+        if !self.is_qualified(&sub.value, "typing.Unpack") {
+            return None;
+        }
+        let target = slice_args(sub).into_iter().next()?;
+        let is_typed_dict =
+            match self.resolve(target) {
+                Some(Resolved::Class(module, name)) => module.scope.classes.get(name).is_some_and(|class| {
+                    self.peek_in(module, |this| this.class_kind(class, 0)) == ClassKind::TypedDict
+                }),
+                _ => false,
+            };
+        if !is_typed_dict {
+            let text = describe(target);
+            self.warn(target.range(), format!("`Unpack[{text}]` needs a TypedDict: any keyword is accepted"));
+            return None;
+        }
+        let mut schema = self.convert(target, 1, &mut None);
+        // A recursive TypedDict is a reference to its definition.
+        if let Some(name) = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+            schema = self.defs.get(name).cloned().unwrap_or_default();
+        }
+        let fields = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+        let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from);
+        Some((fields, required.collect()))
+    }
+
+    /// The JSON value of a literal, if it is one (nested at most [`MAX_LITERAL_DEPTH`] levels).
     pub fn literal(&self, expr: &Expr) -> Option<Value> {
-        match expr {
-            Expr::StringLiteral(s) => Some(Value::from(s.value.to_str())),
+        self.literal_value(expr, MAX_LITERAL_DEPTH, true).ok()
+    }
+
+    /// The JSON value of a literal default; one nested deeper than [`MAX_LITERAL_DEPTH`]
+    /// levels is omitted with a warning (the parameter stays optional).
+    pub fn default(&mut self, expr: &Expr) -> Option<Value> {
+        match self.literal_value(expr, MAX_LITERAL_DEPTH, true) {
+            Ok(value) => Some(value),
+            Err(NotLiteral::TooDeep) => {
+                let message = format!("default nested more than {MAX_LITERAL_DEPTH} levels deep: omitted");
+                self.warn(expr.range(), message);
+                None
+            }
+            Err(NotLiteral::Expression) => None,
+        }
+    }
+
+    /// The JSON value of a literal with at most `room` levels of nesting (a scalar or
+    /// an empty container is one level). `members`: whether a same-file Enum member
+    /// (`Color.RED`) counts as its value; never inside an Enum's own body, where a
+    /// member naming another member would make the reading go round in circles.
+    fn literal_value(&self, expr: &Expr, room: usize, members: bool) -> Result<Value, NotLiteral> {
+        if room == 0 {
+            return Err(NotLiteral::TooDeep);
+        }
+        let items = |elts: &[Expr]| {
+            elts.iter().map(|e| self.literal_value(e, room - 1, members)).collect::<Result<Vec<_>, _>>()
+        };
+        let value = match expr {
+            Expr::StringLiteral(s) => Value::from(s.value.to_str()),
             Expr::BytesLiteral(b) => {
                 let bytes: Vec<u8> = b.value.as_slice().iter().flat_map(|p| p.value.iter().copied()).collect();
-                Some(Value::from(String::from_utf8_lossy(&bytes).into_owned()))
+                Value::from(String::from_utf8_lossy(&bytes).into_owned())
             }
-            Expr::NumberLiteral(n) => number_value(&n.value),
-            Expr::BooleanLiteral(b) => Some(Value::Bool(b.value)),
-            Expr::NoneLiteral(_) => Some(Value::Null),
+            Expr::NumberLiteral(n) => number_value(&n.value).ok_or(NotLiteral::Expression)?,
+            Expr::BooleanLiteral(b) => Value::Bool(b.value),
+            Expr::NoneLiteral(_) => Value::Null,
             Expr::UnaryOp(u) if matches!(u.op, UnaryOp::USub | UnaryOp::UAdd) => {
-                let Expr::NumberLiteral(n) = &*u.operand else { return None };
-                let value = number_value(&n.value)?;
-                if u.op == UnaryOp::UAdd {
-                    return Some(value);
-                }
-                if let Some(i) = value.as_i64() {
+                let Expr::NumberLiteral(n) = &*u.operand else { return Err(NotLiteral::Expression) };
+                let value = number_value(&n.value).ok_or(NotLiteral::Expression)?;
+                let negated = if u.op == UnaryOp::UAdd {
+                    Some(value)
+                } else if let Some(i) = value.as_i64() {
                     i.checked_neg().map(Value::from)
                 } else {
                     value.as_f64().map(|f| json!(-f))
-                }
+                };
+                negated.ok_or(NotLiteral::Expression)?
             }
-            Expr::Tuple(t) => t.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
-            Expr::List(l) => l.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
-            Expr::Set(s) => s.elts.iter().map(|e| self.literal(e)).collect::<Option<Vec<_>>>().map(Value::Array),
+            Expr::Tuple(t) => Value::Array(items(&t.elts)?),
+            Expr::List(l) => Value::Array(items(&l.elts)?),
+            Expr::Set(s) => Value::Array(items(&s.elts)?),
             Expr::Dict(d) => {
                 let mut map = Map::new();
                 for item in &d.items {
-                    let Some(Expr::StringLiteral(key)) = &item.key else { return None };
-                    map.insert(key.value.to_str().to_string(), self.literal(&item.value)?);
+                    let Some(Expr::StringLiteral(key)) = &item.key else { return Err(NotLiteral::Expression) };
+                    map.insert(key.value.to_str().to_string(), self.literal_value(&item.value, room - 1, members)?);
                 }
-                Some(Value::Object(map))
+                Value::Object(map)
             }
-            Expr::Attribute(attr) => self.enum_member_value(attr),
-            _ => None,
-        }
+            Expr::Attribute(_) if !members => return Err(NotLiteral::Expression),
+            Expr::Attribute(attr) => {
+                // An enum member's value is a literal of its own: measured here.
+                let value = self.enum_member_value(attr).ok_or(NotLiteral::Expression)?;
+                if json_depth(&value) > room {
+                    return Err(NotLiteral::TooDeep);
+                }
+                value
+            }
+            _ => return Err(NotLiteral::Expression),
+        };
+        Ok(value)
     }
 
     /// The schema of an unannotated parameter: the type of its literal default, else
     /// `string` (the LCP convention).
     pub fn inferred_from_default(&self, default: Option<&Expr>) -> Value {
-        let kind = match default.and_then(|d| self.literal(d)) {
-            Some(Value::Bool(_)) => "boolean",
-            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => "integer",
-            Some(Value::Number(_)) => "number",
-            Some(Value::Array(_)) => "array",
-            Some(Value::Object(_)) => "object",
+        let Some(default) = default else { return json!({ "type": "string" }) };
+        let kind = match self.literal_value(default, MAX_LITERAL_DEPTH, true) {
+            Ok(Value::Bool(_)) => "boolean",
+            Ok(Value::Number(n)) if n.is_i64() || n.is_u64() => "integer",
+            Ok(Value::Number(_)) => "number",
+            Ok(Value::Array(_)) => "array",
+            Ok(Value::Object(_)) => "object",
+            // A literal too deep to carry still says what it is.
+            Err(NotLiteral::TooDeep) if matches!(default, Expr::Tuple(_) | Expr::List(_) | Expr::Set(_)) => "array",
+            Err(NotLiteral::TooDeep) if matches!(default, Expr::Dict(_)) => "object",
             _ => "string",
         };
         json!({ "type": kind })
     }
 
     fn warn(&mut self, range: TextRange, message: String) {
-        self.warnings.push((self.string_range.unwrap_or(range), message));
+        self.warnings.push((self.sibling_range.or(self.string_range).unwrap_or(range), message));
+    }
+
+    /// Runs `f` with `module`'s names in view; warnings from a sibling's definitions
+    /// point at `range`, the place in the tool's file that led there.
+    fn in_module<R>(&mut self, module: Module<'a, 's>, range: TextRange, f: impl FnOnce(&mut Self) -> R) -> R {
+        let outer = self.current.replace(module);
+        let anchored = module.stem.is_some() && self.sibling_range.is_none();
+        if anchored {
+            self.sibling_range = Some(self.string_range.unwrap_or(range));
+        }
+        let result = f(self);
+        if anchored {
+            self.sibling_range = None;
+        }
+        self.current.set(outer);
+        result
+    }
+
+    /// [`Self::in_module`] for code that only reads.
+    fn peek_in<R>(&self, module: Module<'a, 's>, f: impl FnOnce(&Self) -> R) -> R {
+        let outer = self.current.replace(module);
+        let result = f(self);
+        self.current.set(outer);
+        result
     }
 
     fn unknown(&mut self, expr: &Expr, name: &str) -> Value {
@@ -202,6 +385,16 @@ impl<'a, 's> Converter<'a, 's> {
     }
 
     fn convert(&mut self, expr: &Expr, depth: usize, description: &mut Option<String>) -> Value {
+        self.conversions += 1;
+        if self.conversions > MAX_CONVERSIONS {
+            if self.conversions == MAX_CONVERSIONS + 1 {
+                let message = format!(
+                    "the types of this tool expand to more than {MAX_CONVERSIONS} schemas: the rest are accepted as any JSON value"
+                );
+                self.warn(expr.range(), message);
+            }
+            return json!({});
+        }
         if depth > MAX_ANNOTATION_DEPTH {
             self.warn(expr.range(), "annotation nested too deeply: accepted as any JSON value".into());
             return json!({});
@@ -216,10 +409,18 @@ impl<'a, 's> Converter<'a, 's> {
             Expr::Subscript(sub) => self.subscript(sub, depth, description),
             Expr::Name(_) | Expr::Attribute(_) => match self.resolve(expr) {
                 Some(Resolved::Qualified(q)) => self.named(expr, &q),
-                Some(Resolved::Class(name)) => self.class(name, depth),
-                Some(Resolved::Alias(name)) => self.alias(name, depth, description),
+                Some(Resolved::Class(module, name)) => self.class(module, name, expr.range(), depth),
+                Some(Resolved::Alias(module, name)) => self.alias(module, name, expr.range(), depth, description),
+                Some(Resolved::Module(_)) => self.unknown(expr, &describe(expr)),
                 Some(Resolved::Unknown(name)) => self.unknown(expr, &name),
                 None => self.unknown(expr, "?"),
+            },
+            Expr::Call(call) => match self.resolve(&call.func) {
+                Some(Resolved::Qualified(q)) if constrained_kind(&q).is_some() => self.constrained(&q, call, depth),
+                _ => {
+                    let text = describe(expr);
+                    self.unknown(expr, &text)
+                }
             },
             Expr::EllipsisLiteral(_) => json!({}),
             other => {
@@ -260,7 +461,9 @@ impl<'a, 's> Converter<'a, 's> {
             "datetime.time" => json!({ "type": "string", "format": "time" }),
             "datetime.timedelta" => json!({ "type": "string", "format": "duration" }),
             "uuid.UUID" => json!({ "type": "string", "format": "uuid" }),
+            "decimal.Decimal" => decimal(Map::new(), None, None),
             q if is_path(q) => json!({ "type": "string" }),
+            q if let Some(schema) = vocabulary(q) => schema,
             q => match container(q) {
                 Some(Container::Array) | Some(Container::Tuple) => json!({ "type": "array" }),
                 Some(Container::Set) => json!({ "type": "array", "uniqueItems": true }),
@@ -277,9 +480,9 @@ impl<'a, 's> Converter<'a, 's> {
         };
         let qualified = match self.resolve(&sub.value) {
             Some(Resolved::Qualified(q)) => q,
-            Some(Resolved::Alias(name)) => {
+            Some(Resolved::Alias(module, name)) => {
                 // A generic alias used with arguments: use the alias itself.
-                return self.alias(name, depth, description);
+                return self.alias(module, name, sub.value.range(), depth, description);
             }
             _ => {
                 let text = describe(&sub.value);
@@ -292,8 +495,26 @@ impl<'a, 's> Converter<'a, 's> {
                 nullable(inner)
             }
             "typing.Union" => self.union(args.into_iter(), depth),
-            "typing.Literal" => self.literal_values(&args),
+            "typing.Literal" => {
+                let mut values = Vec::new();
+                self.literal_values(&args, &mut values);
+                values.dedup();
+                if values.is_empty() {
+                    self.warn(sub.range, "`Literal` with no values: accepted as any JSON value".into());
+                    return json!({});
+                }
+                enum_schema(values)
+            }
             "typing.Annotated" => self.annotated(&args, depth, description),
+            // `Json[T]`: text holding a JSON document that is a `T`.
+            "pydantic.Json" => {
+                let content = args.first().map(|a| self.convert(a, depth + 1, &mut None));
+                let mut schema = json!({ "type": "string", "contentMediaType": "application/json" });
+                if let Some(content) = content.filter(|c| c != &json!({})) {
+                    schema["contentSchema"] = content;
+                }
+                schema
+            }
             "typing.Required" | "typing.NotRequired" | "typing.ReadOnly" | "typing.Final" | "typing.ClassVar" => {
                 match args.first() {
                     Some(inner) => self.convert(inner, depth + 1, description),
@@ -342,7 +563,14 @@ impl<'a, 's> Converter<'a, 's> {
             _ => {
                 let items: Vec<Value> = args.iter().map(|a| self.convert(a, depth + 1, &mut None)).collect();
                 let n = items.len();
-                json!({ "type": "array", "prefixItems": items, "minItems": n, "maxItems": n, "items": false })
+                let n = Value::from(n);
+                object([
+                    ("type", json!("array")),
+                    ("prefixItems", Value::Array(items)),
+                    ("minItems", n.clone()),
+                    ("maxItems", n),
+                    ("items", Value::Bool(false)),
+                ])
             }
         }
     }
@@ -366,19 +594,16 @@ impl<'a, 's> Converter<'a, 's> {
         }
         match branches.len() {
             1 => branches.remove(0),
-            _ => json!({ "anyOf": branches }),
+            _ => object([("anyOf", Value::Array(branches))]),
         }
     }
 
-    fn literal_values(&mut self, args: &[&Expr]) -> Value {
-        let mut values = Vec::new();
+    /// The values of `Literal[...]`'s arguments, nested `Literal`s flattened.
+    fn literal_values(&mut self, args: &[&Expr], values: &mut Vec<Value>) {
         for arg in args {
             match arg {
                 Expr::Subscript(inner) if self.is_qualified(&inner.value, "typing.Literal") => {
-                    if let Some(nested) = self.literal_values(&slice_args(inner)).get("enum").and_then(Value::as_array)
-                    {
-                        values.extend(nested.iter().cloned());
-                    }
+                    self.literal_values(&slice_args(inner), values);
                 }
                 _ => match self.literal(arg) {
                     Some(value) => values.push(value),
@@ -389,8 +614,6 @@ impl<'a, 's> Converter<'a, 's> {
                 },
             }
         }
-        values.dedup();
-        enum_schema(values)
     }
 
     fn annotated(&mut self, args: &[&Expr], depth: usize, description: &mut Option<String>) -> Value {
@@ -423,6 +646,14 @@ impl<'a, 's> Converter<'a, 's> {
                             description.get_or_insert_with(|| text.to_string());
                         }
                     } else {
+                        apply_constraint(schema, arg.as_str(), value);
+                    }
+                }
+            }
+            // `StringConstraints(min_length=1, pattern=...)`: the bounds a `constr` carries.
+            "StringConstraints" => {
+                for keyword in &call.arguments.keywords {
+                    if let (Some(arg), Some(value)) = (&keyword.arg, self.literal(&keyword.value)) {
                         apply_constraint(schema, arg.as_str(), value);
                     }
                 }
@@ -464,14 +695,70 @@ impl<'a, 's> Converter<'a, 's> {
         }
     }
 
-    fn alias(&mut self, name: &'a str, depth: usize, description: &mut Option<String>) -> Value {
-        let Some(&value) = self.scope.aliases.get(name) else { return json!({}) };
-        self.expand(name, |this| this.convert(value, depth + 1, description))
+    /// `conint(ge=1)`, `constr(max_length=5)`, `conlist(int, min_length=1)`,
+    /// `condecimal(max_digits=5, decimal_places=2)`: the base type and its bounds.
+    fn constrained(&mut self, qualified: &str, call: &ast::ExprCall, depth: usize) -> Value {
+        let Some(kind) = constrained_kind(qualified) else { return json!({}) };
+        let mut bounds: Vec<(&str, Value)> = Vec::new();
+        for keyword in &call.arguments.keywords {
+            let Some(arg) = &keyword.arg else { continue };
+            let Some(value) = self.literal(&keyword.value) else { continue };
+            // pydantic 1 spelled some of them differently.
+            let key = match arg.as_str() {
+                "regex" => "pattern",
+                "min_items" => "min_length",
+                "max_items" => "max_length",
+                key => key,
+            };
+            bounds.push((key, value));
+        }
+        let mut schema = match kind {
+            "integer" | "number" | "string" => json!({ "type": kind }),
+            "date" => json!({ "type": "string", "format": "date" }),
+            "decimal" => {
+                let digits = |name: &str| bounds.iter().find(|(k, _)| *k == name).and_then(|(_, v)| v.as_u64());
+                let (max_digits, places) = (digits("max_digits"), digits("decimal_places"));
+                let numeric = bounds.iter().filter(|(k, _)| is_numeric_bound(k)).cloned();
+                return decimal(numeric.map(|(k, v)| (k.to_string(), v)).collect(), max_digits, places);
+            }
+            _ => {
+                let item = call
+                    .arguments
+                    .args
+                    .first()
+                    .or_else(|| call.arguments.find_keyword("item_type").map(|k| &k.value))
+                    .map(|item| self.convert(item, depth + 1, &mut None));
+                let mut schema = array(item);
+                if kind == "set" {
+                    schema["uniqueItems"] = Value::Bool(true);
+                }
+                schema
+            }
+        };
+        for (key, value) in bounds {
+            apply_constraint(&mut schema, key, value);
+        }
+        schema
     }
 
-    /// Expands a named definition once; a reference to it from inside itself
-    /// becomes `$ref` and the definition moves to `$defs`.
-    fn expand(&mut self, name: &str, build: impl FnOnce(&mut Self) -> Value) -> Value {
+    fn alias(
+        &mut self,
+        module: Module<'a, 's>,
+        name: &'a str,
+        range: TextRange,
+        depth: usize,
+        description: &mut Option<String>,
+    ) -> Value {
+        let Some(&value) = module.scope.aliases.get(name) else { return json!({}) };
+        let key = definition_key(module, name);
+        self.in_module(module, range, |this| {
+            this.expand(&key, value.range(), |this| this.convert(value, depth + 1, description))
+        })
+    }
+
+    /// Expands a named definition (written at `range`) once; a reference to it from
+    /// inside itself becomes `$ref` and the definition moves to `$defs`.
+    fn expand(&mut self, name: &str, range: TextRange, build: impl FnOnce(&mut Self) -> Value) -> Value {
         let reference = json!({ "$ref": format!("#/$defs/{name}") });
         if self.defs.contains_key(name) {
             return reference;
@@ -484,24 +771,46 @@ impl<'a, 's> Converter<'a, 's> {
         let schema = build(self);
         self.expanding.pop();
         if self.recursive.contains(name) {
+            let schema = self.within_depth(range, schema);
             self.defs.insert(name.to_string(), schema);
             return reference;
         }
         schema
     }
 
-    fn class(&mut self, name: &'a str, depth: usize) -> Value {
-        let Some(&class) = self.scope.classes.get(name) else { return json!({}) };
-        match self.class_kind(class, 0) {
-            ClassKind::Enum => self.enum_class(class),
+    fn class(&mut self, module: Module<'a, 's>, name: &'a str, range: TextRange, depth: usize) -> Value {
+        let Some(&class) = module.scope.classes.get(name) else { return json!({}) };
+        let key = definition_key(module, name);
+        self.in_module(module, range, |this| match this.class_kind(class, 0) {
+            ClassKind::Enum => this.enum_class(class),
             ClassKind::Plain => {
-                self.warn(class.name.range, format!("class `{name}` is not an Enum, TypedDict, dataclass, BaseModel or NamedTuple: accepted as any JSON value"));
+                this.warn(class.name.range, format!("class `{name}` is not an Enum, TypedDict, dataclass, BaseModel or NamedTuple: accepted as any JSON value"));
                 json!({})
             }
-            kind => self.expand(name, |this| this.object_class(class, kind, depth)),
-        }
+            kind => {
+                let schema = this.expand(&key, class.name.range, |this| this.object_class(class, kind, depth));
+                if schema.get("$ref").is_none() {
+                    this.remember_class(&key, name, &schema);
+                }
+                schema
+            }
+        })
     }
 
+    /// Records a class inlined as `schema` for [`named::hoist`], once per class.
+    fn remember_class(&mut self, key: &str, name: &str, schema: &Value) {
+        if self.class_keys.iter().any(|known| known == key) {
+            return;
+        }
+        let taken = |defs: &Map<String, Value>, classes: &[(String, Value)]| {
+            defs.contains_key(name) || classes.iter().any(|(known, _)| known == name)
+        };
+        let shown = if taken(&self.defs, &self.classes) { key } else { name };
+        self.class_keys.push(key.to_string());
+        self.classes.push((shown.to_string(), schema.clone()));
+    }
+
+    /// Resolves in the module being converted (see `current`).
     fn class_kind(&self, class: &ast::StmtClassDef, depth: usize) -> ClassKind {
         if depth > MAX_ANNOTATION_DEPTH {
             return ClassKind::Plain;
@@ -526,8 +835,10 @@ impl<'a, 's> Converter<'a, 's> {
                     "pydantic.BaseModel" | "pydantic.main.BaseModel" => ClassKind::BaseModel,
                     _ => ClassKind::Plain,
                 },
-                Some(Resolved::Class(local)) => match self.scope.classes.get(local) {
-                    Some(parent) if !std::ptr::eq(*parent, class) => self.class_kind(parent, depth + 1),
+                Some(Resolved::Class(module, local)) => match module.scope.classes.get(local) {
+                    Some(parent) if !std::ptr::eq(*parent, class) => {
+                        self.peek_in(module, |this| this.class_kind(parent, depth + 1))
+                    }
                     _ => ClassKind::Plain,
                 },
                 _ => ClassKind::Plain,
@@ -576,7 +887,7 @@ impl<'a, 's> Converter<'a, 's> {
                     Value::from(next_auto - 1)
                 }
             } else {
-                match self.literal(value) {
+                match self.literal_value(value, MAX_LITERAL_DEPTH, false).ok() {
                     Some(v) => {
                         if let Some(i) = v.as_i64() {
                             next_auto = i + 1;
@@ -592,12 +903,17 @@ impl<'a, 's> Converter<'a, 's> {
     }
 
     fn enum_member_value(&self, attr: &ast::ExprAttribute) -> Option<Value> {
-        let Some(Resolved::Class(name)) = self.resolve(&attr.value) else { return None };
-        let class = self.scope.classes.get(name)?;
-        if self.class_kind(class, 0) != ClassKind::Enum {
-            return None;
-        }
-        self.enum_members(class).into_iter().find(|(member, _)| member == attr.attr.as_str()).map(|(_, value)| value)
+        let Some(Resolved::Class(module, name)) = self.resolve(&attr.value) else { return None };
+        let class = module.scope.classes.get(name)?;
+        self.peek_in(module, |this| {
+            if this.class_kind(class, 0) != ClassKind::Enum {
+                return None;
+            }
+            this.enum_members(class)
+                .into_iter()
+                .find(|(member, _)| member == attr.attr.as_str())
+                .map(|(_, value)| value)
+        })
     }
 
     fn object_class(&mut self, class: &'a ast::StmtClassDef, kind: ClassKind, depth: usize) -> Value {
@@ -605,65 +921,90 @@ impl<'a, 's> Converter<'a, 's> {
         let mut required: Vec<String> = Vec::new();
         let mut forbid_extra = kind != ClassKind::BaseModel;
         let mut lineage = Vec::new();
-        self.lineage(class, &mut lineage, 0);
-        for ancestor in lineage {
-            let total = class_keyword(ancestor, "total").map(|v| v != "False").unwrap_or(true);
-            if kind == ClassKind::BaseModel && self.model_forbids_extra(ancestor) {
-                forbid_extra = true;
-            }
-            for stmt in &ancestor.body {
-                let Stmt::AnnAssign(field) = stmt else { continue };
-                let Expr::Name(target) = &*field.target else { continue };
-                let name = target.id.as_str();
-                if kind == ClassKind::BaseModel && name.starts_with('_') {
-                    continue;
-                }
-                if self.is_classvar(&field.annotation) {
-                    continue;
-                }
-                let mut description = None;
-                let mut schema = self.convert(&field.annotation, depth + 1, &mut description);
-                let has_default = match kind {
-                    ClassKind::TypedDict => match self.required_marker(&field.annotation) {
-                        Some(is_required) => !is_required,
-                        None => !total,
-                    },
-                    _ => match field.value.as_deref() {
-                        None => false,
-                        Some(value) => self.field_default(value, &mut schema, &mut description, kind),
-                    },
-                };
-                if let Some(text) = description {
-                    set_description(&mut schema, text);
-                }
-                properties.insert(name.to_string(), schema);
-                required.retain(|r| r != name);
-                if !has_default {
-                    required.push(name.to_string());
-                }
-            }
+        self.lineage(self.current.get(), class, &mut lineage, 0);
+        let range = class.name.range;
+        for (module, ancestor) in lineage {
+            self.in_module(module, range, |this| {
+                this.ancestor_fields(ancestor, kind, depth, &mut properties, &mut required, &mut forbid_extra)
+            });
         }
-        let mut schema = json!({ "type": "object", "properties": properties, "required": required });
+        let required = Value::Array(required.into_iter().map(Value::String).collect());
+        let mut schema =
+            object([("type", json!("object")), ("properties", Value::Object(properties)), ("required", required)]);
         if forbid_extra {
             schema["additionalProperties"] = Value::Bool(false);
         }
         schema
     }
 
-    /// Same-file base classes first (their fields come first), then the class.
-    fn lineage(&self, class: &'a ast::StmtClassDef, out: &mut Vec<&'a ast::StmtClassDef>, depth: usize) {
-        if depth > MAX_ANNOTATION_DEPTH || out.iter().any(|c| std::ptr::eq(*c, class)) {
+    /// The fields one class of a lineage declares, in its own module's view.
+    fn ancestor_fields(
+        &mut self,
+        ancestor: &'a ast::StmtClassDef,
+        kind: ClassKind,
+        depth: usize,
+        properties: &mut Map<String, Value>,
+        required: &mut Vec<String>,
+        forbid_extra: &mut bool,
+    ) {
+        let total = class_keyword(ancestor, "total").map(|v| v != "False").unwrap_or(true);
+        if kind == ClassKind::BaseModel && self.model_forbids_extra(ancestor) {
+            *forbid_extra = true;
+        }
+        for stmt in &ancestor.body {
+            let Stmt::AnnAssign(field) = stmt else { continue };
+            let Expr::Name(target) = &*field.target else { continue };
+            let name = target.id.as_str();
+            if kind == ClassKind::BaseModel && name.starts_with('_') {
+                continue;
+            }
+            if self.is_classvar(&field.annotation) {
+                continue;
+            }
+            let mut description = None;
+            let mut schema = self.convert(&field.annotation, depth + 1, &mut description);
+            let has_default = match kind {
+                ClassKind::TypedDict => match self.required_marker(&field.annotation) {
+                    Some(is_required) => !is_required,
+                    None => !total,
+                },
+                _ => match field.value.as_deref() {
+                    None => false,
+                    Some(value) => self.field_default(value, &mut schema, &mut description, kind),
+                },
+            };
+            if let Some(text) = description {
+                set_description(&mut schema, text);
+            }
+            properties.insert(name.to_string(), schema);
+            required.retain(|r| r != name);
+            if !has_default {
+                required.push(name.to_string());
+            }
+        }
+    }
+
+    /// Base classes first (their fields come first), then the class; each with the
+    /// module it is defined in.
+    fn lineage(
+        &self,
+        module: Module<'a, 's>,
+        class: &'a ast::StmtClassDef,
+        out: &mut Vec<(Module<'a, 's>, &'a ast::StmtClassDef)>,
+        depth: usize,
+    ) {
+        if depth > MAX_ANNOTATION_DEPTH || out.iter().any(|(_, c)| std::ptr::eq(*c, class)) {
             return;
         }
         for base in class.bases() {
-            if let Some(Resolved::Class(name)) = self.resolve(base)
-                && let Some(&parent) = self.scope.classes.get(name)
+            if let Some(Resolved::Class(home, name)) = self.resolve_in(module, base)
+                && let Some(&parent) = home.scope.classes.get(name)
                 && !std::ptr::eq(parent, class)
             {
-                self.lineage(parent, out, depth + 1);
+                self.lineage(home, parent, out, depth + 1);
             }
         }
-        out.push(class);
+        out.push((module, class));
     }
 
     /// Whether a class field's value makes it optional; a `Field(...)` / `field(...)`
@@ -676,7 +1017,7 @@ impl<'a, 's> Converter<'a, 's> {
         kind: ClassKind,
     ) -> bool {
         let Expr::Call(call) = value else {
-            if let Some(default) = self.literal(value) {
+            if let Some(default) = self.default(value) {
                 schema["default"] = default;
             }
             return true;
@@ -691,7 +1032,7 @@ impl<'a, 's> Converter<'a, 's> {
             && !matches!(first, Expr::EllipsisLiteral(_))
         {
             has_default = true;
-            if let Some(default) = self.literal(first) {
+            if let Some(default) = self.default(first) {
                 schema["default"] = default;
             }
         }
@@ -701,7 +1042,7 @@ impl<'a, 's> Converter<'a, 's> {
                 "default" => {
                     if !matches!(keyword.value, Expr::EllipsisLiteral(_)) {
                         has_default = true;
-                        if let Some(default) = self.literal(&keyword.value) {
+                        if let Some(default) = self.default(&keyword.value) {
                             schema["default"] = default;
                         }
                     }
@@ -764,31 +1105,100 @@ impl<'a, 's> Converter<'a, 's> {
         matches!(self.resolve(expr), Some(Resolved::Qualified(q)) if q == name)
     }
 
-    fn resolve(&self, expr: &Expr) -> Option<Resolved<'a>> {
+    fn resolve(&self, expr: &Expr) -> Option<Resolved<'a, 's>> {
+        self.resolve_in(self.current.get(), expr)
+    }
+
+    fn resolve_in(&self, module: Module<'a, 's>, expr: &Expr) -> Option<Resolved<'a, 's>> {
         match expr {
             Expr::Name(n) => {
                 let id = n.id.as_str();
-                if let Some((&name, _)) = self.scope.classes.get_key_value(id) {
-                    Some(Resolved::Class(name))
-                } else if let Some((&name, _)) = self.scope.aliases.get_key_value(id) {
-                    Some(Resolved::Alias(name))
-                } else if let Some(q) = self.scope.imports.get(id) {
-                    Some(Resolved::Qualified(normalise_module(q)))
+                if let Some(found) = self.lookup(module, id, 0) {
+                    Some(found)
                 } else if is_builtin(id) {
                     Some(Resolved::Qualified(format!("builtins.{id}")))
                 } else {
-                    Some(Resolved::Unknown(id.to_string()))
+                    // Only a name nothing else defines is looked for behind `import *`.
+                    Some(self.star_imported(module, id, 0).unwrap_or_else(|| Resolved::Unknown(id.to_string())))
                 }
             }
-            Expr::Attribute(a) => match self.resolve(&a.value)? {
+            Expr::Attribute(a) => match self.resolve_in(module, &a.value)? {
                 Resolved::Qualified(q) => {
                     Some(Resolved::Qualified(normalise_module(&format!("{q}.{}", a.attr.as_str()))))
                 }
+                Resolved::Module(sibling) => Some(
+                    self.lookup(sibling, a.attr.as_str(), 0)
+                        .or_else(|| self.star_imported(sibling, a.attr.as_str(), 0))
+                        .unwrap_or_else(|| Resolved::Unknown(describe(expr))),
+                ),
                 _ => Some(Resolved::Unknown(describe(expr))),
             },
             Expr::NoneLiteral(_) => Some(Resolved::Qualified("builtins.None".into())),
             _ => None,
         }
+    }
+
+    /// What `name` is bound to in `module`: a class, an alias or an import, followed
+    /// into sibling modules. `None` when the module does not bind it, or when a
+    /// relative import leads nowhere (outside the library folder, a missing file, a
+    /// cycle).
+    fn lookup(&self, module: Module<'a, 's>, name: &str, hops: usize) -> Option<Resolved<'a, 's>> {
+        let scope = module.scope;
+        if let Some((&name, _)) = scope.classes.get_key_value(name) {
+            return Some(Resolved::Class(module, name));
+        }
+        if let Some((&name, _)) = scope.aliases.get_key_value(name) {
+            return Some(Resolved::Alias(module, name));
+        }
+        let Some(qualified) = scope.imports.get(name) else {
+            return (scope.typing_star && is_typing_name(name)).then(|| Resolved::Qualified(format!("typing.{name}")));
+        };
+        match qualified.strip_prefix('.') {
+            Some(path) => self.relative(path, hops + 1),
+            None => Some(Resolved::Qualified(normalise_module(qualified))),
+        }
+    }
+
+    /// `models` or `models.Item` (a relative import without its leading dot): the
+    /// sibling module, or what the name is bound to there.
+    fn relative(&self, path: &str, hops: usize) -> Option<Resolved<'a, 's>> {
+        // `..x` leaves the library folder.
+        if hops > MAX_IMPORT_HOPS || path.is_empty() || path.starts_with('.') {
+            return None;
+        }
+        let (stem, name) = match path.split_once('.') {
+            Some((stem, name)) => (stem, Some(name)),
+            None => (path, None),
+        };
+        let &(stem, scope) = self.siblings.iter().find(|(s, _)| *s == stem)?;
+        let module = Module { scope, stem: Some(stem) };
+        match name {
+            None => Some(Resolved::Module(module)),
+            Some(name) if !name.contains('.') => {
+                self.lookup(module, name, hops).or_else(|| self.star_imported(module, name, hops))
+            }
+            // A name inside a name (`from .models import Outer.Inner` cannot be written).
+            Some(_) => None,
+        }
+    }
+
+    /// `name` as a sibling module that `module` imports with `*` defines it.
+    fn star_imported(&self, module: Module<'a, 's>, name: &str, hops: usize) -> Option<Resolved<'a, 's>> {
+        module.scope.star_imports.iter().find_map(|star| {
+            let Some(Resolved::Module(sibling)) = self.relative(star.strip_prefix('.')?, hops + 1) else {
+                return None;
+            };
+            self.lookup(sibling, name, hops + 1).or_else(|| self.star_imported(sibling, name, hops + 1))
+        })
+    }
+}
+
+/// The `$defs` key of a definition: its name, qualified by the sibling module that
+/// defines it, so that two modules' `Item` never share one.
+fn definition_key(module: Module<'_, '_>, name: &str) -> String {
+    match module.stem {
+        Some(stem) => format!("{stem}.{name}"),
+        None => name.to_string(),
     }
 }
 
@@ -850,17 +1260,227 @@ fn is_builtin(name: &str) -> bool {
     )
 }
 
-/// `typing_extensions.X` and `typing.X` are the same thing for a schema.
+/// Names `from typing import *` binds that a schema can use (all in `typing.__all__`).
+fn is_typing_name(name: &str) -> bool {
+    matches!(
+        name,
+        "Annotated"
+            | "Any"
+            | "ClassVar"
+            | "Final"
+            | "Literal"
+            | "NamedTuple"
+            | "NotRequired"
+            | "Optional"
+            | "ReadOnly"
+            | "Required"
+            | "Text"
+            | "Type"
+            | "TypedDict"
+            | "Union"
+            | "AbstractSet"
+            | "Collection"
+            | "DefaultDict"
+            | "Dict"
+            | "FrozenSet"
+            | "Iterable"
+            | "Iterator"
+            | "List"
+            | "Mapping"
+            | "MutableMapping"
+            | "MutableSequence"
+            | "MutableSet"
+            | "OrderedDict"
+            | "Sequence"
+            | "Set"
+            | "Tuple"
+    )
+}
+
+/// `typing_extensions.X` and `typing.X` are the same thing for a schema, and so are
+/// pydantic's names and the submodules that define them (`pydantic.networks.HttpUrl`).
 fn normalise_module(qualified: &str) -> String {
-    match qualified.strip_prefix("typing_extensions") {
-        Some(rest) if rest.is_empty() || rest.starts_with('.') => format!("typing{rest}"),
-        _ => qualified.to_string(),
+    if let Some(rest) = qualified.strip_prefix("typing_extensions")
+        && (rest.is_empty() || rest.starts_with('.'))
+    {
+        return format!("typing{rest}");
+    }
+    for module in ["pydantic.networks.", "pydantic.types.", "pydantic.fields.", "pydantic.main."] {
+        if let Some(name) = qualified.strip_prefix(module)
+            && !name.contains('.')
+        {
+            return format!("pydantic.{name}");
+        }
+    }
+    qualified.to_string()
+}
+
+/// The base type of a pydantic `con*()` call.
+fn constrained_kind(qualified: &str) -> Option<&'static str> {
+    Some(match qualified {
+        "pydantic.conint" => "integer",
+        "pydantic.confloat" => "number",
+        "pydantic.constr" | "pydantic.conbytes" => "string",
+        "pydantic.conlist" => "array",
+        "pydantic.conset" | "pydantic.confrozenset" => "set",
+        "pydantic.condecimal" => "decimal",
+        "pydantic.condate" => "date",
+        _ => return None,
+    })
+}
+
+fn is_numeric_bound(key: &str) -> bool {
+    matches!(key, "ge" | "gt" | "le" | "lt" | "multiple_of")
+}
+
+/// One IPv4 address, each part without leading zeros (as Python's `ipaddress`).
+const IPV4: &str =
+    r"(?:0|[1-9][0-9]?|1[0-9]{2}|2[0-4][0-9]|25[0-5])(?:\.(?:0|[1-9][0-9]?|1[0-9]{2}|2[0-4][0-9]|25[0-5])){3}";
+/// An IPv4 network or interface: an address, then a prefix length or a mask.
+const IPV4_NETWORK: &str = r"(?:0|[1-9][0-9]?|1[0-9]{2}|2[0-4][0-9]|25[0-5])(?:\.(?:0|[1-9][0-9]?|1[0-9]{2}|2[0-4][0-9]|25[0-5])){3}(?:/(?:[0-9]|[12][0-9]|3[0-2])|/(?:0|[1-9][0-9]?|1[0-9]{2}|2[0-4][0-9]|25[0-5])(?:\.(?:0|[1-9][0-9]?|1[0-9]{2}|2[0-4][0-9]|25[0-5])){3})?";
+/// An IPv6 network or interface: hexadecimal groups, at most one `::`, an IPv4 tail,
+/// then a prefix length. The count of groups is left to the conversion.
+const IPV6_NETWORK: &str = r"(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){7}|(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6})?::(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6})?|(?:[0-9A-Fa-f]{1,4}:){6}IPV4|(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,4})?::(?:[0-9A-Fa-f]{1,4}:){0,4}IPV4)(?:/(?:[0-9]|[1-9][0-9]|1[01][0-9]|12[0-8]))?";
+
+/// The schemas of the standard library's and pydantic's named types that are not
+/// containers: what pydantic emits for them, in the keywords lcp's validation checks.
+fn vocabulary(qualified: &str) -> Option<Value> {
+    let ipv4 = json!({ "type": "string", "format": "ipv4" });
+    let ipv6 = json!({ "type": "string", "format": "ipv6" });
+    let url = |pattern: Option<&str>, max: Option<u64>| {
+        let mut schema = json!({ "type": "string", "format": "uri", "minLength": 1 });
+        if let Some(max) = max {
+            schema["maxLength"] = max.into();
+        }
+        if let Some(pattern) = pattern {
+            schema["pattern"] = pattern.into();
+        }
+        schema
+    };
+    let network = |pattern: String| json!({ "type": "string", "pattern": format!("^(?:{pattern})$") });
+    let v6_network = || IPV6_NETWORK.replace("IPV4", IPV4);
+    let http = "^[hH][tT][tT][pP][sS]?://";
+    Some(match qualified {
+        "ipaddress.IPv4Address" => ipv4,
+        "ipaddress.IPv6Address" => ipv6,
+        "pydantic.IPvAnyAddress" => json!({ "anyOf": [ipv4, ipv6] }),
+        "ipaddress.IPv4Network" | "ipaddress.IPv4Interface" => network(IPV4_NETWORK.to_string()),
+        "ipaddress.IPv6Network" | "ipaddress.IPv6Interface" => network(v6_network()),
+        "pydantic.IPvAnyNetwork" | "pydantic.IPvAnyInterface" => network(format!("{IPV4_NETWORK}|{}", v6_network())),
+        "pydantic.EmailStr" | "pydantic.NameEmail" => json!({ "type": "string", "format": "email" }),
+        "pydantic.AnyUrl" => url(None, None),
+        "pydantic.AnyHttpUrl" => url(Some(http), None),
+        "pydantic.HttpUrl" => url(Some(http), Some(2083)),
+        "pydantic.FileUrl" => url(Some("^[fF][iI][lL][eE]:"), None),
+        "pydantic.SecretStr" | "pydantic.SecretBytes" | "pydantic.StrictStr" | "pydantic.StrictBytes" => {
+            json!({ "type": "string" })
+        }
+        "pydantic.Json" => json!({ "type": "string", "contentMediaType": "application/json" }),
+        "pydantic.StrictInt" => json!({ "type": "integer" }),
+        "pydantic.StrictFloat" | "pydantic.FiniteFloat" => json!({ "type": "number" }),
+        "pydantic.StrictBool" => json!({ "type": "boolean" }),
+        "pydantic.PositiveInt" => json!({ "type": "integer", "exclusiveMinimum": 0 }),
+        "pydantic.NegativeInt" => json!({ "type": "integer", "exclusiveMaximum": 0 }),
+        "pydantic.NonNegativeInt" => json!({ "type": "integer", "minimum": 0 }),
+        "pydantic.NonPositiveInt" => json!({ "type": "integer", "maximum": 0 }),
+        "pydantic.PositiveFloat" => json!({ "type": "number", "exclusiveMinimum": 0 }),
+        "pydantic.NegativeFloat" => json!({ "type": "number", "exclusiveMaximum": 0 }),
+        "pydantic.NonNegativeFloat" => json!({ "type": "number", "minimum": 0 }),
+        "pydantic.NonPositiveFloat" => json!({ "type": "number", "maximum": 0 }),
+        _ => return None,
+    })
+}
+
+/// `Decimal`: a number, or text in the syntax `Decimal()` reads (pydantic's pattern,
+/// narrowed by `max_digits` / `decimal_places` as pydantic's `build_decimal_pattern`
+/// does). Numeric bounds can only be checked on a number, so a bounded decimal is a
+/// number only; `max_digits` bounds a number's whole part.
+fn decimal(bounds: Map<String, Value>, max_digits: Option<u64>, places: Option<u64>) -> Value {
+    let mut number = json!({ "type": "number" });
+    for (key, value) in bounds.iter() {
+        apply_constraint(&mut number, key, value.clone());
+    }
+    if let Some(max) = max_digits {
+        let whole = max.saturating_sub(places.unwrap_or(0)).min(300) as i32;
+        let limit = 10f64.powi(whole);
+        let limit = if limit.fract() == 0.0 && limit < 9e15 { json!(limit as i64) } else { json!(limit) };
+        if number.get("exclusiveMaximum").is_none() && number.get("maximum").is_none() {
+            number["exclusiveMaximum"] = limit.clone();
+        }
+        if number.get("exclusiveMinimum").is_none() && number.get("minimum").is_none() {
+            number["exclusiveMinimum"] = match limit.as_i64() {
+                Some(n) => json!(-n),
+                None => json!(-limit.as_f64().unwrap_or_default()),
+            };
+        }
+    }
+    if !bounds.is_empty() {
+        return number;
+    }
+    let pattern = decimal_pattern(max_digits, places);
+    json!({ "anyOf": [number, { "type": "string", "pattern": pattern }] })
+}
+
+/// The text branch of a `Decimal` schema.
+fn is_decimal_text(schema: &Value) -> bool {
+    schema.get("type") == Some(&json!("string"))
+        && schema.get("pattern").and_then(Value::as_str).is_some_and(|p| p.starts_with(DECIMAL_TEXT_START))
+}
+
+/// How every pattern [`decimal_pattern`] makes begins.
+const DECIMAL_TEXT_START: &str = r"^\s*[+-]?(?:";
+
+/// pydantic's `build_decimal_pattern` in validation mode (`_decimal_validation_pattern`),
+/// with the white space around the number that `Decimal()` (and so pydantic) ignores.
+/// Digits grouped with `_`, which `Decimal()` also reads, are left out.
+fn decimal_pattern(max_digits: Option<u64>, places: Option<u64>) -> String {
+    const NUMBER: &str = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)";
+    const EXPONENT: &str = r"[eE][+-]?[0-9]+";
+    let mut alternatives: Vec<String> = Vec::new();
+    match (max_digits, places) {
+        (None, None) => return format!(r"{DECIMAL_TEXT_START}{NUMBER}(?:{EXPONENT})?)\s*$"),
+        (Some(max), Some(places)) => {
+            let whole = max.saturating_sub(places);
+            let places = max.min(places);
+            let int_part = if whole > 0 { format!("0*{}", repeat(1, whole)) } else { "0+".to_string() };
+            let frac = if places > 0 { format!(r"\.{}0*", repeat(1, places)) } else { r"\.0+".to_string() };
+            alternatives.push(format!(r"{int_part}(?:\.{}0*)?", repeat(0, places)));
+            alternatives.push(format!("0*{}{frac}", repeat(0, whole)));
+        }
+        (Some(max), None) => {
+            let int_part = if max > 0 { format!("0*{}", repeat(1, max)) } else { "0+".to_string() };
+            alternatives.push(format!(r"{int_part}(?:\.0*)?"));
+            for whole in 0..max {
+                alternatives.push(format!(r"0*{}\.{}0*", repeat(whole, whole), repeat(1, max - whole)));
+            }
+            if max == 0 {
+                alternatives.push(r"0*\.0+".to_string());
+            }
+        }
+        (None, Some(places)) => {
+            let frac = if places > 0 { format!(r"\.{}0*", repeat(1, places)) } else { r"\.0+".to_string() };
+            alternatives.push(format!(r"[0-9]+(?:\.{}0*)?", repeat(0, places)));
+            alternatives.push(format!("[0-9]*{frac}"));
+        }
+    }
+    alternatives.push(format!("{NUMBER}{EXPONENT}"));
+    format!(r"{DECIMAL_TEXT_START}{})\s*$", alternatives.join("|"))
+}
+
+/// `[0-9]` repeated `min..=max` times, with the shortest quantifier (pydantic's `_repeat`).
+fn repeat(min: u64, max: u64) -> String {
+    match (min, max) {
+        _ if min > max || max == 0 => String::new(),
+        _ if min == max && min == 1 => "[0-9]".to_string(),
+        _ if min == max => format!("[0-9]{{{min}}}"),
+        (0, 1) => "[0-9]?".to_string(),
+        _ => format!("[0-9]{{{min},{max}}}"),
     }
 }
 
 fn array(items: Option<Value>) -> Value {
     match items {
-        Some(items) if items != json!({}) => json!({ "type": "array", "items": items }),
+        Some(items) if items != json!({}) => object([("type", json!("array")), ("items", items)]),
         _ => json!({ "type": "array" }),
     }
 }
@@ -886,6 +1506,22 @@ fn enum_schema(values: Vec<Value>) -> Value {
     Value::Object(schema)
 }
 
+/// A schema object from its keywords, in order. Unlike `json!`, which copies a
+/// `Value` it is given, this moves each one in.
+fn object<const N: usize>(keywords: [(&str, Value); N]) -> Value {
+    Value::Object(keywords.into_iter().map(|(key, value)| (key.to_string(), value)).collect())
+}
+
+/// Levels of nesting of a JSON value: a scalar or an empty container is one.
+pub fn json_depth(value: &Value) -> usize {
+    let children = match value {
+        Value::Array(items) => items.iter().map(json_depth).max(),
+        Value::Object(map) => map.values().map(json_depth).max(),
+        _ => None,
+    };
+    1 + children.unwrap_or(0)
+}
+
 fn number_value(number: &Number) -> Option<Value> {
     match number {
         Number::Int(i) => i.as_i64().map(Value::from),
@@ -898,8 +1534,22 @@ fn number_value(number: &Number) -> Option<Value> {
 /// array or object form of `min_length`, and the non-null branches of a union.
 fn apply_constraint(schema: &mut Value, key: &str, value: Value) {
     if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
+        // A bounded decimal is a number only (see `decimal`): bounds cannot be
+        // checked on its text form.
+        if is_numeric_bound(key) {
+            branches.retain(|b| !is_decimal_text(b));
+        }
         for branch in branches.iter_mut().filter(|b| b.get("type") != Some(&json!("null"))) {
             apply_constraint(branch, key, value.clone());
+        }
+        if let Some(object) = schema.as_object_mut()
+            && object.get("anyOf").and_then(Value::as_array).is_some_and(|b| b.len() == 1)
+            && let Some(Value::Array(mut only)) = object.remove("anyOf")
+            && let Some(Value::Object(single)) = only.pop()
+        {
+            for (key, value) in single {
+                object.entry(key).or_insert(value);
+            }
         }
         return;
     }
@@ -942,7 +1592,7 @@ pub fn nullable(schema: Value) -> Value {
         }
         return schema;
     }
-    json!({ "anyOf": [schema, null_schema] })
+    object([("anyOf", Value::Array(vec![schema, null_schema]))])
 }
 
 /// Adds a description without disturbing a `$ref`-only or `anyOf` schema's meaning.

@@ -9,8 +9,10 @@
 //!
 //! An example may carry `"$files": {"name.txt": "text"}`: files written into the
 //! scratch workspace before the call (never a parameter: parameter names are Python
-//! identifiers). A call during which lcp refused a confirmation (no `--yes`) passes
-//! when the tool reports the refusal as a failure instead of acting or crashing.
+//! identifiers). The lane has no user and no model: a confirmation is refused (unless
+//! `--yes`), a question to the user is declined, and `generate_text` fails saying
+//! there is no model. A call that met one of these passes when the tool reports it as
+//! a failure instead of acting or crashing.
 
 use std::path::{Component, PathBuf};
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::extract::Tool;
 use crate::registry::Registry;
+use crate::runtime::host_objects::{Answer, Model};
 use crate::runtime::{CallOptions, Confirmation, Runtime, ToolResult, validate};
 use crate::view::View;
 
@@ -64,9 +67,13 @@ pub struct Outcome {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Why a call passed although it did not go all the way (a refused confirmation).
+    /// Why a call passed although it did not go all the way (a refused confirmation,
+    /// a declined question, no model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The same, in a few words, for the table.
+    #[serde(skip)]
+    pub unmet: Option<Unmet>,
     pub seconds: f64,
 }
 
@@ -246,14 +253,14 @@ pub fn run(
     options: &Options,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Vec<Outcome> {
-    let refused = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&refused);
+    let met = Arc::new(Met::default());
+    let counted = Arc::clone(&met);
     let yes = options.yes;
     for problem in runtime.set_confirm_handler(move |_| {
         if yes {
             return Confirmation::allow("allowed with `lcp test --yes`");
         }
-        counted.fetch_add(1, Ordering::Relaxed);
+        counted.refused.fetch_add(1, Ordering::Relaxed);
         Confirmation::reject("`lcp test` refuses confirmations unless it runs with --yes")
     }) {
         eprintln!("{problem}");
@@ -277,19 +284,21 @@ pub fn run(
                 ok: false,
                 error: Some(error),
                 note: None,
+                unmet: None,
                 seconds: 0.0,
             },
             Ok(payload) => {
-                refused.store(0, Ordering::Relaxed);
+                met.clear();
                 let began = Instant::now();
-                let (result, note) = call(tool, registry, &real, runtime, &payload, options.timeout, &refused);
+                let (result, unmet) = call(tool, registry, &real, runtime, &payload, options.timeout, &met);
                 Outcome {
                     tool: tool.name.clone(),
                     source: payload.source,
                     payload: payload.args,
                     ok: result.ok,
                     error: if result.ok { None } else { result.error.or(Some("the call failed".to_string())) },
-                    note,
+                    unmet: unmet.as_ref().map(|(unmet, _)| *unmet),
+                    note: unmet.map(|(_, note)| note),
                     seconds: (began.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
                 }
             }
@@ -300,8 +309,61 @@ pub fn run(
     outcomes
 }
 
-/// One call in a fresh scratch workspace; the note says why it passed without
-/// going all the way.
+/// What the lane could not give a call: it has no user and no model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmet {
+    /// A confirmation was refused (no `--yes`).
+    Confirmation,
+    /// A question to the user was declined.
+    User,
+    /// `generate_text` found no model.
+    Model,
+}
+
+impl Unmet {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unmet::Confirmation => "confirmation refused",
+            Unmet::User => "user declined",
+            Unmet::Model => "no model",
+        }
+    }
+
+    fn note(self, reported: &str) -> String {
+        let why = match self {
+            Unmet::Confirmation => "confirmation refused (--yes allows it)",
+            Unmet::User => "the user was asked and declined (`lcp test` has no user)",
+            Unmet::Model => "the tool asked for the host's model (`lcp test` has none)",
+        };
+        format!("{why}; the tool reported: {reported}")
+    }
+}
+
+/// How many times the current call met each of [`Unmet`].
+#[derive(Default)]
+struct Met {
+    refused: AtomicUsize,
+    declined: AtomicUsize,
+    no_model: AtomicUsize,
+}
+
+impl Met {
+    fn clear(&self) {
+        for count in [&self.refused, &self.declined, &self.no_model] {
+            count.store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn first(&self) -> Option<Unmet> {
+        [(&self.refused, Unmet::Confirmation), (&self.declined, Unmet::User), (&self.no_model, Unmet::Model)]
+            .into_iter()
+            .find(|(count, _)| count.load(Ordering::Relaxed) > 0)
+            .map(|(_, unmet)| unmet)
+    }
+}
+
+/// One call in a fresh scratch workspace; what the lane could not give it when it
+/// passed without going all the way, with the note saying so.
 fn call(
     shown: &Tool,
     registry: &Registry,
@@ -309,8 +371,8 @@ fn call(
     runtime: &Runtime,
     payload: &Payload,
     timeout: Option<Duration>,
-    refused: &AtomicUsize,
-) -> (ToolResult, Option<String>) {
+    met: &Arc<Met>,
+) -> (ToolResult, Option<(Unmet, String)>) {
     let source = payload.source.as_str();
     let problems = validate::check(shown.parameters.value(), &payload.args);
     if !problems.is_empty() {
@@ -324,17 +386,33 @@ fn call(
         Ok(workspace) => workspace,
         Err(err) => return (ToolResult::failure(format!("cannot make a scratch workspace: {err}")), None),
     };
-    let options = CallOptions { workspace: Some(workspace.path.clone()), timeout, ..CallOptions::default() };
+    let declined = Arc::clone(met);
+    let no_model = Arc::clone(met);
+    let options = CallOptions {
+        workspace: Some(workspace.path.clone()),
+        timeout,
+        interact: Some(Arc::new(move |_| {
+            declined.declined.fetch_add(1, Ordering::Relaxed);
+            Answer::Declined
+        })),
+        model: Some(Model {
+            generate: Arc::new(move |_| {
+                no_model.no_model.fetch_add(1, Ordering::Relaxed);
+                Err("`lcp test` has no model to generate text with".to_string())
+            }),
+            vision: false,
+        }),
+        ..CallOptions::default()
+    };
     let mut result = runtime.call(registry, real, &payload.args, &options);
     if let Some((_, tool)) = registry.tool(real) {
         validate::check_result(&mut result, tool);
     }
-    let reported_refusal =
-        !result.ok && refused.load(Ordering::Relaxed) > 0 && result.traceback.is_none() && !result.output.is_null();
-    if reported_refusal {
+    let reported = !result.ok && result.traceback.is_none() && !result.output.is_null();
+    if let Some(unmet) = met.first().filter(|_| reported) {
         let what = result.error.take().unwrap_or_default();
         result.ok = true;
-        return (result, Some(format!("confirmation refused (--yes allows it); the tool reported: {what}")));
+        return (result, Some((unmet, unmet.note(&what))));
     }
     (result, None)
 }
@@ -374,12 +452,12 @@ impl Drop for Scratch {
 pub fn table(outcomes: &[Outcome]) -> String {
     let mut rows = vec![["TOOL", "SOURCE", "RESULT", "TIME"].map(String::from)];
     for outcome in outcomes {
-        let result = match (&outcome.error, &outcome.note) {
+        let result = match (&outcome.error, &outcome.unmet) {
             (Some(error), _) => {
                 let lines: Vec<&str> = error.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
                 format!("error: {}", lines.join(" "))
             }
-            (None, Some(_)) => "ok (confirmation refused)".to_string(),
+            (None, Some(unmet)) => format!("ok ({})", unmet.as_str()),
             (None, None) => "ok".to_string(),
         };
         rows.push([

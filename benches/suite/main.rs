@@ -449,7 +449,8 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus, cold: &BTreeMap<St
     ];
     let written = |format: Format, strict: bool| {
         let mut sink = Counting(0);
-        let problems = export::write(&registry, format, strict, Layout::Pretty, &mut sink).expect("a sink takes all");
+        let problems =
+            export::write(&registry, format, strict, false, Layout::Pretty, &mut sink).expect("a sink takes all");
         (sink.0, problems.len())
     };
     let sizes: BTreeMap<&str, (usize, usize)> =

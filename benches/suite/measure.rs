@@ -111,8 +111,11 @@ static COUNTING: AtomicBool = AtomicBool::new(false);
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 
+// SAFETY: every method forwards to `System` with the arguments it was given, so the
+// `GlobalAlloc` contract holds as it does for `System`; the counters are only atomics.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `alloc`'s contract for `layout`.
         let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() && COUNTING.load(Ordering::Relaxed) {
             let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
@@ -122,6 +125,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by `System` (through this allocator) with `layout`.
         unsafe { System.dealloc(ptr, layout) };
         if COUNTING.load(Ordering::Relaxed) {
             // Saturating: a block allocated before counting started may be freed after.
@@ -130,6 +134,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` was allocated by `System` with `layout`; the caller upholds the rest.
         let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() && COUNTING.load(Ordering::Relaxed) {
             if new_size >= layout.size() {

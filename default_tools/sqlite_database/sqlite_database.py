@@ -43,10 +43,10 @@ TOOL_POLICIES = {
 # {"anyOf": [string, integer, number, boolean, null]}.
 SqlValue = Union[str, int, float, bool, None]
 
-AUTONOMY_LEVEL = "safe"  # "safe" | "ask" | "full_access"
+AUTONOMY_LEVEL = "safe"  # "strict" | "safe" | "full_access", as the reference
 _CONFIRM_HANDLER: Optional[Callable[..., Any]] = None
 _ALWAYS_ALLOWED: set[str] = set()
-_KNOWN_LEVELS = {"safe", "ask", "full_access"}
+_KNOWN_LEVELS = {"strict", "safe", "full_access"}
 
 _DB_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db3")
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -77,7 +77,8 @@ def init_tools_library(config: Optional[dict] = None) -> None:
 
     Args:
         config (dict, optional): Host configuration. Keys used: ``autonomy_level``
-            (``"safe"``, ``"ask"`` or ``"full_access"``) and ``confirm_handler``.
+            (``"strict"``: every action asks, an "always" answer is not
+            remembered; ``"safe"``, the default; ``"full_access"``: nothing asks) and ``confirm_handler``.
     """
     global AUTONOMY_LEVEL, _CONFIRM_HANDLER
     if not isinstance(config, dict):
@@ -119,7 +120,7 @@ def _normalise_decision(answer: Any) -> tuple[str, str]:
 
 def _confirm(kind: str, content: str, label: str) -> Optional[str]:
     """Return None when the action may run, else the error text to return."""
-    if AUTONOMY_LEVEL == "full_access" or kind in _ALWAYS_ALLOWED:
+    if AUTONOMY_LEVEL == "full_access" or (AUTONOMY_LEVEL != "strict" and kind in _ALWAYS_ALLOWED):
         return None
     if _CONFIRM_HANDLER is None:
         return (
@@ -132,7 +133,8 @@ def _confirm(kind: str, content: str, label: str) -> Optional[str]:
     except Exception as exc:
         return f"{label} refused: the confirmation handler failed ({type(exc).__name__}: {exc})."
     if decision == "always":
-        _ALWAYS_ALLOWED.add(kind)
+        if AUTONOMY_LEVEL != "strict":
+            _ALWAYS_ALLOWED.add(kind)
         return None
     if decision == "allow":
         return None

@@ -54,11 +54,11 @@ TOOL_POLICIES = {
 # Host configuration and confirmation                                          #
 # --------------------------------------------------------------------------- #
 
-AUTONOMY_LEVEL = "safe"  # "safe" | "ask" | "full_access"
+AUTONOMY_LEVEL = "safe"  # "strict" | "safe" | "full_access", as the reference
 _CONFIRM_HANDLER: Optional[Callable[..., Any]] = None
 _ALWAYS_ALLOWED: set[str] = set()  # kinds of action the user allowed "always"
 
-_KNOWN_LEVELS = {"safe", "ask", "full_access"}
+_KNOWN_LEVELS = {"strict", "safe", "full_access"}
 
 # Limits that keep results small enough for a model's context.
 _MAX_LIST_ENTRIES = 2000
@@ -77,7 +77,8 @@ def init_tools_library(config: Optional[dict] = None) -> None:
 
     Args:
         config (dict, optional): Host configuration for this library. Keys used:
-            ``autonomy_level`` (``"safe"``, ``"ask"`` or ``"full_access"``) and
+            ``autonomy_level`` (``"strict"``: every action asks, an "always" answer is not
+            remembered; ``"safe"``, the default; ``"full_access"``: nothing asks) and
             ``confirm_handler`` (a callable, same as ``set_confirm_handler``).
     """
     global AUTONOMY_LEVEL, _CONFIRM_HANDLER
@@ -125,7 +126,7 @@ def _confirm(kind: str, content: str, label: str) -> Optional[str]:
     Returns ``None`` when the action may go ahead, otherwise the error message the
     tool should return (nothing has been done at that point).
     """
-    if AUTONOMY_LEVEL == "full_access" or kind in _ALWAYS_ALLOWED:
+    if AUTONOMY_LEVEL == "full_access" or (AUTONOMY_LEVEL != "strict" and kind in _ALWAYS_ALLOWED):
         return None
     handler = _CONFIRM_HANDLER
     if handler is None:
@@ -142,7 +143,8 @@ def _confirm(kind: str, content: str, label: str) -> Optional[str]:
     except Exception as exc:  # a broken handler must not approve anything
         return f"{label} refused: the confirmation handler failed ({type(exc).__name__}: {exc})."
     if decision == "always":
-        _ALWAYS_ALLOWED.add(kind)
+        if AUTONOMY_LEVEL != "strict":
+            _ALWAYS_ALLOWED.add(kind)
         return None
     if decision == "allow":
         return None

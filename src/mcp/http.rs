@@ -56,7 +56,7 @@ pub async fn serve(server: Server, address: SocketAddr, listings: Arc<Listings>)
         StreamableHttpServerConfig::default().disable_allowed_hosts()
     };
     let service =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+        StreamableHttpService::new(move || Ok(server.new_session()), Arc::new(LocalSessionManager::default()), config);
     eprintln!("lcp: serving MCP at http://{bound}{PATH}");
     loop {
         let (stream, _) = match listener.accept().await {

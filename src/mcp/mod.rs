@@ -23,6 +23,8 @@
 //! is only for a request that cannot be routed (an unknown tool).
 
 mod call;
+mod content;
+mod host;
 pub mod http;
 mod listing;
 mod stdio;
@@ -34,6 +36,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
+#[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
@@ -143,6 +147,14 @@ async fn stopped() {
 #[derive(Clone)]
 pub struct Server {
     shared: Arc<Shared>,
+    session: Arc<Session>,
+}
+
+/// What one session set.
+#[derive(Default)]
+struct Session {
+    /// `logging/setLevel`'s level, as a Python level; `None`: info (SPEC §9).
+    log_level: Mutex<Option<u32>>,
 }
 
 struct Shared {
@@ -179,7 +191,32 @@ impl Server {
             tools_changed,
             parked: call::Parked::default(),
         };
-        Server { shared: Arc::new(shared) }
+        Server { shared: Arc::new(shared), session: Arc::default() }
+    }
+
+    /// The server for a new session: the same tools, its own settings.
+    fn new_session(&self) -> Server {
+        Server { shared: Arc::clone(&self.shared), session: Arc::default() }
+    }
+
+    /// The Python level below which a request's records are neither made nor sent:
+    /// the request's own (`io.modelcontextprotocol/logLevel`), else the session's
+    /// (`logging/setLevel`, default info). A handshake-less request that names none
+    /// asked for no log messages.
+    fn log_level(&self, context: &RequestContext<RoleServer>) -> u32 {
+        #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+        if let Some(level) = context.meta.log_level() {
+            return host::python_level(level);
+        }
+        let handshake_less = context.protocol_version().is_some_and(|version| !version.has_initialize());
+        if handshake_less {
+            return crate::runtime::host_objects::level::OFF;
+        }
+        self.session
+            .log_level
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or(crate::runtime::host_objects::level::INFO)
     }
 
     fn registry(&self) -> MutexGuard<'_, Registry> {
@@ -275,7 +312,8 @@ impl Server {
         }
         let mut text = Vec::new();
         // Writing into memory cannot fail.
-        let _ = export::write_entries(&registry, Format::Mcp, false, Layout::Compact, 0, &mut text);
+        let inline_refs = config.mcp.inline_refs;
+        let _ = export::write_entries(&registry, Format::Mcp, false, inline_refs, Layout::Compact, 0, &mut text);
         // The array's brackets are the response's own.
         text.pop();
         text.remove(0);
@@ -318,12 +356,12 @@ impl Server {
 
     /// What the `outputSchema` of the tool shown as `name` asks of its results'
     /// `structuredContent` (SPEC §12).
-    fn output_shape(&self, registry: &Registry, name: &str) -> call::Shape {
-        let Admission::Run(tool) = self.admit(registry, name) else { return call::Shape::Free };
+    fn output_shape(&self, registry: &Registry, name: &str) -> content::Shape {
+        let Admission::Run(tool) = self.admit(registry, name) else { return content::Shape::Free };
         match registry.tool(&tool).and_then(|(_, tool)| tool.output.as_ref()) {
-            None => call::Shape::Free,
-            Some(schema) if export::mcp_output_schema(schema.value()).1 => call::Shape::Wrapped,
-            Some(_) => call::Shape::Object,
+            None => content::Shape::Free,
+            Some(schema) if export::mcp_output_schema(schema.value()).1 => content::Shape::Wrapped,
+            Some(_) => content::Shape::Object,
         }
     }
 
@@ -347,7 +385,9 @@ impl Server {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources();
+        #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+        let capabilities =
+            ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().enable_resources();
         ServerConfig::new(capabilities.build()).with_server_info(Implementation::new("lcp", env!("CARGO_PKG_VERSION")))
     }
 
@@ -359,6 +399,17 @@ impl ServerHandler for Server {
         context.peer.set_peer_info(request.clone());
         self.forward_list_changes(context.peer.clone());
         self.negotiate_initialize(&request)
+    }
+
+    /// `logging/setLevel`: the level of this session's log messages (SPEC §9).
+    #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.session.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(host::python_level(request.level));
+        Ok(())
     }
 
     async fn list_tools(

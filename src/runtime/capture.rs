@@ -45,6 +45,8 @@ struct Captured {
 
 static PIPE: OnceLock<Option<Pipe>> = OnceLock::new();
 
+// SAFETY: glibc and musl both define `stdout` as a `FILE *` variable with this exact
+// name and type; it is only read (and passed to `fflush`), never written.
 unsafe extern "C" {
     /// C's `stdout` stream (glibc and musl name the variable so).
     #[link_name = "stdout"]
@@ -78,10 +80,14 @@ impl Pipe {
         }
         // SAFETY: both descriptors were just opened and are owned by nothing else.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: `read` is an open descriptor.
-        unsafe {
+        // SAFETY: `read` is an open descriptor; F_GETFL / F_SETFL only read and set its flags.
+        let nonblocking = unsafe {
             let flags = libc::fcntl(read.as_raw_fd(), libc::F_GETFL);
-            libc::fcntl(read.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+            flags >= 0 && libc::fcntl(read.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+        };
+        if !nonblocking {
+            // A blocking read end would hang `drain` on an empty pipe.
+            return Err(io::Error::last_os_error());
         }
         Ok(Pipe { read, write, state: Mutex::new(State::default()) })
     }

@@ -15,9 +15,8 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::Duration;
@@ -25,7 +24,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{ConfirmRequest, Confirmation, Handler, ToolResult, capture, python, workspace};
+use super::host_objects::{self, Callbacks, Offered};
+use super::{ToolResult, capture, python, workspace};
 use crate::diag::{Diagnostic, Level};
 use crate::registry::FastMap;
 
@@ -47,17 +47,69 @@ pub(crate) struct Job {
     pub id: u64,
     pub kind: Kind,
     /// The library's file, absolute.
-    pub file: String,
+    pub file: WirePath,
     /// The library folder (a private package), absolute.
-    pub package: Option<String>,
+    pub package: Option<WirePath>,
     /// The library's key ([`super::library_key`]).
     pub library: String,
     pub function: String,
     pub args: Value,
     /// The working directory while it runs, absolute; `None`: the process's own.
-    pub workspace: Option<PathBuf>,
-    /// Whether the host answers confirmations (the library gets `set_confirm_handler`).
-    pub has_handler: bool,
+    pub workspace: Option<WirePath>,
+    /// Which host callbacks the call has (SPEC §9): the library gets
+    /// `set_confirm_handler` when it has a confirm handler; `host.py` makes its log
+    /// records from the level given.
+    pub host: Offered,
+}
+
+/// A path as it crosses JSON (to `host.py`, to a worker): its text when it is UTF-8,
+/// else `{"hex": "<its bytes>"}`, which `host.py` turns into the path Python uses for
+/// those bytes (`os.fsdecode`). Nothing is lost either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WirePath(pub PathBuf);
+
+impl std::ops::Deref for WirePath {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Serialize for WirePath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use std::os::unix::ffi::OsStrExt;
+        match self.0.to_str() {
+            Some(text) => serializer.serialize_str(text),
+            None => {
+                let hex: String = self.0.as_os_str().as_bytes().iter().map(|byte| format!("{byte:02x}")).collect();
+                json!({ "hex": hex }).serialize(serializer)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WirePath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use std::os::unix::ffi::OsStringExt;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Text(String),
+            Bytes { hex: String },
+        }
+        match Wire::deserialize(deserializer)? {
+            Wire::Text(text) => Ok(WirePath(PathBuf::from(text))),
+            Wire::Bytes { hex } => {
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| hex.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(|| serde::de::Error::custom("a path's bytes are not hex"))?;
+                Ok(WirePath(PathBuf::from(std::ffi::OsString::from_vec(bytes))))
+            }
+        }
+    }
 }
 
 /// What an engine is set up with, once per process.
@@ -82,13 +134,13 @@ pub(crate) struct Engine {
 
 /// A tool's [`python::Resolution`], while the modules it was made with stay loaded.
 struct Resolved {
-    file: String,
+    file: PathBuf,
     generation: u64,
     direct: Option<Arc<python::Direct>>,
 }
 
 impl Resolved {
-    fn holds(&self, file: &str, generation: u64) -> bool {
+    fn holds(&self, file: &Path, generation: u64) -> bool {
         self.generation == generation && self.file == file
     }
 }
@@ -109,7 +161,7 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// What holds while a call runs, on either path: its confirm handler is the one
+/// What holds while a call runs, on either path: its callbacks are the ones
 /// `host.py` reaches for its id, it has its share of the working directory, and it
 /// counts in this thread's [`DEPTH`]. All of it ends when the scope is dropped.
 struct CallScope {
@@ -118,8 +170,9 @@ struct CallScope {
 }
 
 impl CallScope {
-    fn enter(id: u64, handler: Option<Handler>, workspace: Option<&Path>) -> Result<CallScope, String> {
-        let registration = handler.map(|handler| Registration::new(id, handler));
+    fn enter(id: u64, callbacks: Callbacks, workspace: Option<&Path>) -> Result<CallScope, String> {
+        // With no callbacks, `host.py`'s requests get the answers of a host without them.
+        let registration = (!callbacks.is_empty()).then(|| Registration::new(id, callbacks));
         let lease = workspace::enter(workspace)?;
         DEPTH.set(DEPTH.get() + 1);
         Ok(CallScope { _registration: registration, _lease: lease })
@@ -132,14 +185,18 @@ impl Drop for CallScope {
     }
 }
 
-/// The confirm handler of each call in progress, by call id.
-static HANDLERS: LazyLock<Mutex<HashMap<u64, Handler>>> = LazyLock::new(Default::default);
+/// The callbacks of each call in progress, by call id.
+static HANDLERS: LazyLock<Mutex<HashMap<u64, Callbacks>>> = LazyLock::new(Default::default);
+
+/// The log level `host.py` last gave Python's root logger (set by each call through
+/// `host.py`): a direct call of a job with another level goes through `host.py`.
+static LOG_LEVEL: AtomicU32 = AtomicU32::new(u32::MAX);
 
 impl Engine {
     /// Starts the interpreter (once per process) and adds the virtual environment's
     /// site-packages. Runs no tool code. `printed` hears what tools print as they do.
     pub(crate) fn start(settings: Settings, printed: Option<Printed>) -> Result<Engine, String> {
-        python::start(answer_confirm, workspace::before_chdir, printed)?;
+        python::start(answer_host, workspace::before_chdir, printed)?;
         if let Some(site) = &settings.site_packages {
             python::add_site_dir(site)?;
         }
@@ -147,14 +204,15 @@ impl Engine {
     }
 
     /// Runs a job; `timeout` stops it from inside the process (the gentle way only).
-    pub(crate) fn run(&self, job: &Job, handler: Option<Handler>, timeout: Option<Duration>) -> ToolResult {
+    pub(crate) fn run(&self, job: &Job, callbacks: Callbacks, timeout: Option<Duration>) -> ToolResult {
         if job.kind == Kind::Tool
             && timeout.is_none()
-            && let Direct::Ran(result) = self.call_direct(job, handler.clone())
+            && let Direct::Ran(result) = self.call_direct(job, &callbacks)
         {
             return result;
         }
-        let result = self.run_hosted(job, handler, timeout);
+        let result = self.run_hosted(job, callbacks, timeout);
+        LOG_LEVEL.store(job.host.log_level, Ordering::Release);
         if job.kind == Kind::Tool {
             self.resolve(job);
         }
@@ -178,9 +236,12 @@ impl Engine {
     }
 
     /// The direct path (see the module doc).
-    fn call_direct(&self, job: &Job, handler: Option<Handler>) -> Direct {
+    fn call_direct(&self, job: &Job, callbacks: &Callbacks) -> Direct {
         let Value::Object(args) = &job.args else { return Direct::Declined };
-        if DEPTH.get() > 0 || ANY_DROPPED.load(Ordering::Acquire) {
+        if DEPTH.get() > 0
+            || ANY_DROPPED.load(Ordering::Acquire)
+            || LOG_LEVEL.load(Ordering::Acquire) != job.host.log_level
+        {
             return Direct::Declined;
         }
         let direct = {
@@ -194,7 +255,7 @@ impl Engine {
         if !direct.takes(args) {
             return Direct::Declined;
         }
-        let scope = match CallScope::enter(job.id, handler, job.workspace.as_deref()) {
+        let scope = match CallScope::enter(job.id, callbacks.clone(), job.workspace.as_deref()) {
             Ok(scope) => scope,
             Err(err) => return Direct::Ran(ToolResult::failure(err)),
         };
@@ -235,33 +296,37 @@ impl Engine {
             python::Resolution::Never => None,
             python::Resolution::NotLoaded => return,
         };
-        let entry = Resolved { file: job.file.clone(), generation, direct };
+        let entry = Resolved { file: job.file.0.clone(), generation, direct };
         self.resolved.write().unwrap_or_else(|p| p.into_inner()).insert(job.function.clone(), entry);
     }
 
     /// `host.py`'s path, on this thread or, with a timeout, on a thread of its own.
-    fn run_hosted(&self, job: &Job, handler: Option<Handler>, timeout: Option<Duration>) -> ToolResult {
+    fn run_hosted(&self, job: &Job, callbacks: Callbacks, timeout: Option<Duration>) -> ToolResult {
         forget_dropped_modules();
         let request = Request {
             call_id: job.id,
             kind: job.kind,
             file: &job.file,
-            package: job.package.as_deref(),
+            package: job.package.as_ref(),
             library: &job.library,
             function: &job.function,
             args: &job.args,
             config: self.settings.libraries.get(&job.library),
             autonomy_level: &self.settings.autonomy_level,
-            has_handler: job.has_handler,
+            host: &job.host,
             injected: &self.settings.injected,
+            workspace_path: job.workspace.as_deref(),
         };
         let request = match serde_json::to_string(&request) {
             Ok(text) => text,
             Err(err) => return ToolResult::failure(format!("cannot encode the call: {err}")),
         };
         match timeout {
-            None => execute(job.id, &request, handler, job.workspace.as_deref()).0,
-            Some(limit) => execute_with_deadline(job.id, request, handler, job.workspace.clone(), limit, &job.function),
+            None => execute(job.id, &request, callbacks, job.workspace.as_deref()).0,
+            Some(limit) => {
+                let workspace = job.workspace.as_ref().map(|dir| dir.0.clone());
+                execute_with_deadline(job.id, request, callbacks, workspace, limit, &job.function)
+            }
         }
     }
 }
@@ -271,15 +336,17 @@ impl Engine {
 struct Request<'a> {
     call_id: u64,
     kind: Kind,
-    file: &'a str,
-    package: Option<&'a str>,
+    file: &'a WirePath,
+    package: Option<&'a WirePath>,
     library: &'a str,
     function: &'a str,
     args: &'a Value,
     config: Option<&'a Map<String, Value>>,
     autonomy_level: &'a str,
-    has_handler: bool,
+    host: &'a Offered,
     injected: &'a [String],
+    /// For `tool_context.workspace_path` (the directory itself is leased in Rust).
+    workspace_path: Option<&'a Path>,
 }
 
 /// `host.py`'s answer.
@@ -300,8 +367,8 @@ struct Reply {
 
 /// Runs the call on this thread, in the working directory `workspace` (the host's
 /// own when `None`); returns the result and whether it was stopped.
-fn execute(id: u64, request: &str, handler: Option<Handler>, workspace: Option<&Path>) -> (ToolResult, bool) {
-    let _scope = match CallScope::enter(id, handler, workspace) {
+fn execute(id: u64, request: &str, callbacks: Callbacks, workspace: Option<&Path>) -> (ToolResult, bool) {
+    let _scope = match CallScope::enter(id, callbacks, workspace) {
         Ok(scope) => scope,
         Err(err) => return (ToolResult::failure(err), false),
     };
@@ -341,14 +408,14 @@ fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult,
 fn execute_with_deadline(
     id: u64,
     request: String,
-    handler: Option<Handler>,
+    callbacks: Callbacks,
     workspace: Option<PathBuf>,
     limit: Duration,
     function: &str,
 ) -> ToolResult {
     let (sender, receiver) = mpsc::channel();
     let worker = std::thread::Builder::new().name(format!("lcp-call-{id}")).spawn(move || {
-        let _ = sender.send(execute(id, &request, handler, workspace.as_deref()));
+        let _ = sender.send(execute(id, &request, callbacks, workspace.as_deref()));
     });
     if let Err(err) = worker {
         return ToolResult::failure(format!("cannot start a thread for the call: {err}"));
@@ -387,12 +454,12 @@ pub(crate) fn stop(id: u64) -> bool {
     python::stop(id)
 }
 
-/// Makes a handler the one `host.py` reaches for the call `id`.
+/// Makes callbacks the ones `host.py` reaches for the call `id`.
 struct Registration(u64);
 
 impl Registration {
-    fn new(id: u64, handler: Handler) -> Registration {
-        HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).insert(id, handler);
+    fn new(id: u64, callbacks: Callbacks) -> Registration {
+        HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).insert(id, callbacks);
         Registration(id)
     }
 }
@@ -404,12 +471,12 @@ impl Drop for Registration {
 }
 
 /// Files whose loaded modules are out of date, waiting for the next call to drop them.
-static DROPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static DROPPED: Mutex<Vec<WirePath>> = Mutex::new(Vec::new());
 static ANY_DROPPED: AtomicBool = AtomicBool::new(false);
 
 /// Marks modules as out of date: the next call drops them (modules belong to the
 /// process, like the interpreter).
-pub(crate) fn drop_modules(paths: impl IntoIterator<Item = String>) {
+pub(crate) fn drop_modules(paths: impl IntoIterator<Item = WirePath>) {
     let mut dropped = DROPPED.lock().unwrap_or_else(|p| p.into_inner());
     dropped.extend(paths);
     GENERATION.fetch_add(1, Ordering::AcqRel);
@@ -427,79 +494,10 @@ fn forget_dropped_modules() {
     }
 }
 
-/// `host.py`'s confirm requests: finds the handler of the call and asks it.
-fn answer_confirm(text: &str) -> String {
-    #[derive(Deserialize)]
-    struct Wire {
-        call_id: Option<u64>,
-        library: Option<String>,
-        tool: Option<String>,
-        #[serde(default)]
-        args: Vec<Value>,
-        #[serde(default)]
-        kwargs: Map<String, Value>,
-    }
-    let confirmation = match serde_json::from_str::<Wire>(text) {
-        Err(err) => Confirmation::reject(format!("lcp could not read the confirm request: {err}")),
-        Ok(wire) => {
-            let handler =
-                wire.call_id.and_then(|id| HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned());
-            match handler {
-                None => Confirmation::reject("the host has no confirmation handler"),
-                Some(handler) => {
-                    let (content, label) = content_and_label(&wire.args, &wire.kwargs);
-                    let request = ConfirmRequest {
-                        library: wire.library.unwrap_or_default(),
-                        tool: wire.tool,
-                        content,
-                        label,
-                        args: wire.args,
-                        kwargs: wire.kwargs,
-                    };
-                    catch_unwind(AssertUnwindSafe(|| handler(&request)))
-                        .unwrap_or_else(|_| Confirmation::reject("the confirmation handler failed"))
-                }
-            }
-        }
-    };
-    json!({"decision": confirmation.decision.as_str(), "reason": confirmation.reason}).to_string()
-}
-
-/// `(content, label[, extra])`, keywords of those names, or one dict.
-fn content_and_label(args: &[Value], kwargs: &Map<String, Value>) -> (String, String) {
-    let text = |value: &Value| match value {
-        Value::String(text) => text.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    let first = |fields: &Map<String, Value>, keys: &[&str]| keys.iter().find_map(|key| fields.get(*key)).map(text);
-    match args {
-        [Value::Object(fields)] if kwargs.is_empty() => (
-            first(fields, &["content", "command", "text", "message"])
-                .unwrap_or_else(|| Value::Object(fields.clone()).to_string()),
-            first(fields, &["label", "title", "action"]).unwrap_or_default(),
-        ),
-        _ => (
-            args.first().map(text).or_else(|| first(kwargs, &["content"])).unwrap_or_default(),
-            args.get(1).map(text).or_else(|| first(kwargs, &["label"])).unwrap_or_default(),
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn confirm_arguments_in_every_shape() {
-        let map = |v: Value| v.as_object().cloned().unwrap();
-        let none = Map::new();
-        assert_eq!(content_and_label(&[json!("rm -rf x"), json!("Run")], &none), ("rm -rf x".into(), "Run".into()));
-        assert_eq!(content_and_label(&[json!("a"), json!("b"), json!({"x": 1})], &none), ("a".into(), "b".into()));
-        assert_eq!(
-            content_and_label(&[json!({"command": "ls", "title": "List"})], &none),
-            ("ls".into(), "List".into())
-        );
-        assert_eq!(content_and_label(&[], &map(json!({"content": "c", "label": "l"}))), ("c".into(), "l".into()));
-    }
+/// `host.py`'s requests and notices (SPEC §9): answered with the callbacks of the
+/// call they belong to.
+fn answer_host(text: &str) -> String {
+    host_objects::answer_wire(text, |call| {
+        call.and_then(|id| HANDLERS.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned())
+    })
 }

@@ -3,8 +3,14 @@
 Loaded once into the embedded interpreter as the module ``_lcp_host``. It owns:
 importing a tool file under a private module name (a library folder becomes a
 private package), the library hooks, converting JSON arguments to the annotated
-types, running the tool with what it prints captured, and turning its result or
-its exception into plain data.
+types, the host objects a tool is given (SPEC §9: the confirm handler,
+``user_interaction_handler``, ``lollms_client_instance``, ``tool_context``, and
+``logging`` records), running the tool with what it prints captured, and turning
+its result or its exception into plain data.
+
+Every host object reaches the host through one function given to ``install``,
+``host(request_json) -> answer_json``, with the id of the call it belongs to; the
+host answers with that call's callbacks (a terminal, an MCP client, a Rust closure).
 
 ``call`` takes and returns JSON text, and the only host objects it holds are the
 functions given to ``install``; nothing in ``call`` depends on living in the same
@@ -18,13 +24,16 @@ into a reply. Nothing here writes to the process's standard output.
 import collections.abc
 import dataclasses
 import datetime
+import decimal
 import enum
 import importlib.machinery
 import importlib.util
 import inspect
 import io
+import ipaddress
 import itertools
 import json
+import logging
 import math
 import os
 import re
@@ -35,7 +44,7 @@ import types
 import typing
 import uuid
 import weakref
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 
 class Timeout(BaseException):
@@ -50,7 +59,7 @@ _CAPTURE_LIMIT = 1_000_000
 # Problems listed when a return value cannot be carried by JSON.
 _MAX_PROBLEMS = 10
 
-_confirm = None
+_host = None  # host(request_json) -> answer_json, see ``_ask``
 _printed = None  # printed(call_id, stream, text), when the embedding follows output live
 _lock = threading.Lock()
 _names = itertools.count(1)
@@ -60,6 +69,8 @@ _packages = {}  # library folder -> private package name
 _calls = {}  # call id -> _Call, for every call in progress
 _local = threading.local()
 _plans = weakref.WeakKeyDictionary()  # tool function -> _Plan
+# The host objects a tool gets when it names them (or takes ``**kwargs``), SPEC §9.
+_HOST_OBJECTS = ("user_interaction_handler", "lollms_client_instance", "tool_context")
 # Direct calls: thread ident -> [call id, (library, function)] of the call the thread
 # runs, call id None between calls; the embedding fills them in around each call.
 _direct = {}
@@ -71,14 +82,14 @@ _direct_calls = {}  # call id -> _Call, made when a direct call first prints or 
 # --------------------------------------------------------------------------- #
 
 
-def install(confirm, before_chdir=None, printed=None):
-    """Called once: ``confirm(request_json) -> answer_json`` asks the host's handler;
+def install(host, before_chdir=None, printed=None):
+    """Called once: ``host(request_json) -> answer_json`` asks the host (see ``_ask``);
     ``before_chdir()``, if given, is called before a tool changes the working directory
     (``os.chdir``, ``os.fchdir``), so the host can restore it; ``printed(call_id,
     stream, text)``, if given, hears what a call prints as it prints it (a worker
     process sends it on, so that it survives the process)."""
-    global _confirm, _printed
-    _confirm = confirm
+    global _host, _printed
+    _host = host
     _printed = printed
     sys.dont_write_bytecode = True  # never litter tool folders with __pycache__
     # The real streams write through: what a tool writes to them reaches the file
@@ -90,6 +101,8 @@ def install(confirm, before_chdir=None, printed=None):
     if before_chdir is not None:
         os.chdir = _watched(os.chdir, before_chdir)
         os.fchdir = _watched(os.fchdir, before_chdir)
+    logging.root.addHandler(_LOG_RELAY)
+    _set_log_level(logging.INFO)
 
 
 def _unbuffered(stream):
@@ -111,6 +124,14 @@ def _watched(change, before):
     return watched
 
 
+def _path(wire):
+    """A path as the embedding sends it: text, or ``{"hex": bytes}`` for a path that is
+    not UTF-8, which becomes the path Python uses for those bytes."""
+    if isinstance(wire, dict):
+        return os.fsdecode(bytes.fromhex(wire["hex"]))
+    return wire
+
+
 def add_site_dir(path):
     """Makes a virtual environment's site-packages importable, ahead of the
     interpreter's own (as inside the environment)."""
@@ -130,7 +151,12 @@ def call(request_text):
     Returns ``{"ok", "output", "error"?, "traceback"?, "timed_out"?, "stdout", "stderr"}``.
     """
     request = json.loads(request_text)
+    for key in ("file", "package", "workspace"):
+        if request.get(key) is not None:
+            request[key] = _path(request[key])
     current = _Call(request.get("call_id"), request.get("library"), request.get("function"))
+    current.host = request.get("host") or {}
+    _set_log_level(current.host.get("log_level") or logging.INFO)
     _enter(current)
     try:
         result = _run(request, current)
@@ -192,7 +218,7 @@ def rebind():
 
 def forget(paths_json):
     """Drops the modules of these files: their next call imports them again."""
-    paths = set(json.loads(paths_json))
+    paths = {_path(path) for path in json.loads(paths_json)}
     with _lock:
         for path in paths:
             _libraries.pop(path, None)
@@ -209,9 +235,10 @@ def forget(paths_json):
 class _Call:
     """A call in progress: where its output goes, and whether it may be stopped."""
 
-    __slots__ = ("id", "library", "function", "thread", "stoppable", "text", "kept", "dropped", "outer")
+    __slots__ = ("id", "library", "function", "thread", "stoppable", "text", "kept", "dropped", "outer", "host")
 
     def __init__(self, call_id, library, function):
+        self.host = {}  # what the host offers this call (``Offered`` in Rust)
         self.id = call_id
         self.library = library
         self.function = function
@@ -298,7 +325,8 @@ def _run(request, current):
 
 def _tool(function, request, current):
     try:
-        positional, keywords = _arguments(function, request.get("args") or {}, request.get("injected") or ())
+        objects = _HostObjects(request.get("library"), request.get("workspace_path"))
+        positional, keywords = _arguments(function, request.get("args") or {}, request.get("injected") or (), objects)
     except _ArgumentError as exc:
         return _failure(str(exc))
     try:
@@ -429,9 +457,10 @@ def direct(path, function, injected):
     not loaded, ``False`` when every call of the tool needs ``call``.
 
     That is when the library failed to load, the tool is not a plain ``def``
-    function, takes a positional-only parameter or an injected one without a default,
-    or a parameter's type asks for more than a number's type (``coercion`` is
-    ``"int"``, ``"float"`` or ``"none"``, see ``_coercion``).
+    function, takes a positional-only parameter, an injected one without a default or
+    a host object (by name, or through ``**kwargs``), or a parameter's type asks for
+    more than a number's type (``coercion`` is ``"int"``, ``"float"`` or ``"none"``,
+    see ``_coercion``).
     """
     library = _libraries.get(path)
     if library is None:
@@ -440,14 +469,18 @@ def direct(path, function, injected):
     if not isinstance(tool, types.FunctionType) or inspect.iscoroutinefunction(tool):
         return False
     plan = _plan(tool)
+    if plan.var_keyword and any(name in injected for name in _HOST_OBJECTS):
+        return False
     parameters = []
     for name, kind, hint, default in plan.parameters:
         coercion = _coercion(hint)
         if coercion is None or kind == inspect.Parameter.POSITIONAL_ONLY:
             return False
-        if name in injected and default is inspect.Parameter.empty:
+        if name in injected and (default is inspect.Parameter.empty or name in _HOST_OBJECTS):
             return False
         parameters.append((name, coercion))
+    if any(_coercion(hint) != "none" for hint in plan.keyword_hints.values()):
+        return False
     return tool, parameters, plan.var_keyword, vars(library.module)
 
 
@@ -457,7 +490,7 @@ def _coercion(hint):
     becomes a float), ``"none"``; ``None`` for every other hint."""
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
-        return _coercion(typing.get_args(hint)[0])
+        return None if _reshapes(hint) else _coercion(typing.get_args(hint)[0])
     if origin is typing.Union or origin is types.UnionType:
         arms = [arm for arm in typing.get_args(hint) if arm is not _NONE]
         return _coercion(arms[0]) if len(arms) == 1 else None
@@ -526,7 +559,7 @@ class _Library:
         self.module = module
         self.error = error
         self.traceback = traceback
-        self.bridge = bridge
+        self.bridge = bridge  # the confirm handler the library was given
 
 
 def _library(request, current):
@@ -624,17 +657,23 @@ def _identifier(text):
 
 
 def _init(module, request, bridge):
-    """``set_confirm_handler`` (when the host has a handler), then ``init_tools_library``."""
-    has_handler = bool(request.get("has_handler"))
+    """``set_confirm_handler`` (when the host has a handler), ``set_user_interaction_handler``,
+    then ``init_tools_library``."""
+    has_handler = bool((request.get("host") or {}).get("confirm"))
+    interaction = _UserInteraction(request.get("library"))
     hook = getattr(module, "set_confirm_handler", None)
     if has_handler and callable(hook):
         hook(bridge)
+    hook = getattr(module, "set_user_interaction_handler", None)
+    if callable(hook):
+        hook(interaction)
     init = getattr(module, "init_tools_library", None)
     if not callable(init):
         return
     config = dict(request.get("config") or {})
     config["autonomy_level"] = request.get("autonomy_level") or "safe"
     config["confirm_handler"] = bridge if has_handler else None
+    config["user_interaction_handler"] = interaction
     if _takes_positional(init):
         init(config)
     else:
@@ -657,18 +696,13 @@ class _Bridge:
         self.library = library
 
     def __call__(self, *args, **kwargs):
-        current = _current()
-        request = {
-            "call_id": current.id if current is not None else None,
-            "library": self.library,
-            "tool": current.function if current is not None else None,
-            "args": [_plain(a) for a in args],
-            "kwargs": {str(k): _plain(v) for k, v in kwargs.items()},
-        }
-        if _confirm is None:
-            return ("reject", "no confirmation handler is installed")
-        answer = json.loads(_confirm(_dumps(request)))
-        return (answer.get("decision") or "reject", answer.get("reason") or "")
+        answer = _ask(
+            "confirm",
+            self.library,
+            args=[_plain(a) for a in args],
+            kwargs={str(k): _plain(v) for k, v in kwargs.items()},
+        )
+        return (answer.get("decision") or "reject", answer.get("reason") or answer.get("error") or "")
 
     def __repr__(self):
         return f"<lcp confirm handler for {self.library}>"
@@ -688,6 +722,201 @@ def _plain(value):
 
 
 # --------------------------------------------------------------------------- #
+# Host objects (SPEC §9)                                                       #
+# --------------------------------------------------------------------------- #
+
+
+class HostUnavailable(RuntimeError):
+    """Raised in a tool when the host cannot do what it asked: nobody can be asked,
+    there is no model. The message says why."""
+
+
+def _ask(kind, library, **fields):
+    """Sends one request or notice to the host, for the call this thread serves.
+
+    ``kind``: ``confirm`` (``args``, ``kwargs``), ``interact``, ``generate``,
+    ``progress`` or ``log`` (``body``). Returns the host's answer as a dict.
+    """
+    current = _current()
+    request = {
+        "kind": kind,
+        "call_id": current.id if current is not None else None,
+        "library": library if library is not None else (current.library if current is not None else None),
+        "tool": current.function if current is not None else None,
+    }
+    request.update(fields)
+    if _host is None:
+        return {"error": "no host is installed"}
+    try:
+        text = _dumps(request)
+    except (TypeError, ValueError) as exc:
+        return {"error": f"the request cannot be sent to the host: {exc}"}
+    return json.loads(_host(text))
+
+
+class _UserInteraction:
+    """``user_interaction_handler(request)``: asks the user through the host.
+
+    ``request`` is the reference's dict: ``type`` (``"text"``, ``"secret"``,
+    ``"select"``, or lcp's ``"form"`` with ``"schema"``), ``title``, ``prompt``,
+    ``options``, ``default``. Returns the answer (a string; a dict for a form), or
+    ``None`` when the user declines; raises ``HostUnavailable`` when nobody can be asked.
+    """
+
+    def __init__(self, library):
+        self.library = library
+
+    def __call__(self, request=None, **fields):
+        if request is None:
+            request = {}
+        elif not isinstance(request, dict):
+            request = {"type": "text", "prompt": str(request)}
+        request = {**request, **fields}
+        body = {key: _plain(request.get(key)) for key in ("type", "title", "prompt", "options", "default", "schema")}
+        answer = _ask("interact", self.library, body=body)
+        status = answer.get("status")
+        if status == "given":
+            value = answer.get("value")
+            if str(body.get("type") or "text").lower() == "form":
+                return value if isinstance(value, dict) else None
+            return value if value is None or isinstance(value, str) else _dumps(value)
+        if status == "declined":
+            return None
+        raise HostUnavailable(answer.get("reason") or answer.get("error") or "the host cannot ask the user")
+
+    def __repr__(self):
+        return f"<lcp user interaction handler for {self.library}>"
+
+
+class _Client:
+    """``lollms_client_instance`` and ``tool_context.client``: the host's model."""
+
+    def __init__(self, library):
+        self.library = library
+
+    def generate_text(
+        self, prompt, images=None, n_predict=None, temperature=None, system_prompt=None, **kwargs
+    ):
+        """Asks the host's model; returns its text. Raises ``HostUnavailable`` when the
+        host has no model (or the client cannot sample)."""
+        body = {
+            "prompt": str(prompt),
+            "images": [_image_text(image) for image in (images or [])],
+            "n_predict": n_predict,
+            "temperature": temperature,
+            "system_prompt": system_prompt,
+            "extra": {str(k): _plain(v) for k, v in kwargs.items()},
+        }
+        answer = _ask("generate", self.library, body=body)
+        if isinstance(answer.get("text"), str):
+            return answer["text"]
+        raise HostUnavailable(answer.get("error") or "the host's model gave no text")
+
+    def has_vision_capability(self):
+        """Whether images may be sent to ``generate_text``."""
+        current = _current()
+        return bool(current is not None and current.host.get("vision"))
+
+    def __repr__(self):
+        return f"<lcp client for {self.library}>"
+
+
+def _image_text(image):
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        import base64
+
+        return base64.b64encode(bytes(image)).decode("ascii")
+    return str(image)
+
+
+class _Root(type(Path())):
+    """``tool_context.workspace_root``: a path, also callable as ``workspace_root()``."""
+
+    def __call__(self):
+        return Path(self)
+
+
+class _ToolContext:
+    """``tool_context``: the reference's ``ToolContext`` surface."""
+
+    def __init__(self, library, workspace):
+        self.library = library
+        self.client = _Client(library)
+        self.workspace_path = Path(workspace) if workspace else Path(os.getcwd())
+        self.discussion = None
+        self.personality = None
+
+    def emit_progress(self, text, meta=None):
+        """Reports progress (``meta`` may carry numeric ``progress`` and ``total``);
+        returns whether the host took it."""
+        meta = {str(k): _plain(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
+        answer = _ask("progress", self.library, body={"text": str(text), "meta": meta})
+        return bool(answer.get("delivered"))
+
+    @property
+    def workspace_root(self):
+        return _Root(self.workspace_path).resolve()
+
+    def get(self, key, default=None):
+        """``"working_dir"`` (and ``"workspace_path"``): the workspace folder."""
+        if key in ("working_dir", "workspace_path", "workspace"):
+            return str(self.workspace_path)
+        return default
+
+    def __repr__(self):
+        return f"<lcp tool context for {self.library} in {self.workspace_path}>"
+
+
+class _HostObjects:
+    """The host objects of one call, made when the tool asks for them."""
+
+    def __init__(self, library, workspace):
+        self.library = library
+        self.workspace = workspace
+        self.made = {}
+
+    def get(self, name):
+        if name not in self.made:
+            if name == "user_interaction_handler":
+                self.made[name] = _UserInteraction(self.library)
+            elif name == "lollms_client_instance":
+                self.made[name] = _Client(self.library)
+            else:
+                self.made[name] = _ToolContext(self.library, self.workspace)
+        return self.made[name]
+
+
+class _LogRelay(logging.Handler):
+    """Python's root logger's handler: a record made during a call goes to the host
+    (an MCP client's ``notifications/message``), else to the call's ``stderr``."""
+
+    def emit(self, record):
+        current = _current()
+        if current is None:
+            return
+        try:
+            message = record.getMessage()
+            if record.exc_info:
+                message = message + "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        except Exception:
+            return
+        answer = _ask("log", current.library, body={"level": record.levelno, "logger": record.name, "message": message})
+        if not answer.get("delivered"):
+            current.write("err", f"{record.levelname}:{record.name}:{message}\n")
+
+
+_LOG_RELAY = _LogRelay()
+
+
+def _set_log_level(level):
+    """Records below ``level`` are neither made nor sent."""
+    if logging.root.level != level:
+        logging.root.setLevel(level)
+    if _LOG_RELAY.level != level:
+        _LOG_RELAY.setLevel(level)
+
+
+# --------------------------------------------------------------------------- #
 # Arguments                                                                    #
 # --------------------------------------------------------------------------- #
 
@@ -699,7 +928,7 @@ class _ArgumentError(Exception):
 class _Plan:
     """A tool's parameters as Python sees them, computed once per function."""
 
-    __slots__ = ("parameters", "var_keyword")
+    __slots__ = ("parameters", "var_keyword", "keyword_hints")
 
     def __init__(self, function):
         signature = inspect.signature(function)
@@ -709,7 +938,34 @@ class _Plan:
             for p in signature.parameters.values()
             if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
         ]
-        self.var_keyword = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+        keywords = [p for p in signature.parameters.values() if p.kind == inspect.Parameter.VAR_KEYWORD]
+        self.var_keyword = bool(keywords)
+        # PEP 692: `**kwargs: Unpack[TD]` types each keyword by TD's field.
+        self.keyword_hints = _unpacked_hints(hints.get(keywords[0].name)) if keywords else {}
+
+
+def _unpacked_hints(hint):
+    """The field types of ``TD`` in ``Unpack[TD]``; empty for any other hint."""
+    # `typing.Unpack` and, before Python 3.12, `typing_extensions.Unpack`.
+    if getattr(typing.get_origin(hint), "_name", None) != "Unpack":
+        return {}
+    (target,) = typing.get_args(hint)
+    if not _is_typeddict(target):
+        return {}
+    return {name: _required_stripped(field) for name, field in _hints(target).items()}
+
+
+def _is_typeddict(hint):
+    """``typing.is_typeddict``, also true for ``typing_extensions.TypedDict`` classes
+    (a different class before Python 3.12)."""
+    return isinstance(hint, type) and issubclass(hint, dict) and hasattr(hint, "__required_keys__")
+
+
+def _required_stripped(hint):
+    """``T`` of ``Required[T]`` / ``NotRequired[T]``."""
+    if getattr(typing.get_origin(hint), "_name", None) in ("Required", "NotRequired"):
+        return typing.get_args(hint)[0]
+    return hint
 
 
 def _hints(function):
@@ -744,18 +1000,23 @@ def _plan(function):
     return plan
 
 
-def _arguments(function, args, injected):
+def _arguments(function, args, injected, objects=None):
     """Positional and keyword arguments for the call, converted to the annotated types.
 
     Only the arguments given are passed, so Python applies its own defaults.
     Positional-only parameters are passed by position (their skipped predecessors
-    get their defaults).
+    get their defaults). A host object (``_HOST_OBJECTS``) is passed when the
+    function names it or takes ``**kwargs``; another injected name without a default
+    gets ``None``.
     """
     plan = _plan(function)
     args = dict(args)
     positional, pending, keywords = [], [], {}
     for name, kind, hint, default in plan.parameters:
-        if name in args:
+        if name in injected and name in _HOST_OBJECTS and objects is not None:
+            args.pop(name, None)
+            value = objects.get(name)
+        elif name in args:
             value = _converted(name, args.pop(name), hint)
         elif name in injected and default is inspect.Parameter.empty:
             value = None
@@ -771,7 +1032,13 @@ def _arguments(function, args, injected):
             keywords[name] = value
     if args and not plan.var_keyword:
         raise _ArgumentError(f"unknown arguments: {', '.join(sorted(args))}")
-    keywords.update(args)
+    for name, value in args.items():
+        hint = plan.keyword_hints.get(name)
+        keywords[name] = value if hint is None else _converted(name, value, hint)
+    if plan.var_keyword and objects is not None:
+        for name in _HOST_OBJECTS:
+            if name in injected and not any(p[0] == name for p in plan.parameters):
+                keywords[name] = objects.get(name)
     return positional, keywords
 
 
@@ -800,7 +1067,11 @@ def _convert(value, hint):
         return value
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
+        if _reshapes(hint):
+            return _pydantic(value, hint)
         return _convert(value, typing.get_args(hint)[0])
+    if getattr(origin, "_name", None) in ("Required", "NotRequired", "ReadOnly"):
+        return _convert(value, typing.get_args(hint)[0])  # a TypedDict field's marker
     if origin is typing.Union or origin is types.UnionType:
         return _convert_union(value, typing.get_args(hint))
     if origin is typing.Literal or hint is None or hint is _NONE:
@@ -829,12 +1100,16 @@ def _convert(value, hint):
         return _duration(value)
     if hint is uuid.UUID:
         return uuid.UUID(value)
-    if issubclass(hint, PurePath):
+    if hint is decimal.Decimal:
+        return _decimal(value)
+    if issubclass(hint, PurePath) or hint.__module__ == "ipaddress":
         return hint(value)
+    if _is_pydantic_type(hint):
+        return _pydantic(value, hint)
     if dataclasses.is_dataclass(hint) and isinstance(value, dict):
         fields = {f.name for f in dataclasses.fields(hint) if f.init}
         return hint(**_fields(value, _hints(hint), fields))
-    if typing.is_typeddict(hint) and isinstance(value, dict):
+    if _is_typeddict(hint) and isinstance(value, dict):
         return _fields(value, _hints(hint), None)
     if issubclass(hint, tuple) and hasattr(hint, "_fields") and isinstance(value, dict):
         return hint(**_fields(value, _hints(hint), set(hint._fields)))
@@ -845,6 +1120,69 @@ def _convert(value, hint):
     if hint in (tuple, set, frozenset) and isinstance(value, list):
         return hint(value)
     return value
+
+
+def _decimal(value):
+    """A ``Decimal`` from a JSON number or decimal text; a float goes through its
+    shortest text (``0.1`` → ``Decimal('0.1')``), as pydantic does."""
+    if isinstance(value, bool):
+        raise TypeError("a boolean is not a decimal number")
+    number = decimal.Decimal(repr(value) if isinstance(value, float) else value)
+    if not number.is_finite():
+        raise ValueError(f"not a finite number: {value!r}")
+    return number
+
+
+def _is_pydantic_type(hint):
+    """A type pydantic defines that is not a model: ``EmailStr``, ``HttpUrl``,
+    ``SecretStr``, ``Json``, ``IPvAnyAddress``… (models convert with ``model_validate``)."""
+    return (
+        hint.__module__.startswith("pydantic")
+        and hasattr(hint, "__get_pydantic_core_schema__")
+        and not callable(getattr(hint, "model_validate", None))
+    )
+
+
+def _reshapes(hint):
+    """Whether an ``Annotated`` hint carries pydantic metadata that changes the value
+    rather than only checking it: ``Json`` (``Json[T]``), ``StringConstraints`` that
+    strip or change case, validators (``AfterValidator``…)."""
+    for meta in hint.__metadata__:
+        kind = meta if isinstance(meta, type) else type(meta)
+        module = getattr(kind, "__module__", "")
+        if not module.startswith("pydantic"):
+            continue
+        if kind.__name__ == "Json" or module == "pydantic.functional_validators":
+            return True
+        if kind.__name__ == "StringConstraints" and any(
+            getattr(meta, flag, None) for flag in ("strip_whitespace", "to_lower", "to_upper")
+        ):
+            return True
+    return False
+
+
+_adapters = {}
+
+
+def _pydantic(value, hint):
+    """``value`` validated by pydantic itself, for types only pydantic knows how to
+    make (its adapter is built once per hint)."""
+    try:
+        adapter = _adapters.get(hint)
+    except TypeError:  # an unhashable hint: no cache
+        adapter = None
+    if adapter is None:
+        import pydantic  # the tool imports it already: its hint comes from there
+
+        adapter = pydantic.TypeAdapter(hint)
+        try:
+            _adapters[hint] = adapter
+        except TypeError:
+            pass
+    try:
+        return adapter.validate_python(value)
+    except Exception as exc:  # pydantic.ValidationError, without importing it up front
+        raise ValueError(str(exc)) from None
 
 
 def _convert_union(value, arms):

@@ -12,6 +12,8 @@
 //! - `supervisor`: the worker processes: starting, dispatching, time limits,
 //!   cancellation, noticing a death and naming its cause. `worker`: a worker's side.
 //!   `channel`: the private sockets between them.
+//! - [`host_objects`]: what a tool asks of its host during a call (confirmations, the
+//!   user, the model, progress, log records) and the per-call [`Callbacks`] that answer.
 //! - `validate`: arguments against the tool's schema, in Rust, before Python runs.
 //! - `capture`: keeps file descriptor 1 away from tools. `workspace`: leases the
 //!   working directory to calls.
@@ -25,6 +27,7 @@ mod capture;
 pub mod catalog;
 mod channel;
 mod engine;
+pub mod host_objects;
 mod python;
 mod supervisor;
 pub mod validate;
@@ -44,7 +47,11 @@ use serde_json::{Map, Value};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{DEFAULT_INJECTED, Library};
 use crate::registry::{Changes, Registry};
-use engine::{Engine, Job, Kind};
+use engine::{Engine, Job, Kind, WirePath};
+use host_objects::{
+    Answer, Callbacks, Generation, InteractHandler, Interaction, LogHandler, LogRecord, Model, Progress,
+    ProgressHandler,
+};
 
 /// What the host sets up once. Every field has a default.
 #[derive(Debug, Clone)]
@@ -123,7 +130,6 @@ impl WorkerSettings {
 
 /// Answers what a tool asks to confirm.
 pub type ConfirmHandler = Arc<dyn Fn(&ConfirmRequest) -> Confirmation + Send + Sync>;
-type Handler = ConfirmHandler;
 
 /// Options of one call.
 #[derive(Clone, Default)]
@@ -140,6 +146,31 @@ pub struct CallOptions {
     /// Stops the call when cancelled (with worker processes; in-process, a cancelled
     /// call is only no longer waited for by whoever cancelled it).
     pub cancel: Option<Cancel>,
+    /// Answers what this call asks the user (`user_interaction_handler`) instead of
+    /// the runtime's handler.
+    pub interact: Option<InteractHandler>,
+    /// The model this call's `generate_text` asks, instead of the runtime's.
+    pub model: Option<Model>,
+    /// Hears this call's `emit_progress`, instead of the runtime's handler.
+    pub progress: Option<ProgressHandler>,
+    /// Hears the records this call logs, instead of the runtime's handler; with none,
+    /// they go to the result's `stderr`.
+    pub log: Option<LogHandler>,
+    /// Records below this Python level (`host_objects::level`) are not made.
+    /// Default: info.
+    pub log_level: Option<u32>,
+}
+
+impl CallOptions {
+    fn callbacks(&self) -> Callbacks {
+        Callbacks {
+            confirm: self.confirm.clone(),
+            interact: self.interact.clone(),
+            model: self.model.clone(),
+            progress: self.progress.clone(),
+            log: self.log.clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -147,8 +178,9 @@ impl std::fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("workspace", &self.workspace)
             .field("timeout", &self.timeout)
-            .field("confirm", &self.confirm.as_ref().map(|_| "handler"))
             .field("cancel", &self.cancel)
+            .field("callbacks", &self.callbacks())
+            .field("log_level", &self.log_level)
             .finish()
     }
 }
@@ -278,8 +310,9 @@ impl Descriptions {
 /// every in-process `Runtime` shares them, and each library is imported and
 /// initialised once per process, with the configuration of the runtime that first
 /// loads it. Each worker process likewise loads a library once, on its first call
-/// there. Each runtime has its own confirm handler, used for the calls it makes
-/// unless a call brings its own. Relative paths (of tool files and workspaces) are
+/// there. Each runtime has its own host callbacks (confirm handler, user interaction
+/// handler, model, progress and log handlers), used for the calls it makes unless a
+/// call brings its own. Relative paths (of tool files and workspaces) are
 /// taken from the working directory the runtime was created in.
 ///
 /// Calls may come from many threads. While an in-process call runs, the process's
@@ -288,7 +321,7 @@ impl Descriptions {
 pub struct Runtime {
     config: RuntimeConfig,
     base: PathBuf,
-    handler: RwLock<Option<Handler>>,
+    callbacks: RwLock<Callbacks>,
     place: Place,
 }
 
@@ -320,7 +353,7 @@ impl Runtime {
             Isolation::InProcess => Place::InProcess(Engine::start(settings, None)?),
             Isolation::Workers(workers) => Place::Workers(supervisor::Pool::new(workers.clone(), settings)?),
         };
-        Ok(Runtime { config, base, handler: RwLock::new(None), place })
+        Ok(Runtime { config, base, callbacks: RwLock::default(), place })
     }
 
     pub fn config(&self) -> &RuntimeConfig {
@@ -350,7 +383,7 @@ impl Runtime {
         &self,
         handler: impl Fn(&ConfirmRequest) -> Confirmation + Send + Sync + 'static,
     ) -> Vec<Diagnostic> {
-        *self.handler.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(handler));
+        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).confirm = Some(Arc::new(handler));
         match &self.place {
             Place::InProcess(engine) => engine.rebind(),
             Place::Workers(pool) => {
@@ -358,6 +391,34 @@ impl Runtime {
                 Vec::new()
             }
         }
+    }
+
+    /// Registers the handler of what tools ask the user (`user_interaction_handler`,
+    /// SPEC §9). Without one, such a request raises an error in the tool.
+    pub fn set_user_interaction_handler(&self, handler: impl Fn(&Interaction) -> Answer + Send + Sync + 'static) {
+        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).interact = Some(Arc::new(handler));
+    }
+
+    /// Registers the model `generate_text` asks (SPEC §9); `vision`: whether images
+    /// may be sent. Without one, `generate_text` raises an error that says so.
+    pub fn set_model(
+        &self,
+        generate: impl Fn(&Generation) -> Result<String, String> + Send + Sync + 'static,
+        vision: bool,
+    ) {
+        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).model =
+            Some(Model { generate: Arc::new(generate), vision });
+    }
+
+    /// Registers what hears `tool_context.emit_progress` (SPEC §9).
+    pub fn set_progress_handler(&self, handler: impl Fn(&Progress) + Send + Sync + 'static) {
+        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).progress = Some(Arc::new(handler));
+    }
+
+    /// Registers what hears the records tools log (SPEC §9); without it they go to
+    /// the result's `stderr`.
+    pub fn set_log_handler(&self, handler: impl Fn(&LogRecord) + Send + Sync + 'static) {
+        self.callbacks.write().unwrap_or_else(|p| p.into_inner()).log = Some(Arc::new(handler));
     }
 
     /// Runs a tool: validates `args` against its schema (nothing runs when they are
@@ -430,7 +491,7 @@ impl Runtime {
     /// Drops the loaded modules of these files; their next call imports them again
     /// (in every worker).
     pub fn forget(&self, files: &[PathBuf]) {
-        let files: Vec<String> = files.iter().map(|path| absolute(&self.base, path)).collect();
+        let files: Vec<WirePath> = files.iter().map(|path| absolute(&self.base, path)).collect();
         match &self.place {
             Place::InProcess(_) => engine::drop_modules(files),
             Place::Workers(pool) => pool.forget(files),
@@ -470,8 +531,7 @@ impl Runtime {
         options: &CallOptions,
         timeout: Option<Duration>,
     ) -> ToolResult {
-        let handler =
-            options.confirm.clone().or_else(|| self.handler.read().unwrap_or_else(|p| p.into_inner()).clone());
+        let callbacks = options.callbacks().or(&self.callbacks.read().unwrap_or_else(|p| p.into_inner()));
         let job = Job {
             id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
             kind,
@@ -480,19 +540,19 @@ impl Runtime {
             library: library_key(library),
             function: function.to_string(),
             args: args.clone(),
-            workspace: options.workspace.as_deref().map(|dir| self.base.join(dir)),
-            has_handler: handler.is_some(),
+            workspace: options.workspace.as_deref().map(|dir| WirePath(self.base.join(dir))),
+            host: callbacks.offered(options.log_level.unwrap_or(host_objects::level::INFO)),
         };
         match &self.place {
-            Place::InProcess(engine) => engine.run(&job, handler, timeout),
-            Place::Workers(pool) => pool.run(&job, handler, timeout, options.cancel.as_ref()),
+            Place::InProcess(engine) => engine.run(&job, callbacks, timeout),
+            Place::Workers(pool) => pool.run(&job, callbacks, timeout, options.cancel.as_ref()),
         }
     }
 }
 
 /// `path` from `base`, without `.` components: the key of a file's module.
-pub(crate) fn absolute(base: &Path, path: &Path) -> String {
-    base.join(path).components().collect::<PathBuf>().to_string_lossy().into_owned()
+pub(crate) fn absolute(base: &Path, path: &Path) -> WirePath {
+    WirePath(base.join(path).components().collect::<PathBuf>())
 }
 
 /// The key of a library's configuration: its folder's name for a library folder,

@@ -50,17 +50,18 @@ struct Host {
 
 static HOST: OnceLock<Result<Host, String>> = OnceLock::new();
 
-/// Answers the confirm requests of tools: JSON text in, JSON text out. It runs with
-/// the interpreter released, so it may block (a terminal prompt) without stopping
-/// other calls.
-pub type ConfirmFn = fn(&str) -> String;
+/// Answers what tools ask of the host (confirmations, the user, the model) and hears
+/// what they report (progress, log records): JSON text in, JSON text out. It runs
+/// with the interpreter released, so it may block (a terminal prompt) without
+/// stopping other calls.
+pub type HostFn = fn(&str) -> String;
 
 use super::engine::Printed;
 
 /// Starts the interpreter and the host module, once per process. `before_chdir` is
 /// called before a tool changes the working directory.
-pub fn start(confirm: ConfirmFn, before_chdir: fn(), printed: Option<Printed>) -> Result<(), String> {
-    HOST.get_or_init(|| load(confirm, before_chdir, printed)).as_ref().map(|_| ()).map_err(Clone::clone)
+pub fn start(host: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result<(), String> {
+    HOST.get_or_init(|| load(host, before_chdir, printed)).as_ref().map(|_| ()).map_err(Clone::clone)
 }
 
 fn host() -> Result<&'static Host, String> {
@@ -71,18 +72,18 @@ fn host() -> Result<&'static Host, String> {
     }
 }
 
-fn load(confirm: ConfirmFn, before_chdir: fn(), printed: Option<Printed>) -> Result<Host, String> {
+fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result<Host, String> {
     initialize()?;
     Python::attach(|py| {
         let source = CString::new(HOST_SOURCE).map_err(|err| err.to_string())?;
         let module = PyModule::from_code(py, &source, HOST_FILE, c"_lcp_host").map_err(|err| describe(py, err))?;
         let bridge = PyCFunction::new_closure(
             py,
-            Some(c"confirm"),
+            Some(c"host"),
             None,
             move |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| {
                 let request: String = args.get_item(0)?.extract()?;
-                Ok::<String, PyErr>(args.py().detach(|| confirm(&request)))
+                Ok::<String, PyErr>(args.py().detach(|| host_fn(&request)))
             },
         )
         .map_err(|err| describe(py, err))?;
@@ -225,7 +226,7 @@ impl Drop for ThreadState {
 pub fn call(request: &str) -> Result<String, String> {
     let host = host()?;
     Python::attach(|py| {
-        host.call.call1(py, (request,)).and_then(|reply| reply.extract(py)).map_err(|err| describe(py, err))
+        host.call.call1(py, (request,)).and_then(|reply| text_of(reply.bind(py))).map_err(|err| describe(py, err))
     })
 }
 
@@ -233,6 +234,16 @@ pub fn call(request: &str) -> Result<String, String> {
 pub fn stop(call_id: u64) -> bool {
     let Ok(host) = host() else { return false };
     Python::attach(|py| host.stop.call1(py, (call_id,)).and_then(|done| done.extract(py)).unwrap_or(false))
+}
+
+/// A reply's text. Text Python holds may carry lone surrogates (a path that is not
+/// UTF-8, as `os.fsdecode` makes it): they become U+FFFD, as JSON cannot carry them.
+fn text_of(reply: &Bound<'_, PyAny>) -> PyResult<String> {
+    let text = reply.cast::<PyString>()?;
+    Ok(match text.to_str() {
+        Ok(text) => text.to_owned(),
+        Err(_) => text.to_string_lossy().into_owned(),
+    })
 }
 
 /// Calls `set_confirm_handler` again on every loaded module; returns the failures as JSON.
@@ -289,10 +300,11 @@ pub enum Resolution {
 
 /// The tool `function` of the library `file` (library key `library`), resolved for
 /// [`call_direct`] when its calls need nothing of `host.py`.
-pub fn direct(file: &str, function: &str, library: &str, injected: &[String]) -> Resolution {
+pub fn direct(file: &Path, function: &str, library: &str, injected: &[String]) -> Resolution {
     let Ok(host) = host() else { return Resolution::NotLoaded };
     Python::attach(|py| {
-        let Ok(resolved) = host.direct.call1(py, (file, function, injected.to_vec())) else {
+        // The path as Python names it (`os.fsdecode` of its bytes), as `host.py` keys it.
+        let Ok(resolved) = host.direct.call1(py, (file.as_os_str(), function, injected.to_vec())) else {
             return Resolution::Never;
         };
         let resolved = resolved.bind(py);
@@ -473,7 +485,7 @@ fn marker<'py>(py: Python<'py>, host: &Host) -> PyResult<Bound<'py, PyList>> {
 }
 
 fn reply(py: Python<'_>, text: PyResult<Py<PyAny>>) -> Result<String, String> {
-    text.and_then(|text| text.extract(py)).map_err(|err| describe(py, err))
+    text.and_then(|text| text_of(text.bind(py))).map_err(|err| describe(py, err))
 }
 
 /// Arguments nested deeper than this are not built here (serde_json parses at most 128 levels).

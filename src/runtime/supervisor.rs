@@ -6,8 +6,11 @@
 //! cores; a new one while there are fewer than `workers`; else the least busy one
 //! already in the call's workspace; else it waits), takes one of that worker's idle
 //! connections (or opens one), writes the job and reads frames until the result.
-//! A confirmation is answered on the calling thread, with the call's handler. What
-//! the tool prints arrives as it prints it, so it survives the worker.
+//! What the tool asks of the host (SPEC §9: a confirmation, the user, the model)
+//! arrives as an [`FromWorker::Ask`] and is answered on the calling thread with the
+//! call's [`Callbacks`]; its progress and log records arrive as one-way
+//! [`FromWorker::Notify`] frames. What the tool prints arrives as it prints it, so it
+//! survives the worker.
 //!
 //! Each worker has a watcher thread blocked on its control socket: when the worker
 //! dies, the socket ends, and the watcher reaps the process (never a zombie), takes
@@ -30,8 +33,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::channel::{self, Connection};
-use super::engine::{self, Job};
-use super::{Cancel, ConfirmRequest, Confirmation, Handler, ToolResult, WorkerSettings};
+use super::engine::{self, Job, WirePath};
+use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
+use super::{Cancel, ToolResult, WorkerSettings};
 
 /// How long a call that was told to stop gets before its worker is ended.
 const GRACE: Duration = Duration::from_millis(500);
@@ -67,14 +71,15 @@ pub(crate) enum Started {
 pub(crate) enum ToWorker {
     /// A job, and the files whose modules to drop before it (changed since the last
     /// job this worker was sent).
-    Call(Job, Vec<String>),
-    Answer(Confirmation),
+    Call(Job, Vec<WirePath>),
+    /// The answer to the call's last [`FromWorker::Ask`].
+    Answer(HostAnswer),
 }
 
 /// [`ToWorker::Call`] as it is sent: the job borrowed, the same JSON.
 #[derive(Serialize)]
 enum Sending<'a> {
-    Call(&'a Job, Vec<String>),
+    Call(&'a Job, Vec<WirePath>),
 }
 
 /// What a worker sends on a call connection.
@@ -82,7 +87,10 @@ enum Sending<'a> {
 pub(crate) enum FromWorker {
     /// Text the tool printed (`"out"` or `"err"`), as it printed it.
     Printed(String, String),
-    Confirm(ConfirmRequest),
+    /// The tool asks the host and waits for a [`ToWorker::Answer`] (one at a time).
+    Ask(HostRequest),
+    /// The tool tells the host (progress, a log record) and goes on.
+    Notify(Notice),
     Done(ToolResult),
 }
 
@@ -113,13 +121,15 @@ struct Slot {
     calls: usize,
     /// The workspace of the calls running in it.
     workspace: Option<PathBuf>,
+    /// A call in it is being stopped, and the worker may be ended: no new call goes there.
+    draining: bool,
 }
 
 struct Worker {
     pid: libc::pid_t,
     control: OwnedFd,
     /// Files whose modules it must drop before its next call.
-    stale: Mutex<Vec<String>>,
+    stale: Mutex<Vec<WirePath>>,
     idle: Mutex<Vec<Connection>>,
     /// Why lcp ended it, when it did.
     ended_by_lcp: Mutex<Option<String>>,
@@ -156,7 +166,7 @@ impl Pool {
     pub(crate) fn run(
         &self,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
@@ -166,7 +176,7 @@ impl Pool {
                 Ok(worker) => worker,
                 Err(err) => return ToolResult::failure(err),
             };
-            let result = self.inner.run_in(&worker, job, handler.clone(), timeout, cancel);
+            let result = self.inner.run_in(&worker, job, &callbacks, timeout, cancel);
             self.inner.give_back(&worker);
             match result {
                 Some(result) => return result,
@@ -177,7 +187,7 @@ impl Pool {
     }
 
     /// Every worker drops the modules of these files, before its next call.
-    pub(crate) fn forget(&self, files: Vec<String>) {
+    pub(crate) fn forget(&self, files: Vec<WirePath>) {
         for slot in &self.inner.lock().slots {
             slot.worker.stale.lock().unwrap_or_else(|p| p.into_inner()).extend(files.iter().cloned());
         }
@@ -229,7 +239,7 @@ impl Inner {
                     worker.kill("the runtime is shutting down");
                     worker.reap();
                 } else {
-                    state.slots.push(Slot { worker, calls: 0, workspace: None });
+                    state.slots.push(Slot { worker, calls: 0, workspace: None, draining: false });
                 }
             }
             inner.changed.notify_all();
@@ -251,7 +261,7 @@ impl Inner {
                 return Err("the runtime is shutting down".to_string());
             }
             let room = state.slots.len() + state.starting < self.settings.workers;
-            let idle = state.slots.iter_mut().find(|slot| slot.calls == 0);
+            let idle = state.slots.iter_mut().find(|slot| slot.calls == 0 && !slot.draining);
             if let Some(slot) = idle {
                 slot.calls = 1;
                 slot.workspace = workspace.map(Path::to_path_buf);
@@ -270,14 +280,19 @@ impl Inner {
                     worker.reap();
                     return Err("the runtime is shutting down".to_string());
                 }
-                let slot = Slot { worker: Arc::clone(&worker), calls: 1, workspace: workspace.map(Path::to_path_buf) };
+                let slot = Slot {
+                    worker: Arc::clone(&worker),
+                    calls: 1,
+                    workspace: workspace.map(Path::to_path_buf),
+                    draining: false,
+                };
                 state.slots.push(slot);
                 return Ok(worker);
             }
             let same = state
                 .slots
                 .iter_mut()
-                .filter(|slot| slot.workspace.as_deref() == workspace)
+                .filter(|slot| slot.workspace.as_deref() == workspace && !slot.draining)
                 .min_by_key(|slot| slot.calls);
             if let Some(slot) = same {
                 slot.calls += 1;
@@ -286,6 +301,17 @@ impl Inner {
             state.waiting += 1;
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
             state.waiting -= 1;
+        }
+    }
+
+    /// Marks a worker as stopping a call (no new calls), or as well again.
+    fn set_draining(&self, worker: &Worker, draining: bool) {
+        let mut state = self.lock();
+        if let Some(slot) = state.slots.iter_mut().find(|slot| std::ptr::eq(Arc::as_ptr(&slot.worker), worker)) {
+            slot.draining = draining;
+        }
+        if !draining && state.waiting > 0 {
+            self.changed.notify_all();
         }
     }
 
@@ -397,7 +423,7 @@ impl Inner {
         &self,
         worker: &Worker,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: &Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> Option<ToolResult> {
@@ -412,7 +438,7 @@ impl Inner {
             worker.reap();
             return None;
         };
-        Some(self.follow(worker, connection, &mut journal, job, handler, timeout, cancel))
+        Some(self.follow(worker, connection, &mut journal, job, callbacks, timeout, cancel))
     }
 
     /// Reads a running call's frames until its result, stopping it when it is due.
@@ -423,7 +449,7 @@ impl Inner {
         mut connection: Connection,
         journal: &mut Journal,
         job: &Job,
-        handler: Option<Handler>,
+        callbacks: &Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
@@ -438,17 +464,18 @@ impl Inner {
             match connection.recv::<FromWorker>(wait) {
                 Ok(Some(FromWorker::Done(result))) => {
                     worker.idle.lock().unwrap_or_else(|p| p.into_inner()).push(connection);
+                    if stopping.is_some() {
+                        self.set_draining(worker, false);
+                    }
                     return self.finished(result, job, stopping.map(|(_, why)| why));
                 }
                 Ok(Some(FromWorker::Printed(stream, text))) => journal.add(&stream, &text),
-                Ok(Some(FromWorker::Confirm(request))) => {
-                    let answer = match &handler {
-                        Some(handler) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&request)))
-                            .unwrap_or_else(|_| Confirmation::reject("the confirmation handler failed")),
-                        None => Confirmation::reject("the host has no confirmation handler"),
-                    };
+                Ok(Some(FromWorker::Ask(request))) => {
                     // A worker that cannot hear the answer has died: the next read says so.
-                    let _ = connection.send(&ToWorker::Answer(answer));
+                    let _ = connection.send(&ToWorker::Answer(callbacks.answer(&request)));
+                }
+                Ok(Some(FromWorker::Notify(notice))) => {
+                    callbacks.notify(&notice);
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
                     let now = Instant::now();
@@ -467,6 +494,7 @@ impl Inner {
                                 None
                             };
                             if let Some(why) = why {
+                                self.set_draining(worker, true);
                                 // Gently first: an exception in the tool's thread.
                                 if channel::send_packet(&worker.control, &Control::Stop(job.id), None).is_err() {
                                     worker.kill(&why.ended(&job.function));

@@ -4,10 +4,13 @@
 //! Covers the JSON Schema subset lcp emits: `type`, `properties`, `required`,
 //! `additionalProperties`, `items`, `prefixItems`, `enum`, `const`, `anyOf`,
 //! `$ref`/`$defs`, numeric bounds and `multipleOf`, string lengths, `pattern`,
-//! array lengths, `uniqueItems` and the formats `date`, `date-time`, `time`,
-//! `duration` and `uuid`. Every problem is reported with the place it sits.
-//! A `pattern` that `regex-lite` cannot compile (look-around, back-references,
-//! Unicode classes) is not checked: Python gets the value and decides.
+//! array lengths, `uniqueItems`, the formats of [`formats`] and JSON text
+//! (`contentMediaType: application/json` with its `contentSchema`). Every problem is
+//! reported with the place it sits. A `pattern` that `regex-lite` cannot compile
+//! (look-around, back-references, Unicode classes) is not checked: Python gets the
+//! value and decides. It never runs Python.
+
+mod formats;
 
 use serde_json::{Map, Value};
 
@@ -341,17 +344,19 @@ impl<'s> Checker<'s> {
         {
             self.problem(path, format!("{} does not match the pattern `{pattern}`", show_text(text)));
         }
-        if let Some(format) = keyword(schema, "format").and_then(Value::as_str) {
-            let example = match format {
-                "date" => (!is_date(text)).then_some("YYYY-MM-DD"),
-                "date-time" => (!is_date_time(text)).then_some("YYYY-MM-DDTHH:MM:SS, optionally with a time zone"),
-                "time" => (!is_time(text)).then_some("HH:MM:SS, optionally with a time zone"),
-                "duration" => (!is_duration(text)).then_some("an ISO 8601 duration such as P1DT2H30M"),
-                "uuid" => (!is_uuid(text)).then_some("8-4-4-4-12 hexadecimal digits"),
-                _ => None,
-            };
-            if let Some(example) = example {
-                self.problem(path, format!("{} is not a valid {format} ({example})", show_text(text)));
+        if let Some(format) = keyword(schema, "format").and_then(Value::as_str)
+            && let Some(expected) = formats::check(format, text)
+        {
+            self.problem(path, format!("{} is not a valid {format} ({expected})", show_text(text)));
+        }
+        if keyword(schema, "contentMediaType").and_then(Value::as_str) == Some("application/json") {
+            match serde_json::from_str::<Value>(text) {
+                Ok(document) => {
+                    if let Some(content) = keyword(schema, "contentSchema") {
+                        self.value(content, &document, path);
+                    }
+                }
+                Err(err) => self.problem(path, format!("{} is not JSON text ({err})", show_text(text))),
             }
         }
     }
@@ -462,114 +467,6 @@ fn show_text(text: &str) -> String {
     format!("{:?}…", cut)
 }
 
-fn digits(text: &str, count: usize) -> Option<(u32, &str)> {
-    let head = text.get(..count)?;
-    if !head.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some((head.parse().ok()?, &text[count..]))
-}
-
-/// `YYYY-MM-DD`, a real calendar day.
-fn is_date(text: &str) -> bool {
-    date_prefix(text).is_some_and(str::is_empty)
-}
-
-fn date_prefix(text: &str) -> Option<&str> {
-    let (year, rest) = digits(text, 4)?;
-    let (month, rest) = digits(rest.strip_prefix('-')?, 2)?;
-    let (day, rest) = digits(rest.strip_prefix('-')?, 2)?;
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return None,
-    };
-    (1..=days).contains(&day).then_some(rest)
-}
-
-/// `HH:MM[:SS[.fraction]]` with an optional `Z` or `±HH:MM` (what Python's
-/// `fromisoformat` reads; RFC 3339 would demand the seconds and the offset).
-fn is_time(text: &str) -> bool {
-    let Some((hour, rest)) = digits(text, 2) else { return false };
-    let Some((minute, mut rest)) = rest.strip_prefix(':').and_then(|r| digits(r, 2)) else { return false };
-    if let Some((second, after)) = rest.strip_prefix(':').and_then(|r| digits(r, 2)) {
-        if second > 60 {
-            return false;
-        }
-        rest = after;
-        if let Some(fraction) = rest.strip_prefix(['.', ',']) {
-            let count = fraction.bytes().take_while(u8::is_ascii_digit).count();
-            if count == 0 {
-                return false;
-            }
-            rest = &fraction[count..];
-        }
-    }
-    hour < 24 && minute < 60 && is_offset(rest)
-}
-
-fn is_offset(text: &str) -> bool {
-    if text.is_empty() || text == "Z" || text == "z" {
-        return true;
-    }
-    let Some(rest) = text.strip_prefix(['+', '-']) else { return false };
-    let Some((hours, rest)) = digits(rest, 2) else { return false };
-    let rest = rest.strip_prefix(':').unwrap_or(rest);
-    matches!(digits(rest, 2), Some((minutes, "")) if hours < 24 && minutes < 60)
-}
-
-/// A date, `T` (or a space), a time.
-fn is_date_time(text: &str) -> bool {
-    date_prefix(text).and_then(|rest| rest.strip_prefix(['T', 't', ' '])).is_some_and(is_time)
-}
-
-/// `P[nW][nD][T[nH][nM][nS]]` with at least one part.
-fn is_duration(text: &str) -> bool {
-    let Some(rest) = text.strip_prefix('-').unwrap_or(text).strip_prefix('P') else { return false };
-    let (date, time) = match rest.split_once('T') {
-        Some((date, time)) if !time.is_empty() => (date, Some(time)),
-        Some(_) => return false,
-        None => (rest, None),
-    };
-    let parts_ok = |mut text: &str, units: &[char]| -> Option<usize> {
-        let mut count = 0;
-        let mut allowed = units;
-        while !text.is_empty() {
-            let number = text.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.' || *b == b',').count();
-            let unit = text[number..].chars().next()?;
-            let position = allowed.iter().position(|u| *u == unit)?;
-            if number == 0 {
-                return None;
-            }
-            allowed = &allowed[position + 1..];
-            text = &text[number + unit.len_utf8()..];
-            count += 1;
-        }
-        Some(count)
-    };
-    let Some(date_parts) = parts_ok(date, &['W', 'D']) else { return false };
-    let time_parts = match time {
-        Some(time) => match parts_ok(time, &['H', 'M', 'S']) {
-            Some(count) => count,
-            None => return false,
-        },
-        None => 0,
-    };
-    date_parts + time_parts > 0
-}
-
-fn is_uuid(text: &str) -> bool {
-    let groups: Vec<&str> = text.split('-').collect();
-    groups.len() == 5
-        && groups
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(group, len)| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -660,6 +557,30 @@ mod tests {
             assert!(problems(schema.clone(), json!(good)).is_empty(), "{format} {good}");
             assert_eq!(problems(schema, json!(bad)).len(), 1, "{format} {bad}");
         }
+    }
+
+    #[test]
+    fn email_uri_and_ip_formats_are_checked_as_pydantic_checks_them() {
+        for (format, good, bad) in [
+            ("email", "Someone <someone@example.com>", "someone@localhost"),
+            ("uri", "https://user:pw@example.com/a?b#c", "https://example.com/a b"),
+            ("ipv4", "192.0.2.1", "192.0.2.01"),
+            ("ipv6", "fe80::1%eth0", "2001:db8:::1"),
+        ] {
+            let schema = json!({"type": "string", "format": format});
+            assert!(problems(schema.clone(), json!(good)).is_empty(), "{format} {good}");
+            assert_eq!(problems(schema, json!(bad)).len(), 1, "{format} {bad}");
+        }
+    }
+
+    #[test]
+    fn json_text_is_parsed_and_checked_against_its_content_schema() {
+        let schema = json!({"type": "string", "contentMediaType": "application/json", "contentSchema": {"type": "array", "items": {"type": "integer"}}});
+        assert!(problems(schema.clone(), json!("[1, 2]")).is_empty());
+        assert_eq!(problems(schema.clone(), json!("[1, \"x\"]")), vec!["`[1]`: expected integer, got string \"x\""]);
+        let not_json = problems(schema, json!("[1,"));
+        assert_eq!(not_json.len(), 1);
+        assert!(not_json[0].starts_with("the arguments: \"[1,\" is not JSON text"), "{not_json:?}");
     }
 
     #[test]

@@ -20,8 +20,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use super::channel::{self, Connection};
 use super::engine::{self, Engine};
+use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Notice, Offered, refused};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Started, ToWorker, WORKER_ARGUMENT};
-use super::{Confirmation, Handler, capture, python};
+use super::{Confirmation, capture, python};
 use crate::registry::FastMap;
 
 /// Whether the process was started as a worker (its first argument says so).
@@ -87,10 +88,13 @@ pub fn main() -> ExitCode {
 }
 
 /// One call connection, seen from the worker: jobs are read on it between calls,
-/// and answers to confirmations during one; frames go out from any thread.
+/// and answers to what the call asks during one; frames go out from any thread.
 struct Link {
     reader: Mutex<Connection>,
     writer: Mutex<(UnixStream, Vec<u8>)>,
+    /// Held from a question to its answer: a call's threads ask one at a time, so
+    /// each answer is read by the thread that asked.
+    asking: Mutex<()>,
 }
 
 impl Link {
@@ -112,7 +116,11 @@ static RETIRING: AtomicBool = AtomicBool::new(false);
 fn serve(engine: &'static Engine, stream: UnixStream) {
     let _thread_state = python::ThreadState::keep();
     let Ok(writer) = stream.try_clone() else { return };
-    let link = Arc::new(Link { reader: Mutex::new(Connection::new(stream)), writer: Mutex::new((writer, Vec::new())) });
+    let link = Arc::new(Link {
+        reader: Mutex::new(Connection::new(stream)),
+        writer: Mutex::new((writer, Vec::new())),
+        asking: Mutex::new(()),
+    });
     loop {
         let next = link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None);
         let job = match next {
@@ -127,8 +135,8 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         };
         RUNNING.fetch_add(1, Ordering::AcqRel);
         LINKS.lock().unwrap_or_else(|p| p.into_inner()).insert(job.id, Arc::clone(&link));
-        let handler = job.has_handler.then(|| asking(&link));
-        let mut result = engine.run(&job, handler, None);
+        let callbacks = asking(&link, job.host);
+        let mut result = engine.run(&job, callbacks, None);
         LINKS.lock().unwrap_or_else(|p| p.into_inner()).remove(&job.id);
         let closed = closed_standard_streams();
         if !closed.is_empty() {
@@ -152,18 +160,60 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
     }
 }
 
-/// The confirm handler of a call: asks lcp over the call's link and waits.
-fn asking(link: &Arc<Link>) -> Handler {
-    let link = Arc::clone(link);
-    Arc::new(move |request| {
-        if link.send(&FromWorker::Confirm(request.clone())).is_err() {
-            return Confirmation::reject("lcp could not be asked");
+/// The callbacks of a call, those lcp has for it: each asks lcp over the call's link
+/// and waits for the answer, or tells it and goes on.
+fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
+    let ask = {
+        let link = Arc::clone(link);
+        move |request: HostRequest| -> HostAnswer {
+            let _one_at_a_time = link.asking.lock().unwrap_or_else(|p| p.into_inner());
+            if link.send(&FromWorker::Ask(request.clone())).is_err() {
+                return refused(&request, "lcp could not be asked");
+            }
+            match link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None) {
+                Ok(Some(ToWorker::Answer(answer))) => answer,
+                _ => refused(&request, "lcp did not answer"),
+            }
         }
-        match link.reader.lock().unwrap_or_else(|p| p.into_inner()).recv::<ToWorker>(None) {
-            Ok(Some(ToWorker::Answer(answer))) => answer,
-            _ => Confirmation::reject("lcp did not answer the confirmation"),
+    };
+    let tell = {
+        let link = Arc::clone(link);
+        move |notice: Notice| {
+            let _ = link.send(&FromWorker::Notify(notice));
         }
-    })
+    };
+    let mut callbacks = Callbacks::default();
+    if offered.confirm {
+        let ask = ask.clone();
+        callbacks.confirm = Some(Arc::new(move |request| match ask(HostRequest::Confirm(request.clone())) {
+            HostAnswer::Confirm(answer) => answer,
+            _ => Confirmation::reject("lcp answered something else"),
+        }));
+    }
+    if offered.interact {
+        let ask = ask.clone();
+        callbacks.interact = Some(Arc::new(move |interaction| match ask(HostRequest::Interact(interaction.clone())) {
+            HostAnswer::Interact(answer) => answer,
+            _ => Answer::Unavailable("lcp answered something else".to_string()),
+        }));
+    }
+    if offered.model {
+        callbacks.model = Some(Model {
+            generate: Arc::new(move |generation| match ask(HostRequest::Generate(generation.clone())) {
+                HostAnswer::Generate(answer) => answer,
+                _ => Err("lcp answered something else".to_string()),
+            }),
+            vision: offered.vision,
+        });
+    }
+    if offered.progress {
+        let tell = tell.clone();
+        callbacks.progress = Some(Arc::new(move |progress| tell(Notice::Progress(progress.clone()))));
+    }
+    if offered.log {
+        callbacks.log = Some(Arc::new(move |record| tell(Notice::Log(record.clone()))));
+    }
+    callbacks
 }
 
 /// `host.py`'s hook: what a call prints goes to lcp at once.

@@ -170,11 +170,11 @@ fn a_workspace_that_is_not_a_folder_is_a_usage_error() {
 #[test]
 fn config_and_autonomy_reach_init_tools_library() {
     let args =
-        ["tool_positional_state", &fixture_folder("hooks"), "--config", r#"{"api_key": "k"}"#, "--autonomy", "ask"];
+        ["tool_positional_state", &fixture_folder("hooks"), "--config", r#"{"api_key": "k"}"#, "--autonomy", "strict"];
     let result = result(&lcp_call(&args), 0);
     assert_eq!(
         result["output"],
-        json!({"received": [{"api_key": "k", "autonomy_level": "ask", "has_confirm_handler": true}]})
+        json!({"received": [{"api_key": "k", "autonomy_level": "strict", "has_confirm_handler": true}]})
     );
 }
 
@@ -321,6 +321,46 @@ fn pydantic_models_from_the_virtual_environment_arrive_as_instances() {
 }
 
 #[test]
+fn pydantic_types_and_a_sibling_module_model_arrive_as_pydantic_makes_them() {
+    let venv = test_python().parent().and_then(Path::parent).unwrap().to_str().unwrap().to_string();
+    let args = json!({
+        "customer": {"name": "Ada"},
+        "email": "Ada@Example.com",
+        "contact": "Ada Lovelace <ada@example.com>",
+        "site": "https://example.com",
+        "token": "s3cret",
+        "counts": "[1, 2]",
+        "host": "::1",
+        "port": 8080,
+        "amount": "12.50",
+        "code": "  ABC "
+    })
+    .to_string();
+    let folder = fixture_folder("pydantic_types");
+    let shown = result(&lcp_call(&["tool_web", &folder, "--args", &args, "--venv", &venv]), 0)["output"].clone();
+    let repr = |name: &str| shown[name]["repr"].as_str().unwrap().to_string();
+    assert_eq!(repr("customer"), "Customer(name='Ada', age=0)");
+    assert_eq!(repr("email"), "'Ada@example.com'");
+    assert_eq!(repr("contact"), "NameEmail(name='Ada Lovelace', email='ada@example.com')");
+    assert_eq!(repr("site"), "HttpUrl('https://example.com/')");
+    assert_eq!(repr("token"), "SecretStr('**********')");
+    assert_eq!(repr("counts"), "[1, 2]");
+    assert_eq!(repr("host"), "IPv6Address('::1')");
+    assert_eq!(repr("port"), "8080");
+    assert_eq!(repr("amount"), "Decimal('12.50')");
+    assert_eq!(repr("code"), "'abc'");
+    // The schema refuses before any Python runs what pydantic would refuse.
+    let bad = json!({"customer": {"name": ""}, "email": "ada@localhost", "contact": "x", "site": "ftp://example.com",
+        "token": "t", "counts": "[1.5]", "host": "x", "port": 0, "amount": "1.234", "code": "c"})
+    .to_string();
+    let refused = result(&lcp_call(&["tool_web", &folder, "--args", &bad, "--venv", &venv]), 1);
+    let error = refused["error"].as_str().unwrap();
+    for place in ["customer.name", "email", "contact", "site", "counts[0]", "host", "port", "amount"] {
+        assert!(error.contains(&format!("`{place}`")), "{place} missing from: {error}");
+    }
+}
+
+#[test]
 fn the_pinned_interpreter_is_used_from_any_working_directory() {
     let elsewhere = temp_dir("call-elsewhere");
     let file = root().join("fixtures/runtime/interpreter/interpreter.py");
@@ -344,4 +384,20 @@ fn big_integers_cross_the_worker_channel_exactly_both_ways() {
     let output = lcp_call(&["tool_power", &fixture_folder("bigints")]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("\"output\": 1180591620717411303425"), "{text}");
+}
+
+#[test]
+fn a_tool_in_a_file_whose_path_is_not_utf8_is_called_from_its_real_path() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir("call-non-utf8");
+    let folder = dir.join(std::ffi::OsStr::from_bytes(b"lib\xfe"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let code = "import os\n\ndef tool_where() -> bool:\n    \"\"\"Whether it runs from its own file.\"\"\"\n    return os.path.exists(__file__)\n";
+    std::fs::write(folder.join(std::ffi::OsStr::from_bytes(b"t\xff.py")), code).unwrap();
+    let dir = dir.to_str().unwrap();
+    for mode in [&[][..], &["--in-process"][..]] {
+        let args = [&["tool_where", dir][..], mode].concat();
+        let result = result(&lcp_call(&args), 0);
+        assert_eq!(result["output"], json!(true), "{mode:?}: {result}");
+    }
 }

@@ -93,3 +93,48 @@ fn usage_errors_exit_2() {
     assert_eq!(lcp(&["export", "--format", "nope"]).status.code(), Some(2));
     assert_eq!(lcp(&["frobnicate"]).status.code(), Some(2));
 }
+
+#[test]
+fn timeout_too_large_for_a_duration_is_a_usage_error() {
+    for timeout in ["1.9e19", "1e400", "nan", "-1", "0"] {
+        let option = format!("--timeout={timeout}");
+        for command in [
+            &["call", "tool_one", "--file", "fixtures/explicit_files/one.py", &option][..],
+            &["serve", "--file", "fixtures/explicit_files/one.py", &option][..],
+        ] {
+            let output = lcp(command);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{command:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!("--timeout {}", timeout.parse::<f64>().unwrap())),
+                "{command:?}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn list_cuts_long_cells_instead_of_padding_every_row_to_them() {
+    let dir = temp_dir("long-cells");
+    let many: Vec<String> = (0..10_000).map(|i| format!("p{i}: int")).collect();
+    write(&dir.join("many.py"), format!("def tool_many({}):\n    \"\"\"Many.\"\"\"\n", many.join(", ")));
+    write(
+        &dir.join("long_param.py"),
+        format!("def tool_long_param({}: int):\n    \"\"\"Long.\"\"\"\n", "p".repeat(65_600)),
+    );
+    write(&dir.join("long_name.py"), format!("def tool_{}():\n    \"\"\"Long.\"\"\"\n", "n".repeat(70_000)));
+    write(
+        &dir.join("long_library.py"),
+        format!("TOOL_LIBRARY_NAME = \"{}\\n\"\n\ndef tool_library():\n    \"\"\"Long.\"\"\"\n", "l".repeat(70_000)),
+    );
+    let output = lcp(&["list", "--static", dir.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.trim_end().ends_with("4 tools in 4 libraries"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 6, "{stdout}");
+    for line in stdout.lines() {
+        assert!(line.chars().count() < 400, "a line of {} characters", line.chars().count());
+    }
+    let many = stdout.lines().find(|l| l.starts_with("tool_many")).unwrap();
+    assert!(many.contains("p0, p1, p2") && many.contains('…'), "{many}");
+}

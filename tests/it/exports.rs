@@ -43,6 +43,32 @@ fn every_format_matches_its_snapshot() {
     }
 }
 
+/// The types of SPEC §3's newer rows, some from a sibling module, in every format
+/// (`tests/snapshots/types-FORMAT.json`): how each lowering carries formats, patterns,
+/// decimals and JSON text.
+#[test]
+fn the_newer_types_in_every_format_match_their_snapshots() {
+    let files = ["vocabulary_tools.py", "shop/shop.py", "shop/models.py", "shop/catalog.py"]
+        .map(|file| fixture("conformance").join(file))
+        .to_vec();
+    let registry = lcp::registry::Registry::load(
+        &lcp::registry::Sources { folders: Vec::new(), files },
+        &lcp::registry::Options::default(),
+    );
+    assert!(registry.diagnostics.is_empty(), "{:?}", registry.diagnostics);
+    for (name, format, strict) in [
+        ("openai", Format::Openai, false),
+        ("openai-strict", Format::Openai, true),
+        ("openai-responses", Format::OpenaiResponses, false),
+        ("anthropic", Format::Anthropic, false),
+        ("gemini", Format::Gemini, false),
+        ("mcp", Format::Mcp, false),
+        ("manifest", Format::Manifest, false),
+    ] {
+        assert_snapshot(&format!("types-{name}"), &export::export(&registry, format, strict).0);
+    }
+}
+
 fn names_in(document: &Value) -> Vec<String> {
     let list = document.get("tools").or_else(|| document.get("functionDeclarations")).unwrap_or(document);
     list.as_array()
@@ -98,6 +124,46 @@ fn anthropic_envelope_uses_input_schema() {
 fn mcp_envelope_is_a_tools_list_result() {
     let (document, _) = rich(Format::Mcp, false);
     assert_eq!(document["tools"][0]["inputSchema"]["type"], "object");
+}
+
+#[test]
+fn mcp_input_schemas_name_json_schema_2020_12_and_keep_named_classes_in_defs() {
+    let (document, _) = rich(Format::Mcp, false);
+    let tools = document["tools"].as_array().unwrap();
+    assert!(tools.iter().all(|tool| tool["inputSchema"]["$schema"] == export::JSON_SCHEMA_2020_12));
+    let add = &tools[0]["inputSchema"];
+    assert_eq!(add["properties"]["location"]["anyOf"][0], json!({"$ref": "#/$defs/Location"}));
+    assert_eq!(add["$defs"]["Location"]["properties"]["aisle"], json!({"type": "integer"}));
+    // The other formats keep the class inlined.
+    let (anthropic, _) = rich(Format::Anthropic, false);
+    let inlined = &anthropic[0]["input_schema"];
+    assert_eq!(inlined["properties"]["location"]["anyOf"][0], add["$defs"]["Location"]);
+    assert!(inlined.get("$defs").is_none());
+}
+
+#[test]
+fn the_mcp_inline_refs_switch_inlines_named_classes_for_clients_that_cannot_resolve_refs() {
+    let mut document = rich(Format::Mcp, false).0;
+    export::inline_mcp_classes(&mut document, &load(&["rich"]));
+    let (anthropic, _) = rich(Format::Anthropic, false);
+    for (tool, plain) in document["tools"].as_array().unwrap().iter().zip(anthropic.as_array().unwrap()) {
+        let mut expected = plain["input_schema"].clone();
+        expected.as_object_mut().unwrap().insert("$schema".into(), json!(export::JSON_SCHEMA_2020_12));
+        assert_eq!(tool["inputSchema"], expected);
+    }
+    let dir = temp_dir("inline-refs");
+    let config = dir.join("lcp.toml");
+    write(&config, "[mcp]\ninline_refs = true\n");
+    let exported = stdout_json(&lcp(&[
+        "export",
+        "--format",
+        "mcp",
+        "--static",
+        "fixtures/rich",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    assert_eq!(exported, document);
 }
 
 #[test]
@@ -337,16 +403,21 @@ fn the_streamed_export_is_the_document_as_serde_json_prints_it_in_every_format_o
     let mut tools_written = 0;
     for (fixture, registry) in every_fixture() {
         for format in EVERY_FORMAT {
-            for strict in [false, true] {
-                let (document, problems) = export::export(&registry, format, strict);
+            // `[mcp] inline_refs` changes MCP's schemas only.
+            let inlining: &[bool] = if format == Format::Mcp { &[false, true] } else { &[false] };
+            for (&strict, &inline_refs) in [false, true].iter().flat_map(|s| inlining.iter().map(move |i| (s, i))) {
+                let (mut document, problems) = export::export(&registry, format, strict);
+                if inline_refs {
+                    export::inline_mcp_classes(&mut document, &registry);
+                }
                 for (layout, expected) in [
                     (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
                     (Layout::Compact, serde_json::to_string(&document).unwrap()),
                 ] {
                     let mut written = Vec::new();
-                    let streamed = export::write(&registry, format, strict, layout, &mut written).unwrap();
+                    let streamed = export::write(&registry, format, strict, inline_refs, layout, &mut written).unwrap();
                     let written = String::from_utf8(written).unwrap();
-                    let case = format!("{fixture}, {format}, strict: {strict}, {layout:?}");
+                    let case = format!("{fixture}, {format}, strict: {strict}, inline_refs: {inline_refs}, {layout:?}");
                     assert!(
                         written == expected,
                         "{case}: the streamed text differs:\n{written}\nexpected:\n{expected}"
@@ -389,7 +460,7 @@ fn a_streamed_export_of_many_tools_written_in_parallel_chunks_is_the_document_in
                 (Layout::Compact, serde_json::to_string(&document).unwrap()),
             ] {
                 let mut written = Vec::new();
-                let streamed = export::write(&registry, format, strict, layout, &mut written).unwrap();
+                let streamed = export::write(&registry, format, strict, false, layout, &mut written).unwrap();
                 let case = format!("{format}, strict: {strict}, {layout:?}");
                 assert!(String::from_utf8(written).unwrap() == expected, "{case}: the streamed text differs");
                 assert_eq!(streamed, problems, "{case}: the problems differ");
@@ -403,7 +474,7 @@ fn the_mcp_entries_written_alone_are_the_documents_tools() {
     for (fixture, registry) in every_fixture() {
         let (document, _) = export::export(&registry, Format::Mcp, false);
         let mut written = Vec::new();
-        export::write_entries(&registry, Format::Mcp, false, Layout::Compact, 0, &mut written).unwrap();
+        export::write_entries(&registry, Format::Mcp, false, false, Layout::Compact, 0, &mut written).unwrap();
         assert_eq!(
             String::from_utf8(written).unwrap(),
             serde_json::to_string(&document["tools"]).unwrap(),

@@ -152,3 +152,29 @@ fn code_nested_too_deeply_is_a_diagnostic_and_siblings_are_unaffected() {
         assert_eq!(diagnostics_with(&registry, &[file, "error", "nested too deeply"]).len(), 1, "{file}");
     }
 }
+
+#[test]
+fn duplicate_parameter_names_are_errors_and_the_tool_is_not_exported() {
+    let registry = load(&["duplicate_parameters"]);
+    assert_eq!(tool_names(&registry), ["tool_fine"]);
+    for (place, name, function) in [
+        ("duplicates.py:4:24:", "x", "tool_twice"),
+        ("duplicates.py:8:25:", "file", "tool_nfkc"),
+        ("duplicates.py:12:30:", "a", "tool_star"),
+    ] {
+        let message = format!("`{function}` has the parameter `{name}` twice, a SyntaxError in Python");
+        assert_eq!(
+            diagnostics_with(&registry, &[place, "error", &message, "the tool is not exported"]).len(),
+            1,
+            "{place}: {:#?}",
+            registry.diagnostics
+        );
+    }
+    assert_eq!(
+        diagnostics_with(&registry, &["duplicates.py:16:19:", "error", "`helper` has the parameter `value` twice"])
+            .len(),
+        1
+    );
+    let check = lcp(&["check", "fixtures/duplicate_parameters"]);
+    assert_eq!(check.status.code(), Some(1));
+}

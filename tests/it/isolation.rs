@@ -15,7 +15,7 @@ use lcp::runtime::{
 };
 use serde_json::{Value, json};
 
-use crate::mcp::{HttpServer, MODES, assert_error, assert_ok, call, session};
+use crate::mcp::{HttpServer, MODES, RawServer, assert_error, assert_ok, call, session};
 use crate::support::*;
 
 const FOLDER: &str = "fixtures/isolation";
@@ -319,4 +319,36 @@ fn a_stopped_server_leaves_no_worker_behind() {
     assert!(alive(worker));
     stop(&mut server.child);
     assert!(!alive(worker), "lcp serve ended its worker when it stopped");
+}
+
+#[test]
+fn over_mcp_cancelling_a_call_blocked_in_c_ends_its_worker_and_the_server_goes_on() {
+    let mut server = RawServer::start(&[FOLDER, "--workers", "1"]);
+    server.initialize();
+    let pid_of = |response: Value| {
+        let pid = response["result"]["structuredContent"]["result"].as_u64();
+        pid.unwrap_or_else(|| panic!("a pid: {response}")) as u32
+    };
+    server.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "tool_pid", "arguments": {}}}),
+    );
+    let before = pid_of(server.response(2));
+    server.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "tool_backtrack", "arguments": {"length": 60}}}));
+    std::thread::sleep(Duration::from_millis(200));
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}));
+    // The call blocked in C is ended with its worker (a call sharing that worker
+    // meanwhile would share its fate); then the next call gets a new worker.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while alive(before) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "tool_pid", "arguments": {}}}),
+    );
+    let after = pid_of(server.response(4));
+    assert_ne!(after, before, "the next call runs in a new worker");
+    assert!(!alive(before), "the worker blocked in C was ended");
+    let stdout = server.finish();
+    assert!(!stdout.contains("\"id\":3"), "the cancelled call was answered: {stdout}");
 }

@@ -24,8 +24,13 @@ fn lcp_bin() -> &'static str {
 /// One session of `tests/python/mcp_client_session.py` against `lcp serve SERVE`
 /// over stdio (or over HTTP when `serve` is `["--url", URL]`); its JSON report.
 pub(crate) fn session(mode: &str, elicit: &str, serve: &[&str], steps: Value) -> Value {
+    session_with(mode, &["--elicit", elicit], serve, steps)
+}
+
+/// [`session`] with more of the client's options (`--content`, `--sample`, `--log-level`).
+pub(crate) fn session_with(mode: &str, client: &[&str], serve: &[&str], steps: Value) -> Value {
     let mut command = Command::new(test_python());
-    command.arg(root().join("tests/python/mcp_client_session.py")).args(["--mode", mode, "--elicit", elicit]);
+    command.arg(root().join("tests/python/mcp_client_session.py")).args(["--mode", mode]).args(client);
     match serve {
         ["--url", url] => command.args(["--url", url]),
         serve => command.args(["--", lcp_bin(), "serve"]).args(serve),
@@ -240,7 +245,8 @@ fn a_file_dropped_into_a_served_folder_sends_list_changed_and_is_callable() {
 fn output_over_the_limit_is_cut_with_a_marker() {
     let steps = json!([call("tool_big", json!({"size": 5000})), call("tool_big", json!({"size": 10}))]);
     let results = &session("auto", "none", &["fixtures/mcp/results", "--max-output", "1000"], steps)["results"];
-    assert!(text(&results[0]).contains("[output cut: 1000 of 5002 bytes shown"), "{}", text(&results[0]));
+    // A string is its own text: 5000 bytes, no quotes.
+    assert!(text(&results[0]).contains("[output cut: 1000 of 5000 bytes shown"), "{}", text(&results[0]));
     assert!(text(&results[0]).len() < 1200);
     assert_eq!(results[0]["structuredContent"], Value::Null);
     // `tool_big` has an output schema (`-> str`): a cut result cannot match it.
@@ -451,7 +457,7 @@ impl Drop for HttpServer {
 }
 
 /// `lcp serve ARGS` spoken to in raw JSON-RPC lines, to see its stdout byte for byte.
-struct RawServer {
+pub(crate) struct RawServer {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: Receiver<String>,
@@ -459,7 +465,7 @@ struct RawServer {
 }
 
 impl RawServer {
-    fn start(args: &[&str]) -> RawServer {
+    pub(crate) fn start(args: &[&str]) -> RawServer {
         let mut child = Command::new(lcp_bin())
             .arg("serve")
             .args(args)
@@ -474,20 +480,20 @@ impl RawServer {
         RawServer { child, stdin, stdout, seen: Vec::new() }
     }
 
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
         self.response(1);
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("the server reads stdin");
     }
 
     /// The response to request `id`, whenever it came.
-    fn response(&mut self, id: u64) -> Value {
+    pub(crate) fn response(&mut self, id: u64) -> Value {
         loop {
             let seen = self.seen.iter().map(|line| serde_json::from_str::<Value>(line));
             if let Some(message) = seen.flatten().find(|message| message["id"] == id) {
@@ -501,7 +507,7 @@ impl RawServer {
     }
 
     /// Closes stdin and returns everything the server wrote on stdout.
-    fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         drop(self.stdin.take());
         while let Ok(line) = self.stdout.recv_timeout(LIMIT) {
             self.seen.push(line);

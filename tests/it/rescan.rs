@@ -86,3 +86,60 @@ fn tools_are_found_by_name_even_after_the_libraries_were_edited() {
     assert_eq!(registry.tool("tool_move").unwrap().1.name, "tool_move");
     assert_eq!(registry.tool("tool_ping").unwrap().1.name, "tool_ping");
 }
+
+fn shop_folder(name: &str) -> std::path::PathBuf {
+    let dir = temp_dir(name);
+    write(&dir.join("shop/shop.py"), "from .models import Size\n\ndef tool_pick(size: Size):\n    \"\"\"Pick.\"\"\"\n");
+    write(&dir.join("shop/models.py"), "import enum\n\nclass Size(str, enum.Enum):\n    S = 's'\n");
+    write(&dir.join("shop/notes.py"), "def tool_note(text: str):\n    \"\"\"Note.\"\"\"\n");
+    dir
+}
+
+fn size_enum(registry: &Registry) -> serde_json::Value {
+    property(registry, "tool_pick", "size")["enum"].clone()
+}
+
+#[test]
+fn a_change_of_a_sibling_module_updates_the_tools_that_use_it() {
+    let dir = shop_folder("rescan-sibling");
+    let mut registry = Registry::load(&Sources { folders: vec![dir.clone()], files: vec![] }, &Options::default());
+    assert_eq!(size_enum(&registry), serde_json::json!(["s"]));
+
+    write(&dir.join("shop/models.py"), "import enum\n\nclass Size(str, enum.Enum):\n    S = 's'\n    XL = 'xl'\n");
+    let changes = registry.rescan();
+    assert_eq!(size_enum(&registry), serde_json::json!(["s", "xl"]));
+    // shop.py itself did not change, but what it contributes did.
+    assert_eq!(changes.changed, [dir.join("shop/shop.py"), dir.join("shop/models.py")]);
+
+    std::fs::remove_file(dir.join("shop/models.py")).unwrap();
+    let changes = registry.rescan();
+    assert_eq!(changes.removed, [dir.join("shop/models.py")]);
+    assert_eq!(property(&registry, "tool_pick", "size"), &serde_json::json!({}));
+    assert_eq!(diagnostics_with(&registry, &["shop.py", "unknown type `Size`"]).len(), 1);
+}
+
+#[test]
+fn a_relative_import_added_to_a_file_resolves_against_its_unchanged_siblings() {
+    let dir = temp_dir("rescan-new-import");
+    write(&dir.join("shop/shop.py"), "def tool_pick(size: str):\n    \"\"\"Pick.\"\"\"\n");
+    write(&dir.join("shop/models.py"), "import enum\n\nclass Size(str, enum.Enum):\n    S = 's'\n");
+    let mut registry = Registry::load(&Sources { folders: vec![dir.clone()], files: vec![] }, &Options::default());
+    write(&dir.join("shop/shop.py"), "from .models import Size\n\ndef tool_pick(size: Size):\n    \"\"\"Pick.\"\"\"\n");
+    let changes = registry.rescan();
+    assert_eq!(size_enum(&registry), serde_json::json!(["s"]));
+    assert_eq!(changes.changed, [dir.join("shop/shop.py")], "models.py contributes the same as before");
+}
+
+#[test]
+fn a_change_in_a_folder_without_relative_imports_reads_only_the_changed_file() {
+    let dir = shop_folder("rescan-plain-sibling");
+    let mut registry = Registry::load(&Sources { folders: vec![dir.clone()], files: vec![] }, &Options::default());
+    write(&dir.join("shop/shop.py"), "def tool_pick(size: int):\n    \"\"\"Pick one.\"\"\"\n");
+    registry.rescan();
+    let notes = registry.libraries.iter().find(|l| l.stem == "notes").unwrap().clone();
+    write(&dir.join("shop/models.py"), "SIZES = ['s', 'm', 'l']\n");
+    let changes = registry.rescan();
+    assert_eq!(changes.changed, [dir.join("shop/models.py")]);
+    let still = registry.libraries.iter().find(|l| l.stem == "notes").unwrap();
+    assert!(Arc::ptr_eq(&notes, still), "notes.py was read again");
+}

@@ -121,10 +121,13 @@ fn files_deleted_and_created_during_the_scan_never_break_it() {
     };
     for _ in 0..20 {
         let registry = load_dir(&dir);
-        // Every file either contributes its tool or a diagnostic says why not.
+        // Every file either contributes its tool or a warning says it was removed.
         assert!(registry.tools().count() <= 200);
         assert!(
-            registry.diagnostics.iter().all(|d| d.message.contains("No such file") || d.message.contains("cannot")),
+            registry
+                .diagnostics
+                .iter()
+                .all(|d| d.level == lcp::diag::Level::Warning && d.message == lcp::scan::REMOVED_DURING_THE_SCAN),
             "{:#?}",
             registry.diagnostics
         );
@@ -211,4 +214,223 @@ fn generated_near_python_never_panics_the_extractor() {
         let (library, diagnostics) = lcp::extract::extract(&file, source.clone().into_bytes(), &[]);
         assert!(library.is_some() || !diagnostics.is_empty(), "{source:?}");
     }
+}
+
+/// A file name is bytes: `\xff.py`, a library folder `\xfe/` with its `\xfe.py`, and a
+/// file that does not parse. JSON gets their paths percent-encoded (`lcp::path_json`),
+/// the registry keeps the real ones.
+#[test]
+fn file_and_folder_names_that_are_not_utf8_keep_their_paths_in_every_output() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir("non-utf8-names");
+    let ff = dir.join(OsStr::from_bytes(b"\xff.py"));
+    let folder = dir.join(OsStr::from_bytes(b"\xfe"));
+    let broken = folder.join(OsStr::from_bytes(b"b\xfd.py"));
+    write(&ff, "def tool_ff(a: int):\n    \"\"\"FF.\"\"\"\n");
+    write(&folder.join(OsStr::from_bytes(b"\xfe.py")), "def tool_fe():\n    \"\"\"FE.\"\"\"\n");
+    write(&folder.join("a.py"), "def tool_a():\n    \"\"\"A, after the folder's own file.\"\"\"\n");
+    write(&broken, "def tool_broken(:\n");
+    let registry = load_dir(&dir);
+    assert_eq!(tool_names(&registry), ["tool_fe", "tool_a", "tool_ff"]);
+    assert_eq!(registry.tool("tool_ff").unwrap().0.path, ff);
+    let dir_text = dir.to_str().unwrap();
+
+    let manifest = lcp(&["export", "--format", "manifest", "--static", dir_text]);
+    assert_eq!(manifest.status.code(), Some(0), "{}", String::from_utf8_lossy(&manifest.stderr));
+    let manifest = stdout_json(&manifest);
+    let paths: Vec<std::path::PathBuf> = manifest["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| lcp::path_json::decode(tool["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(paths[2], ff);
+    assert_eq!(manifest["tools"][2]["path"], format!("{dir_text}/%FF.py"));
+    assert_eq!(lcp::path_json::decode(manifest["diagnostics"][0]["path"].as_str().unwrap()), broken);
+
+    let check = lcp(&["check", "--format", "json", dir_text]);
+    assert_eq!(check.status.code(), Some(1), "{}", String::from_utf8_lossy(&check.stderr));
+    let report = stdout_json(&check);
+    assert_eq!(report["diagnostics"][0]["path"], format!("{dir_text}/%FE/b%FD.py"));
+    assert!(report["diagnostics"][0]["message"].as_str().unwrap().contains("syntax error"), "{report}");
+
+    let list = lcp(&["list", "--static", dir_text]);
+    assert_eq!(list.status.code(), Some(0), "{}", String::from_utf8_lossy(&list.stderr));
+    assert!(String::from_utf8_lossy(&list.stdout).contains("tool_ff"));
+}
+
+const FORMATS: [&str; 6] = ["openai", "openai-responses", "anthropic", "gemini", "mcp", "manifest"];
+
+/// Every command that reads schemas, on `dir`: none may panic, JSON output must parse
+/// (serde_json refuses documents nested more than 128 levels), and `expected` tools
+/// must be in every format.
+fn every_command_reads(dir: &Path, expected: &[&str]) {
+    let dir = dir.to_str().unwrap();
+    for args in [&["check", dir][..], &["list", "--static", dir]] {
+        let output = lcp(args);
+        assert!(matches!(output.status.code(), Some(0 | 1)), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let output = lcp(&["check", "--format", "json", dir]);
+    assert!(matches!(output.status.code(), Some(0 | 1)), "check --format json");
+    stdout_json(&output);
+    for format in FORMATS {
+        for strict in [false, true] {
+            let mut args = vec!["export", "--static", "--format", format, dir];
+            args.extend(strict.then_some("--strict"));
+            let output = lcp(&args);
+            assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+            let exported = stdout_json(&output).to_string();
+            for tool in expected.iter().filter(|_| !strict) {
+                assert!(exported.contains(&format!("\"{tool}\"")), "{args:?} lacks {tool}");
+            }
+        }
+    }
+}
+
+#[test]
+fn deeply_nested_literal_defaults_are_omitted_with_a_warning() {
+    let dir = temp_dir("deep-defaults");
+    let list = format!("{}{}", "[".repeat(125), "]".repeat(125));
+    let dict = format!("{}1{}", "{\"a\": ".repeat(200), "}".repeat(200));
+    let shallow = format!("{}{}", "[".repeat(32), "]".repeat(32));
+    write(
+        &dir.join("deep.py"),
+        format!(
+            "def tool_list(p: list = {list}, q={list}):\n    \"\"\"Doc.\"\"\"\n\n\
+             def tool_shallow(p: list = {shallow}):\n    \"\"\"Doc.\"\"\"\n"
+        ),
+    );
+    // CPython itself refuses more than 200 nested brackets: a file of its own.
+    write(&dir.join("deep_dict.py"), format!("def tool_dict(p: dict = {dict}):\n    \"\"\"Doc.\"\"\"\n"));
+    let registry = load_dir(&dir);
+    assert_eq!(tool_names(&registry), ["tool_list", "tool_shallow", "tool_dict"]);
+    assert_eq!(property(&registry, "tool_list", "p"), &serde_json::json!({"type": "array"}));
+    assert_eq!(property(&registry, "tool_list", "q"), &serde_json::json!({"type": "array"}));
+    assert_eq!(property(&registry, "tool_dict", "p"), &serde_json::json!({"type": "object"}));
+    assert!(property(&registry, "tool_shallow", "p")["default"].is_array());
+    assert!(required(&registry, "tool_list").is_empty());
+    for place in ["/deep.py:1:25", "/deep.py:1:279", "deep_dict.py:1:25"] {
+        let found =
+            diagnostics_with(&registry, &[place, "warning", "default nested more than 32 levels deep: omitted"]);
+        assert_eq!(found.len(), 1, "{place}: {:#?}", registry.diagnostics);
+    }
+    assert!(!registry.has_errors());
+    every_command_reads(&dir, &["tool_list", "tool_shallow", "tool_dict"]);
+    let call = lcp(&["call", "tool_list", dir.to_str().unwrap(), "--args", "{}"]);
+    assert_eq!(call.status.code(), Some(0), "{}", String::from_utf8_lossy(&call.stderr));
+}
+
+#[test]
+fn typed_dict_chain_nested_too_deeply_is_a_warning_whether_names_are_strings_or_not() {
+    let dir = temp_dir("typed-dict-chain");
+    for (file, quote) in [("names.py", ""), ("strings.py", "\"")] {
+        let mut source = String::from("from typing import TypedDict\n\n");
+        for i in 0..62 {
+            source.push_str(&format!("class T{i}(TypedDict):\n    a: {quote}T{}{quote}\n\n", i + 1));
+        }
+        let tool = file.trim_end_matches(".py");
+        source
+            .push_str(&format!("class T62(TypedDict):\n    z: int\n\ndef tool_{tool}(x: T0):\n    \"\"\"Doc.\"\"\"\n"));
+        write(&dir.join(file), source);
+    }
+    write(
+        &dir.join("shallow.py"),
+        "from typing import TypedDict\n\nclass S(TypedDict):\n    a: int\n\ndef tool_shallow(x: S):\n    \"\"\"Doc.\"\"\"\n",
+    );
+    let registry = load_dir(&dir);
+    for (tool, line) in [("tool_names", "names.py:192:"), ("tool_strings", "strings.py:192:")] {
+        assert_eq!(property(&registry, tool, "x"), &serde_json::json!({}), "{tool}");
+        assert_eq!(
+            diagnostics_with(&registry, &[line, "warning", "nested too deeply"]).len(),
+            1,
+            "{:#?}",
+            registry.diagnostics
+        );
+    }
+    assert_eq!(property(&registry, "tool_shallow", "x")["properties"]["a"], serde_json::json!({"type": "integer"}));
+    every_command_reads(&dir, &["tool_names", "tool_strings", "tool_shallow"]);
+}
+
+/// `C0` has two fields of type `C1`, which has two of `C2`...: inlined, 2^24 objects.
+#[test]
+fn classes_that_double_at_every_step_stop_expanding_with_a_warning() {
+    let dir = temp_dir("doubling-classes");
+    let mut source = String::from("from typing import TypedDict\n\n");
+    for i in 0..24 {
+        source.push_str(&format!("class C{i}(TypedDict):\n    a: C{next}\n    b: C{next}\n\n", next = i + 1));
+    }
+    source.push_str("class C24(TypedDict):\n    z: int\n\ndef tool_doubling(x: C0):\n    \"\"\"Doc.\"\"\"\n");
+    write(&dir.join("doubling.py"), source);
+    let registry = load_dir(&dir);
+    assert_eq!(tool_names(&registry), ["tool_doubling"]);
+    let warning = "the types of this tool expand to more than 10000 schemas";
+    assert_eq!(
+        diagnostics_with(&registry, &["doubling.py", "warning", warning]).len(),
+        1,
+        "{:#?}",
+        registry.diagnostics
+    );
+    assert!(registry.tool("tool_doubling").unwrap().1.parameters.as_str().len() < 10_000_000);
+}
+
+/// Recursive definitions that use each other three times grow as 3^n when Gemini's
+/// lowering inlines them; definitions deep enough add up past what JSON readers take.
+#[test]
+fn gemini_inlining_stays_bounded_and_a_tool_too_deep_for_a_format_is_left_out() {
+    let dir = temp_dir("gemini-inlining");
+    let mut source = String::from("from typing import Optional, TypedDict\n\n");
+    for i in 0..20 {
+        let next = format!("\"C{}\"", i + 1);
+        source.push_str(&format!(
+            "class C{i}(TypedDict):\n    me: Optional[\"C{i}\"]\n    a: {next}\n    b: {next}\n    c: {next}\n\n"
+        ));
+    }
+    source.push_str("class C20(TypedDict):\n    z: int\n\ndef tool_tripling(x: C0):\n    \"\"\"Doc.\"\"\"\n\n");
+    let nest = |inner: &str| format!("{}{inner}{}", "tuple[int, ".repeat(27), "]".repeat(27));
+    source.push_str(&format!(
+        "class A(TypedDict):\n    me: Optional[\"A\"]\n    x: {}\n\nclass B(TypedDict):\n    me: Optional[\"B\"]\n    y: {}\n\n",
+        nest("\"B\""),
+        nest("\"A\"")
+    ));
+    source.push_str("def tool_deep(a: A):\n    \"\"\"Doc.\"\"\"\n\ndef tool_fine(n: int):\n    \"\"\"Doc.\"\"\"\n");
+    write(&dir.join("inlining.py"), source);
+    let output = lcp(&["export", "--static", "--format", "gemini", dir.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(output.stdout.len() < 50_000_000, "{} bytes", output.stdout.len());
+    let names: Vec<String> = stdout_json(&output)["functionDeclarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["tool_tripling", "tool_fine"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "error: tool `tool_deep` cannot be exported to gemini: its schema would be nested more than 120 levels deep"
+        ),
+        "{stderr}"
+    );
+    every_command_reads(&dir, &["tool_tripling", "tool_fine"]);
+}
+
+/// Found by `examples/fuzz.rs`: reading `B = C.A` inside `class C(Enum)` read the
+/// members of `C` again, without end (a stack overflow, the whole process gone).
+#[test]
+fn an_enum_member_naming_a_member_of_its_own_enum_does_not_recurse() {
+    let dir = temp_dir("enum-self-reference");
+    write(
+        &dir.join("paint.py"),
+        "from enum import Enum\n\nclass Color(str, Enum):\n    RED = \"red\"\n    LOOP = Color.RED\n    \
+         ALSO = [Color.LOOP]\n\ndef tool_paint(color: Color = Color.LOOP, other: Color = Color.RED):\n    \
+         \"\"\"Paints.\"\"\"\n",
+    );
+    let registry = load_dir(&dir);
+    assert_eq!(property(&registry, "tool_paint", "color"), &serde_json::json!({"type": "string", "enum": ["red"]}));
+    assert_eq!(
+        property(&registry, "tool_paint", "other"),
+        &serde_json::json!({"type": "string", "enum": ["red"], "default": "red"})
+    );
+    every_command_reads(&dir, &["tool_paint"]);
 }

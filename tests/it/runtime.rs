@@ -89,12 +89,12 @@ fn interpreter_is_the_one_lcp_was_built_with() {
 #[test]
 fn init_tools_library_gets_the_config_positionally_once_per_process() {
     let mut settings = config();
-    settings.autonomy_level = "ask".to_string();
+    settings.autonomy_level = "strict".to_string();
     settings.libraries.insert("positional".to_string(), json!({"api_key": "k"}).as_object().unwrap().clone());
     let (runtime, registry) = (Runtime::new(settings).unwrap(), registry("hooks"));
     let first = output(call(&runtime, &registry, "tool_positional_state", json!({})));
     let second = output(call(&runtime, &registry, "tool_positional_state", json!({})));
-    let expected = json!({"received": [{"api_key": "k", "autonomy_level": "ask", "has_confirm_handler": false}]});
+    let expected = json!({"received": [{"api_key": "k", "autonomy_level": "strict", "has_confirm_handler": false}]});
     assert_eq!(first, expected);
     assert_eq!(second, expected);
 }
@@ -109,7 +109,7 @@ fn init_tools_library_without_a_positional_parameter_is_called_with_no_arguments
 fn init_tools_library_taking_star_args_gets_the_config() {
     let (runtime, registry) = (runtime(), registry("hooks"));
     let state = output(call(&runtime, &registry, "tool_varargs_state", json!({})));
-    assert_eq!(state, json!({"received": [["autonomy_level", "confirm_handler"]]}));
+    assert_eq!(state, json!({"received": [["autonomy_level", "confirm_handler", "user_interaction_handler"]]}));
 }
 
 #[test]
@@ -302,6 +302,45 @@ fn positional_only_parameters_are_passed_by_position_and_extras_go_to_kwargs() {
         output(call(&runtime, &registry, "tool_kwargs", json!({"name": "n", "x": [1]}))),
         json!({"name": "n", "extra": {"x": [1]}})
     );
+}
+
+// ------------------------------------------------------- types of SPEC §3 ---
+
+#[test]
+fn arguments_typed_by_a_sibling_module_decimal_and_ipaddress_arrive_converted_on_every_call() {
+    let (runtime, registry) = (runtime(), registry("siblings"));
+    let args = json!({
+        "item": {"name": "cup", "size": "m"},
+        "size": "s",
+        "price": 19.99,
+        "host": "192.0.2.1",
+        "net": "2001:db8::/32",
+        "since": "2024-05-06",
+        "grade": "m"
+    });
+    // The first call loads the library through host.py; later ones could go directly,
+    // and must not, since these arguments need converting.
+    let (first, second) =
+        (call(&runtime, &registry, "tool_convert", args.clone()), call(&runtime, &registry, "tool_convert", args));
+    let shown = output(first);
+    assert_eq!(shown, output(second));
+    assert_eq!(shown["item"]["repr"], "Item(name='cup', size=<Size.M: 'm'>)");
+    assert_eq!(shown["size"]["repr"], "<Size.S: 's'>");
+    assert_eq!(shown["price"]["repr"], "Decimal('19.99')");
+    assert_eq!(shown["host"]["repr"], "IPv4Address('192.0.2.1')");
+    assert_eq!(shown["net"]["repr"], "IPv6Network('2001:db8::/32')");
+    assert_eq!(shown["window"]["since"]["repr"], "datetime.date(2024, 5, 6)");
+    assert_eq!(shown["window"]["grade"]["repr"], "<Size.M: 'm'>");
+}
+
+#[test]
+fn arguments_the_schema_of_a_new_type_refuses_never_reach_python() {
+    let (runtime, registry) = (runtime(), registry("siblings"));
+    let args = json!({"item": {"name": "cup", "size": "xl"}, "size": "s", "price": "12,5", "host": "192.0.2.256", "net": "x", "mood": 1});
+    let text = error(&call(&runtime, &registry, "tool_convert", args)).to_string();
+    for expected in ["`item.size`", "`price`", "`host`", "`net`", "unknown parameter `mood`"] {
+        assert!(text.contains(expected), "{expected} missing from: {text}");
+    }
 }
 
 #[test]
@@ -717,7 +756,7 @@ host.install(lambda request: json.dumps({"decision": "allow", "reason": "standal
 def call(function, file, workspace=None, args=None):
     request = {"call_id": 1, "kind": "tool", "file": os.path.abspath(file), "package": None, "library": "x",
                "function": function, "args": args or {}, "workspace": workspace, "config": None,
-               "autonomy_level": "safe", "has_handler": True, "injected": []}
+               "autonomy_level": "safe", "host": {"confirm": True}, "injected": []}
     return json.loads(host.call(json.dumps(request)))
 home = os.getcwd()
 results = {
@@ -780,4 +819,17 @@ fn big_integers_a_tool_returns_stay_exact_on_both_paths() {
     both_paths(&runtime, &registry, "tool_power", "{}", expected);
     let below: Value = serde_json::from_str("340282366920938463463374607431768211455").unwrap();
     both_paths(&runtime, &registry, "tool_power", r#"{"exponent": 128, "plus": -1}"#, below);
+}
+
+#[test]
+fn a_tool_in_a_file_whose_path_is_not_utf8_runs_on_both_paths() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir("runtime-non-utf8");
+    let file = dir.join(std::ffi::OsStr::from_bytes(b"t\xff.py"));
+    std::fs::write(&file, "def tool_twice(x: int = 1) -> int:\n    \"\"\"Doubles.\"\"\"\n    return 2 * x\n").unwrap();
+    let registry = Registry::load(&Sources { folders: vec![], files: vec![file] }, &Options::default());
+    let runtime = runtime();
+    for path in ["host.py", "direct"] {
+        assert_eq!(output(call(&runtime, &registry, "tool_twice", json!({"x": 21}))), json!(42), "{path}");
+    }
 }

@@ -196,6 +196,33 @@ pub fn inspector() -> &'static Path {
     })
 }
 
+/// The official MCP conformance suite's launcher (`@modelcontextprotocol/conformance`,
+/// pinned to the last release that runs on Node 20), installed on first use into
+/// `target/conformance` with the machine's `npm`. Never skipped.
+pub fn conformance_suite() -> &'static Path {
+    const PACKAGE: &str = "@modelcontextprotocol/conformance@0.1.12";
+    static SUITE: OnceLock<PathBuf> = OnceLock::new();
+    SUITE.get_or_init(|| {
+        let prefix = root().join("target/conformance");
+        let launcher = prefix.join("node_modules/.bin/conformance");
+        let stamp = prefix.join("installed.stamp");
+        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(PACKAGE) && launcher.exists() {
+            return launcher;
+        }
+        let _lock = DirLock::acquire(&root().join("target/conformance.lock"));
+        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(PACKAGE) && launcher.exists() {
+            return launcher;
+        }
+        std::fs::create_dir_all(&prefix).expect("target/conformance is creatable");
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+            .arg(&prefix)
+            .arg(PACKAGE));
+        std::fs::write(&stamp, PACKAGE).expect("stamp is writable");
+        launcher
+    })
+}
+
 /// Runs `command` with `stdin`, killing it if it is still running after `limit`
 /// (a hung peer must fail a test, never hang the suite).
 pub fn output_within(command: &mut Command, stdin: &[u8], limit: std::time::Duration) -> Output {

@@ -315,3 +315,233 @@ fn injected_names_are_configurable() {
         ["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"]
     );
 }
+
+#[test]
+fn star_imports_from_typing_and_typing_extensions_bind_typings_names() {
+    let registry = load(&["star_import"]);
+    assert!(registry.diagnostics.is_empty(), "{:#?}", registry.diagnostics);
+    assert_eq!(property(&registry, "tool_star_typing", "a"), &json!({"type": "array", "items": {"type": "integer"}}));
+    assert_eq!(property(&registry, "tool_star_typing", "b"), &json!({"anyOf": [{"type": "string"}, {"type": "null"}]}));
+    assert_eq!(property(&registry, "tool_star_typing", "c"), &json!({"type": "object"}));
+    assert_eq!(property(&registry, "tool_star_typing", "d"), &json!({"type": "string", "enum": ["x", "y"]}));
+    assert_eq!(
+        property(&registry, "tool_star_extensions", "a"),
+        &json!({"type": "array", "items": {"type": "number"}})
+    );
+    assert_eq!(
+        property(&registry, "tool_star_extensions", "b"),
+        &json!({"type": "integer", "description": "A count."})
+    );
+}
+
+#[test]
+fn literal_with_no_values_is_any_json_value_with_a_warning() {
+    let registry = load(&["empty_literal"]);
+    assert_eq!(property(&registry, "tool_empty_literal", "a"), &json!({}));
+    assert_eq!(property(&registry, "tool_empty_literal", "b"), &json!({}));
+    assert_eq!(property(&registry, "tool_empty_literal", "c"), &json!({"enum": [1, "x"]}));
+    for place in ["empty_literal.py:4:27:", "empty_literal.py:4:43:"] {
+        let found =
+            diagnostics_with(&registry, &[place, "warning", "`Literal` with no values: accepted as any JSON value"]);
+        assert_eq!(found.len(), 1, "{place}: {:#?}", registry.diagnostics);
+    }
+    assert_eq!(registry.diagnostics.len(), 2, "{:#?}", registry.diagnostics);
+}
+
+// ------------------------------------------------------ sibling modules ---
+
+static SIBLINGS: LazyLock<Registry> = LazyLock::new(|| load(&["siblings"]));
+
+#[track_caller]
+fn check_sibling(tool: &str, parameter: &str, expected: Value) {
+    assert_eq!(property(&SIBLINGS, tool, parameter), &expected, "{tool}({parameter})");
+}
+
+#[test]
+fn sibling_module_types_resolve_through_every_form_of_relative_import() {
+    let size = json!({"type": "string", "enum": ["s", "m"]});
+    // `from .models import Item as Thing`
+    check_sibling(
+        "tool_reach",
+        "thing",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}),
+    );
+    // `from . import models` then `models.Size`
+    check_sibling("tool_reach", "size", size.clone());
+    // `.reexport` → `.middle` → `.models`, renamed on the way
+    check_sibling("tool_reach", "chained", size);
+    // `from . import reexport as again` then a name its `import *` brings, whose base
+    // class lives in a third module
+    check_sibling(
+        "tool_reach",
+        "starred",
+        json!({"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id", "name"]}),
+    );
+    // a sibling's alias
+    check_sibling("tool_reach", "tags", json!({"type": "array", "items": {"type": "string"}}));
+    // a sibling's enum member as a default
+    check_sibling("tool_defaults", "size", json!({"type": "string", "enum": ["s", "m"], "default": "m"}));
+}
+
+#[test]
+fn a_recursive_sibling_type_is_defined_once_under_its_module_name() {
+    check_sibling("tool_reach", "node", json!({"$ref": "#/$defs/models.Node"}));
+    let defs = &parameters(&SIBLINGS, "tool_reach")["$defs"];
+    assert_eq!(defs["models.Node"]["properties"]["next"]["anyOf"][0], json!({"$ref": "#/$defs/models.Node"}));
+}
+
+#[test]
+fn relative_names_that_lead_nowhere_are_any_value_with_a_warning_naming_them_as_written() {
+    for (parameter, written) in [("far", "Far"), ("loop", "Loop"), ("gone", "Gone"), ("nope", "models.Nope")] {
+        check_sibling("tool_unreachable", parameter, json!({}));
+        let found = diagnostics_with(&SIBLINGS, &["lib.py", "warning", &format!("unknown type `{written}`")]);
+        assert_eq!(found.len(), 1, "{written}: {:?}", SIBLINGS.diagnostics);
+    }
+    assert!(diagnostics_with(&SIBLINGS, &["`.", "unknown type"]).is_empty(), "{:?}", SIBLINGS.diagnostics);
+    check_sibling("tool_loose", "item", json!({}));
+    assert_eq!(diagnostics_with(&SIBLINGS, &["loose.py:6", "unknown type `Item`"]).len(), 1);
+}
+
+#[test]
+fn a_problem_inside_a_sibling_definition_is_reported_where_the_tool_uses_it() {
+    let odd = property(&SIBLINGS, "tool_unreachable", "odd");
+    assert_eq!(odd["properties"]["weird"], json!({}));
+    // `odd: models.Odd` is at line 20, column 80 of lib.py; models.py has no such line.
+    assert_eq!(diagnostics_with(&SIBLINGS, &["lib.py:20:80", "unknown type `mystery.Weird`"]).len(), 1);
+    assert!(diagnostics_with(&SIBLINGS, &["models.py"]).is_empty());
+}
+
+#[test]
+fn explicit_files_of_one_library_folder_resolve_each_other_wherever_they_are_listed() {
+    use lcp::registry::{Options, Sources};
+    let files = ["siblings/lib/lib.py", "siblings/loose.py", "siblings/lib/models.py", "siblings/lib/base.py"];
+    let sources = Sources { folders: Vec::new(), files: files.iter().map(|f| fixture(f)).collect() };
+    let registry = Registry::load(&sources, &Options::default());
+    assert_eq!(
+        property(&registry, "tool_defaults", "size"),
+        &json!({"type": "string", "enum": ["s", "m"], "default": "m"})
+    );
+    assert_eq!(property(&registry, "tool_loose", "item"), &json!({}));
+}
+
+// ------------------------------------------ vocabulary (SPEC §3, new rows) ---
+
+static VOCABULARY: LazyLock<Registry> = LazyLock::new(|| load(&["conformance"]));
+
+#[track_caller]
+fn check_word(tool: &str, parameter: &str, expected: Value) {
+    assert_eq!(property(&VOCABULARY, tool, parameter), &expected, "{tool}({parameter})");
+}
+
+const DECIMAL_TEXT: &str = r"^\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*$";
+
+#[test]
+fn decimal_is_a_number_or_decimal_text_and_a_bounded_decimal_a_number() {
+    check_word(
+        "tool_decimals",
+        "price",
+        json!({"anyOf": [{"type": "number"}, {"type": "string", "pattern": DECIMAL_TEXT}]}),
+    );
+    let amount = property(&VOCABULARY, "tool_decimals", "amount");
+    assert_eq!(amount["anyOf"][0], json!({"type": "number", "exclusiveMaximum": 1000, "exclusiveMinimum": -1000}));
+    assert_eq!(
+        amount["anyOf"][1]["pattern"],
+        r"^\s*[+-]?(?:0*[0-9]{1,3}(?:\.[0-9]{0,2}0*)?|0*[0-9]{0,3}\.[0-9]{1,2}0*|(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+)\s*$"
+    );
+    check_word("tool_decimals", "bounded", json!({"type": "number", "minimum": 0, "maximum": 100}));
+    // Bounds from `Field` make a number of it too.
+    check_word("tool_annotated_decimal", "price", json!({"type": "number", "minimum": 0, "maximum": 1000}));
+    check_word(
+        "tool_annotated_decimal",
+        "maybe",
+        json!({"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "null"}], "default": null}),
+    );
+}
+
+#[test]
+fn ip_addresses_have_formats_and_networks_a_pattern() {
+    let ipv4 = json!({"type": "string", "format": "ipv4"});
+    let ipv6 = json!({"type": "string", "format": "ipv6"});
+    check_word("tool_addresses", "v4", ipv4.clone());
+    check_word("tool_addresses", "v6", ipv6.clone());
+    check_word("tool_addresses", "either", json!({"anyOf": [ipv4, ipv6]}));
+    for network in ["net4", "net6", "iface4", "iface6", "any_net", "any_iface"] {
+        let schema = property(&VOCABULARY, "tool_addresses", network);
+        assert_eq!(schema["type"], "string", "{network}");
+        assert!(schema.get("format").is_none(), "{network}");
+        assert!(schema["pattern"].as_str().unwrap().starts_with("^(?:"), "{network}");
+    }
+}
+
+#[test]
+fn pydantic_network_types_secrets_and_json_text() {
+    let email = json!({"type": "string", "format": "email"});
+    check_word("tool_web", "email", email.clone());
+    check_word("tool_web", "contact", email);
+    let http = "^[hH][tT][tT][pP][sS]?://";
+    check_word(
+        "tool_web",
+        "site",
+        json!({"type": "string", "format": "uri", "minLength": 1, "maxLength": 2083, "pattern": http}),
+    );
+    check_word("tool_web", "link", json!({"type": "string", "format": "uri", "minLength": 1}));
+    check_word("tool_web", "api", json!({"type": "string", "format": "uri", "minLength": 1, "pattern": http}));
+    check_word(
+        "tool_web",
+        "document",
+        json!({"type": "string", "format": "uri", "minLength": 1, "pattern": "^[fF][iI][lL][eE]:"}),
+    );
+    check_word("tool_web", "token", json!({"type": "string"}));
+    check_word("tool_web", "payload", json!({"type": "string", "contentMediaType": "application/json"}));
+    check_word(
+        "tool_web",
+        "counts",
+        json!({"type": "string", "contentMediaType": "application/json", "contentSchema": {"type": "array", "items": {"type": "integer"}}}),
+    );
+}
+
+#[test]
+fn constrained_types_and_string_constraints_carry_their_bounds() {
+    check_word("tool_bounds", "port", json!({"type": "integer", "minimum": 1, "maximum": 65535}));
+    check_word("tool_bounds", "ratio", json!({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}));
+    check_word("tool_bounds", "code", json!({"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-z]+$"}));
+    check_word(
+        "tool_bounds",
+        "tags",
+        json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3}),
+    );
+    check_word(
+        "tool_bounds",
+        "ids",
+        json!({"type": "array", "items": {"type": "integer"}, "uniqueItems": true, "minItems": 1}),
+    );
+    check_word("tool_bounds", "tag", json!({"type": "string", "minLength": 1, "maxLength": 8, "pattern": "^[a-z-]+$"}));
+}
+
+#[test]
+fn signed_integer_and_float_families_are_bounded_at_zero() {
+    for (parameter, kind, keyword) in [
+        ("a", "integer", "exclusiveMinimum"),
+        ("b", "integer", "exclusiveMaximum"),
+        ("c", "integer", "minimum"),
+        ("d", "integer", "maximum"),
+        ("e", "number", "exclusiveMinimum"),
+        ("f", "number", "exclusiveMaximum"),
+        ("g", "number", "minimum"),
+        ("h", "number", "maximum"),
+    ] {
+        check_word("tool_signs", parameter, json!({"type": kind, keyword: 0}));
+    }
+}
+
+#[test]
+fn unpacked_typed_dict_keywords_are_the_parameters_and_nothing_else() {
+    let schema = parameters(&VOCABULARY, "tool_keywords");
+    assert_eq!(
+        schema["properties"],
+        json!({"path": {"type": "string", "description": "Where."}, "verbose": {"type": "boolean", "description": "Say more."}, "depth": {"type": "integer"}})
+    );
+    assert_eq!(schema["required"], json!(["path", "verbose"]));
+    assert_eq!(schema["additionalProperties"], json!(false));
+    assert!(diagnostics_with(&VOCABULARY, &["vocabulary_tools.py", "warning"]).is_empty());
+}

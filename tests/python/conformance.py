@@ -37,6 +37,8 @@ import argparse
 import collections.abc
 import dataclasses
 import datetime
+import decimal
+import ipaddress
 import functools
 import importlib.machinery
 import importlib.util
@@ -53,7 +55,8 @@ from pathlib import Path
 from typing import Any
 
 import pydantic
-from jsonschema import Draft202012Validator, FormatChecker
+import typing_extensions
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import SchemaError, ValidationError
 
 HOST_INJECTED = frozenset(
@@ -141,7 +144,18 @@ def build_reference(fn: Any) -> Reference:
     takes_kwargs = False
     for index, param in enumerate(inspect.signature(fn).parameters.values()):
         if param.kind is param.VAR_KEYWORD:
-            takes_kwargs = True
+            unpacked = unpacked_typed_dict(hints.get(param.name))
+            if unpacked is None:
+                takes_kwargs = True
+                continue
+            # PEP 692: `**kwargs: Unpack[TD]` takes exactly TD's keys, each
+            # optional unless TD requires it.
+            field_hints = typing.get_type_hints(unpacked, include_extras=True)
+            for offset, (key, hint) in enumerate(field_hints.items()):
+                field = f"k{index}_{offset}"
+                fields[key] = field
+                default = ... if key in unpacked.__required_keys__ else None
+                definitions[field] = (strip_required(hint), pydantic.Field(default, alias=key))
             continue
         if param.kind is param.VAR_POSITIONAL or param.name in HOST_INJECTED:
             continue
@@ -158,6 +172,21 @@ def build_reference(fn: Any) -> Reference:
     config = pydantic.ConfigDict(extra="allow" if takes_kwargs else "forbid")
     model = pydantic.create_model(f"{fn.__name__}__reference", __config__=config, **definitions)
     return Reference(model, fields)
+
+
+def unpacked_typed_dict(hint: Any) -> Any:
+    """``TD`` of ``Unpack[TD]`` when TD is a TypedDict, else None."""
+    if typing.get_origin(hint) in (typing.Unpack, typing_extensions.Unpack):
+        (target,) = typing.get_args(hint)
+        if typing_extensions.is_typeddict(target):
+            return target
+    return None
+
+
+def strip_required(hint: Any) -> Any:
+    """``T`` of ``Required[T]`` / ``NotRequired[T]`` (meaningful only inside a TypedDict)."""
+    markers = (typing.Required, typing.NotRequired, typing_extensions.Required, typing_extensions.NotRequired)
+    return typing.get_args(hint)[0] if typing.get_origin(hint) in markers else hint
 
 
 def reference_annotation(param: inspect.Parameter, hints: dict[str, Any]) -> Any:
@@ -248,12 +277,47 @@ def format_checker() -> FormatChecker:
     for name, check in fallbacks.items():
         if name not in checker.checkers:
             checker.checks(name)(lambda value, check=check: not isinstance(value, str) or check(value))
+    # lcp checks `email` and `uri` as pydantic checks EmailStr and AnyUrl (what
+    # jsonschema has for them is a test for "@" and, without rfc3987, nothing): the
+    # checks its validation makes are what the schema promises.
+    pydantic_checks = {"email": pydantic.EmailStr, "uri": pydantic.AnyUrl}
+    for name, kind in pydantic_checks.items():
+        adapter = pydantic.TypeAdapter(kind)
+        checker.checkers.pop(name, None)
+        checker.checks(name)(lambda value, adapter=adapter: not isinstance(value, str) or _accepts(adapter, value))
     return checker
+
+
+def _accepts(adapter: pydantic.TypeAdapter, value: str) -> bool:
+    try:
+        adapter.validate_json(json.dumps(value), strict=True)
+        return True
+    except pydantic.ValidationError:
+        return False
+
+
+def _content(validator: Any, media_type: Any, instance: Any, schema: dict) -> Any:
+    """`contentMediaType: application/json` (and `contentSchema`) as lcp asserts
+    them: the text is a JSON document, valid against the content schema."""
+    if media_type != "application/json" or not isinstance(instance, str):
+        return
+    try:
+        document = json.loads(instance)
+    except ValueError:
+        yield ValidationError(f"{instance!r} is not JSON text")
+        return
+    if "contentSchema" in schema:
+        yield from validator.descend(document, schema["contentSchema"], schema_path="contentSchema")
+
+
+# Draft 2020-12 with content assertion on, as lcp's validation (jsonschema only
+# annotates `contentMediaType` / `contentSchema`).
+ContentValidator = validators.extend(Draft202012Validator, {"contentMediaType": _content})
 
 
 def build_validator(schema: Any) -> Draft202012Validator:
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=format_checker())
+    return ContentValidator(schema, format_checker=format_checker())
 
 
 # --------------------------------------------------------------------------
@@ -265,7 +329,13 @@ FORMAT_SAMPLES = {
     "time": ("03:04:05Z", "25:61:00Z"),
     "duration": ("P1DT2H3M4S", "one day"),
     "uuid": ("12345678-1234-5678-1234-567812345678", "not-a-uuid"),
+    "email": ("someone@example.com", "someone@localhost"),
+    "uri": ("https://example.com/a?b=c", "https://exa mple.com/"),
+    "ipv4": ("192.0.2.1", "192.0.2.256"),
+    "ipv6": ("2001:db8::1", "2001:db8:::1"),
 }
+# Further valid values of a format, tried when the first breaks another keyword.
+FORMAT_ALTERNATIVES = {"uri": ("file:///tmp/a.txt", "mailto:someone@example.com")}
 WRONG_TYPES = {
     "string": (("int for string", 1), ("list for string", ["text"])),
     "integer": (("string for integer", "1"), ("float for integer", 1.5), ("bool for integer", True)),
@@ -454,8 +524,11 @@ class PayloadGenerator:
         return candidates
 
     def _valid_string(self, schema: dict, depth: int) -> collections.abc.Iterator[str]:
+        if schema.get("contentMediaType") == "application/json":
+            yield json.dumps(self.valid(schema.get("contentSchema", {}), depth + 1))
         if schema.get("format") in FORMAT_SAMPLES:
             yield FORMAT_SAMPLES[schema["format"]][0]
+            yield from FORMAT_ALTERNATIVES.get(schema["format"], ())
         if "pattern" in schema:
             for repeat in (1, 2, 3, 4, 6, 8, 0, 12, 16):
                 example = regex_example(schema["pattern"], repeat)
@@ -599,6 +672,12 @@ class PayloadGenerator:
                     break
         if schema.get("format") in FORMAT_SAMPLES:
             out.append((f"malformed {schema['format']}", FORMAT_SAMPLES[schema["format"]][1]))
+        if schema.get("contentMediaType") == "application/json":
+            out.append(("not JSON text", "{not json"))
+            content = schema.get("contentSchema")
+            if content is not None and depth < MUTATION_DEPTH:
+                document = json.loads(value)
+                out += [(child(" (JSON)", label), json.dumps(v)) for label, v in self.variants(content, document, depth + 1)]
         return out
 
     def _mutate_array(self, schema: dict, value: list, depth: int) -> list[tuple[str, Any]]:
@@ -757,6 +836,15 @@ def explain_gap(error: ValidationError, instance: pydantic.BaseModel, reference:
         members = [*schema.get("enum", ()), *([schema["const"]] if "const" in schema else ())]
         if any(_bool_int_equal(error.instance, m) for m in members):
             return "bool/int equality (Literal, Enum)"
+        if error.validator == "type":
+            value = value_at(instance, error.absolute_path, reference)
+            # A Decimal with bounds is a number in the schema: bounds cannot be
+            # checked on text, which pydantic also reads.
+            if isinstance(value, decimal.Decimal) and isinstance(error.instance, str):
+                return "bounded Decimal as text (schema asks for a number)"
+            # IPvAny* also read an integer; their schema (pydantic's too) is text.
+            if isinstance(value, _IP_TYPES) and type(error.instance) is int:
+                return "IP address as an integer (schema asks for text)"
         return None
     if error.validator == "additionalProperties" and error.absolute_path:
         # A nested model with extra="ignore" (BaseModel's default, or a
@@ -767,6 +855,10 @@ def explain_gap(error: ValidationError, instance: pydantic.BaseModel, reference:
         if kept is not None and unknown.isdisjoint(kept):
             return "nested unknown keys (pydantic ignores)"
     return None
+
+
+_IP_TYPES = (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network, ipaddress.IPv6Network,
+             ipaddress.IPv4Interface, ipaddress.IPv6Interface)
 
 
 def _bool_int_equal(value: Any, member: Any) -> bool:

@@ -1,0 +1,272 @@
+//! SPEC §9–10 under `lcp serve`, with the official Python MCP client: what a tool
+//! asks the user is an elicitation, `generate_text` is sampling, progress and log
+//! records are notifications, results carry images, audio and resources as content
+//! blocks. Then the reference's own `user_interactive_tools`, unmodified, and the
+//! official MCP conformance suite on `fixtures/mcp/conformance` (served through a
+//! profile that gives its tools the names the suite calls).
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::mcp::{HttpServer, MODES, assert_error, assert_ok, call, session_with, text};
+use crate::support::*;
+
+const HOST: &str = "fixtures/host_objects";
+const CONFORMANCE: [&str; 5] =
+    ["fixtures/mcp/conformance", "--config", "fixtures/mcp/conformance/lcp.toml", "--profile", "conformance"];
+
+fn select() -> Value {
+    call("tool_ask", json!({"kind": "select", "title": "Region", "prompt": "Pick one", "options": ["eu", "us"]}))
+}
+
+#[test]
+fn a_user_interaction_is_an_elicitation_accept_gives_the_answer_decline_and_cancel_none() {
+    for mode in MODES {
+        let content = r#"[{"answer": "us"}, {"name": "Zed", "age": 5}]"#;
+        let steps = json!([select(), call("tool_form", json!({}))]);
+        let accepted = session_with(mode, &["--elicit", "accept", "--content", content], &[HOST], steps);
+        assert_ok(&accepted["results"][0], json!({"answer": "us"}));
+        assert_ok(&accepted["results"][1], json!({"answer": {"name": "Zed", "age": 5}}));
+        let message = accepted["elicitations"][0].as_str().unwrap();
+        assert!(
+            message.contains("`tool_ask` (host_objects) asks: Region") && message.contains("Pick one"),
+            "{message}"
+        );
+        assert_eq!(accepted["schemas"][0]["properties"]["answer"]["enum"], json!(["eu", "us"]), "{mode}");
+        assert_eq!(
+            accepted["schemas"][1]["properties"]["plan"],
+            json!({"type": "string", "enum": ["free", "pro"]}),
+            "the tool's form is sent as it is"
+        );
+        for refusal in ["decline", "cancel"] {
+            let refused = session_with(mode, &["--elicit", refusal], &[HOST], json!([select()]));
+            assert_ok(&refused["results"][0], json!({"answer": null}));
+        }
+    }
+}
+
+#[test]
+fn a_client_that_cannot_elicit_gets_a_clear_error_in_the_tool() {
+    for mode in MODES {
+        let report = session_with(mode, &["--elicit", "none"], &[HOST], json!([select()]));
+        assert_error(&report["results"][0], &["HostUnavailable", "does not support elicitation"]);
+    }
+}
+
+#[test]
+fn generate_text_is_sampling_and_a_client_without_sampling_gets_a_clear_error() {
+    let steps =
+        json!([call("tool_generate", json!({"prompt": "hi"})), call("tool_context_model", json!({"prompt": "ctx"}))]);
+    for mode in MODES {
+        let sampled = session_with(mode, &["--sample", "the model says"], &[HOST], steps.clone());
+        assert_ok(&sampled["results"][0], json!({"text": "the model says", "vision": true}));
+        assert_ok(&sampled["results"][1], json!({"text": "the model says"}));
+        let request = &sampled["samplings"][0];
+        assert_eq!(request["messages"], json!([{"role": "user", "content": {"type": "text", "text": "hi"}}]));
+        assert_eq!((&request["systemPrompt"], &request["maxTokens"]), (&json!("Be brief."), &json!(50)));
+        let unsampled = session_with(mode, &[], &[HOST], steps.clone());
+        assert_error(&unsampled["results"][0], &["HostUnavailable", "does not support sampling"]);
+    }
+}
+
+#[test]
+fn progress_with_a_token_is_notifications_progress_and_without_one_a_log_message() {
+    for mode in MODES {
+        let steps = json!([{"call": "tool_progress", "arguments": {"steps": 2}, "progress": true}]);
+        let report = session_with(mode, &[], &[HOST], steps);
+        assert_eq!(report["results"][0]["structuredContent"]["delivered"], json!([true, true]));
+        assert_eq!(
+            report["progress"],
+            json!([{"progress": 1.0, "total": 2.0, "message": "step 1"}, {"progress": 2.0, "total": 2.0, "message": "step 2"}]),
+            "{mode}"
+        );
+        let steps = json!([call("tool_progress", json!({"steps": 1}))]);
+        let report = session_with(mode, &["--log-level", "info"], &[HOST], steps);
+        assert_eq!(report["progress"], json!([]));
+        assert_eq!(
+            report["logs"],
+            json!([{"level": "info", "logger": "tool_progress", "data": "step 1 (1/1)"}]),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn log_records_are_log_messages_at_the_level_the_client_sets() {
+    let record = |level: &str, logger: &str, data: &str| json!({"level": level, "logger": logger, "data": data});
+    let debug = record("debug", "fixture.logs", "debug: hello");
+    let info = record("info", "fixture.logs", "info: hello");
+    let warning = record("warning", "fixture.logs", "warning: hello");
+    let error = record("error", "root", "root error: hello");
+    let steps = json!([call("tool_log", json!({}))]);
+    for mode in MODES {
+        let all = session_with(mode, &["--log-level", "debug"], &[HOST], steps.clone());
+        assert_eq!(all["logs"], json!([debug, info, warning, error]), "{mode}");
+        assert_eq!(all["results"][0]["content"].as_array().unwrap().len(), 1, "records are not stderr text");
+        let warnings = session_with(mode, &["--log-level", "warning"], &[HOST], steps.clone());
+        assert_eq!(warnings["logs"], json!([warning, error]), "{mode}");
+    }
+    // Without `logging/setLevel` a handshake session gets info and above; a
+    // handshake-less client that names no level asked for none.
+    assert_eq!(session_with("legacy", &[], &[HOST], steps.clone())["logs"], json!([info, warning, error]));
+    assert_eq!(session_with("auto", &[], &[HOST], steps)["logs"], json!([]));
+}
+
+#[test]
+fn a_string_result_is_its_own_text_and_other_values_json() {
+    for mode in MODES {
+        let report = session_with(mode, &[], &[HOST], json!([call("tool_log", json!({"message": "plain \"text\""}))]));
+        assert_ok(&report["results"][0], json!({"result": "plain \"text\""}));
+        assert_eq!(text(&report["results"][0]), "plain \"text\"");
+    }
+}
+
+#[test]
+fn images_audio_and_resources_are_content_blocks_after_the_text() {
+    let steps = json!([call("test_multiple_content_types", json!({})), call("test_audio_content", json!({}))]);
+    for mode in MODES {
+        let report = session_with(mode, &[], &CONFORMANCE, steps.clone());
+        let mixed = &report["results"][0]["content"];
+        assert_eq!(mixed[0], json!({"type": "text", "text": "{\"text\":\"Multiple content types test:\"}"}));
+        assert_eq!((&mixed[1]["type"], &mixed[1]["mimeType"]), (&json!("image"), &json!("image/png")), "{mixed}");
+        assert!(!mixed[1]["data"].as_str().unwrap().starts_with("data:"), "the URI's data only: {mixed}");
+        assert_eq!(
+            mixed[2],
+            json!({"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json", "text": "{\"test\":\"data\",\"value\":123}"}})
+        );
+        let audio = &report["results"][1]["content"];
+        assert_eq!((&audio[0]["type"], &audio[0]["mimeType"]), (&json!("audio"), &json!("audio/wav")), "{audio}");
+    }
+}
+
+/// The folder of one of `lollms-client`'s shipped libraries, in the test environment.
+fn reference_library(name: &str) -> String {
+    let output = Command::new(test_python())
+        .args(["-c", "import lollms_client, os; print(os.path.dirname(lollms_client.__file__))"])
+        .output()
+        .expect("python runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let package = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    format!("{package}/tools_bindings/lcp/default_tools/{name}")
+}
+
+#[test]
+fn the_references_user_interactive_tools_run_unmodified_with_an_eliciting_client() {
+    let library = reference_library("user_interactive_tools");
+    let workspace = temp_dir("mcp-reference-interactive");
+    let serve = [library.as_str(), "--workspace", workspace.to_str().unwrap()];
+    let answers = r#"[{"answer": "sk-test-123456789"}, {"answer": "us-east"}, {"answer": "forecasts"}]"#;
+    for mode in MODES {
+        let steps = json!([call("tool_configure_service_connection", json!({"service_name": "weather_api"}))]);
+        let report = session_with(mode, &["--elicit", "accept", "--content", answers], &serve, steps);
+        let result = &report["results"][0];
+        assert_eq!(result["isError"], false, "{result}");
+        assert_eq!(result["structuredContent"]["region"], "us-east", "{result}");
+        assert!(text(result).contains("key: sk-t...6789"), "{}", text(result));
+        assert_eq!(report["elicitations"].as_array().unwrap().len(), 3, "a secret, a choice, a text");
+        assert_eq!(
+            report["schemas"][1]["properties"]["answer"]["enum"],
+            json!(["eu-west", "us-east", "us-west", "ap-south"])
+        );
+        let saved: Value =
+            serde_json::from_str(&std::fs::read_to_string(workspace.join("service_connections.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            saved["weather_api"],
+            json!({"api_key": "sk-test-123456789", "region": "us-east", "description": "forecasts"})
+        );
+
+        // Its other tool asks to confirm a network request: declined, nothing is sent.
+        let steps = json!([call("tool_test_service_connection", json!({"service_name": "weather_api"}))]);
+        let report = session_with(mode, &["--elicit", "decline"], &serve, steps);
+        assert_error(&report["results"][0], &["Operator denied the network test", "declined"]);
+    }
+}
+
+/// The tools and utilities scenarios of the suite (resources, prompts and completion
+/// come later).
+const SCENARIOS: [&str; 19] = [
+    "server-initialize",
+    "logging-set-level",
+    "ping",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-logging",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "json-schema-2020-12",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+];
+
+#[test]
+fn the_official_conformance_suite_passes_every_tools_and_utilities_scenario() {
+    let suite = conformance_suite();
+    let server = HttpServer::start(&CONFORMANCE);
+    let mut failed = Vec::new();
+    for scenario in SCENARIOS {
+        let mut command = Command::new(suite);
+        command.args(["server", "--url", &server.url, "--scenario", scenario]).current_dir(root());
+        let output = output_within(&mut command, b"", Duration::from_secs(300));
+        let report = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        let summary = report.lines().find(|line| line.starts_with("Passed: ")).unwrap_or("no summary").to_string();
+        println!("{scenario}: {summary}");
+        if !output.status.success() || !summary.contains(", 0 failed") {
+            failed.push(format!("{scenario}: {summary}\n{report}"));
+        }
+    }
+    assert!(failed.is_empty(), "scenarios failed:\n{}", failed.join("\n\n"));
+}
+
+#[test]
+fn the_built_in_interaction_library_asks_through_elicitation_and_samples_with_progress() {
+    let workspace = temp_dir("mcp-interaction");
+    std::fs::write(workspace.join("notes.md"), "# Meeting\n\nWe chose SQLite.\n").unwrap();
+    let serve = ["default_tools/interaction", "--workspace", workspace.to_str().unwrap()];
+    let steps = json!([
+        call("tool_ask_user", json!({"question": "Which database?", "choices": ["staging", "production"]})),
+        {"call": "tool_summarize_file", "arguments": {"path": "notes.md"}, "progress": true},
+    ]);
+    for mode in MODES {
+        let client =
+            ["--elicit", "accept", "--content", r#"[{"answer": "staging"}]"#, "--sample", "SQLite was chosen."];
+        let report = session_with(mode, &client, &serve, steps.clone());
+        assert_eq!(report["results"][0]["structuredContent"]["output"], json!({"answered": true, "answer": "staging"}));
+        assert_eq!(report["schemas"][0]["properties"]["answer"]["enum"], json!(["staging", "production"]));
+        let summary = &report["results"][1]["structuredContent"]["output"];
+        assert_eq!(summary["summary"], "SQLite was chosen.", "{mode}: {}", report["results"][1]);
+        assert!(
+            report["samplings"][0]["messages"][0]["content"]["text"].as_str().unwrap().contains("We chose SQLite.")
+        );
+        assert_eq!(report["progress"], json!([{"progress": 1.0, "total": 1.0, "message": "summarized part 1 of 1"}]));
+    }
+}
+
+#[test]
+fn inline_refs_serves_named_classes_inlined_for_clients_that_cannot_resolve_refs() {
+    let dir = temp_dir("mcp-inline-refs");
+    let config = dir.join("lcp.toml");
+    std::fs::write(&config, "[mcp]\ninline_refs = true\n").unwrap();
+    let schema = |serve: &[&str]| {
+        let report = session_with("legacy", &[], serve, json!(["list"]));
+        let tools = report["results"][0]["tools"].as_array().unwrap().clone();
+        let tool = tools.into_iter().find(|tool| tool["name"] == "tool_json_schema_2020_12").unwrap();
+        tool["inputSchema"].clone()
+    };
+    let referenced = schema(&["fixtures/mcp/conformance"]);
+    assert_eq!(referenced["properties"]["address"], json!({"$ref": "#/$defs/address"}));
+    let inlined = schema(&["fixtures/mcp/conformance", "--config", config.to_str().unwrap()]);
+    assert_eq!(inlined["properties"]["address"], referenced["$defs"]["address"]);
+    assert!(inlined.get("$defs").is_none(), "{inlined}");
+    assert_eq!(inlined["$schema"], "https://json-schema.org/draft/2020-12/schema");
+}
