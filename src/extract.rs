@@ -574,8 +574,9 @@ impl<'t> Reader<'t> {
             schema.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
         }
         let schema = Value::Object(schema);
-        let parameters_with_defs = (!converter.classes.is_empty())
-            .then(|| SchemaText::new(&schema::named::hoist(&schema, &converter.classes)));
+        let classes = converter.named_classes();
+        let parameters_with_defs =
+            (!classes.is_empty()).then(|| SchemaText::new(&schema::named::hoist(&schema, &classes)));
         for (range, message) in std::mem::take(&mut converter.warnings) {
             self.warning(range, format!("in `{name}`: {message}"));
         }

@@ -167,12 +167,8 @@ pub struct Converter<'a, 's> {
     siblings: &'s Siblings<'s, 'a>,
     pub defs: Map<String, Value>,
     /// The named classes (TypedDict, dataclass, NamedTuple, model) inlined so far,
-    /// each once, with their schema as inlined: what [`named::hoist`] moves to `$defs`,
-    /// under the class's own name (a sibling module's class whose name is taken:
-    /// `stem.Name`).
-    pub classes: Vec<(String, Value)>,
-    /// The definition keys of `classes`, in the same order.
-    class_keys: Vec<String>,
+    /// each once: its definition key, its own name, its schema as inlined.
+    classes: Vec<(String, &'a str, Value)>,
     pub warnings: Vec<(TextRange, String)>,
     expanding: Vec<String>,
     recursive: HashSet<String>,
@@ -198,7 +194,6 @@ impl<'a, 's> Converter<'a, 's> {
             siblings,
             defs: Map::new(),
             classes: Vec::new(),
-            class_keys: Vec::new(),
             warnings: Vec::new(),
             expanding: Vec::new(),
             recursive: HashSet::new(),
@@ -798,16 +793,23 @@ impl<'a, 's> Converter<'a, 's> {
     }
 
     /// Records a class inlined as `schema` for [`named::hoist`], once per class.
-    fn remember_class(&mut self, key: &str, name: &str, schema: &Value) {
-        if self.class_keys.iter().any(|known| known == key) {
-            return;
+    fn remember_class(&mut self, key: &str, name: &'a str, schema: &Value) {
+        if !self.classes.iter().any(|(known, ..)| known == key) {
+            self.classes.push((key.to_string(), name, schema.clone()));
         }
-        let taken = |defs: &Map<String, Value>, classes: &[(String, Value)]| {
-            defs.contains_key(name) || classes.iter().any(|(known, _)| known == name)
+    }
+
+    /// The named classes inlined, with their schemas as inlined, for [`named::hoist`]:
+    /// each under its own name, unless another class of the tool or a recursive
+    /// definition has that name; then under its definition key (`stem.Name` for a
+    /// sibling module's class), which no other has.
+    pub fn named_classes(&self) -> Vec<(String, Value)> {
+        let shared = |name: &str| {
+            self.classes.iter().filter(|(_, other, _)| *other == name).count() > 1
+                || self.defs.keys().any(|key| key == name)
         };
-        let shown = if taken(&self.defs, &self.classes) { key } else { name };
-        self.class_keys.push(key.to_string());
-        self.classes.push((shown.to_string(), schema.clone()));
+        let shown = |key: &str, name: &str| if shared(name) { key.to_string() } else { name.to_string() };
+        self.classes.iter().map(|(key, name, schema)| (shown(key, name), schema.clone())).collect()
     }
 
     /// Resolves in the module being converted (see `current`).

@@ -48,6 +48,9 @@ TOOL_POLICIES = {
 }
 
 _log = logging.getLogger("lcp.interaction")
+_NO_HANDLER = {"success": False, "error": "This host gives tools no user interaction handler."}
+_NO_CONTEXT = {"success": False, "error": "This host gives tools no tool context (and no model)."}
+_NO_MODEL = {"success": False, "error": "This host gives tools no model (lollms_client_instance)."}
 
 _HANDLER = None  # the library's user interaction handler (hook or config)
 
@@ -106,6 +109,8 @@ def tool_ask_user(
         {"question": "Which database should the report use?", "choices": ["staging", "production"], "default": "staging"}
         {"question": "What should the new project be called?"}
     """
+    if user_interaction_handler is None:
+        return dict(_NO_HANDLER)
     question = question.strip()
     if not question:
         return {"success": False, "error": "The question is empty."}
@@ -161,6 +166,8 @@ def tool_ask_user_form(
     Examples:
         {"title": "New customer", "fields": [{"name": "company", "description": "Company name"}, {"name": "seats", "type": "integer"}, {"name": "plan", "choices": ["free", "pro"], "required": false}]}
     """
+    if user_interaction_handler is None:
+        return dict(_NO_HANDLER)
     if not 1 <= len(fields) <= _MAX_FIELDS:
         return {"success": False, "error": f"Give 1 to {_MAX_FIELDS} fields."}
     properties: dict[str, dict] = {}
@@ -299,6 +306,8 @@ def tool_summarize_file(path: str, focus: Optional[str] = None, max_words: int =
     Examples:
         {"path": "notes.md", "focus": "decisions", "$files": {"notes.md": "# Meeting\\n\\nWe chose SQLite for the prototype.\\n"}}
     """
+    if tool_context is None:
+        return dict(_NO_CONTEXT)
     root = tool_context.workspace_root()
     target = (root / path).resolve()
     if not path.strip() or not target.is_relative_to(root):
@@ -381,6 +390,8 @@ def tool_describe_image(image: str, question: str = "Describe this image in deta
     Examples:
         {"image": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "question": "What colour is it?"}
     """
+    if lollms_client_instance is None:
+        return dict(_NO_MODEL)
     try:
         content, mime = _image(image.strip())
     except ValueError as exc:

@@ -504,3 +504,17 @@ fn lcp_export_prints_the_snapshot_in_every_format() {
         assert!(String::from_utf8_lossy(&output.stdout) == expected, "{name}: lcp export differs from its snapshot");
     }
 }
+
+#[test]
+fn two_named_classes_of_one_name_keep_apart_in_defs() {
+    let registry = load(&["named_classes"]);
+    let (document, _) = export::export(&registry, Format::Mcp, false);
+    let schema = &document["tools"][0]["inputSchema"];
+    let item = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false});
+    let stock = json!({"type": "object", "properties": {"sku": {"type": "integer"}}, "required": ["sku"], "additionalProperties": false});
+    assert_eq!(schema["$defs"], json!({"stock.Item": stock, "Item": item}));
+    assert_eq!(schema["properties"]["take"], json!({"$ref": "#/$defs/stock.Item"}));
+    assert_eq!(schema["properties"]["again"], json!({"$ref": "#/$defs/stock.Item"}));
+    assert_eq!(schema["properties"]["give"], json!({"$ref": "#/$defs/Item"}));
+    assert_eq!(schema["properties"]["also"]["items"], json!({"$ref": "#/$defs/Item"}));
+}

@@ -370,3 +370,37 @@ fn lcp_call_reads_a_secret_at_the_terminal_without_echo() {
     assert_eq!(result["output"], json!({"answer": "Ada"}));
     assert!(terminal.contains("Ada"), "{terminal:?}");
 }
+
+// ------------------------------------------------- autonomy levels (SPEC §9) ---
+
+#[test]
+fn the_built_in_tools_follow_the_reference_autonomy_levels() {
+    use lcp::runtime::{Confirmation, Decision};
+    let registry = Registry::load(
+        &Sources { folders: vec![root().join("default_tools/workspace_files")], files: vec![] },
+        &Options::default(),
+    );
+    // Two writes, the user answering "always" each time it is asked.
+    for (level, asked) in [("strict", 2), ("safe", 1), ("full_access", 0)] {
+        let runtime = Runtime::new(RuntimeConfig {
+            autonomy_level: level.to_string(),
+            isolation: Isolation::Workers(WorkerSettings::new(env!("CARGO_BIN_EXE_lcp"))),
+            ..RuntimeConfig::default()
+        })
+        .unwrap();
+        let count = Arc::new(Mutex::new(0));
+        let counted = Arc::clone(&count);
+        let _ = runtime.set_confirm_handler(move |_| {
+            *counted.lock().unwrap() += 1;
+            Confirmation { decision: Decision::Always, reason: "go on".to_string() }
+        });
+        let workspace = temp_dir(&format!("autonomy-{level}"));
+        let options = CallOptions { workspace: Some(workspace.clone()), ..CallOptions::default() };
+        for name in ["a.txt", "b.txt"] {
+            let args = json!({"path": name, "content": "x"});
+            ok(runtime.call(&registry, "tool_write_file", &args, &options));
+        }
+        assert_eq!(*count.lock().unwrap(), asked, "{level}");
+        assert!(workspace.join("b.txt").exists());
+    }
+}
