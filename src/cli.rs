@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, ConfigError};
 use crate::diag::{Diagnostic, Level};
-use crate::export::{self, Format};
+use crate::export::{self, Format, Layout};
 use crate::mcp;
 use crate::profile::{Choice, Profile};
 use crate::registry::{Options, Registry, Sources};
@@ -320,13 +320,18 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if !static_only {
                 apply_prompt_descriptions(&mut view.registry);
             }
-            let (mut document, problems) = export::export(&view.registry, format, strict);
-            if format == Format::Mcp && config.mcp.inline_refs {
-                export::inline_mcp_classes(&mut document, &view.registry);
+            // Written one tool at a time: the document is never held whole.
+            let inline_refs = format == Format::Mcp && config.mcp.inline_refs;
+            let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let written = export::write(&view.registry, format, strict, inline_refs, Layout::Pretty, &mut stdout)
+                .and_then(|problems| stdout.write_all(b"\n").and_then(|()| stdout.flush()).map(|()| problems));
+            match written {
+                Ok(problems) => print_diagnostics(&problems),
+                // A closed pipe (`lcp export | head`) is the reader's choice, not an error.
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(err) => return Err(format!("cannot write to stdout: {err}")),
             }
-            print_diagnostics(&problems);
-            print_stdout(&pretty(&document))?;
-            exit_without_freeing((registry, view, document));
+            exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
         Command::Call {

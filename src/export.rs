@@ -4,9 +4,20 @@
 //! Gemini's OpenAPI subset. Input is the registry only; it never runs Python.
 //! A tool a format cannot carry is left out with an error naming the rule,
 //! never cut or renamed silently.
+//!
+//! [`export`] builds a format's document as a `Value`; [`write()`] writes the same
+//! document as text without ever holding it: the envelope, then one tool at a time,
+//! with the compact text of a schema the format carries unchanged spliced in
+//! (`export/splice.rs`), tools lowered on every core and written in order
+//! (`export/ordered.rs`). Both lower each tool with the same `entry`.
 
+mod ordered;
+mod splice;
+
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
@@ -66,41 +77,231 @@ pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
     for (library, tool) in registry.tools() {
-        if let Err(rule) = check_name(format, &tool.name) {
-            let message = format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name);
-            diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Error, message));
-            continue;
-        }
-        match entry(format, library, tool, strict) {
-            Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => {
-                let message = format!(
-                    "tool `{}` cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
-                    tool.name
-                );
-                diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Error, message));
-            }
+        match lower(format, library, tool, strict, &carried(format, tool, false)) {
             Ok(entry) => entries.push(entry),
-            Err(problems) => {
-                for problem in problems {
-                    let message = format!("tool `{}` cannot be exported to {format} --strict: {problem}", tool.name);
-                    diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Error, message));
-                }
-            }
+            Err(problems) => diagnostics.extend(problems),
         }
     }
-    let document = match format {
-        Format::Gemini => json!({ "functionDeclarations": entries }),
-        Format::Mcp => json!({ "tools": entries }),
-        Format::Manifest => manifest(registry, entries),
-        _ => Value::Array(entries),
+    let libraries = match format {
+        Format::Manifest => registry.libraries.iter().map(|library| manifest_library(library)).collect(),
+        _ => Vec::new(),
     };
-    (document, diagnostics)
+    (document(registry, format, Value::Array(libraries), Value::Array(entries)), diagnostics)
 }
 
-fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result<Value, Vec<String>> {
+/// How [`write()`] lays its text out: as `serde_json::to_string_pretty` (two-space
+/// indents; what `lcp export` prints) or `serde_json::to_string` (`tools/list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Two-space indents, one value per line.
+    Pretty,
+    /// No whitespace at all.
+    Compact,
+}
+
+/// Writes [`export`]'s document to `out`, byte for byte as `serde_json` prints it in
+/// `layout`, without building it: the envelope is written around the list of tools,
+/// which [`write_entries`] writes one tool at a time. Returns the same problems.
+/// `inline_refs` (MCP only): every class inlined, as [`inline_mcp_classes`] does.
+pub fn write(
+    registry: &Registry,
+    format: Format,
+    strict: bool,
+    inline_refs: bool,
+    layout: Layout,
+    out: &mut impl Write,
+) -> io::Result<Vec<Diagnostic>> {
+    let mut diagnostics = Vec::new();
+    let mut splice = |name: &str, depth: usize, out: &mut dyn Write| {
+        match name {
+            ENTRIES => diagnostics = write_entries(registry, format, strict, inline_refs, layout, depth, out)?,
+            LIBRARIES => write_libraries(registry, layout, depth, out)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    };
+    let document = document(registry, format, splice::marker(LIBRARIES), splice::marker(ENTRIES));
+    splice::write(&document, layout, 0, out, &mut splice)?;
+    Ok(diagnostics)
+}
+
+/// The list of tools of [`write()`]'s document on its own (MCP's `tools` array), as it
+/// is written at `depth`. Tools are lowered and written in chunks, on every core,
+/// and the chunks written in order as they are done (`export/ordered.rs`): only a
+/// few chunks are ever held. A format that carries the parameters schema unchanged
+/// gets its compact text spliced in, so that the schema is never parsed.
+pub fn write_entries(
+    registry: &Registry,
+    format: Format,
+    strict: bool,
+    inline_refs: bool,
+    layout: Layout,
+    depth: usize,
+    out: &mut dyn Write,
+) -> io::Result<Vec<Diagnostic>> {
+    let tools: Vec<(&Library, &Tool)> = registry.tools().collect();
+    let chunks: Vec<&[(&Library, &Tool)]> = tools.chunks(CHUNK).collect();
+    let mut diagnostics = Vec::new();
+    let mut first = true;
+    out.write_all(b"[")?;
+    let write_chunk = |i: usize| write_chunk(chunks[i], format, strict, inline_refs, layout, depth);
+    ordered::run(chunks.len(), write_chunk, |(text, problems)| {
+        diagnostics.extend(problems);
+        // Every entry of a chunk starts with its comma; the list's first one has none.
+        let text = if first { text.get(1..).unwrap_or_default() } else { &text[..] };
+        first &= text.is_empty();
+        out.write_all(text)
+    })?;
+    if !first && layout == Layout::Pretty {
+        out.write_all(b"\n")?;
+        out.write_all(&vec![b' '; depth * 2])?;
+    }
+    out.write_all(b"]")?;
+    Ok(diagnostics)
+}
+
+/// Tools lowered and written by one thread at a time.
+const CHUNK: usize = 64;
+
+/// The entries of `tools` as [`write_entries`] writes them, each after a comma,
+/// and the problems of those left out.
+fn write_chunk(
+    tools: &[(&Library, &Tool)],
+    format: Format,
+    strict: bool,
+    inline_refs: bool,
+    layout: Layout,
+    depth: usize,
+) -> (Vec<u8>, Vec<Diagnostic>) {
+    let marker = splice::marker(CARRIED);
+    let unchanged = takes_schema_unchanged(format, strict);
+    let mut diagnostics = Vec::new();
+    let (mut text, mut schema_text) = (Vec::new(), Vec::new());
+    for &(library, tool) in tools {
+        let parsed;
+        let carried = if unchanged {
+            &marker
+        } else {
+            parsed = carried(format, tool, inline_refs);
+            &parsed
+        };
+        let entry = match lower(format, library, tool, strict, carried) {
+            Ok(entry) => entry,
+            Err(problems) => {
+                diagnostics.extend(problems);
+                continue;
+            }
+        };
+        text.push(b',');
+        if layout == Layout::Pretty {
+            text.push(b'\n');
+            text.extend(std::iter::repeat_n(b' ', (depth + 1) * 2));
+        }
+        let mut splice = |name: &str, at: usize, out: &mut dyn Write| {
+            if name != CARRIED {
+                return Ok(false);
+            }
+            schema_text.clear();
+            splice::schema(&carried_text(format, tool, inline_refs), layout, at, &mut schema_text);
+            out.write_all(&schema_text)?;
+            Ok(true)
+        };
+        // Writing into memory cannot fail.
+        let _ = splice::write(&entry, layout, depth + 1, &mut text, &mut splice);
+    }
+    (text, diagnostics)
+}
+
+/// Marker names: where a document's list of tools goes, the manifest's list of
+/// libraries, and the schema a tool's entry carries.
+const ENTRIES: &str = "entries";
+const LIBRARIES: &str = "libraries";
+const CARRIED: &str = "carried";
+
+/// The schema a tool's entry carries in `format`: MCP's `inputSchema`
+/// ([`mcp_input_schema`]), the parameters schema in every other format (which
+/// [`entry`] may then lower).
+fn carried(format: Format, tool: &Tool, inline_refs: bool) -> Value {
+    match format {
+        Format::Mcp => mcp_input_schema(tool, inline_refs),
+        _ => tool.parameters.parse(),
+    }
+}
+
+/// [`carried`] as compact JSON text, made from the schema's text without parsing it.
+fn carried_text(format: Format, tool: &Tool, inline_refs: bool) -> Cow<'_, str> {
+    if format != Format::Mcp {
+        return Cow::Borrowed(tool.parameters.as_str());
+    }
+    let source = match (&tool.parameters_with_defs, inline_refs) {
+        (Some(named), false) => named.as_str(),
+        _ => tool.parameters.as_str(),
+    };
+    // `$schema` goes first, before the schema's own keys (of which `$schema` is none).
+    let dialect = format!("{{\"$schema\":\"{JSON_SCHEMA_2020_12}\"");
+    match source.strip_prefix('{') {
+        Some("}") => Cow::Owned(dialect + "}"),
+        Some(rest) if !source.contains("\"$schema\"") => Cow::Owned(dialect + "," + rest),
+        _ => Cow::Owned(mcp_input_schema(tool, inline_refs).to_string()),
+    }
+}
+
+/// Whether [`entry`] carries the schema of [`carried`] exactly as it is in `format`,
+/// so that [`write_entries`] can splice its text ([`carried_text`]) instead of parsing
+/// it. A format whose lowering comes to change or look into the schema must answer
+/// `false`; the exports tests compare both paths on every fixture.
+fn takes_schema_unchanged(format: Format, strict: bool) -> bool {
+    match format {
+        Format::Openai | Format::OpenaiResponses => !strict,
+        Format::Anthropic | Format::Mcp | Format::Manifest => true,
+        Format::Gemini => false,
+    }
+}
+
+/// The document of `format` around its list of tool entries (and, for the manifest,
+/// of libraries).
+fn document(registry: &Registry, format: Format, libraries: Value, entries: Value) -> Value {
+    match format {
+        Format::Gemini => json!({ "functionDeclarations": entries }),
+        Format::Mcp => json!({ "tools": entries }),
+        Format::Manifest => manifest(registry, libraries, entries),
+        _ => entries,
+    }
+}
+
+/// One tool in `format` (with `carried` as the schema it carries, see [`carried`]),
+/// or the errors that leave it out: a name the provider refuses, a schema nested too
+/// deep, what strict mode cannot express.
+fn lower(
+    format: Format,
+    library: &Library,
+    tool: &Tool,
+    strict: bool,
+    carried: &Value,
+) -> Result<Value, Vec<Diagnostic>> {
+    let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
+    if let Err(rule) = check_name(format, &tool.name) {
+        return Err(vec![error(format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name))]);
+    }
+    match entry(format, library, tool, strict, carried) {
+        // A schema spliced in as text is a leaf here; such a schema is as it was made,
+        // bounded far below this (`schema::MAX_SCHEMA_DEPTH`).
+        Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
+            "tool `{}` cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
+            tool.name
+        ))]),
+        Ok(entry) => Ok(entry),
+        Err(problems) => Err(problems
+            .into_iter()
+            .map(|problem| error(format!("tool `{}` cannot be exported to {format} --strict: {problem}", tool.name)))
+            .collect()),
+    }
+}
+
+fn entry(format: Format, library: &Library, tool: &Tool, strict: bool, carried: &Value) -> Result<Value, Vec<String>> {
+    let parameters = carried;
     let name = &tool.name;
     let description = &tool.description;
-    let parameters = &tool.parameters.parse();
     Ok(match format {
         Format::Openai if strict => json!({
             "type": "function",
@@ -116,8 +317,7 @@ fn entry(format: Format, library: &Library, tool: &Tool, strict: bool) -> Result
         }
         Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
         Format::Mcp => {
-            let mut entry =
-                json!({ "name": name, "description": description, "inputSchema": mcp_input_schema(tool, false) });
+            let mut entry = json!({ "name": name, "description": description, "inputSchema": carried });
             if let Some(output) = &tool.output {
                 entry["outputSchema"] = mcp_output_schema(output.value()).0;
             }
@@ -203,25 +403,46 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
     (wrapped, true)
 }
 
-fn manifest(registry: &Registry, tools: Vec<Value>) -> Value {
-    let libraries: Vec<Value> = registry
-        .libraries
-        .iter()
-        .map(|library| {
-            json!({
-                "path": path_json::encode(&library.path),
-                "stem": library.stem,
-                "name": library.name,
-                "description": library.description,
-                "icon": library.icon,
-                "hooks": library.hooks,
-                "dynamic_prompt": library.prompt_provider.is_some(),
-                "prompt_provider": library.prompt_provider,
-                "tools": library.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
+fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
     json!({ "libraries": libraries, "tools": tools, "diagnostics": registry.diagnostics })
+}
+
+/// One library of the manifest.
+fn manifest_library(library: &Library) -> Value {
+    json!({
+        "path": path_json::encode(&library.path),
+        "stem": library.stem,
+        "name": library.name,
+        "description": library.description,
+        "icon": library.icon,
+        "hooks": library.hooks,
+        "dynamic_prompt": library.prompt_provider.is_some(),
+        "prompt_provider": library.prompt_provider,
+        "tools": library.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+    })
+}
+
+/// The manifest's libraries at `depth`, one at a time.
+fn write_libraries(registry: &Registry, layout: Layout, depth: usize, out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(b"[")?;
+    let mut text = Vec::new();
+    for (i, library) in registry.libraries.iter().enumerate() {
+        text.clear();
+        if i > 0 {
+            text.push(b',');
+        }
+        if layout == Layout::Pretty {
+            text.push(b'\n');
+            text.extend(std::iter::repeat_n(b' ', (depth + 1) * 2));
+        }
+        splice::write(&manifest_library(library), layout, depth + 1, &mut text, &mut |_, _, _| Ok(false))?;
+        out.write_all(&text)?;
+    }
+    if !registry.libraries.is_empty() && layout == Layout::Pretty {
+        out.write_all(b"\n")?;
+        out.write_all(&vec![b' '; depth * 2])?;
+    }
+    out.write_all(b"]")
 }
 
 /// Each provider's rule for tool names; `Err` says which rule a name breaks.

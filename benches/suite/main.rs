@@ -4,8 +4,8 @@
 //! Run: `cargo bench --bench suite`; after `--`, `--quick` makes at most 3 repetitions
 //! of everything and `--lcp-only` leaves the Python contenders out (both for work on
 //! lcp itself, not for the record), `--runtime-only` runs sections 4 and 5 alone,
-//! `--rescan-only` section 2 alone, and `--profile-load FOLDER` only loads a folder
-//! three times, for a profiler.
+//! `--only 1,3,8` runs the sections listed (4 includes 5), and
+//! `--profile-load FOLDER` only loads a folder three times, for a profiler.
 //! It generates `target/bench-corpus/` (see `corpus`), makes `target/bench-venv` with
 //! the pinned lollms-client (see `python`), then measures, interleaving the
 //! contenders of each section round by round:
@@ -14,19 +14,24 @@
 //!    threads, no schema work; defined here, not in `src/`), `Registry::load`, the
 //!    `lcp check` process, a stdlib-`ast` extractor and `LCPBinding`;
 //! 2. warm rescan (nothing changed, one file changed) against walking + `stat`-ing;
-//! 3. export of the large corpus to each format;
+//! 3. export of the large corpus to each format, in-process and as whole `lcp export`
+//!    processes against `lcp check` (time and peak RSS);
 //! 4. per-call overhead of a trivial tool: `Runtime::call` (with the standard output
 //!    claimed, as `lcp serve` runs tools, in a child process; and without) against a
 //!    direct Python call and `LCPBinding.execute_tool`;
 //! 5. the `tools/call` round trip through `lcp serve` (stdio, raw JSON-RPC client),
 //!    and its start-up time;
-//! 6. peak memory of the registry against `LCPBinding`'s.
+//! 6. peak memory of the registry against `LCPBinding`'s;
+//! 7. isolation (worker processes);
+//! 8. `lcp serve` on the large corpus: the whole `tools/list` over HTTP, a dropped
+//!    file to `list_changed`, and the CPU of an idle server.
 //!
 //! The table also goes to `target/bench-results.txt`. No assertion here is about time.
 
 mod corpus;
 mod measure;
 mod python;
+mod serve;
 mod table;
 
 use std::cell::RefCell;
@@ -37,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lcp::export::{self, Format};
+use lcp::export::{self, Format, Layout};
 use lcp::registry::{Options, Registry, Sources};
 use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
 use serde_json::Value;
@@ -86,13 +91,24 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--child-memory") {
         return child_memory(Path::new(&args[i + 1]));
     }
+    if let Some(i) = args.iter().position(|a| a == "--child-rss") {
+        return measure::child_rss(&args[i + 1], &args[i + 2..]);
+    }
     if let Some(i) = args.iter().position(|a| a == "--child-calls") {
         return child_calls(Path::new(&args[i + 1]), args[i + 2].parse().expect("a number of calls"));
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let quick = args.iter().any(|a| a == "--quick");
     let runtime_only = args.iter().any(|a| a == "--runtime-only");
-    let rescan_only = args.iter().any(|a| a == "--rescan-only");
+    // `--only 1,3`: those sections alone (4 runs 5 too); figures from a skipped section show as NaN.
+    let only: Option<Vec<u32>> = args.iter().position(|a| a == "--only").map(|i| {
+        args.get(i + 1)
+            .map_or("", String::as_str)
+            .split(',')
+            .map(|n| n.trim().parse().expect("--only takes section numbers"))
+            .collect()
+    });
+    let wanted = |section: u32| only.as_ref().is_none_or(|only| only.contains(&section));
     let base = root.join("target/bench-corpus");
     let trivial = base.join("trivial");
     fs::create_dir_all(&trivial).expect("trivial library folder is creatable");
@@ -115,10 +131,6 @@ fn main() {
         header(&mut table, &setup, &[]);
         runtime_rows(&mut table, &setup, &trivial);
         isolation_rows(&mut table, &setup, &base.join("isolation"));
-    } else if rescan_only {
-        let large = corpus::ensure(&base, corpus::LARGE);
-        header(&mut table, &setup, &[&large]);
-        rescan(&mut table, &setup, &large);
     } else {
         eprintln!("corpora in {} ...", base.display());
         let small = corpus::ensure(&base, corpus::SMALL);
@@ -126,13 +138,29 @@ fn main() {
         let empty = base.join("empty");
         fs::create_dir_all(&empty).expect("empty corpus folder is creatable");
         header(&mut table, &setup, &[&small, &large]);
-        cold(&mut table, &setup, &small, "200 libraries / 1,000 tools", false);
-        let large_cold = cold(&mut table, &setup, &large, "2,000 libraries / 10,000 tools", true);
-        rescan(&mut table, &setup, &large);
-        exports(&mut table, &setup, &large);
-        runtime_rows(&mut table, &setup, &trivial);
-        isolation_rows(&mut table, &setup, &base.join("isolation"));
-        memory(&mut table, &setup, &large, &empty, &large_cold);
+        let mut large_cold = BTreeMap::new();
+        if wanted(1) {
+            cold(&mut table, &setup, &small, "200 libraries / 1,000 tools", false);
+            large_cold = cold(&mut table, &setup, &large, "2,000 libraries / 10,000 tools", true);
+        }
+        if wanted(2) {
+            rescan(&mut table, &setup, &large);
+        }
+        if wanted(3) {
+            exports(&mut table, &setup, &large, &large_cold);
+        }
+        if wanted(4) {
+            runtime_rows(&mut table, &setup, &trivial);
+        }
+        if wanted(7) {
+            isolation_rows(&mut table, &setup, &base.join("isolation"));
+        }
+        if wanted(6) {
+            memory(&mut table, &setup, &large, &empty, &large_cold);
+        }
+        if wanted(8) {
+            serve::rows(&mut table, &setup.lcp, &large.root, large.tools, setup.quick);
+        }
     }
 
     let rendered = table.render();
@@ -402,8 +430,12 @@ fn rescan(table: &mut Table, setup: &Setup, corpus: &Corpus) {
     );
 }
 
-/// Section 3: export of the large corpus, lowering + pretty JSON (what `lcp export` prints).
-fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus) {
+/// Section 3: export of the large corpus. In-process: [`export::write`] of the pretty
+/// text (what `lcp export` prints) into a counting sink. Whole processes: `lcp export
+/// --static` in each format against `lcp check` (time and peak RSS, each measured
+/// by the bench's `--child-rss` process), and the `mcp` export against `LCPBinding`'s
+/// discovery alone (section 1's in-process figure, python start-up and import left out).
+fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus, cold: &BTreeMap<String, Samples>) {
     eprintln!("export ...");
     let registry = Registry::load(&sources(corpus), &Options::default());
     let formats = [
@@ -415,29 +447,47 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus) {
         ("mcp", Format::Mcp, false),
         ("manifest", Format::Manifest, false),
     ];
-    let mut sizes = BTreeMap::new();
-    for (label, format, strict) in formats {
-        let (document, problems) = export::export(&registry, format, strict);
-        sizes.insert(label, (serde_json::to_string_pretty(&document).map_or(0, |s| s.len()), problems.len()));
-    }
+    let written = |format: Format, strict: bool| {
+        let mut sink = Counting(0);
+        let problems =
+            export::write(&registry, format, strict, false, Layout::Pretty, &mut sink).expect("a sink takes all");
+        (sink.0, problems.len())
+    };
+    let sizes: BTreeMap<&str, (usize, usize)> =
+        formats.iter().map(|&(label, format, strict)| (label, written(format, strict))).collect();
     let reps = setup.reps(15);
     let folder = path_str(&corpus.root);
+    let lcp = &setup.lcp;
     let mut contenders: Vec<Contender> = formats
         .iter()
         .map(|&(label, format, strict)| {
-            let registry = &registry;
-            Contender::new(label, reps, move || {
-                seconds(|| {
-                    let (document, _) = export::export(registry, format, strict);
-                    std::hint::black_box(serde_json::to_string_pretty(&document).map_or(0, |s| s.len()));
-                })
-            })
+            Contender::new(label, reps, move || seconds(|| assert!(written(format, strict).0 > 0)))
         })
         .collect();
-    contenders.push(Contender::new("process", reps, || process(&setup.lcp, &["export", "--format", "openai", folder])));
+    let whole = |args: Vec<String>| {
+        move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (time, rss) = measure::process_rss(lcp, &args);
+            vec![time, rss]
+        }
+    };
+    let check = ["check-process".to_string(), "check-rss".to_string()];
+    contenders.push(Contender::many(&[&check[0], &check[1]], reps, whole(vec!["check".into(), folder.into()])));
+    let process_labels: Vec<[String; 2]> =
+        formats.iter().map(|(label, _, _)| [format!("{label}-process"), format!("{label}-rss")]).collect();
+    for ((_, format, strict), labels) in formats.iter().zip(&process_labels) {
+        let mut args = vec!["export".to_string(), "--static".into(), "--format".into(), format.to_string()];
+        if *strict {
+            args.push("--strict".into());
+        }
+        args.push(folder.into());
+        contenders.push(Contender::many(&[&labels[0], &labels[1]], reps, whole(args)));
+    }
     let r = interleaved(contenders);
+    let m = |k: &str| r[k].median();
 
-    table.section("3. Export, 2,000 libraries / 10,000 tools (lowering + pretty JSON, in-process)");
+    table.section("3. Export, 2,000 libraries / 10,000 tools");
+    table.text("  in-process: export::write of the pretty text into a counting sink");
     for (label, _, _) in formats {
         let (size, problems) = sizes[label];
         let note = format!(
@@ -447,7 +497,44 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus) {
         );
         table.time(&format!("export --format {label}"), &r[label], &note, "");
     }
-    table.time("lcp export --format openai > /dev/null (whole process)", &r["process"], "", "");
+    table.text("  whole process, stdout to /dev/null; peak RSS from wait4 (ru_maxrss)");
+    table.time("lcp check", &r["check-process"], "1.00× (reference)", "");
+    table.bytes("lcp check, peak RSS", &r["check-rss"], "1.00× (reference)", "");
+    for ((label, _, _), [time, rss]) in formats.iter().zip(&process_labels) {
+        table.time(
+            &format!("lcp export --static --format {label}"),
+            &r[time],
+            &format!("{} lcp check", ratio(m(time), m("check-process"))),
+            &verdict(m(time) <= 1.3 * m("check-process"), "<= 1.3× lcp check"),
+        );
+        table.bytes(
+            "  peak RSS",
+            &r[rss],
+            &format!("{} lcp check", ratio(m(rss), m("check-rss"))),
+            &verdict(m(rss) <= 1.5 * m("check-rss"), "<= 1.5× lcp check"),
+        );
+    }
+    let binding = cold.get("ref-in").map_or(f64::NAN, Samples::median);
+    table.time(
+        "lcp export --static --format mcp against LCPBinding's discovery",
+        &r["mcp-process"],
+        &format!("{} faster than LCPBinding in-process ({})", ratio(binding, m("mcp-process")), duration(binding)),
+        &verdict(binding >= 100.0 * m("mcp-process"), ">= 100× faster"),
+    );
+}
+
+/// An `io::Write` that only counts what it is given.
+struct Counting(usize);
+
+impl Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The trivial library of sections 4 and 5: one file, one tool that returns its argument.
@@ -817,6 +904,20 @@ impl Server {
         let response = self.request(*id, "tools/call", serde_json::json!({"name": "tool_noop", "arguments": {"x": 1}}));
         let result = &response["result"];
         assert!(result.is_object() && result["isError"] != true, "tools/call of the trivial tool succeeds: {response}");
+    }
+
+    /// Reads messages until a notification of `method` arrives.
+    fn wait_for(&mut self, method: &str) {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = self.stdout.read_line(&mut line).expect("lcp serve writes its stdout");
+            assert!(read > 0, "lcp serve closed its stdout before sending {method}");
+            let message: Value = serde_json::from_str(&line).expect("lcp serve writes JSON lines");
+            if message.get("method").and_then(Value::as_str) == Some(method) {
+                return;
+            }
+        }
     }
 
     fn stop(mut self) {

@@ -166,3 +166,45 @@ pub fn proc_status_kib(field: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))?;
     line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()
 }
+
+/// Wall time and peak RSS of a whole process, measured by the bench's own small
+/// `--child-rss` process, which spawns it and reads `ru_maxrss` from `wait4`. The
+/// bench cannot spawn it itself: a child's `ru_maxrss` keeps the high-water mark of
+/// the memory it shared with its parent before `exec`, here the whole loaded bench.
+pub fn process_rss(program: &Path, args: &[&str]) -> (f64, f64) {
+    let me = std::env::current_exe().expect("the bench knows its path");
+    let output = Command::new(me)
+        .arg("--child-rss")
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run the rss child: {err}"));
+    assert!(output.status.success(), "{} {args:?} failed", program.display());
+    let text = String::from_utf8_lossy(&output.stdout);
+    let (seconds, bytes) = text.trim().split_once(' ').expect("the rss child prints two numbers");
+    (seconds.parse().expect("seconds"), bytes.parse().expect("bytes"))
+}
+
+/// The `--child-rss` process: runs `program args` with stdout and stderr discarded
+/// and prints its wall time in seconds and its peak RSS in bytes.
+pub fn child_rss(program: &str, args: &[String]) {
+    let started = Instant::now();
+    #[expect(clippy::zombie_processes, reason = "reaped by wait4 below, which also gives its rusage")]
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot run {program}: {err}"));
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is valid; `wait4` fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{program} {args:?} failed");
+    // Linux reports `ru_maxrss` in KiB.
+    println!("{elapsed} {}", usage.ru_maxrss as f64 * 1024.0);
+}

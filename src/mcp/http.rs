@@ -2,7 +2,8 @@
 //!
 //! rmcp's `StreamableHttpService` does the protocol (sessions for handshake clients,
 //! stateless requests for handshake-less ones); this file only accepts connections
-//! (with `TCP_NODELAY`: replies are small and latency-bound) and routes the path.
+//! (with `TCP_NODELAY`: replies are small and latency-bound), routes the path, and
+//! puts the kept tool list into `tools/list` responses (`listing`).
 //! On a loopback address, `Host` must be a loopback name (DNS rebinding) and a
 //! browser's `Origin`, when there is one, a loopback origin (another site's page);
 //! clients that send no `Origin` are unaffected. Binding any other address is an
@@ -21,6 +22,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::net::TcpListener;
 
 use super::Server;
+use super::listing::{Listings, SplicingBody};
 
 /// The endpoint's path.
 pub const PATH: &str = "/mcp";
@@ -48,7 +50,7 @@ pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
 
 /// Serves `server` on `address`, printing where on stderr; returns only when the
 /// address cannot be bound.
-pub async fn serve(server: Server, address: SocketAddr) -> Result<(), String> {
+pub async fn serve(server: Server, address: SocketAddr, listings: Arc<Listings>) -> Result<(), String> {
     let listener = TcpListener::bind(address).await.map_err(|err| format!("--http {address}: {err}"))?;
     let bound = listener.local_addr().map_err(|err| err.to_string())?;
     let config = if address.ip().is_loopback() {
@@ -71,12 +73,15 @@ pub async fn serve(server: Server, address: SocketAddr) -> Result<(), String> {
         };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
+        let listings = Arc::clone(&listings);
         tokio::spawn(async move {
             let route = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let service = service.clone();
+                let listings = Arc::clone(&listings);
                 async move {
                     if request.uri().path() == PATH {
-                        Ok::<_, Infallible>(service.handle(request).await)
+                        let response = service.handle(request).await;
+                        Ok::<_, Infallible>(response.map(|body| SplicingBody::new(body, listings).boxed()))
                     } else {
                         Ok(not_found())
                     }

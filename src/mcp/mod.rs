@@ -5,9 +5,12 @@
 //! the runtime, and both the `initialize` handshake and the handshake-less
 //! (2026-07-28) lifecycle are served, over stdio or Streamable HTTP.
 //!
-//! - `mod.rs`: the `ServerHandler`, tool listing and `list_changed` (a rescan every
-//!   second, and before each `tools/list`, sent to handshake sessions and to
-//!   `subscriptions/listen` streams).
+//! - `mod.rs`: the `ServerHandler`, tool listing and `list_changed` (after a rescan
+//!   that changed the tools, sent to handshake sessions and to `subscriptions/listen`
+//!   streams).
+//! - `watch.rs`: when to rescan (change notifications, or polling where there are none).
+//! - `listing.rs`: the serialized `tools/list`, kept per registry generation and
+//!   configuration, and spliced into responses by the transports.
 //! - `call.rs`: one call: confirmations as elicitations, cancellation, results.
 //! - `stdio.rs`: the protocol on private duplicates of fd 0 and 1.
 //! - `http.rs`: Streamable HTTP.
@@ -23,10 +26,13 @@ mod call;
 mod content;
 mod host;
 pub mod http;
+mod listing;
 mod stdio;
+mod watch;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -35,15 +41,14 @@ use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
-use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::config::Watched;
-use crate::export::{self, Format};
+use crate::config::{Config, Watched};
+use crate::export::{self, Format, Layout};
 use crate::profile::Choice;
 use crate::registry::Registry;
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
@@ -76,9 +81,6 @@ pub struct Settings {
 /// The default bound of a result's text sent to the client (`--max-output`), in bytes.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 
-/// How often served folders are checked for added, changed or removed files.
-const RESCAN_EVERY: Duration = Duration::from_secs(1);
-
 /// Serves until the client closes stdin (stdio) or the process is stopped (HTTP).
 pub fn serve(registry: Registry, settings: Settings) -> Result<(), String> {
     // Before anything else: from here on, fd 1 is stderr for everyone but the protocol.
@@ -86,13 +88,14 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), String> {
         None => Some(stdio::take().map_err(|err| format!("cannot set up stdio: {err}"))?),
         Some(_) => None,
     };
+    let listings = Arc::new(listing::Listings::new());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|err| format!("cannot start the async runtime: {err}"))?;
-    let server = Server::new(registry, settings.clone());
+    let server = Server::new(registry, settings.clone(), Arc::clone(&listings));
     let result = runtime.block_on(async {
-        tokio::spawn(watch(server.clone()));
+        tokio::spawn(watch::watch(server.clone()));
         let warming = server.clone();
         tokio::task::spawn_blocking(move || {
             if let Ok(python) = warming.python() {
@@ -102,12 +105,13 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), String> {
         let serving = async {
             match (stdio, settings.http) {
                 (Some(fds), _) => {
-                    let transport = stdio::transport(fds).map_err(|err| format!("cannot use stdio: {err}"))?;
+                    let (input, output) = stdio::transport(fds).map_err(|err| format!("cannot use stdio: {err}"))?;
+                    let transport = (input, listing::SplicingWriter::new(output, listings));
                     let running =
                         server.clone().serve(transport).await.map_err(|err| format!("MCP session failed: {err}"))?;
                     running.waiting().await.map(drop).map_err(|err| err.to_string())
                 }
-                (None, Some(address)) => http::serve(server.clone(), address).await,
+                (None, Some(address)) => http::serve(server.clone(), address, listings).await,
                 (None, None) => unreachable!("stdio is taken whenever --http is absent"),
             }
         };
@@ -158,8 +162,13 @@ struct Session {
 struct Shared {
     /// The registry rescans update.
     registry: Mutex<Registry>,
-    /// The registry as of the last change, for listings and calls.
-    snapshot: RwLock<Arc<Registry>>,
+    /// The registry as of the last change, for listings and calls, and how many
+    /// changes came before it (its generation).
+    snapshot: RwLock<(u64, Arc<Registry>)>,
+    /// The last `tools/list` built.
+    listings: Arc<listing::Listings>,
+    /// Whether change notifications tell of changed files (else a list rescans first).
+    notified: AtomicBool,
     settings: Settings,
     runtime_config: RuntimeConfig,
     /// The runtime for prompt providers and for dropping changed modules; it exists
@@ -171,11 +180,13 @@ struct Shared {
 }
 
 impl Server {
-    fn new(registry: Registry, settings: Settings) -> Server {
+    fn new(registry: Registry, settings: Settings, listings: Arc<listing::Listings>) -> Server {
         let (tools_changed, _) = broadcast::channel(16);
         let shared = Shared {
-            snapshot: RwLock::new(Arc::new(registry.clone())),
+            snapshot: RwLock::new((0, Arc::new(registry.clone()))),
             registry: Mutex::new(registry),
+            listings,
+            notified: AtomicBool::new(false),
             runtime_config: settings.runtime.clone(),
             settings,
             python: OnceLock::new(),
@@ -212,7 +223,18 @@ impl Server {
     }
 
     fn snapshot(&self) -> Arc<Registry> {
-        Arc::clone(&sync::read(&self.shared.snapshot))
+        self.generation().1
+    }
+
+    /// The snapshot with its generation.
+    fn generation(&self) -> (u64, Arc<Registry>) {
+        let snapshot = sync::read(&self.shared.snapshot);
+        (snapshot.0, Arc::clone(&snapshot.1))
+    }
+
+    /// From now on, change notifications start every rescan.
+    fn set_notified(&self) {
+        self.shared.notified.store(true, Ordering::Release);
     }
 
     /// Starts Python (once); blocks, so only on a blocking thread.
@@ -239,7 +261,8 @@ impl Server {
             if changes.is_empty() {
                 return false;
             }
-            *sync::write(&server.shared.snapshot) = Arc::new(registry.clone());
+            let mut snapshot = sync::write(&server.shared.snapshot);
+            *snapshot = (snapshot.0 + 1, Arc::new(registry.clone()));
             true
         });
         if changed.await.unwrap_or(false) {
@@ -247,60 +270,65 @@ impl Server {
         }
     }
 
-    /// The registry's `mcp` export, with the prompt providers' descriptions, as rmcp
-    /// tools (tools whose names MCP refuses are left out, as in `lcp export`).
-    async fn tools(&self) -> Vec<Tool> {
+    /// The `tools/list` result: a stand-in for the list kept for this registry
+    /// generation and configuration, or for one built now (see `listing`). Prompt
+    /// providers' descriptions are asked for on every list, so such a list is not kept.
+    async fn list(&self) -> ListToolsResult {
         let server = self.clone();
         let listed = tokio::task::spawn_blocking(move || {
-            let view = server.view(&server.snapshot());
-            for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
-                eprintln!("lcp: {problem}");
-            }
-            let mut registry = view.registry;
-            if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
-                match server.python() {
-                    Ok(python) => {
-                        let options = CallOptions {
-                            workspace: server.shared.settings.workspace.clone(),
-                            ..CallOptions::default()
-                        };
-                        let descriptions = python.prompt_descriptions(&registry, &options);
-                        for diagnostic in &descriptions.diagnostics {
-                            eprintln!("{diagnostic}");
-                        }
-                        descriptions.apply(&mut registry);
-                    }
-                    Err(err) => eprintln!("lcp: descriptions are the static ones: {err}"),
-                }
-            }
-            let (mut document, _) = export::export(&registry, Format::Mcp, false);
-            if server.shared.settings.config.current().mcp.inline_refs {
-                export::inline_mcp_classes(&mut document, &registry);
-            }
-            document
+            let (generation, snapshot) = server.generation();
+            let config = server.shared.settings.config.current();
+            let asks_python = snapshot.tools().any(|(_, tool)| tool.prompt_provider.is_some());
+            let key = (!asks_python).then(|| listing::Key { generation, config: Arc::clone(&config) });
+            server.shared.listings.answer(key, || server.tools_text(&snapshot, &config))
         });
-        let Ok(Value::Object(mut document)) = listed.await else { return Vec::new() };
-        let Some(Value::Array(tools)) = document.remove("tools") else { return Vec::new() };
-        // A tool the export wrote that rmcp's `Tool` cannot hold is left out, and said so.
-        tools
-            .into_iter()
-            .filter_map(|tool| {
-                let name = tool["name"].as_str().unwrap_or_default().to_string();
-                serde_json::from_value(tool)
-                    .map_err(|err| eprintln!("lcp: tool `{name}` is left out of tools/list: {err}"))
-                    .ok()
-            })
-            .collect()
+        listed.await.unwrap_or_else(|_| ListToolsResult::with_all_items(Vec::new()))
+    }
+
+    /// The registry's `mcp` export as shown (with the prompt providers' descriptions):
+    /// the tools' JSON texts separated by commas. Tools whose names MCP refuses are
+    /// left out, as in `lcp export`.
+    fn tools_text(&self, snapshot: &Registry, config: &Config) -> Vec<u8> {
+        let view = self.view_with(snapshot, config);
+        for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
+            eprintln!("lcp: {problem}");
+        }
+        let mut registry = view.registry;
+        if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
+            match self.python() {
+                Ok(python) => {
+                    let options =
+                        CallOptions { workspace: self.shared.settings.workspace.clone(), ..CallOptions::default() };
+                    let descriptions = python.prompt_descriptions(&registry, &options);
+                    for diagnostic in &descriptions.diagnostics {
+                        eprintln!("{diagnostic}");
+                    }
+                    descriptions.apply(&mut registry);
+                }
+                Err(err) => eprintln!("lcp: descriptions are the static ones: {err}"),
+            }
+        }
+        let mut text = Vec::new();
+        // Writing into memory cannot fail.
+        let inline_refs = config.mcp.inline_refs;
+        let _ = export::write_entries(&registry, Format::Mcp, false, inline_refs, Layout::Compact, 0, &mut text);
+        // The array's brackets are the response's own.
+        text.pop();
+        text.remove(0);
+        text
     }
 
     /// What the host shows of `registry` now: the config as its file is now, and the
     /// profile chosen (a profile that is gone shows no tools).
     fn view(&self, registry: &Registry) -> View {
-        let config = self.shared.settings.config.current();
+        self.view_with(registry, &self.shared.settings.config.current())
+    }
+
+    fn view_with(&self, registry: &Registry, config: &Config) -> View {
         match &self.shared.settings.profile {
-            None => view::view(registry, &config, None),
+            None => view::view(registry, config, None),
             Some(choice) => match choice.profile(&config.profiles) {
-                Ok(profile) => view::view(registry, &config, Some(&profile)),
+                Ok(profile) => view::view(registry, config, Some(&profile)),
                 Err(err) => {
                     eprintln!("lcp: {err}");
                     let mut empty = View::default();
@@ -353,15 +381,6 @@ impl Server {
     }
 }
 
-async fn watch(server: Server) {
-    let mut tick = tokio::time::interval(RESCAN_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        server.rescan().await;
-    }
-}
-
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
@@ -396,8 +415,11 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.rescan().await;
-        Ok(ListToolsResult::with_all_items(self.tools().await))
+        // Without notifications, a file dropped a moment ago is seen only by looking.
+        if !self.shared.notified.load(Ordering::Acquire) {
+            self.rescan().await;
+        }
+        Ok(self.list().await)
     }
 
     async fn call_tool(

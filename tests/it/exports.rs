@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use lcp::export::{self, Format};
+use lcp::export::{self, Format, Layout};
 
 use crate::support::*;
 
@@ -378,6 +378,130 @@ fn name_limits_are_checked_per_format_and_reported_never_cut() {
         let refused = 3 - accepted.len();
         assert_eq!(problems.len(), refused, "{format}: {problems:?}");
         assert!(problems.iter().all(|p| p.is_error() && p.message.contains("its name")), "{problems:?}");
+    }
+}
+
+/// Every format, plain and `--strict`.
+const EVERY_FORMAT: [Format; 6] =
+    [Format::Openai, Format::OpenaiResponses, Format::Anthropic, Format::Gemini, Format::Mcp, Format::Manifest];
+
+/// Every fixture folder, each loaded on its own.
+fn every_fixture() -> Vec<(String, lcp::registry::Registry)> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("fixtures"))
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() > 10, "the fixtures are found: {names:?}");
+    names.into_iter().map(|name| (name.clone(), load(&[&name]))).collect()
+}
+
+#[test]
+fn the_streamed_export_is_the_document_as_serde_json_prints_it_in_every_format_on_every_fixture() {
+    let mut tools_written = 0;
+    for (fixture, registry) in every_fixture() {
+        for format in EVERY_FORMAT {
+            // `[mcp] inline_refs` changes MCP's schemas only.
+            let inlining: &[bool] = if format == Format::Mcp { &[false, true] } else { &[false] };
+            for (&strict, &inline_refs) in [false, true].iter().flat_map(|s| inlining.iter().map(move |i| (s, i))) {
+                let (mut document, problems) = export::export(&registry, format, strict);
+                if inline_refs {
+                    export::inline_mcp_classes(&mut document, &registry);
+                }
+                for (layout, expected) in [
+                    (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
+                    (Layout::Compact, serde_json::to_string(&document).unwrap()),
+                ] {
+                    let mut written = Vec::new();
+                    let streamed = export::write(&registry, format, strict, inline_refs, layout, &mut written).unwrap();
+                    let written = String::from_utf8(written).unwrap();
+                    let case = format!("{fixture}, {format}, strict: {strict}, inline_refs: {inline_refs}, {layout:?}");
+                    assert!(
+                        written == expected,
+                        "{case}: the streamed text differs:\n{written}\nexpected:\n{expected}"
+                    );
+                    assert_eq!(streamed, problems, "{case}: the problems differ");
+                }
+                tools_written += registry.tools().count();
+            }
+        }
+    }
+    assert!(tools_written > 100, "the fixtures have tools to write: {tools_written}");
+}
+
+#[test]
+fn a_streamed_export_of_many_tools_written_in_parallel_chunks_is_the_document_in_order() {
+    // Enough tools for many chunks, some left out in every format (a name over 64
+    // characters), some whole chunks left out, and schemas that lowering changes.
+    let dir = temp_dir("exports-many");
+    for file in 0..12 {
+        let mut text = String::new();
+        for tool in 0..40 {
+            let name = match (file, tool % 7) {
+                (5..=7, _) | (_, 0) => format!("tool_{file}_{tool}_{}", "x".repeat(70)),
+                _ => format!("tool_{file}_{tool}"),
+            };
+            text.push_str(&format!(
+                "def {name}(a: int, b: str | None = None, c: list[float] = []) -> int:\n    \"\"\"Tool {file} {tool}.\n\n    Args:\n        a: A.\n        b: B.\n        c: C.\n    \"\"\"\n    return a\n\n"
+            ));
+        }
+        std::fs::write(dir.join(format!("lib_{file:02}.py")), text).unwrap();
+    }
+    let sources = lcp::registry::Sources { folders: vec![dir], files: Vec::new() };
+    let registry = lcp::registry::Registry::load(&sources, &lcp::registry::Options::default());
+    assert_eq!(registry.tools().count(), 480);
+    for format in EVERY_FORMAT {
+        for strict in [false, true] {
+            let (document, problems) = export::export(&registry, format, strict);
+            for (layout, expected) in [
+                (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
+                (Layout::Compact, serde_json::to_string(&document).unwrap()),
+            ] {
+                let mut written = Vec::new();
+                let streamed = export::write(&registry, format, strict, false, layout, &mut written).unwrap();
+                let case = format!("{format}, strict: {strict}, {layout:?}");
+                assert!(String::from_utf8(written).unwrap() == expected, "{case}: the streamed text differs");
+                assert_eq!(streamed, problems, "{case}: the problems differ");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_mcp_entries_written_alone_are_the_documents_tools() {
+    for (fixture, registry) in every_fixture() {
+        let (document, _) = export::export(&registry, Format::Mcp, false);
+        let mut written = Vec::new();
+        export::write_entries(&registry, Format::Mcp, false, false, Layout::Compact, 0, &mut written).unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            serde_json::to_string(&document["tools"]).unwrap(),
+            "{fixture}"
+        );
+    }
+}
+
+#[test]
+fn lcp_export_prints_the_snapshot_in_every_format() {
+    for (name, format, strict) in [
+        ("openai", "openai", false),
+        ("openai-strict", "openai", true),
+        ("openai-responses", "openai-responses", false),
+        ("anthropic", "anthropic", false),
+        ("gemini", "gemini", false),
+        ("mcp", "mcp", false),
+        ("manifest", "manifest", false),
+    ] {
+        let mut args = vec!["export", "--static", "--format", format, "fixtures/rich"];
+        if strict {
+            args.push("--strict");
+        }
+        let output = lcp(&args);
+        let expected = std::fs::read_to_string(root().join("tests/snapshots").join(format!("{name}.json"))).unwrap();
+        assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(String::from_utf8_lossy(&output.stdout) == expected, "{name}: lcp export differs from its snapshot");
     }
 }
 

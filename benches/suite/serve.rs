@@ -1,0 +1,234 @@
+//! Section 8: `lcp serve` on the large corpus. The whole `tools/list` through
+//! `lcp serve --http`, timed by a raw HTTP/1.1 client on loopback (request written
+//! to last byte read, one keep-alive connection, a `initialize` session); how long a
+//! file dropped into a served folder takes to be announced by `list_changed` (stdio);
+//! and the CPU an idle server uses, from `/proc/PID/stat`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::measure::{Samples, seconds};
+use crate::table::{Table, duration, ratio, verdict};
+
+/// `lcp serve --http 127.0.0.1:0 FOLDER`, with the address it bound.
+struct HttpServer {
+    child: Child,
+    address: String,
+}
+
+impl HttpServer {
+    fn start(lcp: &Path, folder: &Path) -> HttpServer {
+        let mut child = Command::new(lcp)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .arg(folder)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot run {} serve: {err}", lcp.display()));
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let mut line = String::new();
+        let address = loop {
+            line.clear();
+            assert!(stderr.read_line(&mut line).expect("lcp serve writes stderr") > 0, "lcp serve --http ended");
+            if let Some(url) = line.trim().strip_prefix("lcp: serving MCP at http://") {
+                break url.trim_end_matches("/mcp").to_string();
+            }
+        };
+        // Drained, so that the server never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        HttpServer { child, address }
+    }
+
+    /// CPU time (user + system) the server process has used, in seconds, threads
+    /// that ended included (`/proc/PID/stat`, in clock ticks of 10 ms).
+    fn cpu(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).expect("/proc/PID/stat");
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat.rsplit_once(')').expect("a stat line").1.split_whitespace().collect();
+        let ticks: f64 = fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+        // SAFETY: sysconf only reads a constant of the system.
+        ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        // SAFETY: a signal to our own child, which is not reaped yet.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// One keep-alive connection speaking MCP's Streamable HTTP, session mode.
+struct Client {
+    stream: BufReader<TcpStream>,
+    address: String,
+    session: Option<String>,
+}
+
+impl Client {
+    fn connect(address: &str) -> Client {
+        let stream = TcpStream::connect(address).expect("lcp serve --http accepts");
+        stream.set_nodelay(true).expect("TCP_NODELAY");
+        let mut client =
+            Client { stream: BufReader::with_capacity(1 << 20, stream), address: address.into(), session: None };
+        let init = client.request(&json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "lcp-bench", "version": "1"}},
+        }));
+        assert!(client.session.is_some(), "initialize opens a session");
+        assert!(message(&init)["result"].is_object(), "initialize answered");
+        client.request(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    /// POSTs `body` and returns the whole response body.
+    fn request(&mut self, body: &Value) -> Vec<u8> {
+        let body = serde_json::to_vec(body).expect("JSON");
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            self.address,
+            body.len()
+        );
+        if let Some(session) = &self.session {
+            head.push_str(&format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"));
+        }
+        head.push_str("\r\n");
+        let stream = self.stream.get_mut();
+        stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body)).expect("request written");
+        self.response()
+    }
+
+    fn response(&mut self) -> Vec<u8> {
+        let (mut length, mut chunked) = (None, false);
+        let mut line = String::new();
+        self.stream.read_line(&mut line).expect("status line");
+        assert!(line.starts_with("HTTP/1.1 2"), "lcp serve answers: {line}");
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).expect("header line");
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').expect("a header");
+            match name.to_ascii_lowercase().as_str() {
+                "content-length" => length = Some(value.trim().parse::<usize>().expect("a length")),
+                "transfer-encoding" => chunked = value.trim().eq_ignore_ascii_case("chunked"),
+                "mcp-session-id" => self.session = Some(value.trim().to_string()),
+                _ => {}
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                line.clear();
+                self.stream.read_line(&mut line).expect("chunk size");
+                let size = usize::from_str_radix(line.trim(), 16).expect("a chunk size");
+                let start = body.len();
+                body.resize(start + size + 2, 0);
+                self.stream.read_exact(&mut body[start..]).expect("chunk");
+                body.truncate(start + size);
+                if size == 0 {
+                    return body;
+                }
+            }
+        }
+        body.resize(length.unwrap_or(0), 0);
+        self.stream.read_exact(&mut body).expect("body");
+        body
+    }
+}
+
+/// The JSON-RPC message of a response body: JSON, or the `data:` of its SSE event.
+fn message(body: &[u8]) -> Value {
+    let text = std::str::from_utf8(body).expect("UTF-8 body");
+    // An SSE stream may open with a priming event, whose data is empty.
+    let data = text.lines().filter_map(|line| line.strip_prefix("data:")).find(|data| !data.trim().is_empty());
+    let data = data.unwrap_or(text);
+    serde_json::from_str(data).expect("a JSON-RPC message")
+}
+
+pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: bool) {
+    eprintln!("lcp serve ...");
+    let server = HttpServer::start(lcp, folder);
+    let mut client = Client::connect(&server.address);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let first = Instant::now();
+    let body = client.request(&list);
+    let first = first.elapsed().as_secs_f64();
+    let listed = message(&body);
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(tools), "tools/list lists every tool");
+    let size = body.len();
+    let lists = if quick { 20 } else { 100 };
+    let times = Samples(
+        (0..lists)
+            .map(|_| // The SSE event id differs from list to list, the list does not.
+                seconds(|| assert!(client.request(&list).len().abs_diff(size) < 64, "every list is the whole list")))
+            .collect(),
+    );
+    drop(client);
+
+    // Idle: nothing asked, nothing changing.
+    std::thread::sleep(Duration::from_secs(1));
+    // Ticks are 10 ms: over 30 s, one tick is 0.033% of a core.
+    let idle_for = if quick { 10.0 } else { 30.0 };
+    let before = server.cpu();
+    std::thread::sleep(Duration::from_secs_f64(idle_for));
+    let idle = (server.cpu() - before) / idle_for;
+    drop(server);
+
+    let drops = if quick { 3 } else { 10 };
+    let announced = Samples((0..drops).map(|_| drop_to_list_changed(lcp, folder)).collect());
+
+    table.section("8. lcp serve, 2,000 libraries / 10,000 tools");
+    table.time(
+        &format!("tools/list over HTTP, whole list ({:.1} MiB), loopback client", size as f64 / (1024.0 * 1024.0)),
+        &times,
+        &format!("first list (builds it) {}", duration(first)),
+        &verdict(times.median() < 25e-3, "median < 25 ms"),
+    );
+    table.time(
+        "file dropped into the served folder -> list_changed (stdio)",
+        &announced,
+        "",
+        &verdict(announced.max() < 1.0, "every one < 1 s"),
+    );
+    table.text(format!(
+        "  idle lcp serve --http over {idle_for:.0} s, after the lists: {:.3}% of a core ({} CPU a second; 10 ms ticks)",
+        idle * 100.0,
+        duration(idle)
+    ));
+    table.time(
+        "idle lcp serve, CPU per second of wall time",
+        &Samples(vec![idle]),
+        &format!("{} of the 0.1% target", ratio(idle, 1e-3)),
+        &verdict(idle < 1e-3, "< 0.1% of a core"),
+    );
+}
+
+/// Starts `lcp serve FOLDER` over stdio, drops a tool file into the folder and
+/// returns the time until `notifications/tools/list_changed` arrives; the file is
+/// then removed and its removal waited for too.
+fn drop_to_list_changed(lcp: &Path, folder: &Path) -> f64 {
+    let mut server = crate::Server::start(lcp, folder, &[]);
+    // The watcher is set up once the server answers; its first rescan may announce nothing.
+    std::thread::sleep(Duration::from_millis(300));
+    let file = folder.join("zz_bench_dropped.py");
+    let text = "def tool_bench_dropped(x: int = 0) -> int:\n    \"\"\"Returns x.\n\n    Args:\n        x: A number.\n    \"\"\"\n    return x\n";
+    let started = Instant::now();
+    std::fs::write(&file, text).expect("the dropped file is writable");
+    server.wait_for("notifications/tools/list_changed");
+    let announced = started.elapsed().as_secs_f64();
+    std::fs::remove_file(&file).expect("the dropped file is removable");
+    server.wait_for("notifications/tools/list_changed");
+    server.stop();
+    announced
+}
