@@ -255,7 +255,7 @@ impl IsolationArgs {
         if self.in_process {
             return Ok(Isolation::InProcess);
         }
-        let mut workers = WorkerSettings::this_program()?;
+        let mut workers = WorkerSettings::this_program().map_err(|err| err.to_string())?;
         if let Some(count) = self.workers {
             workers.workers = count as usize;
         }
@@ -461,7 +461,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 config: std::sync::Arc::new(crate::config::Watched::new(config)),
                 profile: choice(&host),
             };
-            mcp::serve(registry, settings)?;
+            mcp::serve(registry, settings).map_err(|err| err.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { sources, host, tools, format, yes, timeout, isolation } => {
@@ -595,7 +595,7 @@ fn load(args: &SourceArgs) -> Result<Registry, String> {
     }
     let mut sources = Sources { folders: args.folders.clone(), files: args.files.clone() };
     if sources.folders.is_empty() && sources.files.is_empty() {
-        sources.folders.push(crate::default_tools::folder()?);
+        sources.folders.push(crate::default_tools::folder().map_err(|err| err.to_string())?);
     }
     Ok(Registry::load(&sources, &Options::default()))
 }

@@ -4,6 +4,7 @@
 //! exists; otherwise the copy embedded in the binary at build time, written once to
 //! a per-version cache folder. Only this module knows where that folder is.
 
+use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const EMBEDDED: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/default_tools.rs"));
 
 /// The folder holding the built-in tool libraries.
-pub fn folder() -> Result<PathBuf, String> {
+pub fn folder() -> Result<PathBuf, DefaultToolsError> {
     if let Some(dir) = std::env::var_os("LCP_DEFAULT_TOOLS") {
         return Ok(PathBuf::from(dir));
     }
@@ -23,13 +24,13 @@ pub fn folder() -> Result<PathBuf, String> {
     materialise()
 }
 
-fn materialise() -> Result<PathBuf, String> {
-    let cache = cache_root().ok_or("cannot find a cache folder for the built-in tools (set HOME or XDG_CACHE_HOME)")?;
+fn materialise() -> Result<PathBuf, DefaultToolsError> {
+    let cache = cache_root().ok_or(DefaultToolsError::NoCacheFolder)?;
     materialise_in(&cache)
 }
 
 /// Writes the embedded copy under `cache` (once per content) and returns its folder.
-pub fn materialise_in(cache: &Path) -> Result<PathBuf, String> {
+pub fn materialise_in(cache: &Path) -> Result<PathBuf, DefaultToolsError> {
     let target = cache.join(format!("default_tools-{}-{:016x}", env!("CARGO_PKG_VERSION"), fingerprint()));
     if target.is_dir() {
         return Ok(target);
@@ -47,13 +48,43 @@ pub fn materialise_in(cache: &Path) -> Result<PathBuf, String> {
         }
         Ok(())
     };
-    write().map_err(|err| format!("cannot write the built-in tools to {}: {err}", staging.display()))?;
+    write().map_err(|err| DefaultToolsError::Write { path: staging.clone(), message: err.to_string() })?;
     // Another process may have won the race; its copy is identical.
     if fs::rename(&staging, &target).is_err() {
         let _ = fs::remove_dir_all(&staging);
     }
     Ok(target)
 }
+
+/// Why the built-in tools cannot be found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DefaultToolsError {
+    /// Neither `XDG_CACHE_HOME` nor `HOME` is set, so the embedded copy has nowhere to go.
+    NoCacheFolder,
+    /// The embedded copy could not be written.
+    Write {
+        /// The folder being written.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl fmt::Display for DefaultToolsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DefaultToolsError::NoCacheFolder => {
+                f.write_str("cannot find a cache folder for the built-in tools (set HOME or XDG_CACHE_HOME)")
+            }
+            DefaultToolsError::Write { path, message } => {
+                write!(f, "{}: cannot write the built-in tools: {message}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for DefaultToolsError {}
 
 fn cache_root() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")

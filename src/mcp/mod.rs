@@ -30,6 +30,7 @@ mod listing;
 mod stdio;
 mod watch;
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,17 +83,14 @@ pub struct Settings {
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 
 /// Serves until the client closes stdin (stdio) or the process is stopped (HTTP).
-pub fn serve(registry: Registry, settings: Settings) -> Result<(), String> {
+pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
     // Before anything else: from here on, fd 1 is stderr for everyone but the protocol.
     let stdio = match settings.http {
-        None => Some(stdio::take().map_err(|err| format!("cannot set up stdio: {err}"))?),
+        None => Some(stdio::take().map_err(ServeError::Stdio)?),
         Some(_) => None,
     };
     let listings = Arc::new(listing::Listings::new());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|err| format!("cannot start the async runtime: {err}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(ServeError::AsyncRuntime)?;
     let server = Server::new(registry, settings.clone(), Arc::clone(&listings));
     let result = runtime.block_on(async {
         tokio::spawn(watch::watch(server.clone()));
@@ -105,13 +103,13 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), String> {
         let serving = async {
             match (stdio, settings.http) {
                 (Some(fds), _) => {
-                    let (input, output) = stdio::transport(fds).map_err(|err| format!("cannot use stdio: {err}"))?;
+                    let (input, output) = stdio::transport(fds).map_err(ServeError::Stdio)?;
                     let transport = (input, listing::SplicingWriter::new(output, listings));
                     let running =
-                        server.clone().serve(transport).await.map_err(|err| format!("MCP session failed: {err}"))?;
-                    running.waiting().await.map(drop).map_err(|err| err.to_string())
+                        server.clone().serve(transport).await.map_err(|err| ServeError::Session(err.to_string()))?;
+                    running.waiting().await.map(drop).map_err(|err| ServeError::Session(err.to_string()))
                 }
-                (None, Some(address)) => http::serve(server.clone(), address, listings).await,
+                (None, Some(address)) => http::serve(server.clone(), address, listings).await.map_err(ServeError::Http),
                 (None, None) => unreachable!("stdio is taken whenever --http is absent"),
             }
         };
@@ -129,6 +127,33 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), String> {
     runtime.shutdown_background();
     result
 }
+
+/// Why `lcp serve` stopped serving before it was asked to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Standard input and output could not be set up for the protocol.
+    Stdio(std::io::Error),
+    /// The async runtime could not start.
+    AsyncRuntime(std::io::Error),
+    /// The MCP session over stdio failed.
+    Session(String),
+    /// The HTTP endpoint could not be served: `--http ADDRESS: what went wrong`.
+    Http(String),
+}
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServeError::Stdio(err) => write!(f, "cannot set up stdio: {err}"),
+            ServeError::AsyncRuntime(err) => write!(f, "cannot start the async runtime: {err}"),
+            ServeError::Session(message) => write!(f, "MCP session failed: {message}"),
+            ServeError::Http(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {}
 
 /// Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP).
 async fn stopped() {

@@ -290,7 +290,7 @@ pub enum CatalogError {
         path: PathBuf,
     },
     /// The built-in tools cannot be found (see [`crate::default_tools::folder`]).
-    BuiltinTools(String),
+    BuiltinTools(crate::default_tools::DefaultToolsError),
     /// The host has not allowed dynamic tools ([`Catalog::allow_dynamic_tools`]).
     DynamicToolsDisabled,
     /// The prefix of dynamic tools is empty.
@@ -339,7 +339,7 @@ impl fmt::Display for CatalogError {
             }
             CatalogError::NoSuchPath { path } => write!(f, "{}: no such library folder or file", path.display()),
             CatalogError::NoToolFiles { path } => write!(f, "{}: no tool files in this library", path.display()),
-            CatalogError::BuiltinTools(message) => f.write_str(message),
+            CatalogError::BuiltinTools(err) => err.fmt(f),
             CatalogError::DynamicToolsDisabled => {
                 f.write_str("registering tools from code is disabled; the host has to allow dynamic tools")
             }

@@ -124,8 +124,9 @@ impl WorkerSettings {
     }
 
     /// Workers of the running executable (which must serve `__worker`, as `lcp` does).
-    pub fn this_program() -> Result<WorkerSettings, String> {
-        let program = std::env::current_exe().map_err(|err| format!("cannot find lcp's own executable: {err}"))?;
+    pub fn this_program() -> Result<WorkerSettings, RuntimeError> {
+        let program = std::env::current_exe()
+            .map_err(|err| RuntimeError::Workers(format!("cannot find lcp's own executable: {err}")))?;
         Ok(WorkerSettings::new(program))
     }
 }
@@ -549,9 +550,9 @@ impl Runtime {
     /// Evaluates a Python expression in this process's interpreter (started if it
     /// was not) and returns its `repr()`: for diagnostics (`sys.prefix`) and
     /// measurements, not for tools.
-    pub fn eval(&self, expression: &str) -> Result<String, String> {
-        python::start(|_| String::new(), workspace::before_chdir, None)?;
-        python::eval_repr(expression)
+    pub fn eval(&self, expression: &str) -> Result<String, RuntimeError> {
+        python::start(|_| String::new(), workspace::before_chdir, None).map_err(RuntimeError::Python)?;
+        python::eval_repr(expression).map_err(RuntimeError::Evaluation)
     }
 
     /// Takes the real standard output for the whole process (see `capture`): from
@@ -680,6 +681,8 @@ pub enum RuntimeError {
     Python(String),
     /// Worker processes cannot be started ([`Isolation::Workers`]).
     Workers(String),
+    /// [`Runtime::eval`]'s expression raised: Python's message.
+    Evaluation(String),
 }
 
 impl fmt::Display for RuntimeError {
@@ -687,7 +690,9 @@ impl fmt::Display for RuntimeError {
         match self {
             RuntimeError::WorkingDirectory(message) => write!(f, "cannot read the working directory: {message}"),
             RuntimeError::Venv { path, message } => write!(f, "{}: {message}", path.display()),
-            RuntimeError::Python(message) | RuntimeError::Workers(message) => f.write_str(message),
+            RuntimeError::Python(message) | RuntimeError::Workers(message) | RuntimeError::Evaluation(message) => {
+                f.write_str(message)
+            }
         }
     }
 }
