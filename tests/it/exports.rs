@@ -28,17 +28,20 @@ fn rich(format: Format, strict: bool) -> (Value, Vec<lcp::diag::Diagnostic>) {
     export::export(&load(&["rich"]), format, strict)
 }
 
+/// Every format (OpenAI with and without strict mode) by the name of its snapshot.
+const SNAPSHOT_FORMATS: [(&str, Format, bool); 7] = [
+    ("openai", Format::Openai, false),
+    ("openai-strict", Format::Openai, true),
+    ("openai-responses", Format::OpenaiResponses, false),
+    ("anthropic", Format::Anthropic, false),
+    ("gemini", Format::Gemini, false),
+    ("mcp", Format::Mcp, false),
+    ("manifest", Format::Manifest, false),
+];
+
 #[test]
 fn every_format_matches_its_snapshot() {
-    for (name, format, strict) in [
-        ("openai", Format::Openai, false),
-        ("openai-strict", Format::Openai, true),
-        ("openai-responses", Format::OpenaiResponses, false),
-        ("anthropic", Format::Anthropic, false),
-        ("gemini", Format::Gemini, false),
-        ("mcp", Format::Mcp, false),
-        ("manifest", Format::Manifest, false),
-    ] {
+    for (name, format, strict) in SNAPSHOT_FORMATS {
         assert_snapshot(name, &rich(format, strict).0);
     }
 }
@@ -56,15 +59,7 @@ fn the_newer_types_in_every_format_match_their_snapshots() {
         &lcp::registry::Options::default(),
     );
     assert!(registry.diagnostics.is_empty(), "{:?}", registry.diagnostics);
-    for (name, format, strict) in [
-        ("openai", Format::Openai, false),
-        ("openai-strict", Format::Openai, true),
-        ("openai-responses", Format::OpenaiResponses, false),
-        ("anthropic", Format::Anthropic, false),
-        ("gemini", Format::Gemini, false),
-        ("mcp", Format::Mcp, false),
-        ("manifest", Format::Manifest, false),
-    ] {
+    for (name, format, strict) in SNAPSHOT_FORMATS {
         assert_snapshot(&format!("types-{name}"), &export::export(&registry, format, strict).0);
     }
 }

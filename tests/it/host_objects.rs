@@ -20,14 +20,7 @@ const PLACES: [&[&str]; 2] = [&[], &["--in-process"]];
 
 /// `lcp call TOOL FOLDER ARGS...` with no standard input, so no terminal.
 fn call(tool: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lcp"))
-        .args(["call", tool, FOLDER])
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::null())
-        .env_remove("VIRTUAL_ENV")
-        .output()
-        .expect("lcp runs")
+    lcp_call_in(FOLDER, tool, args)
 }
 
 fn result(output: &Output) -> Value {

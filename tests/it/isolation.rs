@@ -5,7 +5,7 @@
 //! process; `confirming.py`: a confirmation naming the worker).
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,14 +21,7 @@ use crate::support::*;
 const FOLDER: &str = "fixtures/isolation";
 
 fn lcp_call(tool: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lcp"))
-        .args(["call", tool, FOLDER])
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::null())
-        .env_remove("VIRTUAL_ENV")
-        .output()
-        .expect("lcp runs")
+    lcp_call_in(FOLDER, tool, args)
 }
 
 /// The one JSON result of a failed `lcp call`, whose error names every needle.

@@ -2,7 +2,7 @@
 //! pinned Python test environment.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use lcp::diag::Diagnostic;
@@ -61,6 +61,19 @@ pub fn lcp_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
         .env_remove("COLUMNS")
         .envs(env.iter().copied())
         .current_dir(root())
+        .output()
+        .expect("lcp runs")
+}
+
+/// `lcp call TOOL FOLDER ARGS...` with no standard input (so no terminal) and without
+/// the caller's `VIRTUAL_ENV`.
+pub fn lcp_call_in(folder: &str, tool: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(["call", tool, folder])
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .env_remove("VIRTUAL_ENV")
         .output()
         .expect("lcp runs")
 }
@@ -175,54 +188,39 @@ pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
 /// The MCP Inspector's launcher (`@modelcontextprotocol/inspector`, pinned), installed
 /// on first use into `target/inspector` with the machine's `npm`. Never skipped.
 pub fn inspector() -> &'static Path {
-    const PACKAGE: &str = "@modelcontextprotocol/inspector@2.12.0";
     static INSPECTOR: OnceLock<PathBuf> = OnceLock::new();
-    INSPECTOR.get_or_init(|| {
-        let prefix = root().join("target/inspector");
-        let launcher = prefix.join("node_modules/.bin/mcp-inspector");
-        let stamp = prefix.join("installed.stamp");
-        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(PACKAGE) && launcher.exists() {
-            return launcher;
-        }
-        let _lock = DirLock::acquire(&root().join("target/inspector.lock"));
-        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(PACKAGE) && launcher.exists() {
-            return launcher;
-        }
-        std::fs::create_dir_all(&prefix).expect("target/inspector is creatable");
-        run(Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
-            .arg(&prefix)
-            .arg(PACKAGE));
-        std::fs::write(&stamp, PACKAGE).expect("stamp is writable");
-        launcher
-    })
+    INSPECTOR.get_or_init(|| npm_package("@modelcontextprotocol/inspector@2.12.0", "inspector", "mcp-inspector"))
 }
 
 /// The official MCP conformance suite's launcher (`@modelcontextprotocol/conformance`,
 /// pinned to the last release that runs on Node 20), installed on first use into
 /// `target/conformance` with the machine's `npm`. Never skipped.
 pub fn conformance_suite() -> &'static Path {
-    const PACKAGE: &str = "@modelcontextprotocol/conformance@0.1.12";
     static SUITE: OnceLock<PathBuf> = OnceLock::new();
-    SUITE.get_or_init(|| {
-        let prefix = root().join("target/conformance");
-        let launcher = prefix.join("node_modules/.bin/conformance");
-        let stamp = prefix.join("installed.stamp");
-        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(PACKAGE) && launcher.exists() {
-            return launcher;
-        }
-        let _lock = DirLock::acquire(&root().join("target/conformance.lock"));
-        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(PACKAGE) && launcher.exists() {
-            return launcher;
-        }
-        std::fs::create_dir_all(&prefix).expect("target/conformance is creatable");
-        run(Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
-            .arg(&prefix)
-            .arg(PACKAGE));
-        std::fs::write(&stamp, PACKAGE).expect("stamp is writable");
-        launcher
-    })
+    SUITE.get_or_init(|| npm_package("@modelcontextprotocol/conformance@0.1.12", "conformance", "conformance"))
+}
+
+/// `package` installed into `target/FOLDER` (once, under a lock shared by test
+/// processes), and the path of its `launcher` in `node_modules/.bin`.
+fn npm_package(package: &str, folder: &str, launcher: &str) -> PathBuf {
+    let prefix = root().join("target").join(folder);
+    let launcher = prefix.join("node_modules/.bin").join(launcher);
+    let stamp = prefix.join("installed.stamp");
+    let installed = || std::fs::read_to_string(&stamp).ok().as_deref() == Some(package) && launcher.exists();
+    if installed() {
+        return launcher;
+    }
+    let _lock = DirLock::acquire(&root().join("target").join(format!("{folder}.lock")));
+    if installed() {
+        return launcher;
+    }
+    std::fs::create_dir_all(&prefix).unwrap_or_else(|err| panic!("target/{folder} is creatable: {err}"));
+    run(Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+        .arg(&prefix)
+        .arg(package));
+    std::fs::write(&stamp, package).expect("stamp is writable");
+    launcher
 }
 
 /// Runs `command` with `stdin`, killing it if it is still running after `limit`
