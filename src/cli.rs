@@ -733,7 +733,7 @@ fn terminal_width() -> Option<usize> {
 /// still too wide with every column at its floor is left so: the floors keep each
 /// column readable.
 fn fit<const N: usize>(rows: &mut [[String; N]], width: usize, narrowing: &[(usize, usize, Cut)]) {
-    let natural: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let natural = column_widths(rows);
     let mut widths = natural.clone();
     let mut line = widths.iter().sum::<usize>() + 2 * N.saturating_sub(1);
     while line > width {
@@ -764,9 +764,14 @@ fn elide(text: &str, width: usize, cut: Cut) -> String {
     }
 }
 
+/// The width of each column: its longest cell, in characters.
+fn column_widths<const N: usize>(rows: &[[String; N]]) -> Vec<usize> {
+    (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect()
+}
+
 /// Rows as left-aligned columns, each line ending in a newline.
 fn columns<const N: usize>(rows: &[[String; N]]) -> String {
-    let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths = column_widths(rows);
     let mut out = String::new();
     for row in rows {
         let mut line = String::new();
