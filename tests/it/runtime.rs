@@ -530,16 +530,25 @@ fn twice(runtime: &Runtime, registry: &Registry, tool: &str, args: Value) -> (To
     (call(runtime, registry, tool, args.clone()), call(runtime, registry, tool, args))
 }
 
+/// Asserts that two results agree in everything but their stdout. The test harness
+/// writes its `test … ok` lines to fd 1 while other tests' calls run, and fd 1 is
+/// lcp's capture then (see `Runtime`): what tools print is checked apart, where it
+/// does not depend on fd 1.
+fn assert_same_but_stdout(mut first: ToolResult, mut second: ToolResult, context: &str) {
+    (first.stdout, second.stdout) = (String::new(), String::new());
+    assert_eq!(first, second, "{context}");
+}
+
 #[test]
 fn warm_calls_of_plain_tools_skip_host_py_and_others_never_do() {
     let (runtime, registry) = (runtime(), registry("direct"));
     let (first, second) = twice(&runtime, &registry, "tool_path", json!({}));
     assert_eq!((output(first), output(second)), (json!("host.py"), json!("direct")));
     let (first, second) = twice(&runtime, &registry, "tool_color", json!({"color": "red"}));
-    assert_eq!(first, second);
+    assert_same_but_stdout(first, second.clone(), "tool_color");
     assert_eq!(output(second), "Color.RED");
     let (first, second) = twice(&runtime, &registry, "tool_async", json!({"x": 1}));
-    assert_eq!(first, second);
+    assert_same_but_stdout(first, second.clone(), "tool_async");
     assert_eq!(output(second), 2);
 }
 
@@ -561,11 +570,8 @@ fn both_paths_give_the_same_result_for_the_same_call() {
         ("tool_int_keys", json!({})),
     ];
     for (tool, args) in cases {
-        let (mut first, mut second) = twice(&runtime, &registry, tool, args.clone());
-        // The test harness writes to fd 1 while calls run: what the tools print is
-        // compared below, where it is kept apart from fd 1.
-        (first.stdout, second.stdout) = (String::new(), String::new());
-        assert_eq!(first, second, "{tool} {args}");
+        let (first, second) = twice(&runtime, &registry, tool, args.clone());
+        assert_same_but_stdout(first, second, &format!("{tool} {args}"));
     }
     let (first, _) = twice(&runtime, &registry, "tool_numbers", json!({"whole": 3.0, "real": 2, "maybe": 4.0}));
     assert_eq!(
