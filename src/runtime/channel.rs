@@ -10,6 +10,12 @@
 //! Every descriptor is close-on-exec on both sides: a tool's subprocess never
 //! inherits one, and a tool cannot reach the channel through fds 0, 1 and 2.
 //! Writes never raise `SIGPIPE` (`MSG_NOSIGNAL`): a dead peer is an error, not a signal.
+//!
+//! A reader whose last frame came soon ([`SOON`]) looks for the next one for up to
+//! [`SPIN`] before it sleeps: waking a sleeping process on an idle core costs tens of
+//! microseconds, more than a quick call itself, and a short poll keeps both ends
+//! awake while calls come quickly. A reader whose last frame took longer (a tool
+//! that works, a host that calls now and then) sleeps at once.
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -23,6 +29,11 @@ use serde::de::DeserializeOwned;
 const MAX_FRAME: usize = 1 << 30;
 /// A control packet is at most this long.
 const MAX_PACKET: usize = 64 * 1024;
+/// How long a reader looks for a frame that is due soon before it sleeps.
+const SPIN: Duration = Duration::from_micros(50);
+/// A frame that came within this long of the read was due soon: the next one may be
+/// too. (A sleeping reader takes up to about this long to wake on an idle core.)
+const SOON: Duration = Duration::from_micros(250);
 
 /// A connected pair of `SOCK_SEQPACKET` sockets, both close-on-exec.
 pub(crate) fn control_pair() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -131,11 +142,53 @@ pub(crate) struct Connection {
     reader: BufReader<UnixStream>,
     /// Where frames are built before one `send`.
     out: Vec<u8>,
+    /// When to look for the next frame before sleeping.
+    spin: Spin,
+}
+
+/// Whether a reader looks for its next frame before it sleeps: when the last frame
+/// came soon ([`SOON`]), unless looking failed lately. Each failed look (the frame
+/// came later anyway: a busy machine, a tool that works) doubles the number of reads
+/// that sleep at once before the next look, so a loaded machine is left alone.
+#[derive(Default)]
+struct Spin {
+    soon: bool,
+    failures: u32,
+    /// Reads left that sleep at once.
+    skip: u32,
+}
+
+impl Spin {
+    /// Whether to look before this read.
+    fn now(&mut self) -> bool {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
+        self.soon
+    }
+
+    /// What the read that looked (or not) saw.
+    fn seen(&mut self, looked: bool, arrived: bool, waited: Duration) {
+        if looked {
+            if arrived {
+                self.failures = 0;
+            } else {
+                self.failures = (self.failures + 1).min(10);
+                self.skip = 1 << self.failures;
+            }
+        }
+        self.soon = waited <= SOON;
+    }
 }
 
 impl Connection {
     pub(crate) fn new(stream: UnixStream) -> Connection {
-        Connection { reader: BufReader::with_capacity(64 * 1024, stream), out: Vec::with_capacity(1024) }
+        Connection {
+            reader: BufReader::with_capacity(64 * 1024, stream),
+            out: Vec::with_capacity(1024),
+            spin: Spin::default(),
+        }
     }
 
     pub(crate) fn stream(&self) -> &UnixStream {
@@ -151,10 +204,30 @@ impl Connection {
     /// Reads one frame; `None` at the end of the stream. With `deadline`, waits at
     /// most until then (`ErrorKind::TimedOut` after).
     pub(crate) fn recv<T: DeserializeOwned>(&mut self, deadline: Option<Instant>) -> io::Result<Option<T>> {
-        if let Some(deadline) = deadline
-            && self.reader.buffer().is_empty()
-        {
-            wait_readable(self.stream(), deadline)?;
+        if self.reader.buffer().is_empty() {
+            let waited = Instant::now();
+            let looked = self.spin.now();
+            let arrived = looked && spin_until_readable(self.stream(), waited + SPIN);
+            if !arrived
+                && let Some(deadline) = deadline
+                && let Err(err) = wait_readable(self.stream(), deadline)
+            {
+                self.spin.seen(looked, false, Duration::MAX);
+                return Err(err);
+            }
+            // One read; it sleeps when nothing has arrived and there is no deadline.
+            let filled = loop {
+                match self.reader.fill_buf() {
+                    Ok(bytes) => break bytes.len(),
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    Err(err) if err.kind() == io::ErrorKind::ConnectionReset => break 0,
+                    Err(err) => return Err(err),
+                }
+            };
+            self.spin.seen(looked, arrived, waited.elapsed());
+            if filled == 0 {
+                return Ok(None);
+            }
         }
         let mut prefix = [0u8; 4];
         match self.reader.read_exact(&mut prefix) {
@@ -212,6 +285,29 @@ pub(crate) fn send_all(stream: &UnixStream, mut bytes: &[u8]) -> io::Result<()> 
     Ok(())
 }
 
+/// Looks (without sleeping) until `stream` has something to read or its peer closed
+/// it, at most until `until`; whether it has.
+fn spin_until_readable(stream: &UnixStream, until: Instant) -> bool {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: peeks at most one byte into `byte`; nothing is consumed.
+        let seen =
+            unsafe { libc::recv(stream.as_raw_fd(), (&raw mut byte).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        if seen >= 0 {
+            return true;
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::WouldBlock && err.kind() != io::ErrorKind::Interrupted {
+            // An error is for the read that follows to report.
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+}
+
 /// Waits until `stream` has something to read (or its peer closed it), at most until
 /// `deadline`.
 fn wait_readable(stream: &UnixStream, deadline: Instant) -> io::Result<()> {
@@ -240,4 +336,73 @@ fn wait_readable(stream: &UnixStream, deadline: Instant) -> io::Result<()> {
 pub(crate) fn slice_of(deadline: Option<Instant>, slice: Duration) -> Instant {
     let next = Instant::now() + slice;
     deadline.map_or(next, |deadline| deadline.min(next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUICK: Duration = Duration::from_micros(10);
+    const SLOW: Duration = Duration::from_millis(5);
+
+    /// Whether each of the next `reads` reads looks first, when none of them finds a frame.
+    fn looks_while_failing(spin: &mut Spin, reads: usize) -> Vec<bool> {
+        (0..reads)
+            .map(|_| {
+                let looked = spin.now();
+                spin.seen(looked, false, QUICK);
+                looked
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_reader_looks_only_after_a_frame_that_came_soon() {
+        let mut spin = Spin::default();
+        assert!(!spin.now(), "the first read sleeps at once");
+        spin.seen(false, false, SLOW);
+        assert!(!spin.now(), "a frame that took long: the next read sleeps at once");
+        spin.seen(false, false, QUICK);
+        assert!(spin.now(), "a frame that came soon: the next read looks first");
+        spin.seen(true, true, QUICK);
+        assert!(spin.now(), "a look that found the frame: the next read looks too");
+    }
+
+    #[test]
+    fn each_failed_look_doubles_the_reads_that_sleep_at_once() {
+        let mut spin = Spin { soon: true, ..Spin::default() };
+        let looks = looks_while_failing(&mut spin, 1 + 2 + 1 + 4 + 1);
+        let expected = [true, false, false, true, false, false, false, false, true];
+        assert_eq!(looks, expected);
+        // A look that finds its frame forgives the failures.
+        assert_eq!(looks_while_failing(&mut spin, 8), [false; 8]);
+        assert!(spin.now());
+        spin.seen(true, true, QUICK);
+        assert_eq!(looks_while_failing(&mut spin, 2), [true, false]);
+        // The backoff is bounded: a reader never stops looking for good.
+        let mut spin = Spin { soon: true, ..Spin::default() };
+        let looks = looks_while_failing(&mut spin, 20_000);
+        assert!(looks.iter().skip(4096).any(|&looked| looked));
+    }
+
+    #[test]
+    fn frames_arrive_whole_whether_the_reader_looked_or_slept() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (mut ours, mut theirs) = (Connection::new(ours), Connection::new(theirs));
+        let writer = std::thread::spawn(move || {
+            for n in 0..200u32 {
+                if n % 50 == 0 {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                theirs.send(&n).unwrap();
+                assert_eq!(theirs.recv::<u32>(None).unwrap(), Some(n + 1));
+            }
+        });
+        for n in 0..200u32 {
+            assert_eq!(ours.recv::<u32>(None).unwrap(), Some(n));
+            ours.send(&(n + 1)).unwrap();
+        }
+        writer.join().unwrap();
+        assert_eq!(ours.recv::<u32>(Some(Instant::now() + Duration::from_millis(50))).unwrap(), None);
+    }
 }
