@@ -445,7 +445,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Serve { sources, http, host, workspace, timeout, yes, max_output, isolation } => {
             let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
             check_workspace(workspace.as_deref())?;
-            let isolation = isolation.isolation()?;
+            let mut isolation = isolation.isolation()?;
+            if let Isolation::Workers(workers) = &mut isolation {
+                // A server lives long: the call after a crash should not wait for a start.
+                workers.standby = true;
+            }
             let timeout = parse_timeout(timeout)?;
             let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);

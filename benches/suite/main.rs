@@ -566,7 +566,7 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let out = setup.scratch.join("execute-tool.json");
     let reps = setup.reps(11);
     let me = std::env::current_exe().expect("the bench knows its own path");
-    let workers = worker_runtime(setup, None);
+    let workers = worker_runtime(setup, None, false);
     let first = workers.call(&registry, "tool_noop", &args, &options);
     assert!(first.ok && first.output == 1, "the trivial tool runs in a worker: {first:?}");
     let timed = CallOptions { timeout: Some(std::time::Duration::from_secs(60)), ..CallOptions::default() };
@@ -710,11 +710,12 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
 }
 
 /// A runtime whose tools run in worker processes of the `lcp` binary under test.
-fn worker_runtime(setup: &Setup, workers: Option<usize>) -> Runtime {
+fn worker_runtime(setup: &Setup, workers: Option<usize>, standby: bool) -> Runtime {
     let mut settings = WorkerSettings::new(&setup.lcp);
     if let Some(workers) = workers {
         settings.workers = workers;
     }
+    settings.standby = standby;
     let config = RuntimeConfig { venv: None, isolation: Isolation::Workers(settings), ..RuntimeConfig::default() };
     Runtime::new(config).expect("a runtime with worker processes")
 }
@@ -769,12 +770,14 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
             });
         })
     };
-    let one = worker_runtime(setup, Some(1));
-    let two = worker_runtime(setup, Some(2));
-    let cores = worker_runtime(setup, None);
+    let one = worker_runtime(setup, Some(1), false);
+    // As `lcp serve` runs them: one idle worker stands by.
+    let serving = worker_runtime(setup, Some(2), true);
+    let two = worker_runtime(setup, Some(2), false);
+    let cores = worker_runtime(setup, None, false);
     let in_process = Runtime::new(RuntimeConfig { venv: None, ..RuntimeConfig::default() }).expect("Python starts");
     // Every runtime has its workers up and the library loaded before measuring.
-    for runtime in [&one, &two, &cores, &in_process] {
+    for runtime in [&one, &serving, &two, &cores, &in_process] {
         together(runtime, "tool_sleep", serde_json::json!({"seconds": 0.3}), 8);
     }
     let noop = serde_json::json!({"x": 1});
@@ -786,6 +789,14 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let reps = setup.reps(7);
     let contenders = vec![
         Contender::new("crash-to-next", reps * 3, || {
+            let crashed = serving.call(&registry, "tool_crash", &Value::Object(Default::default()), &options);
+            assert!(!crashed.ok, "the crash is a failed call");
+            let took = seconds(|| assert!(serving.call(&registry, "tool_noop", &noop, &options).ok));
+            // The new standby starts now: not during the next row's work.
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            took
+        }),
+        Contender::new("crash-to-next-start", reps * 3, || {
             let crashed = one.call(&registry, "tool_crash", &Value::Object(Default::default()), &options);
             assert!(!crashed.ok, "the crash is a failed call");
             seconds(|| assert!(one.call(&registry, "tool_noop", &noop, &options).ok))
@@ -804,10 +815,16 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let m = |k: &str| r[k].median();
     table.section("7. Isolation (worker processes; in-process for comparison)");
     table.time(
-        "from a crash to the next call's result (one worker; one-line library)",
+        "from a crash to the next call's result (as lcp serve: --workers 2, one stands by)",
         &r["crash-to-next"],
         "",
         &verdict(m("crash-to-next") < 0.100, "< 100 ms (+ the library's import)"),
+    );
+    table.time(
+        "  the same with --workers 1 (the next call waits for a new worker to start)",
+        &r["crash-to-next-start"],
+        "",
+        "",
     );
     table.time(
         "a CPU-bound tool of about 1 s (pure Python), alone in a worker",

@@ -114,13 +114,18 @@ pub struct WorkerSettings {
     pub workers: usize,
     /// Each worker's memory (its data segment) is capped at this many MiB.
     pub memory_limit_mib: Option<u64>,
+    /// Keep one idle worker started ahead of need while there are fewer than
+    /// `workers`: a call then does not wait for a worker to start, not even right after
+    /// one died. Costs one idle interpreter; `lcp serve` keeps one, a single `lcp call`
+    /// does not.
+    pub standby: bool,
 }
 
 impl WorkerSettings {
-    /// Workers of `program`, one per core, without a memory cap.
+    /// Workers of `program`, one per core, without a memory cap or a standby.
     pub fn new(program: impl Into<PathBuf>) -> WorkerSettings {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        WorkerSettings { program: program.into(), workers: cores, memory_limit_mib: None }
+        WorkerSettings { program: program.into(), workers: cores, memory_limit_mib: None, standby: false }
     }
 
     /// Workers of the running executable (which must serve `__worker`, as `lcp` does).

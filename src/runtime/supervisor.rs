@@ -14,7 +14,9 @@
 //!
 //! Each worker has a watcher thread blocked on its control socket: when the worker
 //! dies, the socket ends, and the watcher reaps the process (never a zombie), takes
-//! it out of the pool and starts a replacement if no worker is left. When a call runs
+//! it out of the pool and starts a replacement if no worker is left. With a standby
+//! ([`WorkerSettings::standby`]) the pool also keeps one idle worker started ahead of
+//! need, so the call after a crash runs at once in the worker that stood by. When a call runs
 //! out of time or is cancelled, the worker is asked to stop it (an exception in the
 //! tool's thread); if the call has not ended [`GRACE`] later, its worker is killed
 //! with its process group.
@@ -177,6 +179,7 @@ impl Pool {
                 Ok(worker) => worker,
                 Err(err) => return ToolResult::failure(err),
             };
+            self.inner.keep_standby();
             let result = self.inner.run_in(&worker, job, &callbacks, timeout, cancel);
             self.inner.give_back(&worker);
             match result {
@@ -222,6 +225,7 @@ impl Pool {
 }
 
 impl Inner {
+    /// Starts one worker in the background, unless one is running or starting.
     fn warm_up(self: &Arc<Self>) {
         {
             let mut state = self.lock();
@@ -230,6 +234,30 @@ impl Inner {
             }
             state.starting += 1;
         }
+        self.start_idle();
+    }
+
+    /// With a standby, starts one worker in the background when none is idle or
+    /// starting and there is room for one more.
+    fn keep_standby(self: &Arc<Self>) {
+        if !self.settings.standby {
+            return;
+        }
+        {
+            let mut state = self.lock();
+            let idle = state.slots.iter().any(|slot| slot.calls == 0 && !slot.draining);
+            let room = state.slots.len() + state.starting < self.settings.workers;
+            if state.closed || idle || state.starting > 0 || !room {
+                return;
+            }
+            state.starting += 1;
+        }
+        self.start_idle();
+    }
+
+    /// Starts a worker on a thread of its own and adds it to the pool, idle; the
+    /// caller counted it in `starting`.
+    fn start_idle(self: &Arc<Self>) {
         let inner = Arc::clone(self);
         let started = std::thread::Builder::new().name("lcp-worker-start".into()).spawn(move || {
             let worker = inner.start();
@@ -705,4 +733,5 @@ fn watch(worker: &Arc<Worker>, pool: &Weak<Inner>) {
     pool.retire(worker);
     // Keep a worker warm for the next call.
     pool.warm_up();
+    pool.keep_standby();
 }

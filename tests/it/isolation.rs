@@ -345,3 +345,32 @@ fn over_mcp_cancelling_a_call_blocked_in_c_ends_its_worker_and_the_server_goes_o
     let stdout = server.finish();
     assert!(!stdout.contains("\"id\":3"), "the cancelled call was answered: {stdout}");
 }
+
+#[test]
+fn under_lcp_serve_a_worker_stands_by_and_the_call_after_a_crash_runs_in_it() {
+    let mut server = RawServer::start(&[FOLDER, "--workers", "2"]);
+    server.initialize();
+    let pid_of = |result: Value| {
+        let pid = result["structuredContent"]["result"].as_u64();
+        pid.unwrap_or_else(|| panic!("a pid: {result}")) as u32
+    };
+    let first = pid_of(server.call(2, "tool_pid"));
+    // Once the first worker has taken a call, a second one is started to stand by.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let standing_by = loop {
+        let children = children_of(server.pid());
+        let others: Vec<u32> = children.iter().map(|&(pid, _)| pid).filter(|&pid| pid != first).collect();
+        if let [other] = others[..] {
+            break other;
+        }
+        assert!(std::time::Instant::now() < deadline, "no worker stood by: {children:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(server.call(3, "tool_exit")["isError"], true);
+    // Whichever of the two the crash ended, the next call ran in the other one: a
+    // worker started before the crash, not one it had to wait for.
+    let after = pid_of(server.call(4, "tool_pid"));
+    assert!([first, standing_by].contains(&after), "{after} is neither {first} nor {standing_by}");
+    assert_eq!(children_of(server.pid()).iter().filter(|&&(pid, _)| pid == after).count(), 1);
+    server.finish();
+}

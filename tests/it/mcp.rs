@@ -487,6 +487,19 @@ impl RawServer {
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Calls a tool without arguments and returns the call's `result`.
+    pub(crate) fn call(&mut self, id: u64, tool: &str) -> Value {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}}),
+        );
+        self.response(id)["result"].clone()
+    }
+
     pub(crate) fn send(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("the server reads stdin");
