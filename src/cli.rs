@@ -22,7 +22,7 @@ use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format, Layout};
 use crate::mcp;
 use crate::profile::{Choice, Profile};
-use crate::registry::{Options, Registry, Sources};
+use crate::registry::{Descriptions, Options, Registry, Sources};
 use crate::runtime::{
     self, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, WorkerSettings,
     validate,
@@ -305,25 +305,22 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::List { sources, host, static_only, wide } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
-            let mut view = expose(&registry, &config, profile.as_ref())?;
-            if !static_only {
-                apply_prompt_descriptions(&mut view.registry);
-            }
-            print_stdout(&table(&view.registry, if wide { None } else { terminal_width() }))?;
+            let view = expose(&registry, &config, profile.as_ref())?;
+            let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
+            print_stdout(&table(&view.registry, &descriptions, if wide { None } else { terminal_width() }))?;
             exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { sources, host, format, strict, static_only } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics);
-            let mut view = expose(&registry, &config, profile.as_ref())?;
-            if !static_only {
-                apply_prompt_descriptions(&mut view.registry);
-            }
+            let view = expose(&registry, &config, profile.as_ref())?;
+            let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
             // Written one tool at a time: the document is never held whole.
             let inline_refs = format == Format::Mcp && config.mcp.inline_refs;
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            let written = export::write(&view.registry, format, strict, inline_refs, Layout::Pretty, &mut stdout)
+            let shown = &view.registry;
+            let written = export::write(shown, &descriptions, format, strict, inline_refs, Layout::Pretty, &mut stdout)
                 .and_then(|problems| stdout.write_all(b"\n").and_then(|()| stdout.flush()).map(|()| problems));
             match written {
                 Ok(problems) => print_diagnostics(&problems),
@@ -607,20 +604,23 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
     }
 }
 
-/// Lays the prompt providers' descriptions over the static ones. Python starts only
-/// when a tool has a provider; when it cannot, the static descriptions stay.
-fn apply_prompt_descriptions(registry: &mut Registry) {
+/// The prompt providers' descriptions, to lay over the static ones. Python starts
+/// only when a tool has a provider; when it cannot, the static descriptions stay.
+fn prompt_descriptions(registry: &Registry) -> Descriptions {
     if registry.tools().all(|(_, tool)| tool.prompt_provider.is_none()) {
-        return;
+        return Descriptions::default();
     }
     let isolation = WorkerSettings::this_program().map_or(Isolation::InProcess, Isolation::Workers);
     match Runtime::new(RuntimeConfig { isolation, ..RuntimeConfig::default() }) {
         Ok(runtime) => {
-            let descriptions = runtime.prompt_descriptions(registry, &CallOptions::default());
-            print_diagnostics(&descriptions.diagnostics);
-            descriptions.apply(registry);
+            let (descriptions, diagnostics) = runtime.prompt_descriptions(registry, &CallOptions::default());
+            print_diagnostics(&diagnostics);
+            descriptions
         }
-        Err(err) => eprintln!("lcp: warning: Python did not start, descriptions are the static ones: {err}"),
+        Err(err) => {
+            eprintln!("lcp: warning: Python did not start, descriptions are the static ones: {err}");
+            Descriptions::default()
+        }
     }
 }
 
@@ -678,8 +678,9 @@ fn pretty(value: &Value) -> String {
 /// `TOOL  LIBRARY  PARAMETERS  GRADE  SOURCE  DESCRIPTION`, one row per tool; `?`
 /// marks optional parameters and undeclared grades. A cell longer than a line is cut
 /// (see [`cell`]), so one huge name never widens every row; with a `width`, the
-/// columns are narrowed to fit it (see [`fit`]).
-fn table(registry: &Registry, width: Option<usize>) -> String {
+/// columns are narrowed to fit it (see [`fit`]). A tool's description is the one in
+/// `descriptions` if it has one there.
+fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>) -> String {
     let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
@@ -698,7 +699,7 @@ fn table(registry: &Registry, width: Option<usize>) -> String {
             cell(&parameters.join(", "), Cut::End),
             grade,
             cell(&format!("{}:{}", library.path.display(), tool.line), Cut::Start),
-            cell(&tool.description, Cut::End),
+            cell(descriptions.of(tool), Cut::End),
         ]);
     }
     if let Some(width) = width {

@@ -86,6 +86,35 @@ impl Stamp {
     }
 }
 
+/// Descriptions that prompt providers gave (SPEC §2), laid over the static ones by
+/// tool name. Exports and listings read a tool's description through
+/// [`Descriptions::of`]; the registry's tools keep their own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Descriptions(FastMap<String, String>);
+
+impl Descriptions {
+    /// Lays `description` over the static description of the tool named `tool`; a
+    /// tool given two keeps the first.
+    pub fn insert(&mut self, tool: String, description: String) {
+        self.0.entry(tool).or_insert(description);
+    }
+
+    /// The description laid over the tool named `tool`, if there is one.
+    pub fn get(&self, tool: &str) -> Option<&str> {
+        self.0.get(tool).map(String::as_str)
+    }
+
+    /// The description `tool` is shown with: the one laid over it, else its own.
+    pub fn of<'t>(&'t self, tool: &'t Tool) -> &'t str {
+        self.get(&tool.name).unwrap_or(&tool.description)
+    }
+
+    /// Whether no description is laid over any tool.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Files whose contribution changed in a rescan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {

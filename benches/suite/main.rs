@@ -43,7 +43,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lcp::export::{self, Format, Layout};
-use lcp::registry::{Options, Registry, Sources};
+use lcp::registry::{Descriptions, Options, Registry, Sources};
 use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
 use serde_json::Value;
 
@@ -450,7 +450,8 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus, cold: &BTreeMap<St
     let written = |format: Format, strict: bool| {
         let mut sink = Counting(0);
         let problems =
-            export::write(&registry, format, strict, false, Layout::Pretty, &mut sink).expect("a sink takes all");
+            export::write(&registry, &Descriptions::default(), format, strict, false, Layout::Pretty, &mut sink)
+                .expect("a sink takes all");
         (sink.0, problems.len())
     };
     let sizes: BTreeMap<&str, (usize, usize)> =

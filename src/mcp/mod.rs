@@ -51,7 +51,7 @@ use tokio::sync::broadcast;
 use crate::config::{Config, Watched};
 use crate::export::{self, Format, Layout};
 use crate::profile::Choice;
-use crate::registry::Registry;
+use crate::registry::{Descriptions, Registry};
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
 use crate::sync;
 use crate::view::{self, Admission, View};
@@ -318,17 +318,18 @@ impl Server {
         for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
             eprintln!("lcp: {problem}");
         }
-        let mut registry = view.registry;
+        let registry = view.registry;
+        let mut descriptions = Descriptions::default();
         if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
             match self.python() {
                 Ok(python) => {
                     let options =
                         CallOptions { workspace: self.shared.settings.workspace.clone(), ..CallOptions::default() };
-                    let descriptions = python.prompt_descriptions(&registry, &options);
-                    for diagnostic in &descriptions.diagnostics {
+                    let diagnostics;
+                    (descriptions, diagnostics) = python.prompt_descriptions(&registry, &options);
+                    for diagnostic in &diagnostics {
                         eprintln!("{diagnostic}");
                     }
-                    descriptions.apply(&mut registry);
                 }
                 Err(err) => eprintln!("lcp: descriptions are the static ones: {err}"),
             }
@@ -336,7 +337,15 @@ impl Server {
         let mut text = Vec::new();
         // Writing into memory cannot fail.
         let inline_refs = config.mcp.inline_refs;
-        let _ = export::write_entries(&registry, Format::Mcp, false, inline_refs, Layout::Compact, 0, &mut text);
+        let _ = export::write_entries(
+            &registry,
+            &descriptions,
+            Format::Mcp,
+            false,
+            inline_refs,
+            Layout::Compact,
+            &mut text,
+        );
         // The array's brackets are the response's own.
         text.pop();
         text.remove(0);

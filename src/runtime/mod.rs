@@ -47,7 +47,7 @@ use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{self, Library};
-use crate::registry::{Changes, Registry};
+use crate::registry::{Changes, Descriptions, Registry};
 use crate::sync;
 use engine::{Engine, Job, Kind, WirePath};
 use host_objects::{
@@ -298,31 +298,6 @@ impl Confirmation {
     }
 }
 
-/// Descriptions from prompt providers, to lay over the static ones.
-#[derive(Debug, Clone, Default)]
-pub struct Descriptions {
-    /// `(tool name, description)` for every provider that answered.
-    pub tools: Vec<(String, String)>,
-    /// Providers that failed; their tools keep the static description.
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-impl Descriptions {
-    /// Replaces the description of each tool that a provider answered for.
-    pub fn apply(&self, registry: &mut Registry) {
-        for library in &mut registry.libraries {
-            if !library.tools.iter().any(|tool| self.tools.iter().any(|(name, _)| *name == tool.name)) {
-                continue;
-            }
-            for tool in &mut Arc::make_mut(library).tools {
-                if let Some((_, description)) = self.tools.iter().find(|(name, _)| *name == tool.name) {
-                    tool.description = description.clone();
-                }
-            }
-        }
-    }
-}
-
 /// Runs the tools of a registry, in worker processes or in this process (see
 /// [`Isolation`]).
 ///
@@ -474,14 +449,16 @@ impl Runtime {
         self.run(library, &found.name, Kind::Tool, args, options, options.timeout)
     }
 
-    /// Asks every tool's prompt provider for its description (SPEC §2).
-    pub fn prompt_descriptions(&self, registry: &Registry, options: &CallOptions) -> Descriptions {
-        let mut descriptions = Descriptions::default();
+    /// Asks every tool's prompt provider for its description (SPEC §2): the
+    /// descriptions to lay over the static ones, and a warning for each provider that
+    /// failed (its tool keeps its static description).
+    pub fn prompt_descriptions(&self, registry: &Registry, options: &CallOptions) -> (Descriptions, Vec<Diagnostic>) {
+        let (mut descriptions, mut diagnostics) = (Descriptions::default(), Vec::new());
         for (library, tool) in registry.tools() {
             let Some(provider) = &tool.prompt_provider else { continue };
             match self.provide(library, provider, options) {
-                Ok(text) => descriptions.tools.push((tool.name.clone(), text)),
-                Err(err) => descriptions.diagnostics.push(Diagnostic::new(
+                Ok(text) => descriptions.insert(tool.name.clone(), text),
+                Err(err) => diagnostics.push(Diagnostic::new(
                     &library.path,
                     tool.line,
                     1,
@@ -493,7 +470,7 @@ impl Runtime {
                 )),
             }
         }
-        descriptions
+        (descriptions, diagnostics)
     }
 
     /// The dynamic prompt of every library that has one (`tool_<stem>_prompt`).

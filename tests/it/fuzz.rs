@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use lcp::export::{self, Format};
-use lcp::registry::{Options, Registry, Sources};
+use lcp::registry::{Descriptions, Options, Registry, Sources};
 use serde_json::Value;
 
 use crate::mutate::{self, HEALTHY_TOOL, Rng};
@@ -52,7 +52,7 @@ fn in_process(dir: &Path) {
     reread(&diagnostics, dir, "diagnostics");
     for format in FORMATS {
         for strict in [false, true] {
-            let (document, _) = export::export(&registry, format, strict);
+            let (document, _) = export::export(&registry, &Descriptions::default(), format, strict);
             let text = serde_json::to_string(&document).expect("an export serializes");
             let what = format!("{format} strict={strict}");
             reread(&text, dir, &what);

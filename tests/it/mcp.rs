@@ -79,6 +79,19 @@ fn both_lifecycles_list_the_registrys_mcp_export() {
 }
 
 #[test]
+fn tools_list_shows_the_descriptions_prompt_providers_give_on_every_list() {
+    let report = session("legacy", "none", &["fixtures/runtime/providers"], json!(["list", "list"]));
+    let description = |list: usize, name: &str| {
+        let tools = report["results"][list]["tools"].as_array().unwrap();
+        tools.iter().find(|tool| tool["name"] == name).unwrap()["description"].as_str().unwrap().to_string()
+    };
+    for list in [0, 1] {
+        assert!(description(list, "tool_greet").starts_with("Greets someone (dynamic description"), "{report}");
+        assert_eq!(description(list, "tool_broken"), "Static description of the broken one.");
+    }
+}
+
+#[test]
 fn results_carry_the_output_as_json_text_and_structured_content() {
     for mode in MODES {
         let steps =
