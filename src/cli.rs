@@ -304,7 +304,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
     match command {
         Command::List { sources, host, static_only, wide } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics);
+            print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
             print_stdout(&table(&view.registry, &descriptions, if wide { None } else { terminal_width() }))?;
@@ -313,7 +313,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Export { sources, host, format, strict, static_only } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics);
+            print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
             // Written one tool at a time: the document is never held whole.
@@ -357,7 +357,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 _ => None,
             };
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let args: Value = serde_json::from_str(&args).map_err(|err| format!("--args is not JSON: {err}"))?;
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
@@ -412,7 +412,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Check { sources, host, format } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
-            let mut diagnostics = registry.diagnostics.clone();
+            let mut diagnostics = registry.diagnostics().to_vec();
             diagnostics.extend(config_problems(&registry, &config, profile.as_ref()));
             let tools = registry.tools().count();
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
@@ -422,12 +422,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     print_diagnostics(&diagnostics);
                     eprintln!(
                         "{} libraries, {tools} tools, {errors} errors, {warnings} warnings",
-                        registry.libraries.len()
+                        registry.libraries().len()
                     );
                 }
                 CheckFormat::Json => {
                     let report = json!({
-                        "libraries": registry.libraries.len(),
+                        "libraries": registry.libraries().len(),
                         "tools": tools,
                         "errors": errors,
                         "warnings": warnings,
@@ -445,9 +445,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let isolation = isolation.isolation()?;
             let timeout = parse_timeout(timeout)?;
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics);
+            print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
-            eprintln!("lcp: {} tools in {} libraries", view.registry.tools().count(), view.registry.libraries.len());
+            eprintln!("lcp: {} tools in {} libraries", view.registry.tools().count(), view.registry.libraries().len());
             let settings = mcp::Settings {
                 http,
                 runtime: RuntimeConfig { isolation, ..config.runtime.clone() },
@@ -464,7 +464,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Test { sources, host, tools, format, yes, timeout, isolation } => {
             let timeout = parse_timeout(timeout)?;
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let view = expose(&registry, &config, profile.as_ref())?;
             for name in &tools {
                 if view.registry.tool(name).is_none() {
@@ -710,7 +710,7 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
         fit(&mut rows, width, &narrowing);
     }
     let mut out = columns(&rows);
-    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
+    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries().len()));
     out
 }
 

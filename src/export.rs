@@ -90,7 +90,7 @@ pub fn export(
         }
     }
     let libraries = match format {
-        Format::Manifest => registry.libraries.iter().map(|library| manifest_library(library)).collect(),
+        Format::Manifest => registry.libraries().iter().map(|library| manifest_library(library)).collect(),
         _ => Vec::new(),
     };
     (document(registry, format, Value::Array(libraries), Value::Array(entries)), diagnostics)
@@ -439,7 +439,7 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
 }
 
 fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
-    json!({ "libraries": libraries, "tools": tools, "diagnostics": registry.diagnostics })
+    json!({ "libraries": libraries, "tools": tools, "diagnostics": registry.diagnostics() })
 }
 
 /// One library of the manifest.
@@ -461,7 +461,7 @@ fn manifest_library(library: &Library) -> Value {
 fn write_libraries(registry: &Registry, layout: Layout, depth: usize, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(b"[")?;
     let mut text = Vec::new();
-    for (i, library) in registry.libraries.iter().enumerate() {
+    for (i, library) in registry.libraries().iter().enumerate() {
         text.clear();
         if i > 0 {
             text.push(b',');
@@ -473,7 +473,7 @@ fn write_libraries(registry: &Registry, layout: Layout, depth: usize, out: &mut 
         splice::write(&manifest_library(library), layout, depth + 1, &mut text, &mut |_, _, _| Ok(false))?;
         out.write_all(&text)?;
     }
-    if !registry.libraries.is_empty() && layout == Layout::Pretty {
+    if !registry.libraries().is_empty() && layout == Layout::Pretty {
         out.write_all(b"\n")?;
         out.write_all(&vec![b' '; depth * 2])?;
     }

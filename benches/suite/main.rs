@@ -226,7 +226,7 @@ fn cold(table: &mut Table, setup: &Setup, corpus: &Corpus, title: &str, targets:
     let paths: Vec<PathBuf> = files.into_iter().map(|f| f.path).collect();
     let registry = Registry::load(&sources, &options);
     assert_eq!(registry.tools().count(), corpus.tools, "lcp finds every tool of the corpus");
-    assert!(registry.diagnostics.is_empty(), "the corpus reads cleanly: {:?}", &registry.diagnostics[..1]);
+    assert!(registry.diagnostics().is_empty(), "the corpus reads cleanly: {:?}", &registry.diagnostics()[..1]);
     drop(registry);
     let folder = corpus.root.to_str().expect("corpus path is UTF-8");
     let threads = setup.threads;

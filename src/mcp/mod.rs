@@ -365,9 +365,8 @@ impl Server {
                 Ok(profile) => view::view(registry, config, Some(&profile)),
                 Err(err) => {
                     eprintln!("lcp: {err}");
-                    let mut empty = View::default();
-                    empty.registry.diagnostics = registry.diagnostics.clone();
-                    empty
+                    let registry = Registry::from_libraries(Vec::new(), registry.diagnostics().to_vec());
+                    View { registry, ..View::default() }
                 }
             },
         }

@@ -480,7 +480,7 @@ impl Runtime {
         options: &CallOptions,
     ) -> (Vec<(PathBuf, String)>, Vec<Diagnostic>) {
         let (mut prompts, mut diagnostics) = (Vec::new(), Vec::new());
-        for library in &registry.libraries {
+        for library in registry.libraries() {
             let Some(provider) = &library.prompt_provider else { continue };
             match self.provide(library, provider, options) {
                 Ok(text) => prompts.push((library.path.clone(), text)),

@@ -59,7 +59,7 @@ fn the_newer_types_in_every_format_match_their_snapshots() {
         &lcp::registry::Sources { folders: Vec::new(), files },
         &lcp::registry::Options::default(),
     );
-    assert!(registry.diagnostics.is_empty(), "{:?}", registry.diagnostics);
+    assert!(registry.diagnostics().is_empty(), "{:?}", registry.diagnostics());
     for (name, format, strict) in SNAPSHOT_FORMATS {
         assert_snapshot(
             &format!("types-{name}"),
