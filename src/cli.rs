@@ -440,7 +440,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Serve { sources, http, host, workspace, timeout, yes, max_output, isolation } => {
-            let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
+            let http =
+                http.as_deref().map(mcp::http::parse_address).transpose().map_err(|err| format!("--http {err}"))?;
             check_workspace(workspace.as_deref())?;
             let isolation = isolation.isolation()?;
             let timeout = parse_timeout(timeout)?;

@@ -109,7 +109,7 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
                         server.clone().serve(transport).await.map_err(|err| ServeError::Session(err.to_string()))?;
                     running.waiting().await.map(drop).map_err(|err| ServeError::Session(err.to_string()))
                 }
-                (None, Some(address)) => http::serve(server.clone(), address, listings).await.map_err(ServeError::Http),
+                (None, Some(address)) => http::serve(server.clone(), address, listings).await,
                 (None, None) => unreachable!("stdio is taken whenever --http is absent"),
             }
         };
@@ -138,8 +138,13 @@ pub enum ServeError {
     AsyncRuntime(std::io::Error),
     /// The MCP session over stdio failed.
     Session(String),
-    /// The HTTP endpoint could not be served: `--http ADDRESS: what went wrong`.
-    Http(String),
+    /// The HTTP endpoint could not be served (`--http`).
+    Http {
+        /// The address asked for.
+        address: SocketAddr,
+        /// Why it cannot be served on.
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for ServeError {
@@ -148,7 +153,7 @@ impl fmt::Display for ServeError {
             ServeError::Stdio(err) => write!(f, "cannot set up stdio: {err}"),
             ServeError::AsyncRuntime(err) => write!(f, "cannot start the async runtime: {err}"),
             ServeError::Session(message) => write!(f, "MCP session failed: {message}"),
-            ServeError::Http(message) => f.write_str(message),
+            ServeError::Http { address, error } => write!(f, "--http {address}: {error}"),
         }
     }
 }
