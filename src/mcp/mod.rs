@@ -316,8 +316,9 @@ impl Server {
     }
 
     /// The registry's `mcp` export as shown (with the prompt providers' descriptions):
-    /// the tools' JSON texts separated by commas. Tools whose names MCP refuses are
-    /// left out, as in `lcp export`.
+    /// the tools' JSON texts separated by commas. Tools MCP cannot carry (a name it
+    /// refuses, a schema nested too deep) are left out with an error on stderr, as in
+    /// `lcp export`.
     fn tools_text(&self, snapshot: &Registry, config: &Config) -> Vec<u8> {
         let view = self.view_with(snapshot, config);
         for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
@@ -340,9 +341,8 @@ impl Server {
             }
         }
         let mut text = Vec::new();
-        // Writing into memory cannot fail.
         let inline_refs = config.mcp.inline_refs;
-        let _ = export::write_entries(
+        let written = export::write_entries(
             &registry,
             &descriptions,
             Format::Mcp,
@@ -351,6 +351,11 @@ impl Server {
             Layout::Compact,
             &mut text,
         );
+        // Writing into memory cannot fail; a tool MCP cannot carry is left out, and
+        // the error says which and why, as `lcp export` says it.
+        for problem in written.into_iter().flatten() {
+            eprintln!("{problem}");
+        }
         // The array's brackets are the response's own.
         text.pop();
         text.remove(0);
