@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::extract::Tool;
 use crate::registry::Registry;
-use crate::runtime::host_objects::{Answer, Model};
+use crate::runtime::host_objects::{Answer, Callbacks, Model};
 use crate::runtime::{CallOptions, Confirmation, Runtime, ToolResult, validate};
 use crate::view::View;
 
@@ -399,9 +399,7 @@ fn call(
     };
     let declined = Arc::clone(met);
     let no_model = Arc::clone(met);
-    let options = CallOptions {
-        workspace: Some(workspace.path.clone()),
-        timeout,
+    let callbacks = Callbacks {
         interact: Some(Arc::new(move |_| {
             declined.declined.fetch_add(1, Ordering::Relaxed);
             Answer::Declined
@@ -413,8 +411,9 @@ fn call(
             }),
             vision: false,
         }),
-        ..CallOptions::default()
+        ..Callbacks::default()
     };
+    let options = CallOptions { workspace: Some(workspace.path.clone()), timeout, callbacks, ..CallOptions::default() };
     let mut result = runtime.call(registry, real, &payload.args, &options);
     if let Some((_, tool)) = registry.tool(real) {
         validate::check_result(&mut result, tool);

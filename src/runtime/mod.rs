@@ -50,10 +50,7 @@ use crate::extract::{self, Library};
 use crate::registry::{Changes, Descriptions, Registry};
 use crate::sync;
 use engine::{Engine, Job, Kind, WirePath};
-use host_objects::{
-    Answer, Callbacks, Generation, InteractHandler, Interaction, LogHandler, LogRecord, Model, Progress,
-    ProgressHandler,
-};
+use host_objects::{Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
 
 /// What the host sets up once. Every field has a default.
 #[derive(Debug, Clone)]
@@ -135,7 +132,7 @@ impl WorkerSettings {
 pub type ConfirmHandler = Arc<dyn Fn(&ConfirmRequest) -> Confirmation + Send + Sync>;
 
 /// Options of one call.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CallOptions {
     /// Working directory while the tool runs; the previous one is restored after,
     /// even on failure. In one process the directory is shared: calls for the same
@@ -144,48 +141,16 @@ pub struct CallOptions {
     pub workspace: Option<PathBuf>,
     /// Time limit; a tool still running then is stopped and the call fails.
     pub timeout: Option<Duration>,
-    /// Answers this call's confirmations instead of the runtime's handler.
-    pub confirm: Option<ConfirmHandler>,
     /// Stops the call when cancelled (with worker processes; in-process, a cancelled
     /// call is only no longer waited for by whoever cancelled it).
     pub cancel: Option<Cancel>,
-    /// Answers what this call asks the user (`user_interaction_handler`) instead of
-    /// the runtime's handler.
-    pub interact: Option<InteractHandler>,
-    /// The model this call's `generate_text` asks, instead of the runtime's.
-    pub model: Option<Model>,
-    /// Hears this call's `emit_progress`, instead of the runtime's handler.
-    pub progress: Option<ProgressHandler>,
-    /// Hears the records this call logs, instead of the runtime's handler; with none,
-    /// they go to the result's `stderr`.
-    pub log: Option<LogHandler>,
+    /// What answers this call's confirmations, questions to the user and
+    /// `generate_text`, and hears its progress and log records; each one missing is
+    /// the runtime's ([`Runtime::set_confirm_handler`] and the other setters).
+    pub callbacks: Callbacks,
     /// Records below this Python level (`host_objects::level`) are not made.
     /// Default: info.
     pub log_level: Option<u32>,
-}
-
-impl CallOptions {
-    fn callbacks(&self) -> Callbacks {
-        Callbacks {
-            confirm: self.confirm.clone(),
-            interact: self.interact.clone(),
-            model: self.model.clone(),
-            progress: self.progress.clone(),
-            log: self.log.clone(),
-        }
-    }
-}
-
-impl std::fmt::Debug for CallOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallOptions")
-            .field("workspace", &self.workspace)
-            .field("timeout", &self.timeout)
-            .field("cancel", &self.cancel)
-            .field("callbacks", &self.callbacks())
-            .field("log_level", &self.log_level)
-            .finish()
-    }
 }
 
 /// A flag that stops a call (MCP `notifications/cancelled`).
@@ -547,7 +512,7 @@ impl Runtime {
         options: &CallOptions,
         timeout: Option<Duration>,
     ) -> ToolResult {
-        let callbacks = options.callbacks().or(&sync::read(&self.callbacks));
+        let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
         let job = Job {
             id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
             kind,
