@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, Library};
+use crate::extract::{self, Library, Tool};
 use crate::registry::{Changes, Descriptions, Registry};
 use crate::sync;
 use engine::{Engine, Job, Kind, WirePath};
@@ -411,7 +411,20 @@ impl Runtime {
         if !problems.is_empty() {
             return ToolResult::failure(validate::report(tool, schema, &problems));
         }
-        self.run(library, &found.name, Kind::Tool, args, options, options.timeout)
+        self.call_checked(library, found, args, options)
+    }
+
+    /// [`Runtime::call`] of `tool` of `library` with arguments the caller has already
+    /// checked against its schema: `lcp test` checks each payload itself, to say which
+    /// payload was invalid and where it came from.
+    pub(crate) fn call_checked(
+        &self,
+        library: &Library,
+        tool: &Tool,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
+        self.run(library, &tool.name, Kind::Tool, args, options, options.timeout)
     }
 
     /// Asks every tool's prompt provider for its description (SPEC §2): the
