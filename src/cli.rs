@@ -22,7 +22,7 @@ use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format, Layout};
 use crate::mcp;
 use crate::profile::{Choice, Profile};
-use crate::registry::{Options, Registry, Sources};
+use crate::registry::{Descriptions, Options, Registry, Sources};
 use crate::runtime::{
     self, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, WorkerSettings,
     validate,
@@ -304,26 +304,23 @@ fn run(command: Command) -> Result<ExitCode, String> {
     match command {
         Command::List { sources, host, static_only, wide } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics);
-            let mut view = expose(&registry, &config, profile.as_ref())?;
-            if !static_only {
-                apply_prompt_descriptions(&mut view.registry);
-            }
-            print_stdout(&table(&view.registry, if wide { None } else { terminal_width() }))?;
+            print_diagnostics(registry.diagnostics());
+            let view = expose(&registry, &config, profile.as_ref())?;
+            let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
+            print_stdout(&table(&view.registry, &descriptions, if wide { None } else { terminal_width() }))?;
             exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { sources, host, format, strict, static_only } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics);
-            let mut view = expose(&registry, &config, profile.as_ref())?;
-            if !static_only {
-                apply_prompt_descriptions(&mut view.registry);
-            }
+            print_diagnostics(registry.diagnostics());
+            let view = expose(&registry, &config, profile.as_ref())?;
+            let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
             // Written one tool at a time: the document is never held whole.
             let inline_refs = format == Format::Mcp && config.mcp.inline_refs;
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            let written = export::write(&view.registry, format, strict, inline_refs, Layout::Pretty, &mut stdout)
+            let shown = &view.registry;
+            let written = export::write(shown, &descriptions, format, strict, inline_refs, Layout::Pretty, &mut stdout)
                 .and_then(|problems| stdout.write_all(b"\n").and_then(|()| stdout.flush()).map(|()| problems));
             match written {
                 Ok(problems) => print_diagnostics(&problems),
@@ -360,7 +357,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 _ => None,
             };
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let args: Value = serde_json::from_str(&args).map_err(|err| format!("--args is not JSON: {err}"))?;
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
@@ -415,7 +412,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Check { sources, host, format } => {
             let (registry, config, profile) = load_host(&sources, &host)?;
-            let mut diagnostics = registry.diagnostics.clone();
+            let mut diagnostics = registry.diagnostics().to_vec();
             diagnostics.extend(config_problems(&registry, &config, profile.as_ref()));
             let tools = registry.tools().count();
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
@@ -425,12 +422,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     print_diagnostics(&diagnostics);
                     eprintln!(
                         "{} libraries, {tools} tools, {errors} errors, {warnings} warnings",
-                        registry.libraries.len()
+                        registry.libraries().len()
                     );
                 }
                 CheckFormat::Json => {
                     let report = json!({
-                        "libraries": registry.libraries.len(),
+                        "libraries": registry.libraries().len(),
                         "tools": tools,
                         "errors": errors,
                         "warnings": warnings,
@@ -443,7 +440,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Serve { sources, http, host, workspace, timeout, yes, max_output, isolation } => {
-            let http = http.as_deref().map(mcp::http::parse_address).transpose()?;
+            let http =
+                http.as_deref().map(mcp::http::parse_address).transpose().map_err(|err| format!("--http {err}"))?;
             check_workspace(workspace.as_deref())?;
             let mut isolation = isolation.isolation()?;
             if let Isolation::Workers(workers) = &mut isolation {
@@ -452,9 +450,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             }
             let timeout = parse_timeout(timeout)?;
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics);
+            print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
-            eprintln!("lcp: {} tools in {} libraries", view.registry.tools().count(), view.registry.libraries.len());
+            eprintln!("lcp: {} tools in {} libraries", view.registry.tools().count(), view.registry.libraries().len());
             let settings = mcp::Settings {
                 http,
                 runtime: RuntimeConfig { isolation, ..config.runtime.clone() },
@@ -471,7 +469,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Test { sources, host, tools, format, yes, timeout, isolation } => {
             let timeout = parse_timeout(timeout)?;
             let (registry, config, profile) = load_host(&sources, &host)?;
-            print_diagnostics(&registry.diagnostics.iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let view = expose(&registry, &config, profile.as_ref())?;
             for name in &tools {
                 if view.registry.tool(name).is_none() {
@@ -611,20 +609,23 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
     }
 }
 
-/// Lays the prompt providers' descriptions over the static ones. Python starts only
-/// when a tool has a provider; when it cannot, the static descriptions stay.
-fn apply_prompt_descriptions(registry: &mut Registry) {
+/// The prompt providers' descriptions, to lay over the static ones. Python starts
+/// only when a tool has a provider; when it cannot, the static descriptions stay.
+fn prompt_descriptions(registry: &Registry) -> Descriptions {
     if registry.tools().all(|(_, tool)| tool.prompt_provider.is_none()) {
-        return;
+        return Descriptions::default();
     }
     let isolation = WorkerSettings::this_program().map_or(Isolation::InProcess, Isolation::Workers);
     match Runtime::new(RuntimeConfig { isolation, ..RuntimeConfig::default() }) {
         Ok(runtime) => {
-            let descriptions = runtime.prompt_descriptions(registry, &CallOptions::default());
-            print_diagnostics(&descriptions.diagnostics);
-            descriptions.apply(registry);
+            let (descriptions, diagnostics) = runtime.prompt_descriptions(registry, &CallOptions::default());
+            print_diagnostics(&diagnostics);
+            descriptions
         }
-        Err(err) => eprintln!("lcp: warning: Python did not start, descriptions are the static ones: {err}"),
+        Err(err) => {
+            eprintln!("lcp: warning: Python did not start, descriptions are the static ones: {err}");
+            Descriptions::default()
+        }
     }
 }
 
@@ -682,8 +683,9 @@ fn pretty(value: &Value) -> String {
 /// `TOOL  LIBRARY  PARAMETERS  GRADE  SOURCE  DESCRIPTION`, one row per tool; `?`
 /// marks optional parameters and undeclared grades. A cell longer than a line is cut
 /// (see [`cell`]), so one huge name never widens every row; with a `width`, the
-/// columns are narrowed to fit it (see [`fit`]).
-fn table(registry: &Registry, width: Option<usize>) -> String {
+/// columns are narrowed to fit it (see [`fit`]). A tool's description is the one in
+/// `descriptions` if it has one there.
+fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>) -> String {
     let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
@@ -702,7 +704,7 @@ fn table(registry: &Registry, width: Option<usize>) -> String {
             cell(&parameters.join(", "), Cut::End),
             grade,
             cell(&format!("{}:{}", library.path.display(), tool.line), Cut::Start),
-            cell(&tool.description, Cut::End),
+            cell(descriptions.of(tool), Cut::End),
         ]);
     }
     if let Some(width) = width {
@@ -713,7 +715,7 @@ fn table(registry: &Registry, width: Option<usize>) -> String {
         fit(&mut rows, width, &narrowing);
     }
     let mut out = columns(&rows);
-    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries.len()));
+    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries().len()));
     out
 }
 

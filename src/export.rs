@@ -1,7 +1,8 @@
 //! Export formats: one lowering of the registry per target API (SPEC §4).
 //!
 //! Owns each provider's envelope, its name rules, OpenAI's strict subset and
-//! Gemini's OpenAPI subset. Input is the registry only; it never runs Python.
+//! Gemini's OpenAPI subset. Input is the registry, with the descriptions prompt
+//! providers gave laid over its tools' own; it never runs Python.
 //! A tool a format cannot carry is left out with an error naming the rule,
 //! never cut or renamed silently.
 //!
@@ -25,7 +26,7 @@ use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Tool};
 use crate::path_json;
 use crate::policy;
-use crate::registry::Registry;
+use crate::registry::{Descriptions, Registry};
 use crate::schema;
 
 /// A target of [`export`].
@@ -72,18 +73,24 @@ impl fmt::Display for Format {
 /// ([`schema::MAX_SCHEMA_DEPTH`]); inlining definitions (Gemini) can still add up.
 const MAX_ENTRY_DEPTH: usize = 120;
 
-/// The registry in `format`, plus the problems of tools it had to leave out.
-pub fn export(registry: &Registry, format: Format, strict: bool) -> (Value, Vec<Diagnostic>) {
+/// The registry in `format`, each tool with its description in `descriptions` if it
+/// has one there, plus the problems of tools it had to leave out.
+pub fn export(
+    registry: &Registry,
+    descriptions: &Descriptions,
+    format: Format,
+    strict: bool,
+) -> (Value, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
-    for (library, tool) in registry.tools() {
-        match lower(format, library, tool, strict, &carried(format, tool, false)) {
+    for (library, tool, description) in shown(registry, descriptions) {
+        match lower(format, library, tool, description, strict, &carried(format, tool, false)) {
             Ok(entry) => entries.push(entry),
             Err(problems) => diagnostics.extend(problems),
         }
     }
     let libraries = match format {
-        Format::Manifest => registry.libraries.iter().map(|library| manifest_library(library)).collect(),
+        Format::Manifest => registry.libraries().iter().map(|library| manifest_library(library)).collect(),
         _ => Vec::new(),
     };
     (document(registry, format, Value::Array(libraries), Value::Array(entries)), diagnostics)
@@ -105,6 +112,7 @@ pub enum Layout {
 /// `inline_refs` (MCP only): every class inlined, as [`inline_mcp_classes`] does.
 pub fn write(
     registry: &Registry,
+    descriptions: &Descriptions,
     format: Format,
     strict: bool,
     inline_refs: bool,
@@ -114,7 +122,10 @@ pub fn write(
     let mut diagnostics = Vec::new();
     let mut splice = |name: &str, depth: usize, out: &mut dyn Write| {
         match name {
-            ENTRIES => diagnostics = write_entries(registry, format, strict, inline_refs, layout, depth, out)?,
+            ENTRIES => {
+                let tools = shown(registry, descriptions);
+                diagnostics = write_entries_at(&tools, format, strict, inline_refs, layout, depth, out)?;
+            }
             LIBRARIES => write_libraries(registry, layout, depth, out)?,
             _ => return Ok(false),
         }
@@ -125,13 +136,31 @@ pub fn write(
     Ok(diagnostics)
 }
 
-/// The list of tools of [`write()`]'s document on its own (MCP's `tools` array), as it
-/// is written at `depth`. Tools are lowered and written in chunks, on every core,
-/// and the chunks written in order as they are done (`export/ordered.rs`): only a
-/// few chunks are ever held. A format that carries the parameters schema unchanged
-/// gets its compact text spliced in, so that the schema is never parsed.
+/// The list of tools of [`write()`]'s document on its own (MCP's `tools` array), as a
+/// document of its own. Tools are lowered and written in chunks, on every core, and
+/// the chunks written in order as they are done (`export/ordered.rs`): only a few
+/// chunks are ever held. A format that carries the parameters schema unchanged gets
+/// its compact text spliced in, so that the schema is never parsed.
 pub fn write_entries(
     registry: &Registry,
+    descriptions: &Descriptions,
+    format: Format,
+    strict: bool,
+    inline_refs: bool,
+    layout: Layout,
+    out: &mut dyn Write,
+) -> io::Result<Vec<Diagnostic>> {
+    write_entries_at(&shown(registry, descriptions), format, strict, inline_refs, layout, 0, out)
+}
+
+/// Every tool of `registry` with the description it is shown with.
+fn shown<'r>(registry: &'r Registry, descriptions: &'r Descriptions) -> Vec<(&'r Library, &'r Tool, &'r str)> {
+    registry.tools().map(|(library, tool)| (library, tool, descriptions.of(tool))).collect()
+}
+
+/// [`write_entries`] of `tools`, as the list is written at `depth`.
+fn write_entries_at(
+    tools: &[(&Library, &Tool, &str)],
     format: Format,
     strict: bool,
     inline_refs: bool,
@@ -139,8 +168,7 @@ pub fn write_entries(
     depth: usize,
     out: &mut dyn Write,
 ) -> io::Result<Vec<Diagnostic>> {
-    let tools: Vec<(&Library, &Tool)> = registry.tools().collect();
-    let chunks: Vec<&[(&Library, &Tool)]> = tools.chunks(CHUNK).collect();
+    let chunks: Vec<&[(&Library, &Tool, &str)]> = tools.chunks(CHUNK).collect();
     let mut diagnostics = Vec::new();
     let mut first = true;
     out.write_all(b"[")?;
@@ -166,7 +194,7 @@ const CHUNK: usize = 64;
 /// The entries of `tools` as [`write_entries`] writes them, each after a comma,
 /// and the problems of those left out.
 fn write_chunk(
-    tools: &[(&Library, &Tool)],
+    tools: &[(&Library, &Tool, &str)],
     format: Format,
     strict: bool,
     inline_refs: bool,
@@ -177,7 +205,7 @@ fn write_chunk(
     let unchanged = takes_schema_unchanged(format, strict);
     let mut diagnostics = Vec::new();
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
-    for &(library, tool) in tools {
+    for &(library, tool, description) in tools {
         let parsed;
         let carried = if unchanged {
             &marker
@@ -185,7 +213,7 @@ fn write_chunk(
             parsed = carried(format, tool, inline_refs);
             &parsed
         };
-        let entry = match lower(format, library, tool, strict, carried) {
+        let entry = match lower(format, library, tool, description, strict, carried) {
             Ok(entry) => entry,
             Err(problems) => {
                 diagnostics.extend(problems);
@@ -269,13 +297,14 @@ fn document(registry: &Registry, format: Format, libraries: Value, entries: Valu
     }
 }
 
-/// One tool in `format` (with `carried` as the schema it carries, see [`carried`]),
-/// or the errors that leave it out: a name the provider refuses, a schema nested too
-/// deep, what strict mode cannot express.
+/// One tool in `format` (with `description`, and `carried` as the schema it carries,
+/// see [`carried`]), or the errors that leave it out: a name the provider refuses, a
+/// schema nested too deep, what strict mode cannot express.
 fn lower(
     format: Format,
     library: &Library,
     tool: &Tool,
+    description: &str,
     strict: bool,
     carried: &Value,
 ) -> Result<Value, Vec<Diagnostic>> {
@@ -283,7 +312,7 @@ fn lower(
     if let Err(rule) = check_name(format, &tool.name) {
         return Err(vec![error(format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name))]);
     }
-    match entry(format, library, tool, strict, carried) {
+    match entry(format, library, tool, description, strict, carried) {
         // A schema spliced in as text is a leaf here; such a schema is as it was made,
         // bounded far below this (`schema::MAX_SCHEMA_DEPTH`).
         Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
@@ -298,10 +327,16 @@ fn lower(
     }
 }
 
-fn entry(format: Format, library: &Library, tool: &Tool, strict: bool, carried: &Value) -> Result<Value, Vec<String>> {
+fn entry(
+    format: Format,
+    library: &Library,
+    tool: &Tool,
+    description: &str,
+    strict: bool,
+    carried: &Value,
+) -> Result<Value, Vec<String>> {
     let parameters = carried;
     let name = &tool.name;
-    let description = &tool.description;
     Ok(match format {
         Format::Openai if strict => json!({
             "type": "function",
@@ -404,7 +439,7 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
 }
 
 fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
-    json!({ "libraries": libraries, "tools": tools, "diagnostics": registry.diagnostics })
+    json!({ "libraries": libraries, "tools": tools, "diagnostics": registry.diagnostics() })
 }
 
 /// One library of the manifest.
@@ -426,7 +461,7 @@ fn manifest_library(library: &Library) -> Value {
 fn write_libraries(registry: &Registry, layout: Layout, depth: usize, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(b"[")?;
     let mut text = Vec::new();
-    for (i, library) in registry.libraries.iter().enumerate() {
+    for (i, library) in registry.libraries().iter().enumerate() {
         text.clear();
         if i > 0 {
             text.push(b',');
@@ -438,7 +473,7 @@ fn write_libraries(registry: &Registry, layout: Layout, depth: usize, out: &mut 
         splice::write(&manifest_library(library), layout, depth + 1, &mut text, &mut |_, _, _| Ok(false))?;
         out.write_all(&text)?;
     }
-    if !registry.libraries.is_empty() && layout == Layout::Pretty {
+    if !registry.libraries().is_empty() && layout == Layout::Pretty {
         out.write_all(b"\n")?;
         out.write_all(&vec![b' '; depth * 2])?;
     }

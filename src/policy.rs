@@ -102,8 +102,10 @@ impl Declared {
     }
 
     /// Sets one key from its JSON value; `base` is the folder `docs` is relative to.
-    pub fn set(&mut self, key: &str, value: &Value, base: &Path) -> Result<(), String> {
-        let flag = |value: &Value| value.as_bool().ok_or_else(|| format!("`{key}` must be true or false, not {value}"));
+    pub fn set(&mut self, key: &str, value: &Value, base: &Path) -> Result<(), DeclarationError> {
+        let flag = |value: &Value| {
+            value.as_bool().ok_or_else(|| DeclarationError::NotAFlag { key: key.to_string(), value: value.clone() })
+        };
         match key {
             "read_only" => self.read_only = Some(flag(value)?),
             "destructive" => self.destructive = Some(flag(value)?),
@@ -112,34 +114,101 @@ impl Declared {
             "grade" => self.grade = Some(grade(value, false)?.0),
             "docs" => match value.as_str() {
                 Some(path) if !path.trim().is_empty() => self.docs = Some(base.join(path)),
-                _ => return Err(format!("`docs` must be a path (a string), not {value}")),
+                _ => return Err(DeclarationError::NotAPath { value: value.clone() }),
             },
-            other => return Err(format!("unknown key `{other}`; expected one of {}", KEYS.join(", "))),
+            other => return Err(DeclarationError::UnknownKey { key: other.to_string() }),
         }
         Ok(())
     }
 }
 
+/// Why a declaration's key was left out ([`Declared::set`]); also a bad
+/// `max_grade` of the host's `[policy]`. Each message starts with the key.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum DeclarationError {
+    /// A key that is not one of [`KEYS`].
+    UnknownKey {
+        /// The key given.
+        key: String,
+    },
+    /// `read_only`, `destructive`, `idempotent` or `open_world` that is not a boolean.
+    NotAFlag {
+        /// The key.
+        key: String,
+        /// Its value.
+        value: Value,
+    },
+    /// `docs` that is not a path (a non-empty string).
+    NotAPath {
+        /// Its value.
+        value: Value,
+    },
+    /// A grade that is not a table.
+    GradeNotATable {
+        /// Its value.
+        value: Value,
+    },
+    /// A grade's key that is neither `w` nor `d`.
+    GradeUnknownKey {
+        /// The key given.
+        key: String,
+    },
+    /// A grade's level that is not an integer from 0 to 3.
+    GradeOutOfRange {
+        /// `w` or `d`.
+        key: String,
+        /// Its value.
+        level: Value,
+    },
+    /// A tool's grade without both `w` and `d`.
+    GradeIncomplete,
+}
+
+impl std::fmt::Display for DeclarationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeclarationError::UnknownKey { key } => {
+                write!(f, "unknown key `{key}`; expected one of {}", KEYS.join(", "))
+            }
+            DeclarationError::NotAFlag { key, value } => write!(f, "`{key}` must be true or false, not {value}"),
+            DeclarationError::NotAPath { value } => write!(f, "`docs` must be a path (a string), not {value}"),
+            DeclarationError::GradeNotATable { value } => {
+                write!(f, "`grade` must be a table {{w = 0-3, d = 0-3}}, not {value}")
+            }
+            DeclarationError::GradeUnknownKey { key } => {
+                write!(f, "`grade` has an unknown key `{key}`; expected `w` and `d`")
+            }
+            DeclarationError::GradeOutOfRange { key, level } => {
+                write!(f, "`grade.{key}` is {level}; a grade is an integer from 0 to 3")
+            }
+            DeclarationError::GradeIncomplete => f.write_str("`grade` needs both `w` and `d`"),
+        }
+    }
+}
+
+impl std::error::Error for DeclarationError {}
+
 /// `{"w": 0-3, "d": 0-3}`. With `partial`, either may be left out (`None` in the
 /// second value says which were given).
-fn grade(value: &Value, partial: bool) -> Result<(Grade, [Option<u8>; 2]), String> {
+fn grade(value: &Value, partial: bool) -> Result<(Grade, [Option<u8>; 2]), DeclarationError> {
     let Some(table) = value.as_object() else {
-        return Err(format!("`grade` must be a table {{w = 0-3, d = 0-3}}, not {value}"));
+        return Err(DeclarationError::GradeNotATable { value: value.clone() });
     };
     let mut given = [None, None];
     for (key, level) in table {
         let slot = match key.as_str() {
             "w" => 0,
             "d" => 1,
-            other => return Err(format!("`grade` has an unknown key `{other}`; expected `w` and `d`")),
+            other => return Err(DeclarationError::GradeUnknownKey { key: other.to_string() }),
         };
         match level.as_u64() {
             Some(n @ 0..=3) => given[slot] = Some(n as u8),
-            _ => return Err(format!("`grade.{key}` is {level}; a grade is an integer from 0 to 3")),
+            _ => return Err(DeclarationError::GradeOutOfRange { key: key.clone(), level: level.clone() }),
         }
     }
     if !partial && given.iter().any(Option::is_none) {
-        return Err("`grade` needs both `w` and `d`".to_string());
+        return Err(DeclarationError::GradeIncomplete);
     }
     Ok((Grade { w: given[0].unwrap_or(3), d: given[1].unwrap_or(3) }, given))
 }
@@ -152,8 +221,8 @@ pub fn from_json(table: &Value, base: &Path) -> (Declared, Vec<(String, String)>
     match table.as_object() {
         Some(table) => {
             for (key, value) in table {
-                if let Err(message) = declared.set(key, value, base) {
-                    problems.push((key.clone(), message));
+                if let Err(problem) = declared.set(key, value, base) {
+                    problems.push((key.clone(), problem.to_string()));
                 }
             }
         }
@@ -236,9 +305,9 @@ fn declaration(
             errors.push((item.value.range(), format!("`{key_text}` is not a literal value: ignored")));
             continue;
         };
-        if let Err(message) = declared.set(key_text, &value, base) {
+        if let Err(problem) = declared.set(key_text, &value, base) {
             let range = if KEYS.contains(&key_text) { item.value.range() } else { key.range };
-            errors.push((range, message));
+            errors.push((range, problem.to_string()));
         }
     }
     declared
@@ -286,7 +355,9 @@ impl HostPolicy {
                     }
                     None => Err(format!("`{key}` must be true or false, not {value}")),
                 },
-                "max_grade" => grade(value, true).map(|(_, given)| policy.max_grade = given),
+                "max_grade" => {
+                    grade(value, true).map(|(_, given)| policy.max_grade = given).map_err(|problem| problem.to_string())
+                }
                 other => Err(format!("unknown key `{other}`; expected one of {}", HOST_KEYS.join(", "))),
             };
             if let Err(message) = result {
@@ -373,6 +444,16 @@ mod tests {
             declared(json!({"destructive": "no"})),
             Err(vec!["`destructive` must be true or false, not \"no\"".to_string()])
         );
+    }
+
+    #[test]
+    fn a_key_left_out_is_a_typed_error_and_changes_nothing() {
+        let (mut declared, base) = (Declared::default(), Path::new("/lib"));
+        let unknown = DeclarationError::UnknownKey { key: "readonly".to_string() };
+        assert_eq!(declared.set("readonly", &json!(true), base), Err(unknown));
+        assert_eq!(declared.set("grade", &json!({"w": 1}), base), Err(DeclarationError::GradeIncomplete));
+        assert_eq!(declared.set("docs", &json!(""), base), Err(DeclarationError::NotAPath { value: json!("") }));
+        assert_eq!(declared, Declared::default());
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! Owns the pipeline scan → read → extract (files are read and parsed in parallel,
 //! each on a thread with a stack large enough for deep syntax trees; the files of a
 //! library folder are extracted together, so that relative imports between them
-//! resolve) and the first-wins rule for tool names across files. It never runs Python.
+//! resolve) and the first-wins rule for tool names across files. Its libraries are
+//! laid out by a rescan and never edited after: other modules read them, and what a
+//! host shows differently (aliases, dynamic descriptions) is a registry or an overlay
+//! of its own. It never runs Python.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -46,16 +49,17 @@ impl Default for Options {
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     /// One library per readable file, in discovery order.
-    pub libraries: Vec<Arc<Library>>,
+    libraries: Vec<Arc<Library>>,
     /// The problems of the walk and of every file, in discovery order.
-    pub diagnostics: Vec<Diagnostic>,
+    diagnostics: Vec<Diagnostic>,
     sources: Sources,
     options: Options,
     /// What each file contributed, with the size and modification time it had then.
     files: FastMap<PathBuf, CachedFile>,
     scan_diagnostics: Vec<Diagnostic>,
-    /// Tool name → (library index, tool index), built on the first lookup after a
-    /// rebuild: a call finds its tool in O(1), and a rescan pays nothing for it.
+    /// Tool name → (library index, tool index), built on the first lookup after the
+    /// libraries were laid out: a call finds its tool in O(1), and a rescan pays
+    /// nothing for it.
     index: OnceLock<FastMap<String, (usize, usize)>>,
 }
 
@@ -86,6 +90,35 @@ impl Stamp {
     }
 }
 
+/// Descriptions that prompt providers gave (SPEC §2), laid over the static ones by
+/// tool name. Exports and listings read a tool's description through
+/// [`Descriptions::of`]; the registry's tools keep their own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Descriptions(FastMap<String, String>);
+
+impl Descriptions {
+    /// Lays `description` over the static description of the tool named `tool`; a
+    /// tool given two keeps the first.
+    pub fn insert(&mut self, tool: String, description: String) {
+        self.0.entry(tool).or_insert(description);
+    }
+
+    /// The description laid over the tool named `tool`, if there is one.
+    pub fn get(&self, tool: &str) -> Option<&str> {
+        self.0.get(tool).map(String::as_str)
+    }
+
+    /// The description `tool` is shown with: the one laid over it, else its own.
+    pub fn of<'t>(&'t self, tool: &'t Tool) -> &'t str {
+        self.get(&tool.name).unwrap_or(&tool.description)
+    }
+
+    /// Whether no description is laid over any tool.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Files whose contribution changed in a rescan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
@@ -113,6 +146,39 @@ impl Registry {
         let mut registry = Registry { sources: sources.clone(), options: options.clone(), ..Registry::default() };
         registry.rescan();
         registry
+    }
+
+    /// A registry of libraries already laid out, as a host shows another registry's
+    /// tools ([`crate::view`]): it has no sources, so a rescan finds nothing to change.
+    pub(crate) fn from_libraries(libraries: Vec<Arc<Library>>, diagnostics: Vec<Diagnostic>) -> Registry {
+        Registry { libraries, diagnostics, ..Registry::default() }
+    }
+
+    /// This registry with only the tools `keep` accepts; a library that keeps all of
+    /// its tools is shared, not copied.
+    pub(crate) fn retaining(&self, keep: impl Fn(&Library, &Tool) -> bool) -> Registry {
+        let libraries = self
+            .libraries
+            .iter()
+            .map(|library| {
+                if library.tools.iter().all(|tool| keep(library, tool)) {
+                    return Arc::clone(library);
+                }
+                let tools = library.tools.iter().filter(|tool| keep(library, tool)).cloned().collect();
+                Arc::new(Library { tools, ..(**library).clone() })
+            })
+            .collect();
+        Registry { libraries, index: OnceLock::new(), ..self.clone() }
+    }
+
+    /// One library per readable file, in discovery order.
+    pub fn libraries(&self) -> &[Arc<Library>] {
+        &self.libraries
+    }
+
+    /// The problems of the walk and of every file, in discovery order.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
     }
 
     /// Where the tools come from.
@@ -302,20 +368,20 @@ impl Registry {
         self.libraries.iter().flat_map(|library| library.tools.iter().map(move |tool| (&**library, tool)))
     }
 
-    /// The tool named `name`. The index is checked against the libraries, which are
-    /// public and may have been edited since the last rescan.
+    /// The tool named `name` (the first of that name, in discovery order).
     pub fn tool(&self, name: &str) -> Option<(&Library, &Tool)> {
         let index = self.index.get_or_init(|| {
-            let names = self.libraries.iter().enumerate().flat_map(|(l, library)| {
-                library.tools.iter().enumerate().map(move |(t, tool)| (tool.name.clone(), (l, t)))
-            });
-            names.collect()
+            let mut index = FastMap::default();
+            for (l, library) in self.libraries.iter().enumerate() {
+                for (t, tool) in library.tools.iter().enumerate() {
+                    index.entry(tool.name.clone()).or_insert((l, t));
+                }
+            }
+            index
         });
-        let indexed = index.get(name).and_then(|&(l, t)| {
-            let library = self.libraries.get(l)?;
-            library.tools.get(t).filter(|tool| tool.name == name).map(|tool| (&**library, tool))
-        });
-        indexed.or_else(|| self.tools().find(|(_, tool)| tool.name == name))
+        let &(l, t) = index.get(name)?;
+        let library = &self.libraries[l];
+        Some((&**library, &library.tools[t]))
     }
 
     /// Tool names are unique: the first discovery wins (SPEC §1).

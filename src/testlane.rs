@@ -4,8 +4,10 @@
 //! generated from the input schema), the scratch workspace of each call (a fresh
 //! temporary folder, removed after), and the verdict: the payload must match the input
 //! schema, the call must succeed, and its value must match the output schema. Tools
-//! run only through [`Runtime::call`]; this module never runs Python itself and never
-//! lets a call work anywhere but in its scratch workspace.
+//! run only through the [`Runtime`] (as [`Runtime::call`] runs them, less the check of
+//! the arguments, which this module makes itself to say which payload was invalid);
+//! it never runs Python itself and never lets a call work anywhere but in its scratch
+//! workspace.
 //!
 //! An example may carry `"$files": {"name.txt": "text"}`: files written into the
 //! scratch workspace before the call (never a parameter: parameter names are Python
@@ -24,8 +26,8 @@ use serde_json::{Map, Value, json};
 
 use crate::extract::Tool;
 use crate::registry::Registry;
-use crate::runtime::host_objects::{Answer, Model};
-use crate::runtime::{CallOptions, Confirmation, Runtime, ToolResult, validate};
+use crate::runtime::host_objects::{Answer, Callbacks, Model};
+use crate::runtime::{self, CallOptions, Confirmation, Runtime, ToolResult, validate};
 use crate::view::View;
 
 /// The key of an example that names files to create in the scratch workspace.
@@ -399,9 +401,7 @@ fn call(
     };
     let declined = Arc::clone(met);
     let no_model = Arc::clone(met);
-    let options = CallOptions {
-        workspace: Some(workspace.path.clone()),
-        timeout,
+    let callbacks = Callbacks {
         interact: Some(Arc::new(move |_| {
             declined.declined.fetch_add(1, Ordering::Relaxed);
             Answer::Declined
@@ -413,12 +413,15 @@ fn call(
             }),
             vision: false,
         }),
-        ..CallOptions::default()
+        ..Callbacks::default()
     };
-    let mut result = runtime.call(registry, real, &payload.args, &options);
-    if let Some((_, tool)) = registry.tool(real) {
-        validate::check_result(&mut result, tool);
-    }
+    let options = CallOptions { workspace: Some(workspace.path.clone()), timeout, callbacks, ..CallOptions::default() };
+    // The payload is checked above, once: the call does not check it again.
+    let Some((library, tool)) = registry.tool(real) else {
+        return (ToolResult::failure(runtime::unknown_tool(registry, real)), None);
+    };
+    let mut result = runtime.call_checked(library, tool, &payload.args, &options);
+    validate::check_result(&mut result, tool);
     let reported = !result.ok && result.traceback.is_none() && !result.output.is_null();
     if let Some(unmet) = met.first().filter(|_| reported) {
         let what = result.error.take().unwrap_or_default();

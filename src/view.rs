@@ -56,10 +56,10 @@ impl View {
 pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> View {
     let selection = profile.map(|profile| profile::select(profile, registry));
     let mut view = View { selection, ..View::default() };
-    view.registry.diagnostics = registry.diagnostics.clone();
+    let diagnostics = registry.diagnostics().to_vec();
     if view.selection.is_none() && config.tools.is_empty() && config.policy.is_default() {
         // Nothing is left out, renamed or declared anew: the registry as it is.
-        view.registry.libraries = registry.libraries.clone();
+        view.registry = Registry::from_libraries(registry.libraries().to_vec(), diagnostics);
         view.routes = registry.tools().map(|(_, tool)| (tool.name.clone(), tool.name.clone())).collect();
         view.docs =
             registry.tools().filter_map(|(_, tool)| Some(tool_doc(&tool.name, tool.policy.docs.as_ref()?))).collect();
@@ -71,7 +71,8 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
         let uri = format!("docs://profiles/{}", selection.name);
         view.docs.push(Doc { uri, name: selection.name.clone(), path: path.clone() });
     }
-    for library in &registry.libraries {
+    let mut libraries = Vec::new();
+    for library in registry.libraries() {
         let mut shown = Vec::new();
         for tool in &library.tools {
             let names: Vec<&str> = match &view.selection {
@@ -106,11 +107,12 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
             continue;
         }
         if shown == library.tools {
-            view.registry.libraries.push(Arc::clone(library));
+            libraries.push(Arc::clone(library));
         } else {
-            view.registry.libraries.push(Arc::new(Library { tools: shown, ..(**library).clone() }));
+            libraries.push(Arc::new(Library { tools: shown, ..(**library).clone() }));
         }
     }
+    view.registry = Registry::from_libraries(libraries, diagnostics);
     view
 }
 

@@ -43,7 +43,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lcp::export::{self, Format, Layout};
-use lcp::registry::{Options, Registry, Sources};
+use lcp::registry::{Descriptions, Options, Registry, Sources};
 use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
 use serde_json::Value;
 
@@ -226,7 +226,7 @@ fn cold(table: &mut Table, setup: &Setup, corpus: &Corpus, title: &str, targets:
     let paths: Vec<PathBuf> = files.into_iter().map(|f| f.path).collect();
     let registry = Registry::load(&sources, &options);
     assert_eq!(registry.tools().count(), corpus.tools, "lcp finds every tool of the corpus");
-    assert!(registry.diagnostics.is_empty(), "the corpus reads cleanly: {:?}", &registry.diagnostics[..1]);
+    assert!(registry.diagnostics().is_empty(), "the corpus reads cleanly: {:?}", &registry.diagnostics()[..1]);
     drop(registry);
     let folder = corpus.root.to_str().expect("corpus path is UTF-8");
     let threads = setup.threads;
@@ -450,7 +450,8 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus, cold: &BTreeMap<St
     let written = |format: Format, strict: bool| {
         let mut sink = Counting(0);
         let problems =
-            export::write(&registry, format, strict, false, Layout::Pretty, &mut sink).expect("a sink takes all");
+            export::write(&registry, &Descriptions::default(), format, strict, false, Layout::Pretty, &mut sink)
+                .expect("a sink takes all");
         (sink.0, problems.len())
     };
     let sizes: BTreeMap<&str, (usize, usize)> =

@@ -9,6 +9,8 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 
+use crate::sync;
+
 /// How many items each thread may be ahead of the taker.
 const AHEAD: usize = 4;
 
@@ -41,9 +43,9 @@ pub fn run<T: Send>(
                         return;
                     }
                     {
-                        let mut now = taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                        let mut now = sync::lock(taken);
                         while *now != usize::MAX && i >= *now + lookahead {
-                            now = progressed.wait(now).unwrap_or_else(|poisoned| poisoned.into_inner());
+                            now = sync::wait(progressed, now);
                         }
                         if *now == usize::MAX {
                             return;
@@ -68,7 +70,7 @@ pub fn run<T: Send>(
                     break;
                 }
             }
-            let mut now = taken.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut now = sync::lock(&taken);
             *now = if outcome.is_err() { usize::MAX } else { done };
             progressed.notify_all();
             if outcome.is_err() || done == count {

@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 use super::Server;
 use super::content;
 use super::host::{self, Able};
-use crate::runtime::host_objects::{HostAnswer, HostRequest, Model, Notice, level, refused};
+use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, level, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult, validate};
 use crate::sync;
 use crate::view::Admission;
@@ -249,14 +249,11 @@ fn start(
     let cancel = Cancel::default();
     let (confirming, interacting, generating) = (events.clone(), events.clone(), events.clone());
     let (progressing, logging) = (events.clone(), events.clone());
-    let options = CallOptions {
-        workspace: settings.workspace.clone(),
-        timeout: settings.timeout,
+    let callbacks = Callbacks {
         confirm: Some(Arc::new(move |request| match ask(&confirming, HostRequest::Confirm(request.clone())) {
             HostAnswer::Confirm(answer) => answer,
             other => unexpected(other),
         })),
-        cancel: Some(cancel.clone()),
         interact: Some(Arc::new(move |interaction| {
             match ask(&interacting, HostRequest::Interact(interaction.clone())) {
                 HostAnswer::Interact(answer) => answer,
@@ -277,6 +274,12 @@ fn start(
         log: Some(Arc::new(move |record| {
             let _ = logging.send(Event::Tell(Notice::Log(record.clone())));
         })),
+    };
+    let options = CallOptions {
+        workspace: settings.workspace.clone(),
+        timeout: settings.timeout,
+        cancel: Some(cancel.clone()),
+        callbacks,
         log_level: Some(log_level),
     };
     let server = server.clone();

@@ -10,6 +10,7 @@
 //! explicit choice to be reachable, so both guards are lifted.
 
 use std::convert::Infallible;
+use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
@@ -21,8 +22,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 
-use super::Server;
 use super::listing::{Listings, SplicingBody};
+use super::{ServeError, Server};
 
 /// The endpoint's path.
 pub const PATH: &str = "/mcp";
@@ -37,22 +38,53 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
 ];
 
 /// `8080` and `:8080` mean `127.0.0.1:8080`; anything else is `host:port`.
-pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
+pub fn parse_address(text: &str) -> Result<SocketAddr, AddressError> {
     let port_only = text.strip_prefix(':').unwrap_or(text);
     if let Ok(port) = port_only.parse::<u16>() {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
+    let address = || text.to_string();
     text.to_socket_addrs()
-        .map_err(|err| format!("--http {text}: {err}"))?
+        .map_err(|error| AddressError::Unresolved { address: address(), error })?
         .next()
-        .ok_or_else(|| format!("--http {text}: the name resolves to no address"))
+        .ok_or_else(|| AddressError::NoAddress { address: address() })
 }
+
+/// Why [`parse_address`] found no address to serve on.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AddressError {
+    /// The text is no `host:port`, or its host name cannot be resolved.
+    Unresolved {
+        /// The text given.
+        address: String,
+        /// What the resolver said.
+        error: std::io::Error,
+    },
+    /// The host name resolves to no address.
+    NoAddress {
+        /// The text given.
+        address: String,
+    },
+}
+
+impl fmt::Display for AddressError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AddressError::Unresolved { address, error } => write!(f, "{address}: {error}"),
+            AddressError::NoAddress { address } => write!(f, "{address}: the name resolves to no address"),
+        }
+    }
+}
+
+impl std::error::Error for AddressError {}
 
 /// Serves `server` on `address`, printing where on stderr; returns only when the
 /// address cannot be bound.
-pub async fn serve(server: Server, address: SocketAddr, listings: Arc<Listings>) -> Result<(), String> {
-    let listener = TcpListener::bind(address).await.map_err(|err| format!("--http {address}: {err}"))?;
-    let bound = listener.local_addr().map_err(|err| err.to_string())?;
+pub(super) async fn serve(server: Server, address: SocketAddr, listings: Arc<Listings>) -> Result<(), ServeError> {
+    let cannot_serve = |error| ServeError::Http { address, error };
+    let listener = TcpListener::bind(address).await.map_err(cannot_serve)?;
+    let bound = listener.local_addr().map_err(cannot_serve)?;
     let config = if address.ip().is_loopback() {
         StreamableHttpServerConfig::default().with_allowed_origins(LOOPBACK_ORIGINS)
     } else {
@@ -97,4 +129,20 @@ fn not_found() -> Response<http_body_util::combinators::BoxBody<Bytes, Infallibl
         Response::new(Full::new(Bytes::from(format!("not found: the MCP endpoint is {PATH}\n"))).boxed());
     *response.status_mut() = StatusCode::NOT_FOUND;
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_alone_is_loopback_and_anything_else_is_host_and_port() {
+        let loopback = |port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+        assert_eq!(parse_address("8080").unwrap(), loopback(8080));
+        assert_eq!(parse_address(":8080").unwrap(), loopback(8080));
+        assert_eq!(parse_address("0.0.0.0:9000").unwrap(), "0.0.0.0:9000".parse().unwrap());
+        let err = parse_address("no port").unwrap_err();
+        assert!(matches!(&err, AddressError::Unresolved { address, .. } if address == "no port"), "{err:?}");
+        assert!(err.to_string().starts_with("no port: "), "{err}");
+    }
 }

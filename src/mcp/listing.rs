@@ -20,6 +20,8 @@ use hyper::body::{Body, Bytes, Frame, SizeHint};
 use rmcp::model::{ListToolsResult, Tool};
 use tokio::io::AsyncWrite;
 
+use crate::sync;
+
 /// The last list built, with what it was built from.
 pub struct Listings {
     placeholder: Tool,
@@ -56,7 +58,7 @@ impl Listings {
     /// was built from the same key, else the one `build` writes (the tools' JSON
     /// texts separated by commas, without brackets).
     pub fn answer(&self, key: Option<Key>, build: impl FnOnce() -> Vec<u8>) -> ListToolsResult {
-        let mut current = self.current.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut current = sync::lock(&self.current);
         if key.is_none() || current.0 != key {
             *current = (key, Bytes::from(build()));
         }
@@ -67,7 +69,7 @@ impl Listings {
     /// when `text` holds no placeholder.
     fn splice(&self, text: &Bytes) -> Option<[Bytes; 3]> {
         let at = memchr::memmem::find(text, &self.placeholder_text)?;
-        let tools = self.current.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).1.clone();
+        let tools = sync::lock(&self.current).1.clone();
         Some([text.slice(..at), tools, text.slice(at + self.placeholder_text.len()..)])
     }
 }

@@ -51,7 +51,7 @@ use tokio::sync::broadcast;
 use crate::config::{Config, Watched};
 use crate::export::{self, Format, Layout};
 use crate::profile::Choice;
-use crate::registry::Registry;
+use crate::registry::{Descriptions, Registry};
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
 use crate::sync;
 use crate::view::{self, Admission, View};
@@ -109,7 +109,7 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
                         server.clone().serve(transport).await.map_err(|err| ServeError::Session(err.to_string()))?;
                     running.waiting().await.map(drop).map_err(|err| ServeError::Session(err.to_string()))
                 }
-                (None, Some(address)) => http::serve(server.clone(), address, listings).await.map_err(ServeError::Http),
+                (None, Some(address)) => http::serve(server.clone(), address, listings).await,
                 (None, None) => unreachable!("stdio is taken whenever --http is absent"),
             }
         };
@@ -138,8 +138,13 @@ pub enum ServeError {
     AsyncRuntime(std::io::Error),
     /// The MCP session over stdio failed.
     Session(String),
-    /// The HTTP endpoint could not be served: `--http ADDRESS: what went wrong`.
-    Http(String),
+    /// The HTTP endpoint could not be served (`--http`).
+    Http {
+        /// The address asked for.
+        address: SocketAddr,
+        /// Why it cannot be served on.
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for ServeError {
@@ -148,7 +153,7 @@ impl fmt::Display for ServeError {
             ServeError::Stdio(err) => write!(f, "cannot set up stdio: {err}"),
             ServeError::AsyncRuntime(err) => write!(f, "cannot start the async runtime: {err}"),
             ServeError::Session(message) => write!(f, "MCP session failed: {message}"),
-            ServeError::Http(message) => f.write_str(message),
+            ServeError::Http { address, error } => write!(f, "--http {address}: {error}"),
         }
     }
 }
@@ -311,32 +316,46 @@ impl Server {
     }
 
     /// The registry's `mcp` export as shown (with the prompt providers' descriptions):
-    /// the tools' JSON texts separated by commas. Tools whose names MCP refuses are
-    /// left out, as in `lcp export`.
+    /// the tools' JSON texts separated by commas. Tools MCP cannot carry (a name it
+    /// refuses, a schema nested too deep) are left out with an error on stderr, as in
+    /// `lcp export`.
     fn tools_text(&self, snapshot: &Registry, config: &Config) -> Vec<u8> {
         let view = self.view_with(snapshot, config);
         for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
             eprintln!("lcp: {problem}");
         }
-        let mut registry = view.registry;
+        let registry = view.registry;
+        let mut descriptions = Descriptions::default();
         if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
             match self.python() {
                 Ok(python) => {
                     let options =
                         CallOptions { workspace: self.shared.settings.workspace.clone(), ..CallOptions::default() };
-                    let descriptions = python.prompt_descriptions(&registry, &options);
-                    for diagnostic in &descriptions.diagnostics {
+                    let diagnostics;
+                    (descriptions, diagnostics) = python.prompt_descriptions(&registry, &options);
+                    for diagnostic in &diagnostics {
                         eprintln!("{diagnostic}");
                     }
-                    descriptions.apply(&mut registry);
                 }
                 Err(err) => eprintln!("lcp: descriptions are the static ones: {err}"),
             }
         }
         let mut text = Vec::new();
-        // Writing into memory cannot fail.
         let inline_refs = config.mcp.inline_refs;
-        let _ = export::write_entries(&registry, Format::Mcp, false, inline_refs, Layout::Compact, 0, &mut text);
+        let written = export::write_entries(
+            &registry,
+            &descriptions,
+            Format::Mcp,
+            false,
+            inline_refs,
+            Layout::Compact,
+            &mut text,
+        );
+        // Writing into memory cannot fail; a tool MCP cannot carry is left out, and
+        // the error says which and why, as `lcp export` says it.
+        for problem in written.into_iter().flatten() {
+            eprintln!("{problem}");
+        }
         // The array's brackets are the response's own.
         text.pop();
         text.remove(0);
@@ -356,9 +375,8 @@ impl Server {
                 Ok(profile) => view::view(registry, config, Some(&profile)),
                 Err(err) => {
                     eprintln!("lcp: {err}");
-                    let mut empty = View::default();
-                    empty.registry.diagnostics = registry.diagnostics.clone();
-                    empty
+                    let registry = Registry::from_libraries(Vec::new(), registry.diagnostics().to_vec());
+                    View { registry, ..View::default() }
                 }
             },
         }

@@ -133,7 +133,7 @@ impl Catalog {
             self.view.tools().map(|(_, t)| t.name.clone()).filter(|n| n.starts_with(prefix)).collect();
         let gone: Vec<PathBuf> = self
             .loaded
-            .libraries
+            .libraries()
             .iter()
             .filter(|library| self.dynamic.contains(&library.path))
             .filter(|library| library.tools.iter().all(|t| t.name.starts_with(prefix)))
@@ -165,17 +165,8 @@ impl Catalog {
     }
 
     fn refresh(&mut self) {
-        let mut view = self.loaded.clone();
-        for library in &mut view.libraries {
-            if self.dynamic.contains(&library.path) {
-                continue;
-            }
-            let hidden = |name: &str| self.hidden.iter().any(|prefix| name.starts_with(prefix.as_str()));
-            if library.tools.iter().any(|t| hidden(&t.name)) {
-                std::sync::Arc::make_mut(library).tools.retain(|t| !hidden(&t.name));
-            }
-        }
-        self.view = view;
+        let hidden = |name: &str| self.hidden.iter().any(|prefix| name.starts_with(prefix.as_str()));
+        self.view = self.loaded.retaining(|library, tool| self.dynamic.contains(&library.path) || !hidden(&tool.name));
     }
 
     fn stale<'p>(&self, paths: impl IntoIterator<Item = &'p PathBuf>) {
@@ -186,7 +177,7 @@ impl Catalog {
     fn tools_of(&self, files: &[PathBuf]) -> Vec<String> {
         let wanted: Vec<PathBuf> = files.iter().filter_map(|f| fs::canonicalize(f).ok()).collect();
         self.view
-            .libraries
+            .libraries()
             .iter()
             .filter(|l| fs::canonicalize(&l.path).is_ok_and(|p| wanted.contains(&p)))
             .flat_map(|l| &l.tools)
@@ -222,8 +213,12 @@ impl Drop for Catalog {
 
 /// Why code cannot become dynamic tools under `prefix`, if it cannot.
 fn check_dynamic(alone: &Registry, prefix: &str, current: &Registry) -> Result<(), CatalogError> {
-    let errors: Vec<String> =
-        alone.diagnostics.iter().filter(|d| d.is_error()).map(|d| format!("line {}: {}", d.line, d.message)).collect();
+    let errors: Vec<String> = alone
+        .diagnostics()
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| format!("line {}: {}", d.line, d.message))
+        .collect();
     if !errors.is_empty() {
         return Err(CatalogError::Unreadable { errors });
     }

@@ -46,14 +46,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, Library};
-use crate::registry::{Changes, Registry};
+use crate::extract::{self, Library, Tool};
+use crate::registry::{Changes, Descriptions, Registry};
 use crate::sync;
 use engine::{Engine, Job, Kind, WirePath};
-use host_objects::{
-    Answer, Callbacks, Generation, InteractHandler, Interaction, LogHandler, LogRecord, Model, Progress,
-    ProgressHandler,
-};
+use host_objects::{Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
 
 /// What the host sets up once. Every field has a default.
 #[derive(Debug, Clone)]
@@ -140,7 +137,7 @@ impl WorkerSettings {
 pub type ConfirmHandler = Arc<dyn Fn(&ConfirmRequest) -> Confirmation + Send + Sync>;
 
 /// Options of one call.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CallOptions {
     /// Working directory while the tool runs; the previous one is restored after,
     /// even on failure. In one process the directory is shared: calls for the same
@@ -149,48 +146,16 @@ pub struct CallOptions {
     pub workspace: Option<PathBuf>,
     /// Time limit; a tool still running then is stopped and the call fails.
     pub timeout: Option<Duration>,
-    /// Answers this call's confirmations instead of the runtime's handler.
-    pub confirm: Option<ConfirmHandler>,
     /// Stops the call when cancelled (with worker processes; in-process, a cancelled
     /// call is only no longer waited for by whoever cancelled it).
     pub cancel: Option<Cancel>,
-    /// Answers what this call asks the user (`user_interaction_handler`) instead of
-    /// the runtime's handler.
-    pub interact: Option<InteractHandler>,
-    /// The model this call's `generate_text` asks, instead of the runtime's.
-    pub model: Option<Model>,
-    /// Hears this call's `emit_progress`, instead of the runtime's handler.
-    pub progress: Option<ProgressHandler>,
-    /// Hears the records this call logs, instead of the runtime's handler; with none,
-    /// they go to the result's `stderr`.
-    pub log: Option<LogHandler>,
+    /// What answers this call's confirmations, questions to the user and
+    /// `generate_text`, and hears its progress and log records; each one missing is
+    /// the runtime's ([`Runtime::set_confirm_handler`] and the other setters).
+    pub callbacks: Callbacks,
     /// Records below this Python level (`host_objects::level`) are not made.
     /// Default: info.
     pub log_level: Option<u32>,
-}
-
-impl CallOptions {
-    fn callbacks(&self) -> Callbacks {
-        Callbacks {
-            confirm: self.confirm.clone(),
-            interact: self.interact.clone(),
-            model: self.model.clone(),
-            progress: self.progress.clone(),
-            log: self.log.clone(),
-        }
-    }
-}
-
-impl std::fmt::Debug for CallOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallOptions")
-            .field("workspace", &self.workspace)
-            .field("timeout", &self.timeout)
-            .field("cancel", &self.cancel)
-            .field("callbacks", &self.callbacks())
-            .field("log_level", &self.log_level)
-            .finish()
-    }
 }
 
 /// A flag that stops a call (MCP `notifications/cancelled`).
@@ -300,31 +265,6 @@ impl Confirmation {
     /// Rejects, for `reason`.
     pub fn reject(reason: impl Into<String>) -> Self {
         Confirmation { decision: Decision::Reject, reason: reason.into() }
-    }
-}
-
-/// Descriptions from prompt providers, to lay over the static ones.
-#[derive(Debug, Clone, Default)]
-pub struct Descriptions {
-    /// `(tool name, description)` for every provider that answered.
-    pub tools: Vec<(String, String)>,
-    /// Providers that failed; their tools keep the static description.
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-impl Descriptions {
-    /// Replaces the description of each tool that a provider answered for.
-    pub fn apply(&self, registry: &mut Registry) {
-        for library in &mut registry.libraries {
-            if !library.tools.iter().any(|tool| self.tools.iter().any(|(name, _)| *name == tool.name)) {
-                continue;
-            }
-            for tool in &mut Arc::make_mut(library).tools {
-                if let Some((_, description)) = self.tools.iter().find(|(name, _)| *name == tool.name) {
-                    tool.description = description.clone();
-                }
-            }
-        }
     }
 }
 
@@ -476,17 +416,32 @@ impl Runtime {
         if !problems.is_empty() {
             return ToolResult::failure(validate::report(tool, schema, &problems));
         }
-        self.run(library, &found.name, Kind::Tool, args, options, options.timeout)
+        self.call_checked(library, found, args, options)
     }
 
-    /// Asks every tool's prompt provider for its description (SPEC §2).
-    pub fn prompt_descriptions(&self, registry: &Registry, options: &CallOptions) -> Descriptions {
-        let mut descriptions = Descriptions::default();
+    /// [`Runtime::call`] of `tool` of `library` with arguments the caller has already
+    /// checked against its schema: `lcp test` checks each payload itself, to say which
+    /// payload was invalid and where it came from.
+    pub(crate) fn call_checked(
+        &self,
+        library: &Library,
+        tool: &Tool,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
+        self.run(library, &tool.name, Kind::Tool, args, options, options.timeout)
+    }
+
+    /// Asks every tool's prompt provider for its description (SPEC §2): the
+    /// descriptions to lay over the static ones, and a warning for each provider that
+    /// failed (its tool keeps its static description).
+    pub fn prompt_descriptions(&self, registry: &Registry, options: &CallOptions) -> (Descriptions, Vec<Diagnostic>) {
+        let (mut descriptions, mut diagnostics) = (Descriptions::default(), Vec::new());
         for (library, tool) in registry.tools() {
             let Some(provider) = &tool.prompt_provider else { continue };
             match self.provide(library, provider, options) {
-                Ok(text) => descriptions.tools.push((tool.name.clone(), text)),
-                Err(err) => descriptions.diagnostics.push(Diagnostic::new(
+                Ok(text) => descriptions.insert(tool.name.clone(), text),
+                Err(err) => diagnostics.push(Diagnostic::new(
                     &library.path,
                     tool.line,
                     1,
@@ -498,7 +453,7 @@ impl Runtime {
                 )),
             }
         }
-        descriptions
+        (descriptions, diagnostics)
     }
 
     /// The dynamic prompt of every library that has one (`tool_<stem>_prompt`).
@@ -508,7 +463,7 @@ impl Runtime {
         options: &CallOptions,
     ) -> (Vec<(PathBuf, String)>, Vec<Diagnostic>) {
         let (mut prompts, mut diagnostics) = (Vec::new(), Vec::new());
-        for library in &registry.libraries {
+        for library in registry.libraries() {
             let Some(provider) = &library.prompt_provider else { continue };
             match self.provide(library, provider, options) {
                 Ok(text) => prompts.push((library.path.clone(), text)),
@@ -575,7 +530,7 @@ impl Runtime {
         options: &CallOptions,
         timeout: Option<Duration>,
     ) -> ToolResult {
-        let callbacks = options.callbacks().or(&sync::read(&self.callbacks));
+        let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
         let job = Job {
             id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
             kind,

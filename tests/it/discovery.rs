@@ -22,7 +22,7 @@ fn entries_are_visited_in_bytewise_sorted_order_with_primary_first_then_siblings
 fn dot_entries_pycache_init_py_deeper_folders_and_other_files_are_skipped() {
     let found = names(&["ordering"]);
     assert!(found.iter().all(|name| !name.starts_with("tool_never")), "{found:?}");
-    assert!(load(&["ordering"]).diagnostics.is_empty(), "{:?}", load(&["ordering"]).diagnostics);
+    assert!(load(&["ordering"]).diagnostics().is_empty(), "{:?}", load(&["ordering"]).diagnostics());
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn symbolic_link_loops_and_broken_links_are_diagnostics_not_failures() {
     let registry = Registry::load(&Sources { folders: vec![dir], files: vec![] }, &Options::default());
     assert_eq!(tool_names(&registry), ["tool_real"]);
     for entry in ["a_link", "b_link", "dangling.py", "parent_loop", "self_loop"] {
-        assert_eq!(diagnostics_with(&registry, &[entry, "warning"]).len(), 1, "{entry}: {:?}", registry.diagnostics);
+        assert_eq!(diagnostics_with(&registry, &[entry, "warning"]).len(), 1, "{entry}: {:?}", registry.diagnostics());
     }
 }
 
@@ -127,9 +127,9 @@ fn hard_links_are_distinct_files_and_a_symlink_to_a_listed_file_is_skipped() {
     std::fs::hard_link(dir.join("a.py"), dir.join("b.py")).unwrap();
     symlink("a.py", dir.join("c.py")).unwrap();
     let registry = Registry::load(&Sources { folders: vec![dir], files: vec![] }, &Options::default());
-    let files: Vec<String> = registry.libraries.iter().map(|l| l.stem.clone()).collect();
+    let files: Vec<String> = registry.libraries().iter().map(|l| l.stem.clone()).collect();
     assert_eq!(files, ["a", "b"]);
-    assert_eq!(diagnostics_with(&registry, &["c.py", "already listed"]).len(), 1, "{:?}", registry.diagnostics);
+    assert_eq!(diagnostics_with(&registry, &["c.py", "already listed"]).len(), 1, "{:?}", registry.diagnostics());
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn duplicate_tool_names_first_discovery_wins_with_a_warning_naming_both_files() 
     assert_eq!(tool_names(&registry), ["tool_shared", "tool_only_first", "tool_only_second"]);
     assert!(parameters(&registry, "tool_shared")["properties"].as_object().unwrap().is_empty());
     let warnings = diagnostics_with(&registry, &["second.py", "first.py", "tool_shared", "warning"]);
-    assert_eq!(warnings.len(), 1, "{:?}", registry.diagnostics);
+    assert_eq!(warnings.len(), 1, "{:?}", registry.diagnostics());
 }
 
 #[test]
@@ -166,10 +166,10 @@ fn discovery_executes_no_python() {
 fn an_explicit_file_of_a_library_folder_belongs_to_its_package() {
     let sources = Sources { folders: vec![], files: vec![fixture("rich/inventory/reports.py")] };
     let registry = Registry::load(&sources, &Options::default());
-    assert_eq!(registry.libraries[0].package.as_deref(), Some(fixture("rich/inventory").as_path()));
+    assert_eq!(registry.libraries()[0].package.as_deref(), Some(fixture("rich/inventory").as_path()));
     let loose = Registry::load(
         &Sources { folders: vec![], files: vec![fixture("explicit_files/one.py")] },
         &Options::default(),
     );
-    assert_eq!(loose.libraries[0].package, None);
+    assert_eq!(loose.libraries()[0].package, None);
 }

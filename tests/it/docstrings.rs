@@ -82,7 +82,7 @@ fn documented_name_that_is_not_a_parameter_is_warned() {
         diagnostics_with(&STYLES, &["styles.py:71:1", "warning", "`ghost`", "not a parameter"]).len(),
         1,
         "{:?}",
-        STYLES.diagnostics
+        STYLES.diagnostics()
     );
 }
 

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use lcp::export::{self, Format, Layout};
+use lcp::registry::Descriptions;
 
 use crate::support::*;
 
@@ -25,7 +26,7 @@ fn assert_snapshot(name: &str, actual: &Value) {
 }
 
 fn rich(format: Format, strict: bool) -> (Value, Vec<lcp::diag::Diagnostic>) {
-    export::export(&load(&["rich"]), format, strict)
+    export::export(&load(&["rich"]), &Descriptions::default(), format, strict)
 }
 
 /// Every format (OpenAI with and without strict mode) by the name of its snapshot.
@@ -58,9 +59,12 @@ fn the_newer_types_in_every_format_match_their_snapshots() {
         &lcp::registry::Sources { folders: Vec::new(), files },
         &lcp::registry::Options::default(),
     );
-    assert!(registry.diagnostics.is_empty(), "{:?}", registry.diagnostics);
+    assert!(registry.diagnostics().is_empty(), "{:?}", registry.diagnostics());
     for (name, format, strict) in SNAPSHOT_FORMATS {
-        assert_snapshot(&format!("types-{name}"), &export::export(&registry, format, strict).0);
+        assert_snapshot(
+            &format!("types-{name}"),
+            &export::export(&registry, &Descriptions::default(), format, strict).0,
+        );
     }
 }
 
@@ -163,7 +167,8 @@ fn the_mcp_inline_refs_switch_inlines_named_classes_for_clients_that_cannot_reso
 
 #[test]
 fn manifest_has_libraries_tools_and_diagnostics() {
-    let (document, _) = export::export(&load(&["rich", "providers"]), Format::Manifest, false);
+    let (document, _) =
+        export::export(&load(&["rich", "providers"]), &Descriptions::default(), Format::Manifest, false);
     let inventory = &document["libraries"][0];
     assert_eq!(inventory["name"], "Inventory");
     assert_eq!(inventory["icon"], "📦");
@@ -338,7 +343,7 @@ fn check_gemini(schema: &Value, at: &str, problems: &mut Vec<String>) {
 #[test]
 fn gemini_output_stays_in_the_openapi_subset() {
     let registry = load(&["rich", "types"]);
-    let (document, _) = export::export(&registry, Format::Gemini, false);
+    let (document, _) = export::export(&registry, &Descriptions::default(), Format::Gemini, false);
     let mut problems = Vec::new();
     for declaration in document["functionDeclarations"].as_array().unwrap() {
         check_gemini(&declaration["parameters"], declaration["name"].as_str().unwrap(), &mut problems);
@@ -368,7 +373,7 @@ fn name_limits_are_checked_per_format_and_reported_never_cut() {
         (Format::Mcp, vec![long.as_str(), "tool_fine"]),
         (Format::Manifest, vec![long.as_str(), "tool_café", "tool_fine"]),
     ] {
-        let (document, problems) = export::export(&registry, format, false);
+        let (document, problems) = export::export(&registry, &Descriptions::default(), format, false);
         assert_eq!(names_in(&document), accepted, "{format}");
         let refused = 3 - accepted.len();
         assert_eq!(problems.len(), refused, "{format}: {problems:?}");
@@ -401,7 +406,7 @@ fn the_streamed_export_is_the_document_as_serde_json_prints_it_in_every_format_o
             // `[mcp] inline_refs` changes MCP's schemas only.
             let inlining: &[bool] = if format == Format::Mcp { &[false, true] } else { &[false] };
             for (&strict, &inline_refs) in [false, true].iter().flat_map(|s| inlining.iter().map(move |i| (s, i))) {
-                let (mut document, problems) = export::export(&registry, format, strict);
+                let (mut document, problems) = export::export(&registry, &Descriptions::default(), format, strict);
                 if inline_refs {
                     export::inline_mcp_classes(&mut document, &registry);
                 }
@@ -410,7 +415,16 @@ fn the_streamed_export_is_the_document_as_serde_json_prints_it_in_every_format_o
                     (Layout::Compact, serde_json::to_string(&document).unwrap()),
                 ] {
                     let mut written = Vec::new();
-                    let streamed = export::write(&registry, format, strict, inline_refs, layout, &mut written).unwrap();
+                    let streamed = export::write(
+                        &registry,
+                        &Descriptions::default(),
+                        format,
+                        strict,
+                        inline_refs,
+                        layout,
+                        &mut written,
+                    )
+                    .unwrap();
                     let written = String::from_utf8(written).unwrap();
                     let case = format!("{fixture}, {format}, strict: {strict}, inline_refs: {inline_refs}, {layout:?}");
                     assert!(
@@ -449,13 +463,15 @@ fn a_streamed_export_of_many_tools_written_in_parallel_chunks_is_the_document_in
     assert_eq!(registry.tools().count(), 480);
     for format in EVERY_FORMAT {
         for strict in [false, true] {
-            let (document, problems) = export::export(&registry, format, strict);
+            let (document, problems) = export::export(&registry, &Descriptions::default(), format, strict);
             for (layout, expected) in [
                 (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
                 (Layout::Compact, serde_json::to_string(&document).unwrap()),
             ] {
                 let mut written = Vec::new();
-                let streamed = export::write(&registry, format, strict, false, layout, &mut written).unwrap();
+                let streamed =
+                    export::write(&registry, &Descriptions::default(), format, strict, false, layout, &mut written)
+                        .unwrap();
                 let case = format!("{format}, strict: {strict}, {layout:?}");
                 assert!(String::from_utf8(written).unwrap() == expected, "{case}: the streamed text differs");
                 assert_eq!(streamed, problems, "{case}: the problems differ");
@@ -467,15 +483,43 @@ fn a_streamed_export_of_many_tools_written_in_parallel_chunks_is_the_document_in
 #[test]
 fn the_mcp_entries_written_alone_are_the_documents_tools() {
     for (fixture, registry) in every_fixture() {
-        let (document, _) = export::export(&registry, Format::Mcp, false);
+        let (document, _) = export::export(&registry, &Descriptions::default(), Format::Mcp, false);
         let mut written = Vec::new();
-        export::write_entries(&registry, Format::Mcp, false, false, Layout::Compact, 0, &mut written).unwrap();
+        export::write_entries(
+            &registry,
+            &Descriptions::default(),
+            Format::Mcp,
+            false,
+            false,
+            Layout::Compact,
+            &mut written,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(written).unwrap(),
             serde_json::to_string(&document["tools"]).unwrap(),
             "{fixture}"
         );
     }
+}
+
+#[test]
+fn descriptions_laid_over_the_tools_are_what_every_format_shows_streamed_or_built() {
+    let registry = load(&["rich"]);
+    let name = registry.tools().next().unwrap().1.name.clone();
+    let mut descriptions = Descriptions::default();
+    descriptions.insert(name.clone(), "Laid over the static description.".to_string());
+    for format in EVERY_FORMAT {
+        let (document, _) = export::export(&registry, &descriptions, format, false);
+        let list = document.get("tools").or_else(|| document.get("functionDeclarations")).unwrap_or(&document);
+        let entry =
+            list.as_array().unwrap().iter().map(|t| t.get("function").unwrap_or(t)).find(|t| t["name"] == *name);
+        assert_eq!(entry.unwrap()["description"], "Laid over the static description.", "{format}");
+        let mut written = Vec::new();
+        export::write(&registry, &descriptions, format, false, false, Layout::Compact, &mut written).unwrap();
+        assert_eq!(String::from_utf8(written).unwrap(), serde_json::to_string(&document).unwrap(), "{format}");
+    }
+    assert_ne!(registry.tool(&name).unwrap().1.description, "Laid over the static description.");
 }
 
 #[test]
@@ -503,7 +547,7 @@ fn lcp_export_prints_the_snapshot_in_every_format() {
 #[test]
 fn two_named_classes_of_one_name_keep_apart_in_defs() {
     let registry = load(&["named_classes"]);
-    let (document, _) = export::export(&registry, Format::Mcp, false);
+    let (document, _) = export::export(&registry, &Descriptions::default(), Format::Mcp, false);
     let schema = &document["tools"][0]["inputSchema"];
     let item = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false});
     let stock = json!({"type": "object", "properties": {"sku": {"type": "integer"}}, "required": ["sku"], "additionalProperties": false});

@@ -67,7 +67,7 @@ fn tool_level_prompt_provider_is_attached_to_its_tool() {
 #[test]
 fn library_level_prompt_provider_is_named_after_the_file_stem() {
     let registry = load(&["providers"]);
-    assert_eq!(registry.libraries[0].prompt_provider.as_deref(), Some("tool_weather_prompt"));
+    assert_eq!(registry.libraries()[0].prompt_provider.as_deref(), Some("tool_weather_prompt"));
 }
 
 #[test]
@@ -79,7 +79,7 @@ fn prompt_provider_matching_nothing_is_warned() {
 #[test]
 fn library_metadata_is_read_from_string_literals() {
     let registry = load(&["metadata"]);
-    let library = registry.libraries.iter().find(|l| l.stem == "library_meta").unwrap();
+    let library = registry.libraries().iter().find(|l| l.stem == "library_meta").unwrap();
     assert_eq!(library.name.as_deref(), Some("Metadata Example"));
     assert_eq!(
         library.description.as_deref(),
@@ -91,7 +91,7 @@ fn library_metadata_is_read_from_string_literals() {
 #[test]
 fn library_metadata_that_is_not_a_literal_is_ignored_with_a_warning() {
     let registry = load(&["metadata"]);
-    let library = registry.libraries.iter().find(|l| l.stem == "computed_meta").unwrap();
+    let library = registry.libraries().iter().find(|l| l.stem == "computed_meta").unwrap();
     assert_eq!(library.name, None);
     assert_eq!(
         diagnostics_with(&registry, &["computed_meta.py:2:21", "TOOL_LIBRARY_NAME", "not a string literal"]).len(),
@@ -102,16 +102,16 @@ fn library_metadata_that_is_not_a_literal_is_ignored_with_a_warning() {
 #[test]
 fn hooks_are_noticed_statically() {
     let registry = load(&["metadata"]);
-    let with_hooks = registry.libraries.iter().find(|l| l.stem == "library_meta").unwrap();
+    let with_hooks = registry.libraries().iter().find(|l| l.stem == "library_meta").unwrap();
     assert!(with_hooks.hooks.init_tools_library && with_hooks.hooks.set_confirm_handler);
-    let without = registry.libraries.iter().find(|l| l.stem == "computed_meta").unwrap();
+    let without = registry.libraries().iter().find(|l| l.stem == "computed_meta").unwrap();
     assert!(!without.hooks.init_tools_library && !without.hooks.set_confirm_handler);
 }
 
 #[test]
 fn sibling_files_of_a_folder_library_show_its_metadata() {
     let registry = load(&["rich"]);
-    let reports = registry.libraries.iter().find(|l| l.stem == "reports").unwrap();
+    let reports = registry.libraries().iter().find(|l| l.stem == "reports").unwrap();
     assert_eq!(reports.name.as_deref(), Some("Inventory"));
 }
 
@@ -123,7 +123,7 @@ fn syntax_error_is_a_located_diagnostic_and_siblings_are_unaffected() {
         diagnostics_with(&registry, &["broken.py:1:17: error: syntax error"]).len(),
         1,
         "{:?}",
-        registry.diagnostics
+        registry.diagnostics()
     );
 }
 
@@ -138,7 +138,7 @@ fn non_utf8_file_is_a_located_diagnostic_and_siblings_are_unaffected() {
 fn crlf_lone_cr_and_bom_are_normalised_before_parsing() {
     let registry = load(&["crlf"]);
     assert_eq!(tool_names(&registry), ["tool_bom", "tool_crlf", "tool_old_mac"]);
-    assert!(registry.diagnostics.is_empty(), "{:?}", registry.diagnostics);
+    assert!(registry.diagnostics().is_empty(), "{:?}", registry.diagnostics());
     assert_eq!(property(&registry, "tool_crlf", "b")["description"], "Second.");
     assert_eq!(property(&registry, "tool_old_mac", "a")["description"], "The value.");
     assert_eq!(registry.tool("tool_old_mac").unwrap().1.description, "Lone CR line endings.");
@@ -167,7 +167,7 @@ fn duplicate_parameter_names_are_errors_and_the_tool_is_not_exported() {
             diagnostics_with(&registry, &[place, "error", &message, "the tool is not exported"]).len(),
             1,
             "{place}: {:#?}",
-            registry.diagnostics
+            registry.diagnostics()
         );
     }
     assert_eq!(

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use lcp::export::{self, Format};
-use lcp::registry::{Options, Registry, Sources};
+use lcp::registry::{Descriptions, Options, Registry, Sources};
 use serde_json::Value;
 
 use crate::mutate::{self, HEALTHY_TOOL, Rng};
@@ -44,15 +44,15 @@ fn mutated_files_never_panic_and_never_hide_a_healthy_neighbour() {
 /// and every export, through the library.
 fn in_process(dir: &Path) {
     let registry = Registry::load(&Sources { folders: vec![dir.to_path_buf()], files: vec![] }, &Options::default());
-    assert!(registry.tool(HEALTHY_TOOL).is_some(), "{}: {:#?}", dir.display(), registry.diagnostics);
+    assert!(registry.tool(HEALTHY_TOOL).is_some(), "{}: {:#?}", dir.display(), registry.diagnostics());
     for (_, tool) in registry.tools() {
         assert!(tool.parameters.value().is_object(), "{}: {}", dir.display(), tool.name);
     }
-    let diagnostics = serde_json::to_string(&registry.diagnostics).expect("diagnostics serialize");
+    let diagnostics = serde_json::to_string(&registry.diagnostics()).expect("diagnostics serialize");
     reread(&diagnostics, dir, "diagnostics");
     for format in FORMATS {
         for strict in [false, true] {
-            let (document, _) = export::export(&registry, format, strict);
+            let (document, _) = export::export(&registry, &Descriptions::default(), format, strict);
             let text = serde_json::to_string(&document).expect("an export serializes");
             let what = format!("{format} strict={strict}");
             reread(&text, dir, &what);

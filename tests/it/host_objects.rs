@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
 use lcp::registry::{Options, Registry, Sources};
-use lcp::runtime::host_objects::{Answer, InteractionKind, level};
+use lcp::runtime::host_objects::{Answer, Callbacks, InteractionKind, level};
 use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, ToolResult, WorkerSettings};
 use serde_json::{Value, json};
 
@@ -216,7 +216,8 @@ fn a_calls_own_callbacks_win_and_a_host_without_them_gives_clear_errors() {
         assert_eq!(unheard["delivered"], json!([false]));
 
         runtime.set_user_interaction_handler(|_| Answer::Given(json!("runtime's")));
-        let own = CallOptions { interact: Some(Arc::new(|_| Answer::Declined)), ..CallOptions::default() };
+        let declines = Callbacks { interact: Some(Arc::new(|_| Answer::Declined)), ..Callbacks::default() };
+        let own = CallOptions { callbacks: declines, ..CallOptions::default() };
         assert_eq!(ok(runtime.call(&registry, "tool_ask", &json!({}), &own)), json!({"answer": null}));
         let runtimes = ok(runtime.call(&registry, "tool_ask", &json!({}), &CallOptions::default()));
         assert_eq!(runtimes, json!({"answer": "runtime's"}));

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lcp::registry::{Options, Registry, Sources};
+use lcp::runtime::host_objects::Callbacks;
 use lcp::runtime::{
     CallOptions, Cancel, ConfirmRequest, Confirmation, Isolation, Runtime, RuntimeConfig, ToolResult, WorkerSettings,
 };
@@ -145,7 +146,8 @@ fn a_confirmation_crosses_the_channel_with_the_calls_own_handler() {
         assert_eq!(request.label, "pid");
         Confirmation::allow("the call's handler")
     });
-    let options = CallOptions { confirm: Some(own), ..CallOptions::default() };
+    let options =
+        CallOptions { callbacks: Callbacks { confirm: Some(own), ..Callbacks::default() }, ..CallOptions::default() };
     let result = runtime.call(&registry, "tool_confirm_pid", &json!({}), &options);
     assert_eq!(result.output, json!("allow"), "{result:?}");
     let result = runtime.call(&registry, "tool_confirm_pid", &json!({}), &CallOptions::default());

@@ -79,6 +79,34 @@ fn both_lifecycles_list_the_registrys_mcp_export() {
 }
 
 #[test]
+fn tools_list_shows_the_descriptions_prompt_providers_give_on_every_list() {
+    let report = session("legacy", "none", &["fixtures/runtime/providers"], json!(["list", "list"]));
+    let description = |list: usize, name: &str| {
+        let tools = report["results"][list]["tools"].as_array().unwrap();
+        tools.iter().find(|tool| tool["name"] == name).unwrap()["description"].as_str().unwrap().to_string()
+    };
+    for list in [0, 1] {
+        assert!(description(list, "tool_greet").starts_with("Greets someone (dynamic description"), "{report}");
+        assert_eq!(description(list, "tool_broken"), "Static description of the broken one.");
+    }
+}
+
+#[test]
+fn a_tool_mcp_cannot_name_is_left_out_of_tools_list_with_an_error() {
+    let dir = temp_dir("mcp-unnamable");
+    let code = "def tool_ok() -> str:\n    \"\"\"Fine.\"\"\"\n    return 'ok'\n\n\ndef tool_café() -> str:\n    \"\"\"Not ASCII.\"\"\"\n    return 'no'\n";
+    write(&dir.join("names.py"), code);
+    let mut server = RawServer::start(&[dir.to_str().unwrap()]);
+    server.initialize();
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let names: Vec<Value> =
+        server.response(2)["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+    assert_eq!(names, ["tool_ok"]);
+    let (_, stderr) = server.finish_with_stderr();
+    assert!(stderr.contains("error: tool `tool_café` cannot be exported to mcp: its name has `é`"), "{stderr}");
+}
+
+#[test]
 fn results_carry_the_output_as_json_text_and_structured_content() {
     for mode in MODES {
         let steps =
@@ -461,6 +489,7 @@ pub(crate) struct RawServer {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: Receiver<String>,
+    stderr: Receiver<String>,
     seen: Vec<String>,
 }
 
@@ -472,12 +501,13 @@ impl RawServer {
             .current_dir(root())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("lcp serve starts");
         let stdin = child.stdin.take();
         let stdout = lines_of(child.stdout.take().unwrap());
-        RawServer { child, stdin, stdout, seen: Vec::new() }
+        let stderr = lines_of(child.stderr.take().unwrap());
+        RawServer { child, stdin, stdout, stderr, seen: Vec::new() }
     }
 
     pub(crate) fn initialize(&mut self) {
@@ -520,13 +550,19 @@ impl RawServer {
     }
 
     /// Closes stdin and returns everything the server wrote on stdout.
-    pub(crate) fn finish(mut self) -> String {
+    pub(crate) fn finish(self) -> String {
+        self.finish_with_stderr().0
+    }
+
+    /// Closes stdin and returns everything the server wrote on stdout and on stderr.
+    pub(crate) fn finish_with_stderr(mut self) -> (String, String) {
         drop(self.stdin.take());
         while let Ok(line) = self.stdout.recv_timeout(LIMIT) {
             self.seen.push(line);
         }
         let _ = self.child.wait();
-        self.seen.join("\n")
+        let stderr: Vec<String> = std::iter::from_fn(|| self.stderr.recv_timeout(LIMIT).ok()).collect();
+        (self.seen.join("\n"), stderr.join("\n"))
     }
 }
 

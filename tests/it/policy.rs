@@ -48,7 +48,7 @@ fn tool_policy_gives_defaults_and_tool_policies_win_per_tool() {
 #[test]
 fn mistakes_in_a_policy_are_errors_at_their_line_and_the_tools_stay() {
     let registry = load(&["policy/bad"]);
-    let errors: Vec<String> = registry.diagnostics.iter().map(ToString::to_string).collect();
+    let errors: Vec<String> = registry.diagnostics().iter().map(ToString::to_string).collect();
     for needle in [
         "fixtures/policy/bad/broken.py:3:35: error: unknown key `readonly`",
         "fixtures/policy/bad/broken.py:5:27: error: `grade.w` is 4; a grade is an integer from 0 to 3",

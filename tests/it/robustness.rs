@@ -88,7 +88,7 @@ fn garbage_gives_diagnostics_and_keeps_good_files() {
         ("fifo.py", "not a regular file"),
         ("loop", "loop"),
     ] {
-        assert!(!diagnostics_with(&registry, &[file, message]).is_empty(), "{file}: {:#?}", registry.diagnostics);
+        assert!(!diagnostics_with(&registry, &[file, message]).is_empty(), "{file}: {:#?}", registry.diagnostics());
     }
     let output = check_cli(&dir);
     assert_eq!(output.status.code(), Some(1));
@@ -132,7 +132,7 @@ fn files_deleted_and_created_during_the_scan_never_break_it() {
             assert_eq!(tool.name, format!("tool_{}", library.stem));
             assert!(accounted.insert(library.path.clone()), "{} counted twice", library.path.display());
         }
-        for diagnostic in &registry.diagnostics {
+        for diagnostic in registry.diagnostics() {
             assert!(accounted.insert(diagnostic.path.clone()), "{} counted twice", diagnostic.path.display());
         }
         let names = tool_names(&registry);
@@ -141,11 +141,11 @@ fn files_deleted_and_created_during_the_scan_never_break_it() {
         }
         assert!(
             registry
-                .diagnostics
+                .diagnostics()
                 .iter()
                 .all(|d| d.level == lcp::diag::Level::Warning && d.message == lcp::scan::REMOVED_DURING_THE_SCAN),
             "{:#?}",
-            registry.diagnostics
+            registry.diagnostics()
         );
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -329,9 +329,9 @@ fn deeply_nested_literal_defaults_are_omitted_with_a_warning() {
     for place in ["/deep.py:1:25", "/deep.py:1:279", "deep_dict.py:1:25"] {
         let found =
             diagnostics_with(&registry, &[place, "warning", "default nested more than 32 levels deep: omitted"]);
-        assert_eq!(found.len(), 1, "{place}: {:#?}", registry.diagnostics);
+        assert_eq!(found.len(), 1, "{place}: {:#?}", registry.diagnostics());
     }
-    assert!(!registry.diagnostics.iter().any(lcp::diag::Diagnostic::is_error), "{:#?}", registry.diagnostics);
+    assert!(!registry.diagnostics().iter().any(lcp::diag::Diagnostic::is_error), "{:#?}", registry.diagnostics());
     every_command_reads(&dir, &["tool_list", "tool_shallow", "tool_dict"]);
     let call = lcp(&["call", "tool_list", dir.to_str().unwrap(), "--args", "{}"]);
     assert_eq!(call.status.code(), Some(0), "{}", String::from_utf8_lossy(&call.stderr));
@@ -361,7 +361,7 @@ fn typed_dict_chain_nested_too_deeply_is_a_warning_whether_names_are_strings_or_
             diagnostics_with(&registry, &[line, "warning", "nested too deeply"]).len(),
             1,
             "{:#?}",
-            registry.diagnostics
+            registry.diagnostics()
         );
     }
     assert_eq!(property(&registry, "tool_shallow", "x")["properties"]["a"], serde_json::json!({"type": "integer"}));
@@ -385,7 +385,7 @@ fn classes_that_double_at_every_step_stop_expanding_with_a_warning() {
         diagnostics_with(&registry, &["doubling.py", "warning", warning]).len(),
         1,
         "{:#?}",
-        registry.diagnostics
+        registry.diagnostics()
     );
     assert!(registry.tool("tool_doubling").unwrap().1.parameters.as_str().len() < 10_000_000);
 }

@@ -617,10 +617,11 @@ fn a_direct_call_that_replaces_sys_stdout_does_not_keep_it() {
 
 #[test]
 fn prompt_providers_replace_descriptions_and_failures_keep_the_static_one() {
-    let (runtime, mut registry) = (runtime(), registry("providers"));
-    let descriptions = runtime.prompt_descriptions(&registry, &CallOptions::default());
-    descriptions.apply(&mut registry);
-    let description = |name: &str| registry.tool(name).unwrap().1.description.clone();
+    let (runtime, registry) = (runtime(), registry("providers"));
+    let (descriptions, diagnostics) = runtime.prompt_descriptions(&registry, &CallOptions::default());
+    let description = |name: &str| descriptions.of(registry.tool(name).unwrap().1).to_string();
+    let own = &registry.tool("tool_greet").unwrap().1.description;
+    assert_eq!(own, "Greets someone (static description).", "the registry's tool keeps its own");
     assert!(
         description("tool_greet").starts_with("Greets someone (dynamic description"),
         "{}",
@@ -628,7 +629,7 @@ fn prompt_providers_replace_descriptions_and_failures_keep_the_static_one() {
     );
     assert_eq!(description("tool_broken"), "Static description of the broken one.");
     assert_eq!(description("tool_wrong_type"), "Static description kept when the provider returns a number.");
-    let messages: Vec<String> = descriptions.diagnostics.iter().map(ToString::to_string).collect();
+    let messages: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
     assert_eq!(messages.len(), 2, "{messages:#?}");
     assert!(
         messages[0].contains("`tool_broken_prompt` failed")

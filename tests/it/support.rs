@@ -47,7 +47,7 @@ pub fn required(registry: &Registry, tool: &str) -> Vec<String> {
 
 /// Diagnostics whose rendered text contains every one of `needles`.
 pub fn diagnostics_with<'r>(registry: &'r Registry, needles: &[&str]) -> Vec<&'r Diagnostic> {
-    registry.diagnostics.iter().filter(|d| needles.iter().all(|n| d.to_string().contains(n))).collect()
+    registry.diagnostics().iter().filter(|d| needles.iter().all(|n| d.to_string().contains(n))).collect()
 }
 
 /// Runs `lcp` in the repository root, as if printing to a file (no `$COLUMNS`).

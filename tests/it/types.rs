@@ -319,7 +319,7 @@ fn injected_names_are_configurable() {
 #[test]
 fn star_imports_from_typing_and_typing_extensions_bind_typings_names() {
     let registry = load(&["star_import"]);
-    assert!(registry.diagnostics.is_empty(), "{:#?}", registry.diagnostics);
+    assert!(registry.diagnostics().is_empty(), "{:#?}", registry.diagnostics());
     assert_eq!(property(&registry, "tool_star_typing", "a"), &json!({"type": "array", "items": {"type": "integer"}}));
     assert_eq!(property(&registry, "tool_star_typing", "b"), &json!({"anyOf": [{"type": "string"}, {"type": "null"}]}));
     assert_eq!(property(&registry, "tool_star_typing", "c"), &json!({"type": "object"}));
@@ -343,9 +343,9 @@ fn literal_with_no_values_is_any_json_value_with_a_warning() {
     for place in ["empty_literal.py:4:27:", "empty_literal.py:4:43:"] {
         let found =
             diagnostics_with(&registry, &[place, "warning", "`Literal` with no values: accepted as any JSON value"]);
-        assert_eq!(found.len(), 1, "{place}: {:#?}", registry.diagnostics);
+        assert_eq!(found.len(), 1, "{place}: {:#?}", registry.diagnostics());
     }
-    assert_eq!(registry.diagnostics.len(), 2, "{:#?}", registry.diagnostics);
+    assert_eq!(registry.diagnostics().len(), 2, "{:#?}", registry.diagnostics());
 }
 
 // ------------------------------------------------------ sibling modules ---
@@ -395,9 +395,9 @@ fn relative_names_that_lead_nowhere_are_any_value_with_a_warning_naming_them_as_
     for (parameter, written) in [("far", "Far"), ("loop", "Loop"), ("gone", "Gone"), ("nope", "models.Nope")] {
         check_sibling("tool_unreachable", parameter, json!({}));
         let found = diagnostics_with(&SIBLINGS, &["lib.py", "warning", &format!("unknown type `{written}`")]);
-        assert_eq!(found.len(), 1, "{written}: {:?}", SIBLINGS.diagnostics);
+        assert_eq!(found.len(), 1, "{written}: {:?}", SIBLINGS.diagnostics());
     }
-    assert!(diagnostics_with(&SIBLINGS, &["`.", "unknown type"]).is_empty(), "{:?}", SIBLINGS.diagnostics);
+    assert!(diagnostics_with(&SIBLINGS, &["`.", "unknown type"]).is_empty(), "{:?}", SIBLINGS.diagnostics());
     check_sibling("tool_loose", "item", json!({}));
     assert_eq!(diagnostics_with(&SIBLINGS, &["loose.py:6", "unknown type `Item`"]).len(), 1);
 }
