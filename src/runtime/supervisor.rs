@@ -114,6 +114,8 @@ struct State {
     slots: Vec<Slot>,
     /// Workers being started.
     starting: usize,
+    /// Of those, the ones started in the background, to join the pool idle.
+    background: usize,
     /// Calls waiting for a worker.
     waiting: usize,
     closed: bool,
@@ -233,6 +235,7 @@ impl Inner {
                 return;
             }
             state.starting += 1;
+            state.background += 1;
         }
         self.start_idle();
     }
@@ -251,18 +254,20 @@ impl Inner {
                 return;
             }
             state.starting += 1;
+            state.background += 1;
         }
         self.start_idle();
     }
 
     /// Starts a worker on a thread of its own and adds it to the pool, idle; the
-    /// caller counted it in `starting`.
+    /// caller counted it in `starting` and `background`.
     fn start_idle(self: &Arc<Self>) {
         let inner = Arc::clone(self);
         let started = std::thread::Builder::new().name("lcp-worker-start".into()).spawn(move || {
             let worker = inner.start();
             let mut state = inner.lock();
             state.starting -= 1;
+            state.background -= 1;
             if let Ok(worker) = worker {
                 if state.closed {
                     worker.kill("the runtime is shutting down");
@@ -274,7 +279,9 @@ impl Inner {
             inner.changed.notify_all();
         });
         if started.is_err() {
-            self.lock().starting -= 1;
+            let mut state = self.lock();
+            state.starting -= 1;
+            state.background -= 1;
         }
     }
 
@@ -295,6 +302,14 @@ impl Inner {
                 slot.calls = 1;
                 slot.workspace = workspace.map(Path::to_path_buf);
                 return Ok(Arc::clone(&slot.worker));
+            }
+            if state.background > state.waiting {
+                // A worker already starting in the background is ready sooner than a
+                // new one: the call after a crash takes the standby.
+                state.waiting += 1;
+                state = sync::wait(&self.changed, state);
+                state.waiting -= 1;
+                continue;
             }
             if room {
                 state.starting += 1;
