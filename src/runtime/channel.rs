@@ -34,6 +34,9 @@ const SPIN: Duration = Duration::from_micros(50);
 /// A frame that came within this long of the read was due soon: the next one may be
 /// too. (A sleeping reader takes up to about this long to wake on an idle core.)
 const SOON: Duration = Duration::from_micros(250);
+/// Looks in a row that miss a frame which still comes soon, before that counts as a
+/// failed look.
+const MISSES: u32 = 3;
 
 /// A connected pair of `SOCK_SEQPACKET` sockets, both close-on-exec.
 pub(crate) fn control_pair() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -148,11 +151,13 @@ pub(crate) struct Connection {
 
 /// Whether a reader looks for its next frame before it sleeps: when the last frame
 /// came soon ([`SOON`]), unless looking failed lately. Each failed look (the frame
-/// came later anyway: a busy machine, a tool that works) doubles the number of reads
+/// came late anyway: a busy machine, a tool that works) doubles the number of reads
 /// that sleep at once before the next look, so a loaded machine is left alone.
 #[derive(Default)]
 struct Spin {
     soon: bool,
+    /// Looks in a row that missed a frame which still came soon.
+    misses: u32,
     failures: u32,
     /// Reads left that sleep at once.
     skip: u32,
@@ -168,17 +173,26 @@ impl Spin {
         self.soon
     }
 
-    /// What the read that looked (or not) saw.
+    /// What the read that looked (or not) saw. A look that missed a frame which still
+    /// came soon is no failure at once (the peer was asleep, and both ends stay awake
+    /// once both look again); [`MISSES`] of them in a row are (both ends look, yet the
+    /// frames come late: the machine is busy).
     fn seen(&mut self, looked: bool, arrived: bool, waited: Duration) {
+        let soon = waited <= SOON;
         if looked {
             if arrived {
                 self.failures = 0;
+                self.misses = 0;
             } else {
-                self.failures = (self.failures + 1).min(10);
-                self.skip = 1 << self.failures;
+                self.misses += 1;
+                if !soon || self.misses >= MISSES {
+                    self.misses = 0;
+                    self.failures = (self.failures + 1).min(10);
+                    self.skip = 1 << self.failures;
+                }
             }
         }
-        self.soon = waited <= SOON;
+        self.soon = soon;
     }
 }
 
@@ -345,12 +359,13 @@ mod tests {
     const QUICK: Duration = Duration::from_micros(10);
     const SLOW: Duration = Duration::from_millis(5);
 
-    /// Whether each of the next `reads` reads looks first, when none of them finds a frame.
+    /// Whether each of the next `reads` reads looks first, when every look misses a
+    /// frame that then comes late, and every read that sleeps gets one soon.
     fn looks_while_failing(spin: &mut Spin, reads: usize) -> Vec<bool> {
         (0..reads)
             .map(|_| {
                 let looked = spin.now();
-                spin.seen(looked, false, QUICK);
+                spin.seen(looked, false, if looked { SLOW } else { QUICK });
                 looked
             })
             .collect()
@@ -366,6 +381,12 @@ mod tests {
         assert!(spin.now(), "a frame that came soon: the next read looks first");
         spin.seen(true, true, QUICK);
         assert!(spin.now(), "a look that found the frame: the next read looks too");
+        spin.seen(true, false, QUICK);
+        assert!(spin.now(), "a look that missed a frame that still came soon (its peer slept): no failure");
+        spin.seen(true, false, QUICK);
+        assert!(spin.now(), "two such misses: still none");
+        spin.seen(true, false, QUICK);
+        assert!(!spin.now(), "three in a row: the machine is busy, the next reads sleep at once");
     }
 
     #[test]
