@@ -90,7 +90,8 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
         Some(_) => None,
     };
     let listings = Arc::new(listing::Listings::new());
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(ServeError::AsyncRuntime)?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ServeError::AsyncRuntime)?;
     let server = Server::new(registry, settings.clone(), Arc::clone(&listings));
     let result = runtime.block_on(async {
         tokio::spawn(watch::watch(server.clone()));
