@@ -16,10 +16,11 @@
 //! dies, the socket ends, and the watcher reaps the process (never a zombie), takes
 //! it out of the pool and starts a replacement if no worker is left. With a standby
 //! ([`WorkerSettings::standby`]) the pool also keeps one idle worker started ahead of
-//! need, so the call after a crash runs at once in the worker that stood by. When a call runs
-//! out of time or is cancelled, the worker is asked to stop it (an exception in the
-//! tool's thread); if the call has not ended [`GRACE`] later, its worker is killed
-//! with its process group.
+//! need, so the call after a crash runs at once in the worker that stood by.
+//!
+//! When a call runs out of time or is cancelled, the worker is asked to stop it (an
+//! exception in the tool's thread); if the call has not ended [`GRACE`] later, its
+//! worker is killed with its process group.
 //!
 //! Must never: block a call on another worker's call, or leave a process behind
 //! when the pool is dropped.
@@ -229,39 +230,32 @@ impl Pool {
 impl Inner {
     /// Starts one worker in the background, unless one is running or starting.
     fn warm_up(self: &Arc<Self>) {
-        {
-            let mut state = self.lock();
-            if state.closed || !state.slots.is_empty() || state.starting > 0 {
-                return;
-            }
-            state.starting += 1;
-            state.background += 1;
-        }
-        self.start_idle();
+        self.start_idle_if(|state| state.slots.is_empty() && state.starting == 0);
     }
 
     /// With a standby, starts one worker in the background when none is idle or
     /// starting and there is room for one more.
     fn keep_standby(self: &Arc<Self>) {
-        if !self.settings.standby {
-            return;
+        if self.settings.standby {
+            self.start_idle_if(|state| {
+                let idle = state.slots.iter().any(|slot| slot.calls == 0 && !slot.draining);
+                let room = state.slots.len() + state.starting < self.settings.workers;
+                !idle && state.starting == 0 && room
+            });
         }
+    }
+
+    /// Starts a worker on a thread of its own, to join the pool idle, when the pool
+    /// is open and `due` says one is.
+    fn start_idle_if(self: &Arc<Self>, due: impl FnOnce(&State) -> bool) {
         {
             let mut state = self.lock();
-            let idle = state.slots.iter().any(|slot| slot.calls == 0 && !slot.draining);
-            let room = state.slots.len() + state.starting < self.settings.workers;
-            if state.closed || idle || state.starting > 0 || !room {
+            if state.closed || !due(&state) {
                 return;
             }
             state.starting += 1;
             state.background += 1;
         }
-        self.start_idle();
-    }
-
-    /// Starts a worker on a thread of its own and adds it to the pool, idle; the
-    /// caller counted it in `starting` and `background`.
-    fn start_idle(self: &Arc<Self>) {
         let inner = Arc::clone(self);
         let started = std::thread::Builder::new().name("lcp-worker-start".into()).spawn(move || {
             let worker = inner.start();
