@@ -612,7 +612,7 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
 /// The prompt providers' descriptions, to lay over the static ones. Python starts
 /// only when a tool has a provider; when it cannot, the static descriptions stay.
 fn prompt_descriptions(registry: &Registry) -> Descriptions {
-    if registry.tools().all(|(_, tool)| tool.prompt_provider.is_none()) {
+    if !registry.has_prompt_providers() {
         return Descriptions::default();
     }
     let isolation = WorkerSettings::this_program().map_or(Isolation::InProcess, Isolation::Workers);

@@ -112,11 +112,6 @@ impl Descriptions {
     pub fn of<'t>(&'t self, tool: &'t Tool) -> &'t str {
         self.get(&tool.name).unwrap_or(&tool.description)
     }
-
-    /// Whether no description is laid over any tool.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// Files whose contribution changed in a rescan.
@@ -179,6 +174,12 @@ impl Registry {
     /// The problems of the walk and of every file, in discovery order.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
+    }
+
+    /// Whether some tool has a prompt provider (SPEC §2): showing this registry as the
+    /// host shows it then needs Python.
+    pub fn has_prompt_providers(&self) -> bool {
+        self.tools().any(|(_, tool)| tool.prompt_provider.is_some())
     }
 
     /// Where the tools come from.

@@ -309,7 +309,7 @@ impl Server {
         let listed = tokio::task::spawn_blocking(move || {
             let (generation, snapshot) = server.generation();
             let config = server.shared.settings.config.current();
-            let asks_python = snapshot.tools().any(|(_, tool)| tool.prompt_provider.is_some());
+            let asks_python = snapshot.has_prompt_providers();
             let key = (!asks_python).then(|| listing::Key { generation, config: Arc::clone(&config) });
             server.shared.listings.answer(key, || server.tools_text(&snapshot, &config))
         });
@@ -327,7 +327,7 @@ impl Server {
         }
         let registry = view.registry;
         let mut descriptions = Descriptions::default();
-        if registry.tools().any(|(_, tool)| tool.prompt_provider.is_some()) {
+        if registry.has_prompt_providers() {
             match self.python() {
                 Ok(python) => {
                     let options =
