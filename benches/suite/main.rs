@@ -788,20 +788,18 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let turns = ((probe as f64) / took.max(1e-3)) as u64;
     let burn = serde_json::json!({"turns": turns});
     let reps = setup.reps(7);
+    // A crash, then the time to the next call's result.
+    let crash_then_next = |runtime: &Runtime| {
+        let crashed = runtime.call(&registry, "tool_crash", &Value::Object(Default::default()), &options);
+        assert!(!crashed.ok, "the crash is a failed call");
+        let took = seconds(|| assert!(runtime.call(&registry, "tool_noop", &noop, &options).ok));
+        // The worker replacing it starts now: not during the next row's work.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        took
+    };
     let contenders = vec![
-        Contender::new("crash-to-next", reps * 3, || {
-            let crashed = serving.call(&registry, "tool_crash", &Value::Object(Default::default()), &options);
-            assert!(!crashed.ok, "the crash is a failed call");
-            let took = seconds(|| assert!(serving.call(&registry, "tool_noop", &noop, &options).ok));
-            // The new standby starts now: not during the next row's work.
-            std::thread::sleep(std::time::Duration::from_millis(500));
-            took
-        }),
-        Contender::new("crash-to-next-start", reps * 3, || {
-            let crashed = one.call(&registry, "tool_crash", &Value::Object(Default::default()), &options);
-            assert!(!crashed.ok, "the crash is a failed call");
-            seconds(|| assert!(one.call(&registry, "tool_noop", &noop, &options).ok))
-        }),
+        Contender::new("crash-to-next", reps * 3, || crash_then_next(&serving)),
+        Contender::new("crash-to-next-start", reps * 3, || crash_then_next(&one)),
         Contender::new("burn-alone", reps, || together(&two, "tool_burn", burn.clone(), 1)),
         Contender::new("burn-workers", reps, || together(&two, "tool_burn", burn.clone(), 2)),
         Contender::new("burn-in-process", reps, || together(&in_process, "tool_burn", burn.clone(), 2)),
