@@ -38,8 +38,8 @@ pub struct ParamDoc {
 
 /// Parses a raw docstring (as written in the source, indentation included).
 pub fn parse(raw: &str) -> Docstring {
-    let text = clean(raw);
-    let lines: Vec<Line<'_>> = text.split('\n').map(Line::new).collect();
+    let expanded = expand_tabs(raw);
+    let (text, lines) = clean(&expanded);
     let summary = summary(&lines);
     let mut parser = Parser::default();
     let mut skip_underline = false;
@@ -56,25 +56,37 @@ pub fn parse(raw: &str) -> Docstring {
 
 const PARAM_FIELDS: &[&str] = &["param", "parameter", "arg", "argument", "key", "keyword", "kwarg", "kwparam"];
 
-/// `inspect.cleandoc`, except that whitespace-only lines become empty everywhere
-/// (Python keeps whatever spaces exceed the margin), which simplifies blank-line checks.
-fn clean(raw: &str) -> String {
-    let expanded = expand_tabs(raw);
-    let lines: Vec<&str> = expanded.split('\n').collect();
-    let margin = lines.iter().skip(1).filter(|line| !is_blank(line)).map(|line| indent_of(line)).min();
-    let cleaned: Vec<&str> = lines
-        .iter()
-        .enumerate()
-        .map(|(index, line)| match (index, margin) {
-            _ if is_blank(line) => "",
+/// `inspect.cleandoc` of an already tab-expanded docstring, except that
+/// whitespace-only lines become empty everywhere (Python keeps whatever spaces exceed
+/// the margin), which simplifies blank-line checks; with the cleaned text's lines.
+fn clean(expanded: &str) -> (String, Vec<Line<'_>>) {
+    let mut lines: Vec<Line<'_>> = Vec::with_capacity(expanded.len() / 32 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', expanded.as_bytes()).chain([expanded.len()]) {
+        lines.push(Line::new(&expanded[start..end]));
+        start = end + 1;
+    }
+    let margin = lines.iter().skip(1).filter(|line| !line.content.is_empty()).map(|line| line.indent).min();
+    for (index, line) in lines.iter_mut().enumerate() {
+        match (index, margin) {
+            _ if line.content.is_empty() => *line = Line::BLANK,
             (0, _) | (_, None) => line.trim_start(),
-            // The margin never exceeds a non-blank line's indent; `get` just rules out panics.
-            (_, Some(margin)) => line.get(margin..).unwrap_or_else(|| line.trim_start()),
-        })
-        .collect();
-    let first = cleaned.iter().position(|line| !line.is_empty()).unwrap_or(cleaned.len());
-    let last = cleaned.iter().rposition(|line| !line.is_empty()).map_or(first, |last| last + 1);
-    cleaned[first..last.max(first)].join("\n")
+            // The margin never exceeds a non-blank line's indent.
+            (_, Some(margin)) => line.unindent(margin),
+        }
+    }
+    let first = lines.iter().position(|line| !line.content.is_empty()).unwrap_or(lines.len());
+    let last = lines.iter().rposition(|line| !line.content.is_empty()).map_or(first, |last| last + 1);
+    lines.truncate(last.max(first));
+    lines.drain(..first);
+    let mut text = String::with_capacity(expanded.len());
+    for (index, line) in lines.iter().enumerate() {
+        if index > 0 {
+            text.push('\n');
+        }
+        text.push_str(line.full);
+    }
+    (text, lines)
 }
 
 /// Python's `str.expandtabs(8)`: tab stops are per line, counted in characters.
@@ -123,16 +135,9 @@ fn trim(text: &str) -> &str {
     }
 }
 
-fn is_blank(line: &str) -> bool {
-    trim(line).is_empty()
-}
-
 /// Collapses every whitespace run (line joins included) into one space and trims.
 fn normalize(text: &str) -> String {
-    // Most descriptions are one ASCII line already in that form.
-    let bytes = text.as_bytes();
-    let plain = !bytes.iter().any(|&b| !b.is_ascii() || (b.is_ascii_whitespace() && b != b' ') || b == 0x0B);
-    if plain && !text.contains("  ") && !text.starts_with(' ') && !text.ends_with(' ') {
+    if is_normal(text) {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len());
@@ -143,12 +148,33 @@ fn normalize(text: &str) -> String {
         out.push_str(word);
     };
     // ASCII text splits the same on ASCII whitespace, vertical tab aside, and far faster.
-    if !bytes.iter().any(|&b| !b.is_ascii() || b == 0x0B) {
+    if !text.bytes().any(|b| !b.is_ascii() || b == 0x0B) {
         text.split_ascii_whitespace().for_each(&mut push);
     } else {
         text.split_whitespace().for_each(&mut push);
     }
     out
+}
+
+/// [`normalize`], keeping `text` when it is already in that form.
+fn normalize_owned(text: String) -> String {
+    if is_normal(&text) { text } else { normalize(&text) }
+}
+
+/// Whether `text` is ASCII with single spaces between words and none around them,
+/// as most descriptions are: then [`normalize`] changes nothing.
+fn is_normal(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut after_space = true;
+    for &b in bytes {
+        match b {
+            b' ' if after_space => return false,
+            b' ' => after_space = true,
+            _ if !b.is_ascii() || b.is_ascii_whitespace() || b == 0x0B => return false,
+            _ => after_space = false,
+        }
+    }
+    !after_space || bytes.is_empty()
 }
 
 fn is_dash_line(content: &str) -> bool {
@@ -159,14 +185,34 @@ fn is_identifier(name: &str) -> bool {
     !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')
 }
 
+/// One line of a docstring.
 struct Line<'a> {
+    /// The whole line.
+    full: &'a str,
+    /// Its leading spaces.
     indent: usize,
+    /// The line without its surrounding whitespace.
     content: &'a str,
 }
 
 impl<'a> Line<'a> {
+    const BLANK: Line<'static> = Line { full: "", indent: 0, content: "" };
+
     fn new(line: &'a str) -> Self {
-        Line { indent: indent_of(line), content: trim(line) }
+        Line { full: line, indent: indent_of(line), content: trim(line) }
+    }
+
+    /// Drops `spaces` of the leading spaces (at most its indent).
+    fn unindent(&mut self, spaces: usize) {
+        let spaces = spaces.min(self.indent);
+        self.full = &self.full[spaces..];
+        self.indent -= spaces;
+    }
+
+    /// Drops all the leading whitespace.
+    fn trim_start(&mut self) {
+        self.full = self.full.trim_start();
+        self.indent = 0;
     }
 }
 
@@ -225,10 +271,29 @@ fn header_at<'a>(lines: &[Line<'a>], index: usize) -> Option<Header<'a>> {
         let kind = section_kind(line.content.trim_end_matches(':'))?;
         return Some(Header { kind, style: Style::NumPy, inline: "" });
     }
-    let (name, rest) = line.content.split_once(':')?;
+    let (name, rest) = header_name(line.content)?;
     let kind = section_kind(name)?;
     let inline = rest.trim();
     (inline.is_empty() || kind == Kind::Returns).then_some(Header { kind, style: Style::Google, inline })
+}
+
+/// The longest section name [`section_kind`] knows.
+const LONGEST_SECTION_NAME: usize = "keyword arguments".len();
+
+/// `content` cut at its first colon, if what comes before it can be a section name:
+/// the scan stops at the first byte that cannot be part of one.
+fn header_name(content: &str) -> Option<(&str, &str)> {
+    for (index, &b) in content.as_bytes().iter().enumerate() {
+        match b {
+            b':' => return Some((&content[..index], &content[index + 1..])),
+            b'a'..=b'z' | b'A'..=b'Z' if index < LONGEST_SECTION_NAME => {}
+            b' ' | b'\t'..=b'\r' => {}
+            // Lower-casing or trimming may still turn non-ASCII text into a name.
+            0x80.. => return content.split_once(':'),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// A reST (`:param x: text`) or Epydoc (`@param x: text`) field line.
@@ -295,23 +360,25 @@ fn parse_numpy_entry(content: &str) -> Option<(Vec<&str>, Option<&str>)> {
 }
 
 fn summary(lines: &[Line<'_>]) -> String {
-    let paragraph: Vec<&str> = lines
-        .iter()
-        .enumerate()
-        .take_while(|&(index, line)| {
-            !line.content.is_empty()
-                && !is_dash_line(line.content)
-                && header_at(lines, index).is_none()
-                && parse_field(line.content).is_none()
-        })
-        .map(|(_, line)| line.content)
-        .collect();
-    normalize(&paragraph.join(" "))
+    let mut paragraph = lines.iter().enumerate().take_while(|&(index, line)| {
+        !line.content.is_empty()
+            && !is_dash_line(line.content)
+            && header_at(lines, index).is_none()
+            && parse_field(line.content).is_none()
+    });
+    let Some((_, first)) = paragraph.next() else { return String::new() };
+    let mut joined = first.content.to_string();
+    for (_, line) in paragraph {
+        joined.push(' ');
+        joined.push_str(line.content);
+    }
+    normalize_owned(joined)
 }
 
 /// Where continuation text goes.
 enum Target {
-    Params(Vec<usize>),
+    /// The parameters at these indices of [`Parser::params`].
+    Params(std::ops::Range<usize>),
     Returns,
     Ignored,
 }
@@ -418,15 +485,15 @@ impl Parser {
     }
 
     fn param_entry(&mut self, line: &Line<'_>, index: usize, style: Style, after_blank: bool) {
-        let entry = match style {
-            Style::Google => parse_google_entry(line.content).map(|(name, ty, text)| (vec![name], ty, text)),
-            Style::NumPy => parse_numpy_entry(line.content).map(|(names, ty)| (names, ty, "")),
-        };
-        match entry {
-            Some((names, type_text, text)) => {
-                let target = self.add_params(&names, type_text, text, index);
-                self.current = Some(Current { target, indent: line.indent });
+        let target = match style {
+            Style::Google => parse_google_entry(line.content)
+                .map(|(name, type_text, text)| self.add_params(&[name], type_text, text, index)),
+            Style::NumPy => {
+                parse_numpy_entry(line.content).map(|(names, type_text)| self.add_params(&names, type_text, "", index))
             }
+        };
+        match target {
+            Some(target) => self.current = Some(Current { target, indent: line.indent }),
             // After a blank line it is a new paragraph of prose: drop it and what it wraps.
             None if after_blank => {
                 self.current = Some(Current { target: Target::Ignored, indent: line.indent });
@@ -438,23 +505,20 @@ impl Parser {
 
     /// Adds the names not documented yet; a repeated name keeps its first entry.
     fn add_params(&mut self, names: &[&str], type_text: Option<&str>, text: &str, line: usize) -> Target {
-        let ids = names
-            .iter()
-            .map(|name| name.trim_start_matches('*'))
-            .filter_map(|name| {
-                if name.is_empty() || self.params.iter().any(|param| param.name == name) {
-                    return None;
-                }
-                self.params.push(ParamDoc {
-                    name: name.to_string(),
-                    description: text.to_string(),
-                    type_text: type_text.map(str::to_string),
-                    line,
-                });
-                Some(self.params.len() - 1)
-            })
-            .collect();
-        Target::Params(ids)
+        let start = self.params.len();
+        for name in names {
+            let name = name.trim_start_matches('*');
+            if name.is_empty() || self.params.iter().any(|param| param.name == name) {
+                continue;
+            }
+            self.params.push(ParamDoc {
+                name: name.to_string(),
+                description: text.to_string(),
+                type_text: type_text.map(str::to_string),
+                line,
+            });
+        }
+        Target::Params(start..self.params.len())
     }
 
     /// The first Returns wins; later ones are read but dropped.
@@ -474,10 +538,8 @@ impl Parser {
         };
         match &current.target {
             Target::Params(ids) => {
-                for &id in ids {
-                    if let Some(param) = self.params.get_mut(id) {
-                        push(&mut param.description);
-                    }
+                if let Some(params) = self.params.get_mut(ids.clone()) {
+                    params.iter_mut().map(|param| &mut param.description).for_each(push);
                 }
             }
             Target::Returns => self.returns.iter_mut().for_each(push),
@@ -487,8 +549,8 @@ impl Parser {
 
     fn finish(mut self) -> (Vec<ParamDoc>, Option<String>) {
         for param in &mut self.params {
-            param.description = normalize(&param.description);
-            param.type_text = param.type_text.as_deref().map(normalize).filter(|ty| !ty.is_empty());
+            param.description = normalize_owned(std::mem::take(&mut param.description));
+            param.type_text = param.type_text.take().map(normalize_owned).filter(|ty| !ty.is_empty());
         }
         for (name, type_text) in &self.types {
             let type_text = normalize(type_text);
@@ -499,7 +561,7 @@ impl Parser {
                 param.type_text = Some(type_text);
             }
         }
-        let returns = self.returns.as_deref().map(normalize).filter(|text| !text.is_empty());
+        let returns = self.returns.take().map(normalize_owned).filter(|text| !text.is_empty());
         (self.params, returns)
     }
 }

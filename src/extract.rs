@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
-use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextRange};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -153,16 +152,14 @@ pub fn parse(file: &SourceFile, bytes: Vec<u8>) -> Result<ParsedFile, Diagnostic
     let parsed = match ruff_python_parser::parse_module(&text) {
         Ok(parsed) => parsed,
         Err(err) => {
-            let index = LineIndex::from_source_text(&text);
-            let (line, col) = position(&index, &text, err.location);
+            let (line, col) = Lines::new(&text).position(err.location);
             let message = format!("syntax error: {}", err.error);
             return Err(Diagnostic::new(path, line, col, Level::Error, message));
         }
     };
     // The lexical estimate bounds the tree's depth unless it could not see all the code.
     if needs_tree_check && let Some(range) = too_deep(parsed.suite()) {
-        let index = LineIndex::from_source_text(&text);
-        let (line, col) = position(&index, &text, range);
+        let (line, col) = Lines::new(&text).position(range);
         drop_deep(parsed);
         let message = format!("code is nested too deeply to read safely (more than {MAX_NESTING} levels)");
         return Err(Diagnostic::new(path, line, col, Level::Error, message));
@@ -179,12 +176,8 @@ pub fn extract_folder(files: &[(&SourceFile, &ParsedFile)], injected: &[String])
     let mut readers: Vec<Reader> = Vec::with_capacity(files.len());
     let mut modules: Vec<Module> = Vec::with_capacity(files.len());
     for &(file, parsed) in files {
-        let mut reader = Reader {
-            path: &file.path,
-            text: &parsed.text,
-            index: LineIndex::from_source_text(&parsed.text),
-            diagnostics: Vec::new(),
-        };
+        let mut reader =
+            Reader { path: &file.path, text: &parsed.text, lines: Lines::new(&parsed.text), diagnostics: Vec::new() };
         let mut module = Module::default();
         reader.walk_module(&parsed.module.body, &mut module);
         readers.push(reader);
@@ -229,7 +222,7 @@ fn imports_relatively(suite: &[Stmt]) -> bool {
 struct Reader<'t> {
     path: &'t Path,
     text: &'t str,
-    index: LineIndex,
+    lines: Lines<'t>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -348,7 +341,7 @@ impl<'t> Reader<'t> {
             self.warning(range, message);
         }
         for (range, message) in read.errors {
-            let (line, col) = position(&self.index, self.text, range);
+            let (line, col) = self.lines.position(range);
             self.diagnostics.push(Diagnostic::new(self.path, line, col, Level::Error, message));
         }
         for tool in tools.iter_mut() {
@@ -442,9 +435,9 @@ impl<'t> Reader<'t> {
 
     /// `tool_*` functions inside a function or class body are not module attributes.
     fn warn_nested_tools(&mut self, body: &[Stmt], owner: &str, kind: &str) {
-        let mut finder = NestedTools::default();
-        finder.visit_body(body);
-        for (range, name) in finder.found {
+        let mut found = Vec::new();
+        nested_tools(body, &mut found);
+        for (range, name) in found {
             let message =
                 format!("`{name}` is defined inside {kind} `{owner}` and is not exported; define it at module level");
             self.warning(range, message);
@@ -498,7 +491,7 @@ impl<'t> Reader<'t> {
         }
 
         let output = function.returns.as_deref().and_then(|annotation| self.output(annotation, scope, &name));
-        let (line, _) = position(&self.index, self.text, function.name.range);
+        let (line, _) = self.lines.position(function.name.range);
         let (text, summary, returns) = match doc {
             Some(d) => (Some(d.text), Some(d.summary), d.returns),
             None => (None, None, None),
@@ -533,7 +526,7 @@ impl<'t> Reader<'t> {
     ) {
         let mut all_params: Vec<&str> = function.parameters.iter().map(|p| p.name().as_str()).collect();
         all_params.extend(keywords.iter().map(String::as_str));
-        let (doc_line, _) = position(&self.index, self.text, doc_range);
+        let (doc_line, _) = self.lines.position(doc_range);
         let skipped = leading_blank_lines(raw);
         for documented in &doc.params {
             if !all_params.contains(&documented.name.as_str()) {
@@ -668,7 +661,7 @@ impl<'t> Reader<'t> {
     }
 
     fn report(&mut self, range: TextRange, level: Level, message: String) {
-        let (line, col) = position(&self.index, self.text, range);
+        let (line, col) = self.lines.position(range);
         self.diagnostics.push(Diagnostic::new(self.path, line, col, level, message));
     }
 }
@@ -797,29 +790,82 @@ fn leading_blank_lines(raw: &str) -> u32 {
     raw.lines().take_while(|line| line.trim().is_empty()).count() as u32
 }
 
-fn position(index: &LineIndex, text: &str, range: TextRange) -> (u32, u32) {
-    let location = index.line_column(range.start(), text);
-    (location.line.get() as u32, location.column.get() as u32)
-}
-
-/// Finds `tool_*` definitions at any depth inside a body.
-#[derive(Default)]
-struct NestedTools {
-    found: Vec<(TextRange, String)>,
-}
-
-impl<'a> Visitor<'a> for NestedTools {
-    fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        if let Stmt::FunctionDef(function) = stmt
-            && function.name.starts_with("tool_")
-            && provider_base(function.name.as_str()).is_none()
-        {
-            self.found.push((function.name.range, function.name.to_string()));
+/// Collects the `tool_*` definitions at any depth inside `body`, in source order.
+/// Only statements can define a function, so expressions are never visited.
+fn nested_tools(body: &[Stmt], found: &mut Vec<(TextRange, String)>) {
+    for stmt in body {
+        match stmt {
+            Stmt::FunctionDef(function) => {
+                if function.name.starts_with("tool_") && provider_base(function.name.as_str()).is_none() {
+                    found.push((function.name.range, function.name.to_string()));
+                }
+                nested_tools(&function.body, found);
+            }
+            Stmt::ClassDef(class) => nested_tools(&class.body, found),
+            Stmt::If(s) => {
+                nested_tools(&s.body, found);
+                for clause in &s.elif_else_clauses {
+                    nested_tools(&clause.body, found);
+                }
+            }
+            Stmt::Try(s) => {
+                nested_tools(&s.body, found);
+                for handler in &s.handlers {
+                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    nested_tools(&handler.body, found);
+                }
+                nested_tools(&s.orelse, found);
+                nested_tools(&s.finalbody, found);
+            }
+            Stmt::With(s) => nested_tools(&s.body, found),
+            Stmt::For(s) => {
+                nested_tools(&s.body, found);
+                nested_tools(&s.orelse, found);
+            }
+            Stmt::While(s) => {
+                nested_tools(&s.body, found);
+                nested_tools(&s.orelse, found);
+            }
+            Stmt::Match(s) => {
+                for case in &s.cases {
+                    nested_tools(&case.body, found);
+                }
+            }
+            _ => {}
         }
-        visitor::walk_stmt(self, stmt);
+    }
+}
+
+/// 1-based line and column (in characters) of offsets into one text. Lines are
+/// counted on from the last position asked, as positions are mostly asked in source
+/// order; an earlier one counts from the start again.
+struct Lines<'t> {
+    text: &'t str,
+    /// The start of a line and its number.
+    cursor: std::cell::Cell<(usize, u32)>,
+}
+
+impl<'t> Lines<'t> {
+    fn new(text: &'t str) -> Self {
+        Lines { text, cursor: std::cell::Cell::new((0, 1)) }
     }
 
-    fn visit_expr(&mut self, _expr: &'a Expr) {}
+    fn position(&self, range: TextRange) -> (u32, u32) {
+        let offset = usize::from(range.start()).min(self.text.len());
+        let (mut start, mut line) = self.cursor.get();
+        if offset < start {
+            (start, line) = (0, 1);
+        }
+        let between = &self.text.as_bytes()[start..offset];
+        if let Some(last) = memchr::memrchr(b'\n', between) {
+            let newlines = memchr::memchr_iter(b'\n', between).count();
+            line = line.saturating_add(u32::try_from(newlines).unwrap_or(u32::MAX));
+            start += last + 1;
+        }
+        self.cursor.set((start, line));
+        let column = self.text.get(start..offset).map_or(0, |before| before.chars().count());
+        (line, u32::try_from(column + 1).unwrap_or(u32::MAX))
+    }
 }
 
 /// The first node deeper than [`MAX_NESTING`], if any. The walk stops there, so it
