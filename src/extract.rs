@@ -484,8 +484,8 @@ impl<'t> Reader<'t> {
             },
             _ => (None, function.name.range),
         };
-        let doc = raw_doc.map(docstring::parse);
-        let parameters = self.parameters(function, doc.as_ref(), scope, siblings, injected);
+        let mut doc = raw_doc.map(docstring::parse);
+        let parameters = self.parameters(function, doc.as_mut(), scope, siblings, injected);
         if let (Some(doc), Some(raw)) = (&doc, raw_doc) {
             self.warn_unknown_documented(function, doc, raw, doc_range, &parameters.keywords);
         }
@@ -542,11 +542,12 @@ impl<'t> Reader<'t> {
     }
 
     /// The parameters' JSON Schema: every parameter but the injected ones, documented
-    /// from the docstring (else `Annotated`), with its default; `$defs` shared.
+    /// from the docstring (else `Annotated`; the descriptions are taken out of `doc`),
+    /// with its default; `$defs` shared.
     fn parameters<'a>(
         &mut self,
         function: &ast::StmtFunctionDef,
-        doc: Option<&docstring::Docstring>,
+        mut doc: Option<&mut docstring::Docstring>,
         scope: &Scope<'a>,
         siblings: &Siblings<'_, 'a>,
         injected: &[String],
@@ -571,9 +572,9 @@ impl<'t> Reader<'t> {
                 schema = schema::nullable(schema);
             }
             let documented = doc
-                .as_ref()
-                .and_then(|d| d.params.iter().find(|p| p.name == param_name))
-                .map(|p| p.description.clone())
+                .as_deref_mut()
+                .and_then(|d| d.params.iter_mut().find(|p| p.name == param_name))
+                .map(|p| std::mem::take(&mut p.description))
                 .filter(|d| !d.is_empty());
             if let Some(text) = documented.or(annotated_description) {
                 schema::set_description(&mut schema, text);
@@ -605,8 +606,8 @@ impl<'t> Reader<'t> {
                     );
                     continue;
                 }
-                let documented = doc.as_ref().and_then(|d| d.params.iter().find(|p| p.name == field));
-                if let Some(text) = documented.map(|p| p.description.clone()).filter(|d| !d.is_empty()) {
+                let documented = doc.as_deref_mut().and_then(|d| d.params.iter_mut().find(|p| p.name == field));
+                if let Some(text) = documented.map(|p| std::mem::take(&mut p.description)).filter(|d| !d.is_empty()) {
                     schema::set_description(&mut schema, text);
                 }
                 if field_required.contains(&field) {
@@ -715,8 +716,16 @@ fn bind_import_from<'a>(scope: &mut Scope<'a>, import: &'a ast::StmtImportFrom) 
 }
 
 fn duplicate_parameter(parameters: &ast::Parameters) -> Option<&ast::Identifier> {
+    let names = || parameters.iter().map(|parameter| parameter.name());
+    // Signatures are short: comparing with the names before costs less than hashing.
+    if names().count() <= 16 {
+        return names()
+            .enumerate()
+            .find(|&(i, name)| names().take(i).any(|before| before.as_str() == name.as_str()))
+            .map(|(_, name)| name);
+    }
     let mut seen = std::collections::HashSet::new();
-    parameters.iter().map(|parameter| parameter.name()).find(|name| !seen.insert(name.as_str()))
+    names().find(|name| !seen.insert(name.as_str()))
 }
 
 /// `{}` (any value), or an object with any keys and values (`dict`, `dict[str, Any]`).

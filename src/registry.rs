@@ -522,9 +522,37 @@ fn read_all(
     out
 }
 
-/// Reads one group: parses the files that must be read (and, when one of them
-/// imports relatively, the rest of the folder), then extracts them together.
+/// Reads one group. A file that imports nothing relatively needs no sibling: it is
+/// parsed, extracted and its tree freed before the next file is parsed. When one of
+/// them imports relatively, the folder is read again as a whole ([`read_folder`]).
 fn read_group(
+    files: &[SourceFile],
+    metadata: &[Option<Metadata>],
+    group: &Group,
+    injected: &[String],
+) -> Vec<(usize, FileResult)> {
+    let mut out = Vec::with_capacity(group.files.len());
+    for &(i, must) in &group.files {
+        if !must {
+            continue;
+        }
+        let result = match read_one(&files[i], metadata[i].as_ref()) {
+            Err(diagnostic) => FileResult::failed(diagnostic),
+            Ok(parsed) if parsed.imports_relatively() => return read_folder(files, metadata, group, injected),
+            Ok(parsed) => {
+                let (library, diagnostics) = extract::extract_folder(&[(&files[i], &parsed)], injected).remove(0);
+                FileResult { library: Some(library), diagnostics, relative_imports: false }
+            }
+        };
+        out.push((i, result));
+    }
+    out
+}
+
+/// Reads a group whose files import from each other: parses the files that must be
+/// read (and, when one of them imports relatively, the rest of the folder), then
+/// extracts them together.
+fn read_folder(
     files: &[SourceFile],
     metadata: &[Option<Metadata>],
     group: &Group,

@@ -9,6 +9,7 @@
 //! Every schema it makes is bounded ([`MAX_SCHEMA_DEPTH`], [`MAX_LITERAL_DEPTH`],
 //! [`MAX_CONVERSIONS`]), so any JSON reader, lcp included, can read it back.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -143,7 +144,9 @@ struct Module<'a, 's> {
 
 /// What a name in an annotation stands for.
 enum Resolved<'a, 's> {
-    Qualified(String),
+    /// A qualified name (`builtins.str`, `typing.Optional`), borrowed from a module's
+    /// imports when it needs no normalising.
+    Qualified(Cow<'s, str>),
     Class(Module<'a, 's>, &'a str),
     Alias(Module<'a, 's>, &'a str),
     /// A sibling module itself (`from . import models`).
@@ -489,7 +492,7 @@ impl<'a, 's> Converter<'a, 's> {
                 return self.unknown(&sub.value, &text);
             }
         };
-        match qualified.as_str() {
+        match &*qualified {
             "typing.Optional" => {
                 let inner = self.union(args.into_iter(), depth);
                 nullable(inner)
@@ -808,13 +811,13 @@ impl<'a, 's> Converter<'a, 's> {
     /// each under its own name, unless another class of the tool or a recursive
     /// definition has that name; then under its definition key (`stem.Name` for a
     /// sibling module's class), which no other has.
-    pub fn named_classes(&self) -> Vec<(String, Value)> {
+    pub fn named_classes(&self) -> Vec<(String, &Value)> {
         let shared = |name: &str| {
             self.classes.iter().filter(|(_, other, _)| *other == name).count() > 1
                 || self.defs.keys().any(|key| key == name)
         };
         let shown = |key: &str, name: &str| if shared(name) { key.to_string() } else { name.to_string() };
-        self.classes.iter().map(|(key, name, schema)| (shown(key, name), schema.clone())).collect()
+        self.classes.iter().map(|(key, name, schema)| (shown(key, name), schema)).collect()
     }
 
     /// Resolves in the module being converted (see `current`).
@@ -828,14 +831,14 @@ impl<'a, 's> Converter<'a, 's> {
                 other => other,
             };
             if let Some(Resolved::Qualified(q)) = self.resolve(target)
-                && matches!(q.as_str(), "dataclasses.dataclass" | "pydantic.dataclasses.dataclass")
+                && matches!(&*q, "dataclasses.dataclass" | "pydantic.dataclasses.dataclass")
             {
                 return ClassKind::Dataclass;
             }
         }
         for base in class.bases() {
             let kind = match self.resolve(base) {
-                Some(Resolved::Qualified(q)) => match q.as_str() {
+                Some(Resolved::Qualified(q)) => match &*q {
                     "enum.Enum" | "enum.StrEnum" | "enum.IntEnum" | "enum.Flag" | "enum.IntFlag" => ClassKind::Enum,
                     "typing.TypedDict" => ClassKind::TypedDict,
                     "typing.NamedTuple" => ClassKind::NamedTuple,
@@ -1122,17 +1125,17 @@ impl<'a, 's> Converter<'a, 's> {
                 let id = n.id.as_str();
                 if let Some(found) = self.lookup(module, id, 0) {
                     Some(found)
-                } else if is_builtin(id) {
-                    Some(Resolved::Qualified(format!("builtins.{id}")))
+                } else if let Some(qualified) = builtin(id) {
+                    Some(Resolved::Qualified(Cow::Borrowed(qualified)))
                 } else {
                     // Only a name nothing else defines is looked for behind `import *`.
                     Some(self.star_imported(module, id, 0).unwrap_or_else(|| Resolved::Unknown(id.to_string())))
                 }
             }
             Expr::Attribute(a) => match self.resolve_in(module, &a.value)? {
-                Resolved::Qualified(q) => {
-                    Some(Resolved::Qualified(normalise_module(&format!("{q}.{}", a.attr.as_str()))))
-                }
+                Resolved::Qualified(q) => Some(Resolved::Qualified(Cow::Owned(
+                    normalise_module(&format!("{q}.{}", a.attr.as_str())).into_owned(),
+                ))),
                 Resolved::Module(sibling) => Some(
                     self.lookup(sibling, a.attr.as_str(), 0)
                         .or_else(|| self.star_imported(sibling, a.attr.as_str(), 0))
@@ -1140,7 +1143,7 @@ impl<'a, 's> Converter<'a, 's> {
                 ),
                 _ => Some(Resolved::Unknown(expression_text(expr))),
             },
-            Expr::NoneLiteral(_) => Some(Resolved::Qualified("builtins.None".into())),
+            Expr::NoneLiteral(_) => Some(Resolved::Qualified(Cow::Borrowed("builtins.None"))),
             _ => None,
         }
     }
@@ -1158,7 +1161,8 @@ impl<'a, 's> Converter<'a, 's> {
             return Some(Resolved::Alias(module, name));
         }
         let Some(qualified) = scope.imports.get(name) else {
-            return (scope.typing_star && is_typing_name(name)).then(|| Resolved::Qualified(format!("typing.{name}")));
+            return (scope.typing_star && is_typing_name(name))
+                .then(|| Resolved::Qualified(Cow::Owned(format!("typing.{name}"))));
         };
         match qualified.strip_prefix('.') {
             Some(path) => self.relative(path, hops + 1),
@@ -1247,24 +1251,25 @@ fn is_path(qualified: &str) -> bool {
     )
 }
 
-fn is_builtin(name: &str) -> bool {
-    matches!(
-        name,
-        "str"
-            | "int"
-            | "float"
-            | "bool"
-            | "bytes"
-            | "bytearray"
-            | "list"
-            | "dict"
-            | "set"
-            | "frozenset"
-            | "tuple"
-            | "object"
-            | "type"
-            | "None"
-    )
+/// The qualified name of a builtin a schema can use.
+fn builtin(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "str" => "builtins.str",
+        "int" => "builtins.int",
+        "float" => "builtins.float",
+        "bool" => "builtins.bool",
+        "bytes" => "builtins.bytes",
+        "bytearray" => "builtins.bytearray",
+        "list" => "builtins.list",
+        "dict" => "builtins.dict",
+        "set" => "builtins.set",
+        "frozenset" => "builtins.frozenset",
+        "tuple" => "builtins.tuple",
+        "object" => "builtins.object",
+        "type" => "builtins.type",
+        "None" => "builtins.None",
+        _ => return None,
+    })
 }
 
 /// Names `from typing import *` binds that a schema can use (all in `typing.__all__`).
@@ -1306,20 +1311,20 @@ fn is_typing_name(name: &str) -> bool {
 
 /// `typing_extensions.X` and `typing.X` are the same thing for a schema, and so are
 /// pydantic's names and the submodules that define them (`pydantic.networks.HttpUrl`).
-fn normalise_module(qualified: &str) -> String {
+fn normalise_module(qualified: &str) -> Cow<'_, str> {
     if let Some(rest) = qualified.strip_prefix("typing_extensions")
         && (rest.is_empty() || rest.starts_with('.'))
     {
-        return format!("typing{rest}");
+        return Cow::Owned(format!("typing{rest}"));
     }
     for module in ["pydantic.networks.", "pydantic.types.", "pydantic.fields.", "pydantic.main."] {
         if let Some(name) = qualified.strip_prefix(module)
             && !name.contains('.')
         {
-            return format!("pydantic.{name}");
+            return Cow::Owned(format!("pydantic.{name}"));
         }
     }
-    qualified.to_string()
+    Cow::Borrowed(qualified)
 }
 
 /// The base type of a pydantic `con*()` call.

@@ -20,7 +20,7 @@ const DATA_KEYWORDS: [&str; 4] = ["default", "enum", "const", "examples"];
 /// `schema` with each of `classes` (name, schema as inlined) in `$defs` and a `$ref`
 /// at each use. Definitions already in `$defs` (recursive classes) stay, with the
 /// classes they use moved out the same way.
-pub fn hoist(schema: &Value, classes: &[(String, Value)]) -> Value {
+pub fn hoist(schema: &Value, classes: &[(String, &Value)]) -> Value {
     let mut defs = Map::new();
     let mut hoisted = node(schema, classes, &mut defs, true);
     if !defs.is_empty()
@@ -37,7 +37,7 @@ pub fn hoist(schema: &Value, classes: &[(String, Value)]) -> Value {
     hoisted
 }
 
-fn node(schema: &Value, classes: &[(String, Value)], defs: &mut Map<String, Value>, root: bool) -> Value {
+fn node(schema: &Value, classes: &[(String, &Value)], defs: &mut Map<String, Value>, root: bool) -> Value {
     match schema {
         Value::Object(fields) => {
             if !root && let Some((name, class)) = classes.iter().find(|(_, class)| is_use_of(fields, class)) {
@@ -120,7 +120,7 @@ mod tests {
             },
             "required": ["home"],
         });
-        let hoisted = hoist(&schema, &[(name, class.clone())]);
+        let hoisted = hoist(&schema, &[(name, &class)]);
         assert_eq!(
             hoisted,
             json!({
@@ -145,7 +145,7 @@ mod tests {
             "properties": {"who": person, "tree": {"$ref": "#/$defs/Node"}, "fallback": {"type": "object", "default": address}},
             "$defs": {"Node": {"type": "object", "properties": {"at": address}}},
         });
-        let hoisted = hoist(&schema, &[("Person".to_string(), person), (name, address.clone())]);
+        let hoisted = hoist(&schema, &[("Person".to_string(), &person), (name, &address)]);
         assert_eq!(hoisted["properties"]["who"], json!({"$ref": "#/$defs/Person"}));
         assert_eq!(hoisted["$defs"]["Person"]["properties"]["address"], json!({"$ref": "#/$defs/Address"}));
         assert_eq!(hoisted["$defs"]["Node"]["properties"]["at"], json!({"$ref": "#/$defs/Address"}));
@@ -158,6 +158,6 @@ mod tests {
         let mut narrowed = class.clone();
         narrowed["minProperties"] = json!(1);
         let schema = json!({"type": "object", "properties": {"a": narrowed}});
-        assert_eq!(hoist(&schema, &[(name, class)]), schema);
+        assert_eq!(hoist(&schema, &[(name, &class)]), schema);
     }
 }
