@@ -151,9 +151,7 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
             // A whole word at once; it counts when the byte after it is handled, so a
             // word that ends the file never counts.
             let start = i;
-            while i < bytes.len() && WORD[bytes[i] as usize] {
-                i += 1;
-            }
+            i = word_end(bytes, i);
             let word = &bytes[start..i];
             formatted = is_formatted_prefix(word);
             if i < bytes.len() && is_deepening_keyword(word) {
@@ -177,7 +175,7 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
                 continue;
             }
             b'#' => {
-                i = bytes[i..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |end| i + end);
+                i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |end| i + end);
                 continue;
             }
             b'\'' | b'"' => {
@@ -267,6 +265,42 @@ static WORD: [bool; 256] = {
     table
 };
 
+/// Index of the first byte from `i` on that is not a word byte ([`WORD`]), eight
+/// bytes at a time: most words end within the first eight, without a loop to leave.
+fn word_end(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        let others = !word_bytes(u64::from_le_bytes(eight)) & HIGHS;
+        if others != 0 {
+            return i + (others.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && WORD[bytes[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `eight` that is a word byte ([`WORD`]). Each byte's
+/// low seven bits are compared with a range by two additions that cannot carry into
+/// the next byte.
+fn word_bytes(eight: u64) -> u64 {
+    let low = eight & !HIGHS;
+    let between = |value: u64, first: u8, last: u8| {
+        (value + ONES * u64::from(0x80 - first)) & !(value + ONES * u64::from(0x7F - last)) & HIGHS
+    };
+    // Setting bit 5 makes upper-case letters lower-case and leaves lower-case ones.
+    let letters = between(low | ONES * 0x20, b'a', b'z');
+    let digits = between(low, b'0', b'9');
+    let underscores = between(low, b'_', b'_');
+    (eight & HIGHS) | letters | digits | underscores
+}
+
 fn is_deepening_keyword(word: &[u8]) -> bool {
     matches!(word, b"not" | b"lambda" | b"if" | b"else" | b"await" | b"and" | b"or" | b"in" | b"is" | b"yield")
 }
@@ -277,15 +311,19 @@ fn skip_string(bytes: &[u8], start: usize) -> usize {
     let triple = bytes.get(start + 1) == Some(&quote) && bytes.get(start + 2) == Some(&quote);
     let mut i = start + if triple { 3 } else { 1 };
     while i < bytes.len() {
-        // Jump to the next byte that can matter.
-        match find_any(&bytes[i..], [quote, b'\\', b'\n']) {
+        // Jump to the next byte that can matter: a line break ends only a short string.
+        let next = if triple {
+            memchr::memchr2(quote, b'\\', &bytes[i..])
+        } else {
+            memchr::memchr3(quote, b'\\', b'\n', &bytes[i..])
+        };
+        match next {
             Some(offset) => i += offset,
             None => return bytes.len(),
         }
         match bytes[i] {
             b'\\' => i += 2,
-            b'\n' if !triple => return i,
-            b'\n' => i += 1,
+            b'\n' => return i,
             _ => {
                 if !triple {
                     return i + 1;
@@ -298,27 +336,6 @@ fn skip_string(bytes: &[u8], start: usize) -> usize {
         }
     }
     bytes.len()
-}
-
-/// Position of the first of `needles` in `haystack`, eight bytes at a time
-/// (string bodies are most of a tool file's bytes).
-fn find_any(haystack: &[u8], needles: [u8; 3]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // Non-zero exactly when some byte of `word` is zero.
-    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
-    let [a, b, c] = needles.map(|n| ONES * u64::from(n));
-    let mut start = 0;
-    for chunk in haystack.chunks_exact(8) {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(bytes);
-        if has_zero(word ^ a) | has_zero(word ^ b) | has_zero(word ^ c) != 0 {
-            break;
-        }
-        start += 8;
-    }
-    haystack[start..].iter().position(|byte| needles.contains(byte)).map(|offset| start + offset)
 }
 
 #[cfg(test)]
@@ -346,13 +363,17 @@ mod tests {
     }
 
     #[test]
-    fn find_any_finds_the_first_needle_at_any_offset() {
-        for at in 0..40 {
-            let mut hay = vec![b'x'; 40];
-            hay[at] = b'"';
-            assert_eq!(find_any(&hay, [b'"', b'\\', b'\n']), Some(at));
-            hay[at] = 0x80 | b'"';
-            assert_eq!(find_any(&hay, [b'"', b'\\', b'\n']), None);
+    fn words_end_where_the_byte_table_says_at_any_offset() {
+        for byte in 0..=255u8 {
+            for at in 0..12 {
+                let mut text = vec![b'w'; 12];
+                text[at] = byte;
+                let expected = if WORD[byte as usize] { 12 } else { at };
+                assert_eq!(word_end(&text, 0), expected, "byte {byte:#x} at {at}");
+            }
+            let mut eight = [b'_'; 8];
+            eight[3] = byte;
+            assert_eq!(word_bytes(u64::from_le_bytes(eight)) & (0x80 << 24) != 0, WORD[byte as usize], "{byte:#x}");
         }
     }
 
