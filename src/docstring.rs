@@ -54,8 +54,6 @@ pub fn parse(raw: &str) -> Docstring {
     Docstring { text, summary, params, returns }
 }
 
-const PARAM_FIELDS: &[&str] = &["param", "parameter", "arg", "argument", "key", "keyword", "kwarg", "kwparam"];
-
 /// `inspect.cleandoc` of an already tab-expanded docstring, except that
 /// whitespace-only lines become empty everywhere (Python keeps whatever spaces exceed
 /// the margin), which simplifies blank-line checks; with the cleaned text's lines.
@@ -298,7 +296,7 @@ fn header_name(content: &str) -> Option<(&str, &str)> {
 
 /// A reST (`:param x: text`) or Epydoc (`@param x: text`) field line.
 struct Field<'a> {
-    kind: String,
+    kind: FieldKind,
     args: Vec<&'a str>,
     text: &'a str,
 }
@@ -312,7 +310,31 @@ fn parse_field(content: &str) -> Option<Field<'_>> {
     if !kind.chars().all(|c| c.is_ascii_alphabetic()) || text.starts_with('`') {
         return None;
     }
-    Some(Field { kind: kind.to_ascii_lowercase(), args: words.collect(), text: text.trim() })
+    Some(Field { kind: FieldKind::of(kind), args: words.collect(), text: text.trim() })
+}
+
+/// What a field documents, by its name in any case.
+#[derive(Clone, Copy)]
+enum FieldKind {
+    Param,
+    Type,
+    Returns,
+    Other,
+}
+
+impl FieldKind {
+    fn of(name: &str) -> FieldKind {
+        let is = |names: &[&str]| names.iter().any(|known| name.eq_ignore_ascii_case(known));
+        if is(&["param", "parameter", "arg", "argument", "key", "keyword", "kwarg", "kwparam"]) {
+            FieldKind::Param
+        } else if is(&["type"]) {
+            FieldKind::Type
+        } else if is(&["return", "returns"]) {
+            FieldKind::Returns
+        } else {
+            FieldKind::Other
+        }
+    }
 }
 
 /// Google entry `name (type): text`, returning (name, type, text).
@@ -464,22 +486,22 @@ impl Parser {
 
     fn start_field(&mut self, field: &Field<'_>, index: usize, indent: usize) {
         self.section = None;
-        let target = match field.kind.as_str() {
-            kind if PARAM_FIELDS.contains(&kind) => match field.args.split_last() {
+        let target = match field.kind {
+            FieldKind::Param => match field.args.split_last() {
                 Some((name, type_words)) => {
                     let type_text = type_words.join(" ");
                     self.add_params(&[name], Some(type_text.as_str()), field.text, index)
                 }
                 None => Target::Ignored,
             },
-            "type" => {
+            FieldKind::Type => {
                 if let [name] = field.args[..] {
                     self.types.push((name.trim_start_matches('*').to_string(), field.text.to_string()));
                 }
                 Target::Ignored
             }
-            "return" | "returns" => self.claim_returns(field.text),
-            _ => Target::Ignored,
+            FieldKind::Returns => self.claim_returns(field.text),
+            FieldKind::Other => Target::Ignored,
         };
         self.current = Some(Current { target, indent });
     }

@@ -716,16 +716,29 @@ fn bind_import_from<'a>(scope: &mut Scope<'a>, import: &'a ast::StmtImportFrom) 
 }
 
 fn duplicate_parameter(parameters: &ast::Parameters) -> Option<&ast::Identifier> {
-    let names = || parameters.iter().map(|parameter| parameter.name());
-    // Signatures are short: comparing with the names before costs less than hashing.
-    if names().count() <= 16 {
-        return names()
-            .enumerate()
-            .find(|&(i, name)| names().take(i).any(|before| before.as_str() == name.as_str()))
-            .map(|(_, name)| name);
-    }
+    // Signatures are short: the names before, kept on the stack, are compared one by
+    // one, which costs less than hashing; a long signature falls back to a set.
+    let mut before: [&str; 16] = [""; 16];
     let mut seen = std::collections::HashSet::new();
-    names().find(|name| !seen.insert(name.as_str()))
+    for (index, name) in parameters.iter().map(|parameter| parameter.name()).enumerate() {
+        let name_str = name.as_str();
+        let repeated = match before.get_mut(index) {
+            Some(slot) => {
+                *slot = name_str;
+                before[..index].contains(&name_str)
+            }
+            None => {
+                if seen.is_empty() {
+                    seen.extend(before);
+                }
+                !seen.insert(name_str)
+            }
+        };
+        if repeated {
+            return Some(name);
+        }
+    }
+    None
 }
 
 /// `{}` (any value), or an object with any keys and values (`dict`, `dict[str, Any]`).

@@ -161,6 +161,8 @@ fn duplicate_parameter_names_are_errors_and_the_tool_is_not_exported() {
         ("duplicates.py:4:24:", "x", "tool_twice"),
         ("duplicates.py:8:25:", "file", "tool_nfkc"),
         ("duplicates.py:12:30:", "a", "tool_star"),
+        ("duplicates.py:20:95:", "p5", "tool_long"),
+        ("duplicates.py:24:28:", "p1", "tool_short"),
     ] {
         let message = format!("`{function}` has the parameter `{name}` twice, a SyntaxError in Python");
         assert_eq!(
