@@ -77,7 +77,9 @@ fn clean(expanded: &str) -> (String, Vec<Line<'_>>) {
     let last = lines.iter().rposition(|line| !line.content.is_empty()).map_or(first, |last| last + 1);
     lines.truncate(last.max(first));
     lines.drain(..first);
-    let mut text = String::with_capacity(expanded.len());
+    // Sized exactly: the text is kept as long as the tool is.
+    let length = lines.iter().map(|line| line.full.len() + 1).sum::<usize>().saturating_sub(1);
+    let mut text = String::with_capacity(length);
     for (index, line) in lines.iter().enumerate() {
         if index > 0 {
             text.push('\n');
@@ -382,19 +384,21 @@ fn parse_numpy_entry(content: &str) -> Option<(Vec<&str>, Option<&str>)> {
 }
 
 fn summary(lines: &[Line<'_>]) -> String {
-    let mut paragraph = lines.iter().enumerate().take_while(|&(index, line)| {
-        !line.content.is_empty()
-            && !is_dash_line(line.content)
-            && header_at(lines, index).is_none()
-            && parse_field(line.content).is_none()
-    });
-    let Some((_, first)) = paragraph.next() else { return String::new() };
-    let mut joined = first.content.to_string();
-    for (_, line) in paragraph {
-        joined.push(' ');
-        joined.push_str(line.content);
+    let paragraph: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .take_while(|&(index, line)| {
+            !line.content.is_empty()
+                && !is_dash_line(line.content)
+                && header_at(lines, index).is_none()
+                && parse_field(line.content).is_none()
+        })
+        .map(|(_, line)| line.content)
+        .collect();
+    match paragraph.as_slice() {
+        [line] => normalize(line),
+        lines => normalize(&lines.join(" ")),
     }
-    normalize_owned(joined)
 }
 
 /// Where continuation text goes.
@@ -583,7 +587,8 @@ impl Parser {
                 param.type_text = Some(type_text);
             }
         }
-        let returns = self.returns.take().map(normalize_owned).filter(|text| !text.is_empty());
+        // A copy sized exactly: the tool keeps it.
+        let returns = self.returns.as_deref().map(normalize).filter(|text| !text.is_empty());
         (self.params, returns)
     }
 }

@@ -295,7 +295,7 @@ fn word_bytes(eight: u64) -> u64 {
         (value + ONES * u64::from(0x80 - first)) & !(value + ONES * u64::from(0x7F - last)) & HIGHS
     };
     // Setting bit 5 makes upper-case letters lower-case and leaves lower-case ones.
-    let letters = between(low | ONES * 0x20, b'a', b'z');
+    let letters = between(low | (ONES * 0x20), b'a', b'z');
     let digits = between(low, b'0', b'9');
     let underscores = between(low, b'_', b'_');
     (eight & HIGHS) | letters | digits | underscores
