@@ -399,36 +399,7 @@ impl<'t> Reader<'t> {
                         module.scope.aliases.entry(target.id.as_str()).or_insert(&alias.value);
                     }
                 }
-                Stmt::If(s) => {
-                    self.walk_module(&s.body, module);
-                    for clause in &s.elif_else_clauses {
-                        self.walk_module(&clause.body, module);
-                    }
-                }
-                Stmt::Try(s) => {
-                    self.walk_module(&s.body, module);
-                    for handler in &s.handlers {
-                        let ast::ExceptHandler::ExceptHandler(handler) = handler;
-                        self.walk_module(&handler.body, module);
-                    }
-                    self.walk_module(&s.orelse, module);
-                    self.walk_module(&s.finalbody, module);
-                }
-                Stmt::With(s) => self.walk_module(&s.body, module),
-                Stmt::For(s) => {
-                    self.walk_module(&s.body, module);
-                    self.walk_module(&s.orelse, module);
-                }
-                Stmt::While(s) => {
-                    self.walk_module(&s.body, module);
-                    self.walk_module(&s.orelse, module);
-                }
-                Stmt::Match(s) => {
-                    for case in &s.cases {
-                        self.walk_module(&case.body, module);
-                    }
-                }
-                _ => {}
+                _ => for_each_block(stmt, |body| self.walk_module(body, module)),
             }
         }
     }
@@ -824,37 +795,40 @@ fn nested_tools(body: &[Stmt], found: &mut Vec<(TextRange, String)>) {
                 nested_tools(&function.body, found);
             }
             Stmt::ClassDef(class) => nested_tools(&class.body, found),
-            Stmt::If(s) => {
-                nested_tools(&s.body, found);
-                for clause in &s.elif_else_clauses {
-                    nested_tools(&clause.body, found);
-                }
-            }
-            Stmt::Try(s) => {
-                nested_tools(&s.body, found);
-                for handler in &s.handlers {
-                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
-                    nested_tools(&handler.body, found);
-                }
-                nested_tools(&s.orelse, found);
-                nested_tools(&s.finalbody, found);
-            }
-            Stmt::With(s) => nested_tools(&s.body, found),
-            Stmt::For(s) => {
-                nested_tools(&s.body, found);
-                nested_tools(&s.orelse, found);
-            }
-            Stmt::While(s) => {
-                nested_tools(&s.body, found);
-                nested_tools(&s.orelse, found);
-            }
-            Stmt::Match(s) => {
-                for case in &s.cases {
-                    nested_tools(&case.body, found);
-                }
-            }
-            _ => {}
+            _ => for_each_block(stmt, |block| nested_tools(block, found)),
         }
+    }
+}
+
+/// Each block of statements a compound statement other than `def` and `class` holds
+/// (`if`, `try`, `with`, `for`, `while`, `match`), in source order: what runs in the
+/// scope around it.
+fn for_each_block<'a>(stmt: &'a Stmt, mut visit: impl FnMut(&'a [Stmt])) {
+    match stmt {
+        Stmt::If(s) => {
+            visit(&s.body);
+            s.elif_else_clauses.iter().for_each(|clause| visit(&clause.body));
+        }
+        Stmt::Try(s) => {
+            visit(&s.body);
+            for handler in &s.handlers {
+                let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                visit(&handler.body);
+            }
+            visit(&s.orelse);
+            visit(&s.finalbody);
+        }
+        Stmt::With(s) => visit(&s.body),
+        Stmt::For(s) => {
+            visit(&s.body);
+            visit(&s.orelse);
+        }
+        Stmt::While(s) => {
+            visit(&s.body);
+            visit(&s.orelse);
+        }
+        Stmt::Match(s) => s.cases.iter().for_each(|case| visit(&case.body)),
+        _ => {}
     }
 }
 

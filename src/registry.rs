@@ -524,7 +524,9 @@ fn read_all(
 
 /// Reads one group. A file that imports nothing relatively needs no sibling: it is
 /// parsed, extracted and its tree freed before the next file is parsed. When one of
-/// them imports relatively, the folder is read again as a whole ([`read_folder`]).
+/// them imports relatively, the folder is read again as a whole ([`read_folder`]);
+/// the files before it are parsed twice, which only folders that use relative
+/// imports pay.
 fn read_group(
     files: &[SourceFile],
     metadata: &[Option<Metadata>],
@@ -549,41 +551,25 @@ fn read_group(
     out
 }
 
-/// Reads a group whose files import from each other: parses the files that must be
-/// read (and, when one of them imports relatively, the rest of the folder), then
-/// extracts them together.
+/// Reads a group one of whose files imports relatively: every file of the folder is
+/// parsed, then they are extracted together, so that a relative import finds its
+/// sibling's definitions.
 fn read_folder(
     files: &[SourceFile],
     metadata: &[Option<Metadata>],
     group: &Group,
     injected: &[String],
 ) -> Vec<(usize, FileResult)> {
-    let mut parsed: Vec<Option<Result<ParsedFile, Diagnostic>>> = group.files.iter().map(|_| None).collect();
-    for (slot, &(i, must)) in parsed.iter_mut().zip(&group.files) {
-        if must {
-            *slot = Some(read_one(&files[i], metadata[i].as_ref()));
-        }
-    }
-    let relative = parsed.iter().flatten().any(|p| p.as_ref().is_ok_and(ParsedFile::imports_relatively));
-    if relative {
-        for (slot, &(i, _)) in parsed.iter_mut().zip(&group.files) {
-            if slot.is_none() {
-                *slot = Some(read_one(&files[i], metadata[i].as_ref()));
-            }
-        }
-    }
-    let readable: Vec<(&SourceFile, &ParsedFile)> = parsed
-        .iter()
-        .zip(&group.files)
-        .filter_map(|(slot, &(i, _))| Some((&files[i], slot.as_ref()?.as_ref().ok()?)))
-        .collect();
+    let parsed: Vec<(usize, Result<ParsedFile, Diagnostic>)> =
+        group.files.iter().map(|&(i, _)| (i, read_one(&files[i], metadata[i].as_ref()))).collect();
+    let readable: Vec<(&SourceFile, &ParsedFile)> =
+        parsed.iter().filter_map(|(i, file)| Some((&files[*i], file.as_ref().ok()?))).collect();
     let mut extracted = extract::extract_folder(&readable, injected).into_iter();
-    let mut out = Vec::with_capacity(group.files.len());
-    for (slot, &(i, _)) in parsed.iter().zip(&group.files) {
-        let result = match slot {
-            None => continue,
-            Some(Err(diagnostic)) => FileResult::failed(diagnostic.clone()),
-            Some(Ok(file)) => {
+    let mut out = Vec::with_capacity(parsed.len());
+    for (i, file) in parsed {
+        let result = match file {
+            Err(diagnostic) => FileResult::failed(diagnostic),
+            Ok(file) => {
                 let (library, diagnostics) = extracted.next().expect("one extraction per readable file");
                 FileResult { library: Some(library), diagnostics, relative_imports: file.imports_relatively() }
             }

@@ -1133,9 +1133,9 @@ impl<'a, 's> Converter<'a, 's> {
                 }
             }
             Expr::Attribute(a) => match self.resolve_in(module, &a.value)? {
-                Resolved::Qualified(q) => Some(Resolved::Qualified(Cow::Owned(
-                    normalise_module(&format!("{q}.{}", a.attr.as_str())).into_owned(),
-                ))),
+                Resolved::Qualified(q) => {
+                    Some(Resolved::Qualified(normalise_module(Cow::Owned(format!("{q}.{}", a.attr.as_str())))))
+                }
                 Resolved::Module(sibling) => Some(
                     self.lookup(sibling, a.attr.as_str(), 0)
                         .or_else(|| self.star_imported(sibling, a.attr.as_str(), 0))
@@ -1166,7 +1166,7 @@ impl<'a, 's> Converter<'a, 's> {
         };
         match qualified.strip_prefix('.') {
             Some(path) => self.relative(path, hops + 1),
-            None => Some(Resolved::Qualified(normalise_module(qualified))),
+            None => Some(Resolved::Qualified(normalise_module(Cow::Borrowed(qualified)))),
         }
     }
 
@@ -1311,7 +1311,8 @@ fn is_typing_name(name: &str) -> bool {
 
 /// `typing_extensions.X` and `typing.X` are the same thing for a schema, and so are
 /// pydantic's names and the submodules that define them (`pydantic.networks.HttpUrl`).
-fn normalise_module(qualified: &str) -> Cow<'_, str> {
+/// A name that needs no change is given back as it came.
+fn normalise_module(qualified: Cow<'_, str>) -> Cow<'_, str> {
     if let Some(rest) = qualified.strip_prefix("typing_extensions")
         && (rest.is_empty() || rest.starts_with('.'))
     {
@@ -1324,7 +1325,7 @@ fn normalise_module(qualified: &str) -> Cow<'_, str> {
             return Cow::Owned(format!("pydantic.{name}"));
         }
     }
-    Cow::Borrowed(qualified)
+    qualified
 }
 
 /// The base type of a pydantic `con*()` call.
