@@ -204,18 +204,11 @@ fn stem(file: &SourceFile) -> String {
 fn imports_relatively(suite: &[Stmt]) -> bool {
     suite.iter().any(|stmt| match stmt {
         Stmt::ImportFrom(import) => import.level > 0,
-        Stmt::If(s) => imports_relatively(&s.body) || s.elif_else_clauses.iter().any(|c| imports_relatively(&c.body)),
-        Stmt::Try(s) => {
-            imports_relatively(&s.body)
-                || s.handlers.iter().any(|ast::ExceptHandler::ExceptHandler(h)| imports_relatively(&h.body))
-                || imports_relatively(&s.orelse)
-                || imports_relatively(&s.finalbody)
+        _ => {
+            let mut found = false;
+            for_each_block(stmt, |block| found = found || imports_relatively(block));
+            found
         }
-        Stmt::With(s) => imports_relatively(&s.body),
-        Stmt::For(s) => imports_relatively(&s.body) || imports_relatively(&s.orelse),
-        Stmt::While(s) => imports_relatively(&s.body) || imports_relatively(&s.orelse),
-        Stmt::Match(s) => s.cases.iter().any(|c| imports_relatively(&c.body)),
-        _ => false,
     })
 }
 

@@ -34,6 +34,20 @@ fn tool_defined_inside_a_function_or_class_is_warned_and_not_exported() {
 }
 
 #[test]
+fn only_blocks_the_module_scope_runs_define_tools_and_blocks_inside_functions_and_classes_are_warned() {
+    let registry = load(&["nested_blocks"]);
+    assert_eq!(tool_names(&registry), ["tool_in_match"]);
+    for (place, name, owner) in [
+        ("blocks.py:14:13", "tool_in_if_in_function", "function `outer`"),
+        ("blocks.py:18:17", "tool_deep_in_function", "function `outer`"),
+        ("blocks.py:27:17", "tool_in_except_in_method", "class `Holder`"),
+    ] {
+        assert!(registry.tool(name).is_none(), "{name}");
+        assert_eq!(diagnostics_with(&registry, &[place, "warning", name, owner]).len(), 1, "{place}");
+    }
+}
+
+#[test]
 fn async_def_tools_are_tools() {
     let registry = load(&["nested_tools"]);
     let (_, tool) = registry.tool("tool_async").unwrap();
