@@ -15,12 +15,12 @@ use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::docstring;
 use crate::policy::{self, Declared};
 use crate::scan::SourceFile;
+use crate::schema::json::{Map, Value, json};
 use crate::schema::{self, Converter, SchemaText, Scope, Siblings};
 use crate::source::{self, MAX_NESTING};
 
@@ -250,7 +250,7 @@ impl<'t> Reader<'t> {
         injected: &[String],
     ) -> Library {
         let stem = stem(file);
-
+        let tools = module.functions.iter().filter(|f| f.name.starts_with("tool_")).count();
         let mut library = Library {
             path: file.path.clone(),
             package: file.package.clone(),
@@ -260,7 +260,7 @@ impl<'t> Reader<'t> {
             icon: None,
             hooks: Hooks::default(),
             prompt_provider: None,
-            tools: Vec::new(),
+            tools: Vec::with_capacity(tools),
         };
         for stmt in &module.metadata {
             self.metadata(stmt, &mut library);
@@ -329,7 +329,12 @@ impl<'t> Reader<'t> {
         }
         let converter = Converter::new(&module.scope);
         let base = self.path.parent().unwrap_or(Path::new(""));
-        let read = policy::read_library(module.policy, module.policies, |e| converter.literal(e), base);
+        let read = policy::read_library(
+            module.policy,
+            module.policies,
+            |e| converter.literal(e).map(serde_json::Value::from),
+            base,
+        );
         for (range, message) in read.warnings {
             self.warning(range, message);
         }
@@ -549,7 +554,7 @@ impl<'t> Reader<'t> {
                     if let Some(value) = converter.default(default)
                         && let Some(object) = schema.as_object_mut()
                     {
-                        object.insert("default".into(), value);
+                        object.insert("default", value);
                     }
                 }
             }
@@ -574,23 +579,23 @@ impl<'t> Reader<'t> {
                 if let Some(text) = documented.map(|p| std::mem::take(&mut p.description)).filter(|d| !d.is_empty()) {
                     schema::set_description(&mut schema, text);
                 }
-                if field_required.contains(&field) {
-                    required.push(Value::from(field.as_str()));
+                if field_required.iter().any(|r| *r == field) {
+                    required.push(Value::from(field.as_ref()));
                 }
-                keywords.push(field.clone());
+                keywords.push(field.to_string());
                 properties.insert(field, schema);
             }
         }
 
         let mut schema = Map::new();
-        schema.insert("type".into(), json!("object"));
-        schema.insert("properties".into(), Value::Object(properties));
-        schema.insert("required".into(), Value::Array(required));
+        schema.insert("type", json!("object"));
+        schema.insert("properties", Value::Object(properties));
+        schema.insert("required", Value::Array(required));
         if parameters.kwarg.is_none() || unpacked.is_some() {
-            schema.insert("additionalProperties".into(), Value::Bool(false));
+            schema.insert("additionalProperties", Value::Bool(false));
         }
         if !converter.defs.is_empty() {
-            schema.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
+            schema.insert("$defs", Value::Object(std::mem::take(&mut converter.defs)));
         }
         let schema = Value::Object(schema);
         let classes = converter.named_classes();
@@ -616,7 +621,7 @@ impl<'t> Reader<'t> {
         if !converter.defs.is_empty()
             && let Some(object) = schema.as_object_mut()
         {
-            object.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
+            object.insert("$defs", Value::Object(std::mem::take(&mut converter.defs)));
         }
         Some(SchemaText::new(&schema))
     }
@@ -708,7 +713,7 @@ fn duplicate_parameter(parameters: &ast::Parameters) -> Option<&ast::Identifier>
 /// `{}` (any value), or an object with any keys and values (`dict`, `dict[str, Any]`).
 fn says_nothing(schema: &Value) -> bool {
     let Some(object) = schema.as_object() else { return false };
-    object.iter().all(|(key, value)| match key.as_str() {
+    object.iter().all(|(key, value)| match key.as_ref() {
         "type" => value == "object",
         "additionalProperties" => value == &Value::Bool(true) || value == &json!({}),
         "description" => true,

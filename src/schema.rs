@@ -19,9 +19,11 @@ use ruff_python_ast::{self as ast, Expr, Number, Operator, Stmt, UnaryOp};
 use ruff_text_size::{Ranged, TextRange};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
 
+pub mod json;
 pub mod named;
+
+use json::{Map, Value, json};
 
 /// A tool's parameters schema, kept as compact JSON text: a fraction of the memory
 /// of a `serde_json::Value` tree, which holds a map per schema object.
@@ -32,12 +34,12 @@ pub mod named;
 #[derive(Clone)]
 pub struct SchemaText {
     text: Box<RawValue>,
-    parsed: OnceLock<Value>,
+    parsed: OnceLock<serde_json::Value>,
 }
 
 impl SchemaText {
     /// `schema` as compact text.
-    pub fn new(schema: &Value) -> SchemaText {
+    pub fn new(schema: &impl Serialize) -> SchemaText {
         let text = serde_json::value::to_raw_value(schema).expect("a Value always serializes");
         SchemaText { text, parsed: OnceLock::new() }
     }
@@ -48,7 +50,7 @@ impl SchemaText {
     }
 
     /// The schema as a new `Value`.
-    pub fn parse(&self) -> Value {
+    pub fn parse(&self) -> serde_json::Value {
         match self.parsed.get() {
             Some(value) => value.clone(),
             None => serde_json::from_str(self.text.get()).expect("the text was serialized from a Value"),
@@ -56,7 +58,7 @@ impl SchemaText {
     }
 
     /// The schema, parsed once and kept.
-    pub fn value(&self) -> &Value {
+    pub fn value(&self) -> &serde_json::Value {
         self.parsed.get_or_init(|| serde_json::from_str(self.text.get()).expect("the text was serialized from a Value"))
     }
 }
@@ -171,7 +173,7 @@ pub struct Converter<'a, 's> {
     current: Cell<Module<'a, 's>>,
     siblings: &'s Siblings<'s, 'a>,
     /// The `$defs` the converted annotations refer to.
-    pub defs: Map<String, Value>,
+    pub defs: Map,
     /// The named classes (TypedDict, dataclass, NamedTuple, model) inlined so far,
     /// each once: its definition key, its own name, its schema as inlined.
     classes: Vec<(String, &'a str, Value)>,
@@ -220,7 +222,7 @@ impl<'a, 's> Converter<'a, 's> {
 
     /// `schema`, or `{}` with a warning when it is nested deeper than [`MAX_SCHEMA_DEPTH`].
     fn within_depth(&mut self, range: TextRange, schema: Value) -> Value {
-        if json_depth(&schema) <= MAX_SCHEMA_DEPTH {
+        if schema.depth() <= MAX_SCHEMA_DEPTH {
             return schema;
         }
         let message = format!(
@@ -232,7 +234,7 @@ impl<'a, 's> Converter<'a, 's> {
 
     /// The fields of `Unpack[TD]` (PEP 692 `**kwargs`) with the names among them that
     /// are required; `None`, with a warning, when TD is not a TypedDict.
-    pub fn unpacked(&mut self, annotation: &Expr) -> Option<(Map<String, Value>, Vec<String>)> {
+    pub fn unpacked(&mut self, annotation: &Expr) -> Option<(Map, Vec<String>)> {
         let Expr::Subscript(sub) = annotation else { return None };
         if !self.is_qualified(&sub.value, "typing.Unpack") {
             return None;
@@ -307,7 +309,7 @@ impl<'a, 's> Converter<'a, 's> {
                 } else if let Some(i) = value.as_i64() {
                     i.checked_neg().map(Value::from)
                 } else {
-                    value.as_f64().map(|f| json!(-f))
+                    value.as_f64().map(|f| Value::from(-f))
                 };
                 negated.ok_or(NotLiteral::Expression)?
             }
@@ -326,7 +328,7 @@ impl<'a, 's> Converter<'a, 's> {
             Expr::Attribute(attr) => {
                 // An enum member's value is a literal of its own: measured here.
                 let value = self.enum_member_value(attr).ok_or(NotLiteral::Expression)?;
-                if json_depth(&value) > room {
+                if value.depth() > room {
                     return Err(NotLiteral::TooDeep);
                 }
                 value
@@ -762,7 +764,7 @@ impl<'a, 's> Converter<'a, 's> {
     /// Expands a named definition (written at `range`) once; a reference to it from
     /// inside itself becomes `$ref` and the definition moves to `$defs`.
     fn expand(&mut self, name: &str, range: TextRange, build: impl FnOnce(&mut Self) -> Value) -> Value {
-        let reference = json!({ "$ref": format!("#/$defs/{name}") });
+        let reference = Value::object([("$ref", Value::from(format!("#/$defs/{name}")))]);
         if self.defs.contains_key(name) {
             return reference;
         }
@@ -938,7 +940,7 @@ impl<'a, 's> Converter<'a, 's> {
                 this.ancestor_fields(ancestor, kind, depth, &mut properties, &mut required, &mut forbid_extra)
             });
         }
-        let required = Value::Array(required.into_iter().map(Value::String).collect());
+        let required = Value::Array(required.into_iter().map(Value::from).collect());
         let mut schema =
             object([("type", json!("object")), ("properties", Value::Object(properties)), ("required", required)]);
         if forbid_extra {
@@ -953,7 +955,7 @@ impl<'a, 's> Converter<'a, 's> {
         ancestor: &'a ast::StmtClassDef,
         kind: ClassKind,
         depth: usize,
-        properties: &mut Map<String, Value>,
+        properties: &mut Map,
         required: &mut Vec<String>,
         forbid_extra: &mut bool,
     ) {
@@ -1060,7 +1062,7 @@ impl<'a, 's> Converter<'a, 's> {
                 "default_factory" => has_default = true,
                 "description" => {
                     if let Some(Value::String(text)) = self.literal(&keyword.value) {
-                        description.get_or_insert(text);
+                        description.get_or_insert(text.into_owned());
                     }
                 }
                 key => {
@@ -1370,7 +1372,10 @@ fn vocabulary(qualified: &str) -> Option<Value> {
         }
         schema
     };
-    let network = |pattern: String| json!({ "type": "string", "pattern": format!("^(?:{pattern})$") });
+    let network = |pattern: String| {
+        let pattern = format!("^(?:{pattern})$");
+        json!({ "type": "string", "pattern": pattern })
+    };
     let v6_network = || IPV6_NETWORK.replace("IPV4", IPV4);
     let http = "^[hH][tT][tT][pP][sS]?://";
     Some(match qualified {
@@ -1408,7 +1413,7 @@ fn vocabulary(qualified: &str) -> Option<Value> {
 /// narrowed by `max_digits` / `decimal_places` as pydantic's `build_decimal_pattern`
 /// does). Numeric bounds can only be checked on a number, so a bounded decimal is a
 /// number only; `max_digits` bounds a number's whole part.
-fn decimal(bounds: Map<String, Value>, max_digits: Option<u64>, places: Option<u64>) -> Value {
+fn decimal(bounds: Map, max_digits: Option<u64>, places: Option<u64>) -> Value {
     let mut number = json!({ "type": "number" });
     for (key, value) in bounds.iter() {
         apply_constraint(&mut number, key, value.clone());
@@ -1422,8 +1427,8 @@ fn decimal(bounds: Map<String, Value>, max_digits: Option<u64>, places: Option<u
         }
         if number.get("exclusiveMinimum").is_none() && number.get("minimum").is_none() {
             number["exclusiveMinimum"] = match limit.as_i64() {
-                Some(n) => json!(-n),
-                None => json!(-limit.as_f64().unwrap_or_default()),
+                Some(n) => Value::from(-n),
+                None => Value::from(-limit.as_f64().unwrap_or_default()),
             };
         }
     }
@@ -1512,10 +1517,10 @@ fn enum_schema(values: Vec<Value>) -> Value {
     if let Some(first) = values.first() {
         let kind = type_of(first);
         if values.iter().all(|v| type_of(v) == kind) {
-            schema.insert("type".into(), Value::from(kind));
+            schema.insert("type", Value::text(kind));
         }
     }
-    schema.insert("enum".into(), Value::Array(values));
+    schema.insert("enum", Value::Array(values));
     Value::Object(schema)
 }
 
@@ -1526,10 +1531,10 @@ fn object<const N: usize>(keywords: [(&str, Value); N]) -> Value {
 }
 
 /// Levels of nesting of a JSON value: a scalar or an empty container is one.
-pub fn json_depth(value: &Value) -> usize {
+pub fn json_depth(value: &serde_json::Value) -> usize {
     let children = match value {
-        Value::Array(items) => items.iter().map(json_depth).max(),
-        Value::Object(map) => map.values().map(json_depth).max(),
+        serde_json::Value::Array(items) => items.iter().map(json_depth).max(),
+        serde_json::Value::Object(map) => map.values().map(json_depth).max(),
         _ => None,
     };
     1 + children.unwrap_or(0)
@@ -1561,7 +1566,7 @@ fn apply_constraint(schema: &mut Value, key: &str, value: Value) {
             && let Some(Value::Object(single)) = only.pop()
         {
             for (key, value) in single {
-                object.entry(key).or_insert(value);
+                object.get_or_insert(key, value);
             }
         }
         return;
@@ -1611,7 +1616,7 @@ pub fn nullable(schema: Value) -> Value {
 /// Adds a description without disturbing a `$ref`-only or `anyOf` schema's meaning.
 pub fn set_description(schema: &mut Value, text: String) {
     if let Some(object) = schema.as_object_mut() {
-        object.insert("description".to_string(), Value::String(text));
+        object.insert("description", Value::from(text));
     }
 }
 
@@ -1659,9 +1664,10 @@ mod tests {
             text.as_str(),
             r#"{"type":"object","properties":{"z":{"type":"integer"},"a":{"description":"ü \"q\""}}}"#
         );
-        assert_eq!(text.parse(), schema);
-        assert_eq!(text.value(), &schema);
-        assert_eq!(serde_json::to_value(&text).unwrap(), schema);
+        let value = serde_json::Value::from(schema.clone());
+        assert_eq!(text.parse(), value);
+        assert_eq!(text.value(), &value);
+        assert_eq!(serde_json::to_value(&text).unwrap(), value);
         assert_eq!(SchemaText::new(&schema), text);
         let reordered =
             json!({"properties": {"z": {"type": "integer"}, "a": {"description": "ü \"q\""}}, "type": "object"});

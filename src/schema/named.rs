@@ -10,7 +10,7 @@
 //! Must never: change what a schema accepts, or touch data (`default`, `enum`,
 //! `const`, `examples` values are not schemas).
 
-use serde_json::{Map, Value};
+use super::json::{Map, Value};
 
 /// Keywords a use of a class adds beside it.
 const USE_KEYWORDS: [&str; 4] = ["description", "default", "title", "examples"];
@@ -37,7 +37,7 @@ pub fn hoist(schema: &Value, classes: &[(String, &Value)]) -> Value {
     hoisted
 }
 
-fn node(schema: &Value, classes: &[(String, &Value)], defs: &mut Map<String, Value>, root: bool) -> Value {
+fn node(schema: &Value, classes: &[(String, &Value)], defs: &mut Map, root: bool) -> Value {
     match schema {
         Value::Object(fields) => {
             if !root && let Some((name, class)) = classes.iter().find(|(_, class)| is_use_of(fields, class)) {
@@ -48,7 +48,7 @@ fn node(schema: &Value, classes: &[(String, &Value)], defs: &mut Map<String, Val
                     defs.insert(name.clone(), definition);
                 }
                 let mut reference = Map::new();
-                reference.insert("$ref".to_string(), Value::String(format!("#/$defs/{name}")));
+                reference.insert("$ref", Value::from(format!("#/$defs/{name}")));
                 for key in USE_KEYWORDS {
                     if let Some(value) = fields.get(key)
                         && class.get(key) != Some(value)
@@ -60,7 +60,7 @@ fn node(schema: &Value, classes: &[(String, &Value)], defs: &mut Map<String, Val
             }
             let mut out = Map::new();
             for (key, value) in fields {
-                let value = match key.as_str() {
+                let value = match key.as_ref() {
                     key if DATA_KEYWORDS.contains(&key) => value.clone(),
                     "properties" | "$defs" | "patternProperties" | "dependentSchemas" => match value {
                         Value::Object(named) => Value::Object(
@@ -84,21 +84,20 @@ fn node(schema: &Value, classes: &[(String, &Value)], defs: &mut Map<String, Val
 
 /// Whether `fields` is `class` as a use of it: every keyword of the class is there
 /// with the class's value, and every other keyword is one a use adds.
-fn is_use_of(fields: &Map<String, Value>, class: &Value) -> bool {
+fn is_use_of(fields: &Map, class: &Value) -> bool {
     let Some(class) = class.as_object() else { return false };
     if !class.contains_key("properties") {
         return false;
     }
     let same = |key: &str| fields.get(key) == class.get(key);
-    class.keys().all(|key| USE_KEYWORDS.contains(&key.as_str()) || same(key))
-        && fields.keys().all(|key| USE_KEYWORDS.contains(&key.as_str()) || class.contains_key(key))
+    class.keys().all(|key| USE_KEYWORDS.contains(&key) || same(key))
+        && fields.keys().all(|key| USE_KEYWORDS.contains(&key) || class.contains_key(key))
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
+    use crate::schema::json::json;
 
     fn address() -> (String, Value) {
         let schema =
@@ -115,8 +114,8 @@ mod tests {
             "type": "object",
             "properties": {
                 "home": described,
-                "others": {"type": "array", "items": class},
-                "maybe": {"anyOf": [class, {"type": "null"}], "default": null},
+                "others": {"type": "array", "items": (class.clone())},
+                "maybe": {"anyOf": [(class.clone()), {"type": "null"}], "default": null},
             },
             "required": ["home"],
         });
@@ -139,11 +138,11 @@ mod tests {
     #[test]
     fn classes_inside_classes_and_existing_defs_move_too_and_data_is_untouched() {
         let (name, address) = address();
-        let person = json!({"type": "object", "properties": {"address": address}});
+        let person = json!({"type": "object", "properties": {"address": (address.clone())}});
         let schema = json!({
             "type": "object",
-            "properties": {"who": person, "tree": {"$ref": "#/$defs/Node"}, "fallback": {"type": "object", "default": address}},
-            "$defs": {"Node": {"type": "object", "properties": {"at": address}}},
+            "properties": {"who": (person.clone()), "tree": {"$ref": "#/$defs/Node"}, "fallback": {"type": "object", "default": (address.clone())}},
+            "$defs": {"Node": {"type": "object", "properties": {"at": (address.clone())}}},
         });
         let hoisted = hoist(&schema, &[("Person".to_string(), &person), (name, &address)]);
         assert_eq!(hoisted["properties"]["who"], json!({"$ref": "#/$defs/Person"}));
@@ -157,7 +156,7 @@ mod tests {
         let (name, class) = address();
         let mut narrowed = class.clone();
         narrowed["minProperties"] = json!(1);
-        let schema = json!({"type": "object", "properties": {"a": narrowed}});
+        let schema = json!({"type": "object", "properties": {"a": (narrowed)}});
         assert_eq!(hoist(&schema, &[(name, &class)]), schema);
     }
 }
