@@ -11,8 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_python_ast::{self as ast, Expr, PySourceType, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 use serde::Serialize;
 
@@ -22,7 +21,7 @@ use crate::policy::{self, Declared};
 use crate::scan::SourceFile;
 use crate::schema::json::{Map, Value, json};
 use crate::schema::{self, Converter, SchemaText, Scope, Siblings};
-use crate::source::{self, MAX_NESTING};
+use crate::source::{self, Prepared, SourceError};
 
 /// Parameters the host passes itself; they never appear in a schema.
 pub const DEFAULT_INJECTED: &[&str] =
@@ -142,26 +141,21 @@ impl ParsedFile {
 /// Parses one file, or says why it cannot be read safely.
 pub fn parse(file: &SourceFile, bytes: Vec<u8>) -> Result<ParsedFile, Diagnostic> {
     let path = file.path.as_path();
-    let (text, needs_tree_check) = match source::prepare(bytes) {
-        Ok(prepared) => (prepared.text, prepared.needs_tree_check),
-        Err(err) => {
-            let (line, col) = err.position();
-            return Err(Diagnostic::new(path, line, col, Level::Error, err.to_string()));
-        }
+    let refused = |err: SourceError| {
+        let (line, col) = err.position();
+        Diagnostic::new(path, line, col, Level::Error, err.to_string())
     };
-    let parsed = match ruff_python_parser::parse_module(&text) {
-        Ok(parsed) => parsed,
-        Err(err) => {
-            let (line, col) = Lines::new(&text).position(err.location);
-            let message = format!("syntax error: {}", err.error);
-            return Err(Diagnostic::new(path, line, col, Level::Error, message));
-        }
-    };
-    // The lexical estimate bounds the tree's depth unless it could not see all the code.
-    if needs_tree_check && let Some(range) = too_deep(parsed.suite()) {
-        let (line, col) = Lines::new(&text).position(range);
+    let Prepared { text, check_tokens } = source::prepare(bytes).map_err(refused)?;
+    // The parser grows its own stack; the tree is walked or freed only once its depth
+    // is known to be bounded.
+    let parsed = ruff_python_parser::parse_unchecked_source(&text, PySourceType::Python);
+    if check_tokens && let Err(err) = source::check_token_nesting(&text, parsed.tokens()) {
         drop_deep(parsed);
-        let message = format!("code is nested too deeply to read safely (more than {MAX_NESTING} levels)");
+        return Err(refused(err));
+    }
+    if let Some(err) = parsed.errors().first() {
+        let (line, col) = Lines::new(&text).position(err.location);
+        let message = format!("syntax error: {}", err.error);
         return Err(Diagnostic::new(path, line, col, Level::Error, message));
     }
     let module = parsed.into_syntax();
@@ -859,53 +853,6 @@ impl<'t> Lines<'t> {
         self.cursor.set((start, line));
         let column = self.text.get(start..offset).map_or(0, |before| before.chars().count());
         (line, u32::try_from(column + 1).unwrap_or(u32::MAX))
-    }
-}
-
-/// The first node deeper than [`MAX_NESTING`], if any. The walk stops there, so it
-/// never recurses more than the limit.
-fn too_deep(suite: &[Stmt]) -> Option<TextRange> {
-    let mut probe = DepthProbe::default();
-    probe.visit_body(suite);
-    probe.too_deep
-}
-
-#[derive(Default)]
-struct DepthProbe {
-    depth: usize,
-    too_deep: Option<TextRange>,
-}
-
-impl DepthProbe {
-    /// `node` is only asked for its range when the walk stops there: most trees are
-    /// shallow, and a range costs a match on the node kind.
-    fn enter(&mut self, node: &impl Ranged) -> bool {
-        if self.too_deep.is_some() {
-            return false;
-        }
-        if self.depth >= MAX_NESTING {
-            self.too_deep = Some(node.range());
-            return false;
-        }
-        true
-    }
-}
-
-impl<'a> Visitor<'a> for DepthProbe {
-    fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        if self.enter(stmt) {
-            self.depth += 1;
-            visitor::walk_stmt(self, stmt);
-            self.depth -= 1;
-        }
-    }
-
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        if self.enter(expr) {
-            self.depth += 1;
-            visitor::walk_expr(self, expr);
-            self.depth -= 1;
-        }
     }
 }
 

@@ -1,12 +1,18 @@
 //! Source text: from a file's bytes to text the parser can take safely (SPEC §2).
 //!
 //! Owns the size limit, UTF-8 decoding (a BOM is allowed), CRLF / lone CR
-//! normalisation and a lexical nesting estimate that refuses files whose syntax tree
-//! would be too deep to walk or free safely, and says when part of the code was out
-//! of its sight (long or nested replacement fields of f-strings and t-strings), so
-//! the tree must be checked after parsing. It never parses and never runs Python.
+//! normalisation and the nesting estimate that refuses files whose syntax tree would
+//! be too deep to walk or free safely. A small file is parsed first and estimated on
+//! the parser's tokens; a larger one is estimated lexically before it is parsed (a
+//! parse holds memory in proportion to nesting), and on its tokens after parsing too
+//! when part of its code was out of the lexical estimate's sight (long or nested
+//! replacement fields of f-strings and t-strings). It never parses and never runs
+//! Python.
 
 use std::fmt;
+
+use ruff_python_ast::token::{Token, TokenKind};
+use ruff_text_size::Ranged;
 
 /// Larger files are refused: no real tool library comes close, and parsing one
 /// costs memory in proportion.
@@ -68,19 +74,27 @@ impl fmt::Display for SourceError {
 /// and no nested field, add at most this many levels to the tree (one per byte).
 const FIELD_BYTES: usize = 64;
 
+/// Files up to this size are parsed before their nesting is estimated, on the
+/// parser's tokens: the parser grows its own stack as it needs, and what a file this
+/// small can make it hold stays small (about 2 KiB per level, 70 MiB for a file of
+/// nothing but brackets). Larger files are estimated lexically before parsing.
+pub const PARSE_FIRST_BYTES: usize = 32 * 1024;
+
 /// A file's text, ready for the parser.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Prepared {
     /// The text: UTF-8, without a BOM, lines ending in `\n`.
     pub text: String,
-    /// Part of the code was out of the lexical estimate's sight: the syntax tree's
-    /// depth must be checked after parsing. Otherwise the tree is at most a few times
-    /// [`MAX_NESTING`] deep, which every walk in lcp handles.
-    pub needs_tree_check: bool,
+    /// The nesting is still to be checked on the parser's tokens
+    /// ([`check_token_nesting`]) before the syntax tree is walked or freed: the file
+    /// is small enough to parse first, or part of its code was out of the lexical
+    /// estimate's sight. Otherwise the tree is at most a few times [`MAX_NESTING`]
+    /// deep, which every walk in lcp handles.
+    pub check_tokens: bool,
 }
 
 /// Decodes and normalises a file's bytes (in place when there is nothing to change),
-/// then checks its nesting.
+/// then checks the nesting of a file too large to parse first.
 pub fn prepare(mut bytes: Vec<u8>) -> Result<Prepared, SourceError> {
     if bytes.len() > MAX_FILE_BYTES {
         return Err(SourceError::TooLarge { bytes: bytes.len() });
@@ -94,8 +108,8 @@ pub fn prepare(mut bytes: Vec<u8>) -> Result<Prepared, SourceError> {
         SourceError::NotUtf8 { line, col }
     })?;
     let text = normalise_newlines(text);
-    let needs_tree_check = check_nesting(&text)?;
-    Ok(Prepared { text, needs_tree_check })
+    let check_tokens = text.len() <= PARSE_FIRST_BYTES || check_nesting(&text)?;
+    Ok(Prepared { text, check_tokens })
 }
 
 fn normalise_newlines(text: String) -> String {
@@ -113,7 +127,7 @@ fn line_col(prefix: &[u8]) -> (u32, u32) {
     (line.min(u32::MAX as usize) as u32, col.min(u32::MAX as usize) as u32)
 }
 
-/// An upper estimate of syntax-tree depth, computed from tokens without parsing.
+/// An upper estimate of syntax-tree depth, computed from the bytes without parsing.
 ///
 /// Every bracket, operator, dot or nesting keyword can add one level to the tree, but
 /// a comma (or the end of a statement) at a bracket level closes everything opened
@@ -224,6 +238,135 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
         i += 1;
     }
     Ok(hidden)
+}
+
+/// The estimate of [`check_nesting`], taken on the tokens of a parsed file: strings
+/// are single tokens and the code of their replacement fields is tokens too, so
+/// nothing is out of sight; an operator counts once, an indentation level once.
+pub fn check_token_nesting(text: &str, tokens: &[Token]) -> Result<(), SourceError> {
+    // Deepening tokens since the last separator at the current bracket depth, and
+    // the same count of each enclosing bracket depth.
+    let mut current = 0usize;
+    let mut enclosing: Vec<usize> = Vec::new();
+    let mut depth_sum = 0usize;
+    let mut indent = 0usize;
+    for token in tokens {
+        match nesting_step(token.kind()) {
+            Step::Open => {
+                depth_sum += 1;
+                enclosing.push(current + 1);
+                current = 0;
+            }
+            Step::Deepen => {
+                current += 1;
+                depth_sum += 1;
+            }
+            Step::Indent => indent += 1,
+            Step::Close => {
+                if let Some(outer) = enclosing.pop() {
+                    depth_sum -= current;
+                    current = outer;
+                }
+                continue;
+            }
+            Step::Separate => {
+                depth_sum -= std::mem::take(&mut current);
+                continue;
+            }
+            Step::EndOfLine => {
+                if enclosing.is_empty() {
+                    depth_sum -= std::mem::take(&mut current);
+                }
+                continue;
+            }
+            Step::Dedent => {
+                indent = indent.saturating_sub(1);
+                continue;
+            }
+            Step::Nothing => continue,
+        }
+        if depth_sum + indent > MAX_NESTING {
+            let (line, col) = line_col(&text.as_bytes()[..token.start().to_usize()]);
+            return Err(SourceError::TooDeep { line, col });
+        }
+    }
+    Ok(())
+}
+
+/// What a token does to the nesting estimate.
+enum Step {
+    Open,
+    Close,
+    /// Closes what was opened since the last separator at the same bracket depth.
+    Separate,
+    EndOfLine,
+    Deepen,
+    Indent,
+    Dedent,
+    Nothing,
+}
+
+/// The tokens of the bytes [`check_nesting`] counts, the same keywords.
+fn nesting_step(kind: TokenKind) -> Step {
+    use TokenKind as K;
+    match kind {
+        K::Lpar | K::Lsqb | K::Lbrace => Step::Open,
+        K::Rpar | K::Rsqb | K::Rbrace => Step::Close,
+        K::Comma | K::Semi => Step::Separate,
+        K::Newline => Step::EndOfLine,
+        K::Indent => Step::Indent,
+        K::Dedent => Step::Dedent,
+        K::Colon
+        | K::Plus
+        | K::Minus
+        | K::Star
+        | K::Slash
+        | K::Vbar
+        | K::Amper
+        | K::Less
+        | K::Greater
+        | K::Equal
+        | K::Dot
+        | K::Percent
+        | K::EqEqual
+        | K::NotEqual
+        | K::LessEqual
+        | K::GreaterEqual
+        | K::Tilde
+        | K::CircumFlex
+        | K::LeftShift
+        | K::RightShift
+        | K::DoubleStar
+        | K::DoubleStarEqual
+        | K::PlusEqual
+        | K::MinusEqual
+        | K::StarEqual
+        | K::SlashEqual
+        | K::PercentEqual
+        | K::AmperEqual
+        | K::VbarEqual
+        | K::CircumflexEqual
+        | K::LeftShiftEqual
+        | K::RightShiftEqual
+        | K::DoubleSlash
+        | K::DoubleSlashEqual
+        | K::ColonEqual
+        | K::At
+        | K::AtEqual
+        | K::Rarrow
+        | K::Ellipsis
+        | K::Not
+        | K::Lambda
+        | K::If
+        | K::Else
+        | K::Await
+        | K::And
+        | K::Or
+        | K::In
+        | K::Is
+        | K::Yield => Step::Deepen,
+        _ => Step::Nothing,
+    }
 }
 
 /// `f`, `rf`, `t`, `Tr`…: a prefix whose string has replacement fields.
@@ -352,14 +495,58 @@ mod tests {
         assert_eq!(prepare(b"x = 1\ny = '\xff'".to_vec()), Err(SourceError::NotUtf8 { line: 2, col: 6 }));
     }
 
+    /// The lexical estimate, as a file too large to parse first gets it.
+    fn lexical(code: &str) -> Result<bool, SourceError> {
+        check_nesting(code)
+    }
+
+    /// The token estimate, as a file small enough to parse first gets it.
+    fn tokens(code: &str) -> Result<(), SourceError> {
+        let parsed = ruff_python_parser::parse_unchecked_source(code, ruff_python_ast::PySourceType::Python);
+        let result = check_token_nesting(code, parsed.tokens());
+        // Freeing a tree this deep needs more stack than a test thread has.
+        std::mem::forget(parsed);
+        result
+    }
+
     #[test]
     fn deep_brackets_are_refused_and_flat_lists_are_not() {
         let deep = format!("x = {}{}", "[".repeat(5000), "]".repeat(5000));
-        assert!(matches!(prepare(deep.into_bytes()), Err(SourceError::TooDeep { line: 1, .. })));
-        let flat = format!("x = [{}]", "-1, ".repeat(100_000));
-        assert!(prepare(flat.into_bytes()).is_ok());
         let chain = format!("x = {}1", "-".repeat(5000));
-        assert!(prepare(chain.into_bytes()).is_err());
+        let flat = format!("x = [{}]", "-1, ".repeat(100_000));
+        assert!(matches!(lexical(&deep), Err(SourceError::TooDeep { line: 1, .. })));
+        assert!(lexical(&chain).is_err());
+        assert!(lexical(&flat).is_ok());
+        // `=` is one level, the 1000th bracket (column 1004) the next.
+        assert_eq!(tokens(&deep), Err(SourceError::TooDeep { line: 1, col: 1004 }));
+        // `y = x = ` is two levels.
+        assert_eq!(tokens(&format!("\n\ny = {chain}")), Err(SourceError::TooDeep { line: 3, col: 1007 }));
+        assert_eq!(tokens(&flat), Ok(()));
+        let closed = format!("x = [{}]", format!("{}1{}, ", "(".repeat(900), ")".repeat(900)).repeat(10));
+        assert_eq!(tokens(&closed), Ok(()));
+    }
+
+    #[test]
+    fn small_files_are_checked_on_their_tokens_and_large_ones_before_parsing() {
+        let deep = format!("x = {}1", "-".repeat(5000));
+        assert_eq!(prepare(deep.clone().into_bytes()).map(|p| p.check_tokens), Ok(true));
+        let large_deep = format!("{}\n{deep}", "#".repeat(PARSE_FIRST_BYTES));
+        assert!(matches!(prepare(large_deep.into_bytes()), Err(SourceError::TooDeep { line: 2, .. })));
+        let large = format!("{}\nx = 1\n", "#".repeat(PARSE_FIRST_BYTES));
+        assert_eq!(prepare(large.into_bytes()).map(|p| p.check_tokens), Ok(false));
+    }
+
+    #[test]
+    fn indentation_counts_its_levels() {
+        let nested = |levels: usize| {
+            (0..levels).map(|i| format!("{}if x:\n", " ".repeat(i))).collect::<String>()
+                + &" ".repeat(levels)
+                + "pass\n"
+        };
+        assert_eq!(tokens(&nested(990)), Ok(()));
+        assert!(matches!(tokens(&nested(1010)), Err(SourceError::TooDeep { .. })));
+        // Once dedented, the levels are given back.
+        assert_eq!(tokens(&nested(600).repeat(2)), Ok(()));
     }
 
     #[test]
@@ -380,12 +567,12 @@ mod tests {
     #[test]
     fn brackets_in_strings_and_comments_do_not_count() {
         let text = format!("s = '{}'\n# {}\nt = \"\"\"{}\"\"\"", "(".repeat(3000), "[".repeat(3000), "{".repeat(3000));
-        assert!(prepare(text.into_bytes()).is_ok());
+        assert_eq!(lexical(&text), Ok(false));
+        assert_eq!(tokens(&text), Ok(()));
     }
 
     #[test]
-    fn long_or_nested_replacement_fields_ask_for_a_tree_check() {
-        let check = |code: &str| prepare(code.as_bytes().to_vec()).unwrap().needs_tree_check;
+    fn long_or_nested_replacement_fields_ask_for_a_token_check() {
         for shallow in [
             r#"x = f'{name} has {len(items)} items'"#,
             r#"x = rf"{a.b[0]:>10} {{literal}}""#,
@@ -393,7 +580,7 @@ mod tests {
             r#"x = 'plain {no prefix, and a field longer than sixty-four bytes, well beyond that}'"#,
             r#"x = f {1: 2}"#,
         ] {
-            assert!(!check(shallow), "{shallow}");
+            assert_eq!(lexical(shallow), Ok(false), "{shallow}");
         }
         let long = format!("x = f'{{{}}}'", "a + ".repeat(20) + "a");
         for hidden in [
@@ -403,7 +590,17 @@ mod tests {
             "x = Rf'''{\n(((1)))\n'''",
             long.as_str(),
         ] {
-            assert!(check(hidden), "{hidden}");
+            assert_eq!(lexical(hidden), Ok(true), "{hidden}");
         }
+    }
+
+    #[test]
+    fn the_code_of_replacement_fields_counts_on_tokens() {
+        let field = format!("x = f\"{{{}1{}}}\"", "[".repeat(2000), "]".repeat(2000));
+        assert!(matches!(tokens(&field), Err(SourceError::TooDeep { line: 1, .. })));
+        let nested = format!("x = {}1{}", "f\"{".repeat(1100), "}\"".repeat(1100));
+        assert!(matches!(tokens(&nested), Err(SourceError::TooDeep { line: 1, .. })));
+        let shallow = format!("x = {}1{}", "f\"{".repeat(100), "}\"".repeat(100));
+        assert_eq!(tokens(&shallow), Ok(()));
     }
 }

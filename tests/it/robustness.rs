@@ -165,6 +165,41 @@ fn deep_but_valid_code_within_the_limit_is_read() {
     assert_eq!(property(&registry, "tool_deep", "a")["default"], 1);
 }
 
+/// A file up to `PARSE_FIRST_BYTES` is parsed before its nesting is measured: however
+/// deep it is, parsing, refusing and freeing it never overflows an ordinary thread's
+/// stack, whether it parses or not; the same code a little shallower is read.
+#[test]
+fn small_deep_files_are_refused_on_an_ordinary_stack() {
+    let deep = [
+        format!("x = {}1{}", "(".repeat(15_000), ")".repeat(15_000)),
+        "(".repeat(lcp::source::PARSE_FIRST_BYTES),
+        format!("x = {}1", "-".repeat(30_000)),
+        format!("x = {}1", "not ".repeat(7_000)),
+        format!("f = {}0", "lambda: ".repeat(4_000)),
+        format!("x = {}1{}", "a[".repeat(10_000), "]".repeat(10_000)),
+        format!("x = {}1{}", "f\"{".repeat(5_000), "}\"".repeat(5_000)),
+        format!("match x:\n    case {}1{}:\n        pass\n", "[".repeat(10_000), "]".repeat(10_000)),
+    ];
+    let file = lcp::scan::SourceFile { path: "deep.py".into(), package: None };
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            for source in deep {
+                assert!(source.len() <= lcp::source::PARSE_FIRST_BYTES, "{}", &source[..20]);
+                let (library, diagnostics) = lcp::extract::extract(&file, source.clone().into_bytes(), &[]);
+                assert!(library.is_none(), "{}", &source[..20]);
+                assert!(diagnostics[0].to_string().starts_with("deep.py:"), "{}", diagnostics[0]);
+                assert!(diagnostics[0].to_string().contains("nested too deeply"), "{}", diagnostics[0]);
+            }
+            let shallow = format!("x = {}1{}\ndef tool_a():\n    pass\n", "f\"{".repeat(900), "}\"".repeat(900));
+            let (library, diagnostics) = lcp::extract::extract(&file, shallow.into_bytes(), &[]);
+            assert!(library.is_some() && diagnostics.is_empty(), "{diagnostics:?}");
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
 /// Thousands of generated near-Python files through the extractor: every one gives a
 /// library or a diagnostic, never a panic.
 #[test]
