@@ -16,7 +16,6 @@ mod ordered;
 mod splice;
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 use std::io::{self, Write};
 
@@ -84,7 +83,7 @@ pub fn export(
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
     for (library, tool, description) in shown(registry, descriptions) {
-        match lower(format, library, tool, description, strict, &carried(format, tool, false)) {
+        match lower(format, library, tool, description, strict, carried(format, tool, false)) {
             Ok(entry) => entries.push(entry),
             Err(problems) => diagnostics.extend(problems),
         }
@@ -206,13 +205,7 @@ fn write_chunk(
     let mut diagnostics = Vec::new();
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
     for &(library, tool, description) in tools {
-        let parsed;
-        let carried = if unchanged {
-            &marker
-        } else {
-            parsed = carried(format, tool, inline_refs);
-            &parsed
-        };
+        let carried = if unchanged { marker.clone() } else { carried(format, tool, inline_refs) };
         let entry = match lower(format, library, tool, description, strict, carried) {
             Ok(entry) => entry,
             Err(problems) => {
@@ -306,7 +299,7 @@ fn lower(
     tool: &Tool,
     description: &str,
     strict: bool,
-    carried: &Value,
+    carried: Value,
 ) -> Result<Value, Vec<Diagnostic>> {
     let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
     if let Err(rule) = check_name(format, &tool.name) {
@@ -333,22 +326,30 @@ fn entry(
     tool: &Tool,
     description: &str,
     strict: bool,
-    carried: &Value,
+    carried: Value,
 ) -> Result<Value, Vec<String>> {
-    let parameters = carried;
+    let parameters = &carried;
     let name = &tool.name;
+    // A lowered schema is moved into its place (`null` in `json!`, which would copy it).
     Ok(match format {
-        Format::Openai if strict => json!({
-            "type": "function",
-            "function": { "name": name, "description": description, "parameters": openai_strict(parameters)?, "strict": true }
-        }),
+        Format::Openai if strict => {
+            let lowered = openai_strict(carried)?;
+            let mut entry = json!({
+                "type": "function",
+                "function": { "name": name, "description": description, "parameters": null, "strict": true }
+            });
+            entry["function"]["parameters"] = lowered;
+            entry
+        }
         Format::Openai => json!({
             "type": "function",
             "function": { "name": name, "description": description, "parameters": parameters }
         }),
         Format::OpenaiResponses => {
-            let parameters = if strict { openai_strict(parameters)? } else { parameters.clone() };
-            json!({ "type": "function", "name": name, "description": description, "parameters": parameters, "strict": strict })
+            let parameters = if strict { openai_strict(carried)? } else { carried };
+            let mut entry = json!({ "type": "function", "name": name, "description": description, "parameters": null, "strict": strict });
+            entry["parameters"] = parameters;
+            entry
         }
         Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
         Format::Mcp => {
@@ -531,108 +532,149 @@ const STRICT_KEYWORDS: &[&str] = &[
 const STRICT_FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
 
 /// Lowers a parameters schema to OpenAI's strict subset: every property required,
-/// optional ones nullable, closed objects, no `default`.
-pub fn openai_strict(schema: &Value) -> Result<Value, Vec<String>> {
+/// optional ones nullable, closed objects, no `default`. The schema is taken apart,
+/// not copied.
+pub fn openai_strict(schema: Value) -> Result<Value, Vec<String>> {
     let mut problems = Vec::new();
-    let lowered = strict_node(schema, "parameters", &mut problems);
+    let lowered = strict_node(schema, At::Parameters, &mut problems);
     if problems.is_empty() { Ok(lowered) } else { Err(problems) }
 }
 
-fn strict_node(schema: &Value, at: &str, problems: &mut Vec<String>) -> Value {
-    let Some(object) = schema.as_object() else {
-        problems.push(format!("{at} is `{schema}`, which strict mode cannot express"));
-        return schema.clone();
-    };
-    if object.is_empty() {
-        problems.push(format!("{at} accepts any JSON value, which strict mode cannot express"));
-        return schema.clone();
+/// Where a node of the schema being lowered is, spelled out only in a problem.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    Parameters,
+    Property(&'a At<'a>, &'a str),
+    Items(&'a At<'a>),
+    Branch(&'a At<'a>, usize),
+    Position(&'a At<'a>, usize),
+    Definition(&'a str),
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Parameters => f.write_str("parameters"),
+            At::Property(at, name) => write!(f, "{at}.{name}"),
+            At::Items(at) => write!(f, "{at}[]"),
+            At::Branch(at, i) => write!(f, "{at}|{i}"),
+            At::Position(at, i) => write!(f, "{at}[{i}]"),
+            At::Definition(name) => write!(f, "$defs.{name}"),
+        }
     }
-    let mut out = Map::new();
+}
+
+fn strict_node(schema: Value, at: At<'_>, problems: &mut Vec<String>) -> Value {
+    let mut object = match schema {
+        Value::Object(object) if !object.is_empty() => object,
+        Value::Object(_) => {
+            problems.push(format!("{at} accepts any JSON value, which strict mode cannot express"));
+            return schema;
+        }
+        _ => {
+            problems.push(format!("{at} is `{schema}`, which strict mode cannot express"));
+            return schema;
+        }
+    };
+    let has_properties = object.contains_key("properties");
+    let closed = object.contains_key("additionalProperties");
+    // Taken out, leaving `null` in place (the loop passes both keywords by).
+    let required = object.get_mut("required").map(Value::take);
+    let description = object.get_mut("description").map(Value::take);
+    let is_required = |name: &str| {
+        required.as_ref().and_then(Value::as_array).is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)))
+    };
+    let mut out = Map::with_capacity(object.len() + 2);
     let mut notes = Vec::new();
     for (key, value) in object {
         match key.as_str() {
             "properties" => {
-                let required: HashSet<&str> = object
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
+                let mut names = Vec::new();
                 let mut properties = Map::new();
-                for (name, property) in value.as_object().into_iter().flatten() {
-                    let mut lowered = strict_node(property, &format!("{at}.{name}"), problems);
-                    if !required.contains(name.as_str()) {
+                for (name, property) in into_object(value) {
+                    let mut lowered = strict_node(property, At::Property(&at, &name), problems);
+                    if !is_required(&name) {
                         lowered = strict_nullable(lowered);
                     }
-                    properties.insert(name.clone(), lowered);
+                    names.push(Value::String(name.clone()));
+                    properties.insert(name, lowered);
                 }
-                out.insert("required".into(), Value::Array(properties.keys().cloned().map(Value::from).collect()));
-                out.insert(key.clone(), Value::Object(properties));
+                out.insert("required".into(), Value::Array(names));
+                out.insert(key, Value::Object(properties));
             }
-            "required" => {}
+            "required" | "description" => {}
             "additionalProperties" => {
-                if value != &Value::Bool(false) {
+                if value != Value::Bool(false) {
                     problems
                         .push(format!("{at} is an open mapping (free-form keys), which strict mode cannot express"));
                 }
             }
             "items" => {
-                if value != &Value::Bool(false) {
-                    out.insert(key.clone(), strict_node(value, &format!("{at}[]"), problems));
+                if value != Value::Bool(false) {
+                    out.insert(key, strict_node(value, At::Items(&at), problems));
                 }
             }
             "anyOf" => {
-                let branches = value.as_array().into_iter().flatten();
-                let lowered =
-                    branches.enumerate().map(|(i, b)| strict_node(b, &format!("{at}|{i}"), problems)).collect();
-                out.insert(key.clone(), Value::Array(lowered));
+                let branches = into_array(value).into_iter().enumerate();
+                let lowered = branches.map(|(i, b)| strict_node(b, At::Branch(&at, i), problems)).collect();
+                out.insert(key, Value::Array(lowered));
             }
             "$defs" => {
                 let mut defs = Map::new();
-                for (name, def) in value.as_object().into_iter().flatten() {
-                    defs.insert(name.clone(), strict_node(def, &format!("$defs.{name}"), problems));
+                for (name, def) in into_object(value) {
+                    let lowered = strict_node(def, At::Definition(&name), problems);
+                    defs.insert(name, lowered);
                 }
-                out.insert(key.clone(), Value::Object(defs));
+                out.insert(key, Value::Object(defs));
             }
             "prefixItems" => {
                 // A fixed-length tuple: strict mode has no positions; keep the item
                 // types as a union and say the order in the description.
-                let items: Vec<Value> = value
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                    .map(|(i, b)| strict_node(b, &format!("{at}[{i}]"), problems))
-                    .collect();
+                let items = into_array(value).into_iter().enumerate();
+                let items = items.map(|(i, b)| strict_node(b, At::Position(&at, i), problems)).collect();
                 let (union, note) = positions_as_union(items);
                 out.insert("items".into(), union);
                 notes.push(note);
             }
             "default" => notes.push(format!("Default: {value}.")),
-            "description" => {}
             // Strict mode refuses a format it does not know (`uri`): the model reads it.
             "format" if !value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) => {
                 notes.push(format!("format: {value}."))
             }
             other if STRICT_KEYWORDS.contains(&other) => {
-                out.insert(key.clone(), value.clone());
+                out.insert(key, value);
             }
             other => notes.push(format!("{other}: {value}.")),
         }
     }
-    if out.get("type") == Some(&json!("object")) {
-        if !object.contains_key("properties") {
-            if !object.contains_key("additionalProperties") {
+    if out.get("type").and_then(Value::as_str) == Some("object") {
+        if !has_properties {
+            if !closed {
                 problems.push(format!("{at} is an open mapping (free-form keys), which strict mode cannot express"));
             }
-            out.insert("properties".into(), json!({}));
-            out.insert("required".into(), json!([]));
+            out.insert("properties".into(), Value::Object(Map::new()));
+            out.insert("required".into(), Value::Array(Vec::new()));
         }
         out.insert("additionalProperties".into(), Value::Bool(false));
     }
-    describe_with_notes(&mut out, object.get("description"), notes);
+    describe_with_notes(&mut out, description.as_ref(), notes);
     Value::Object(out)
+}
+
+/// The keywords of an object schema, none if it is not one.
+fn into_object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(object) => object,
+        _ => Map::new(),
+    }
+}
+
+/// The schemas of a list of them, none if it is not a list.
+fn into_array(value: Value) -> Vec<Value> {
+    match value {
+        Value::Array(values) => values,
+        _ => Vec::new(),
+    }
 }
 
 /// A fixed-length tuple for a target without positions: the item types as one union,
