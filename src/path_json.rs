@@ -68,6 +68,15 @@ pub fn serialize<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::
     serializer.serialize_str(&encode(path))
 }
 
+/// `#[serde(serialize_with = "crate::path_json::serialize_option")]` for an optional
+/// path field.
+pub fn serialize_option<S: Serializer>(path: &Option<PathBuf>, serializer: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(path) => serialize(path, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

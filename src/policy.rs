@@ -36,7 +36,7 @@ pub struct Declared {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grade: Option<Grade>,
     /// Documentation of the tool: a path, resolved against the file that declared it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "crate::path_json::serialize_option")]
     pub docs: Option<PathBuf>,
 }
 

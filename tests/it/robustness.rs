@@ -279,7 +279,10 @@ fn file_and_folder_names_that_are_not_utf8_keep_their_paths_in_every_output() {
     let folder = dir.join(OsStr::from_bytes(b"\xfe"));
     let broken = folder.join(OsStr::from_bytes(b"b\xfd.py"));
     write(&ff, "def tool_ff(a: int):\n    \"\"\"FF.\"\"\"\n");
-    write(&folder.join(OsStr::from_bytes(b"\xfe.py")), "def tool_fe():\n    \"\"\"FE.\"\"\"\n");
+    write(
+        &folder.join(OsStr::from_bytes(b"\xfe.py")),
+        "TOOL_POLICY = {\"docs\": \"docs/fe.md\"}\n\ndef tool_fe():\n    \"\"\"FE.\"\"\"\n",
+    );
     write(&folder.join("a.py"), "def tool_a():\n    \"\"\"A, after the folder's own file.\"\"\"\n");
     write(&broken, "def tool_broken(:\n");
     let registry = load_dir(&dir);
@@ -298,6 +301,8 @@ fn file_and_folder_names_that_are_not_utf8_keep_their_paths_in_every_output() {
         .collect();
     assert_eq!(paths[2], ff);
     assert_eq!(manifest["tools"][2]["path"], format!("{dir_text}/%FF.py"));
+    // A declared documentation path is resolved against the file that declares it.
+    assert_eq!(manifest["tools"][0]["policy"]["declared"]["docs"], format!("{dir_text}/%FE/docs/fe.md"));
     assert_eq!(lcp::path_json::decode(manifest["diagnostics"][0]["path"].as_str().unwrap()), broken);
 
     let check = lcp(&["check", "--format", "json", dir_text]);
