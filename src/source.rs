@@ -136,10 +136,7 @@ fn line_col(prefix: &[u8]) -> (u32, u32) {
 /// field of an f-string or t-string that is long or holds strings or fields.
 fn check_nesting(text: &str) -> Result<bool, SourceError> {
     let bytes = text.as_bytes();
-    // `levels[i]` counts the deepening tokens since the last separator at bracket depth i.
-    let mut levels: Vec<usize> = vec![0];
-    let mut depth_sum = 0usize;
-    let mut indent = 0usize;
+    let mut estimate = Estimate::default();
     let mut at_line_start = true;
     // The word just before a quote was an f-string or t-string prefix.
     let mut formatted = false;
@@ -150,13 +147,13 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
         Err(SourceError::TooDeep { line, col })
     };
     while i < bytes.len() {
-        if at_line_start && levels.len() == 1 {
+        if at_line_start && !estimate.in_brackets() {
             let start = i;
             while i < bytes.len() && (bytes[i] == b' ' || bytes[i] == b'\t') {
                 i += 1;
             }
             // Indentation counted in units of one space or tab: a generous bound.
-            indent = (i - start) / 2;
+            estimate.indent = (i - start) / 2;
             at_line_start = false;
             continue;
         }
@@ -169,10 +166,7 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
             let word = &bytes[start..i];
             formatted = is_formatted_prefix(word);
             if i < bytes.len() && is_deepening_keyword(word) {
-                if let Some(last) = levels.last_mut() {
-                    *last += 1;
-                }
-                depth_sum += 1;
+                estimate.deepen();
             }
             continue;
         }
@@ -180,7 +174,7 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
         match b {
             // A run of spaces changes nothing: checked once, at its first space.
             b' ' => {
-                if depth_sum + indent > MAX_NESTING {
+                if estimate.too_deep() {
                     return too_deep(i);
                 }
                 while bytes.get(i) == Some(&b' ') {
@@ -202,37 +196,16 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
                 i += 2;
                 continue;
             }
-            b'(' | b'[' | b'{' => {
-                if let Some(last) = levels.last_mut() {
-                    *last += 1;
-                }
-                depth_sum += 1;
-                levels.push(0);
-            }
-            b')' | b']' | b'}' if levels.len() > 1 => {
-                let closed = levels.pop().unwrap_or(0);
-                depth_sum -= closed;
-            }
-            b',' | b';' => {
-                if let Some(last) = levels.last_mut() {
-                    depth_sum -= *last;
-                    *last = 0;
-                }
-            }
-            b'\n' if levels.len() == 1 => {
-                depth_sum -= levels[0];
-                levels[0] = 0;
-                at_line_start = true;
-            }
+            b'(' | b'[' | b'{' => estimate.open(),
+            b')' | b']' | b'}' => estimate.close(),
+            b',' | b';' => estimate.separate(),
+            b'\n' => at_line_start = estimate.end_of_line(),
             b'+' | b'-' | b'*' | b'/' | b'%' | b'@' | b'&' | b'|' | b'^' | b'~' | b'<' | b'>' | b'=' | b'.' | b':' => {
-                if let Some(last) = levels.last_mut() {
-                    *last += 1;
-                }
-                depth_sum += 1;
+                estimate.deepen()
             }
             _ => {}
         }
-        if depth_sum + indent > MAX_NESTING {
+        if estimate.too_deep() {
             return too_deep(i);
         }
         i += 1;
@@ -244,53 +217,82 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
 /// are single tokens and the code of their replacement fields is tokens too, so
 /// nothing is out of sight; an operator counts once, an indentation level once.
 pub fn check_token_nesting(text: &str, tokens: &[Token]) -> Result<(), SourceError> {
-    // Deepening tokens since the last separator at the current bracket depth, and
-    // the same count of each enclosing bracket depth.
-    let mut current = 0usize;
-    let mut enclosing: Vec<usize> = Vec::new();
-    let mut depth_sum = 0usize;
-    let mut indent = 0usize;
+    let mut estimate = Estimate::default();
     for token in tokens {
         match nesting_step(token.kind()) {
-            Step::Open => {
-                depth_sum += 1;
-                enclosing.push(current + 1);
-                current = 0;
-            }
-            Step::Deepen => {
-                current += 1;
-                depth_sum += 1;
-            }
-            Step::Indent => indent += 1,
-            Step::Close => {
-                if let Some(outer) = enclosing.pop() {
-                    depth_sum -= current;
-                    current = outer;
-                }
-                continue;
-            }
-            Step::Separate => {
-                depth_sum -= std::mem::take(&mut current);
-                continue;
-            }
+            Step::Open => estimate.open(),
+            Step::Deepen => estimate.deepen(),
+            Step::Indent => estimate.indent += 1,
+            Step::Close => estimate.close(),
+            Step::Separate => estimate.separate(),
             Step::EndOfLine => {
-                if enclosing.is_empty() {
-                    depth_sum -= std::mem::take(&mut current);
-                }
-                continue;
+                estimate.end_of_line();
             }
-            Step::Dedent => {
-                indent = indent.saturating_sub(1);
-                continue;
-            }
-            Step::Nothing => continue,
+            Step::Dedent => estimate.indent = estimate.indent.saturating_sub(1),
+            Step::Nothing => {}
         }
-        if depth_sum + indent > MAX_NESTING {
+        if estimate.too_deep() {
             let (line, col) = line_col(&text.as_bytes()[..token.start().to_usize()]);
             return Err(SourceError::TooDeep { line, col });
         }
     }
     Ok(())
+}
+
+/// The running estimate of both checks: a bracket, operator or nesting keyword adds a
+/// level, a separator gives back the levels added since the last one at its bracket
+/// depth, and indentation adds its own.
+#[derive(Default)]
+struct Estimate {
+    /// Levels added since the last separator at the current bracket depth.
+    current: usize,
+    /// The same count at each enclosing bracket depth, its bracket included.
+    enclosing: Vec<usize>,
+    /// All the levels added and not given back.
+    depth_sum: usize,
+    indent: usize,
+}
+
+impl Estimate {
+    fn deepen(&mut self) {
+        self.current += 1;
+        self.depth_sum += 1;
+    }
+
+    fn open(&mut self) {
+        self.depth_sum += 1;
+        self.enclosing.push(self.current + 1);
+        self.current = 0;
+    }
+
+    /// A closing bracket with none open changes nothing.
+    fn close(&mut self) {
+        if let Some(outer) = self.enclosing.pop() {
+            self.depth_sum -= self.current;
+            self.current = outer;
+        }
+    }
+
+    fn separate(&mut self) {
+        self.depth_sum -= std::mem::take(&mut self.current);
+    }
+
+    /// A line break ends a statement outside brackets only; says whether it did.
+    fn end_of_line(&mut self) -> bool {
+        let ends = !self.in_brackets();
+        if ends {
+            self.separate();
+        }
+        ends
+    }
+
+    fn in_brackets(&self) -> bool {
+        !self.enclosing.is_empty()
+    }
+
+    fn too_deep(&self) -> bool {
+        self.depth_sum + self.indent > MAX_NESTING
+    }
 }
 
 /// What a token does to the nesting estimate.
@@ -495,11 +497,6 @@ mod tests {
         assert_eq!(prepare(b"x = 1\ny = '\xff'".to_vec()), Err(SourceError::NotUtf8 { line: 2, col: 6 }));
     }
 
-    /// The lexical estimate, as a file too large to parse first gets it.
-    fn lexical(code: &str) -> Result<bool, SourceError> {
-        check_nesting(code)
-    }
-
     /// The token estimate, as a file small enough to parse first gets it.
     fn tokens(code: &str) -> Result<(), SourceError> {
         let parsed = ruff_python_parser::parse_unchecked_source(code, ruff_python_ast::PySourceType::Python);
@@ -514,9 +511,9 @@ mod tests {
         let deep = format!("x = {}{}", "[".repeat(5000), "]".repeat(5000));
         let chain = format!("x = {}1", "-".repeat(5000));
         let flat = format!("x = [{}]", "-1, ".repeat(100_000));
-        assert!(matches!(lexical(&deep), Err(SourceError::TooDeep { line: 1, .. })));
-        assert!(lexical(&chain).is_err());
-        assert!(lexical(&flat).is_ok());
+        assert!(matches!(check_nesting(&deep), Err(SourceError::TooDeep { line: 1, .. })));
+        assert!(check_nesting(&chain).is_err());
+        assert!(check_nesting(&flat).is_ok());
         // `=` is one level, the 1000th bracket (column 1004) the next.
         assert_eq!(tokens(&deep), Err(SourceError::TooDeep { line: 1, col: 1004 }));
         // `y = x = ` is two levels.
@@ -567,7 +564,7 @@ mod tests {
     #[test]
     fn brackets_in_strings_and_comments_do_not_count() {
         let text = format!("s = '{}'\n# {}\nt = \"\"\"{}\"\"\"", "(".repeat(3000), "[".repeat(3000), "{".repeat(3000));
-        assert_eq!(lexical(&text), Ok(false));
+        assert_eq!(check_nesting(&text), Ok(false));
         assert_eq!(tokens(&text), Ok(()));
     }
 
@@ -580,7 +577,7 @@ mod tests {
             r#"x = 'plain {no prefix, and a field longer than sixty-four bytes, well beyond that}'"#,
             r#"x = f {1: 2}"#,
         ] {
-            assert_eq!(lexical(shallow), Ok(false), "{shallow}");
+            assert_eq!(check_nesting(shallow), Ok(false), "{shallow}");
         }
         let long = format!("x = f'{{{}}}'", "a + ".repeat(20) + "a");
         for hidden in [
@@ -590,7 +587,7 @@ mod tests {
             "x = Rf'''{\n(((1)))\n'''",
             long.as_str(),
         ] {
-            assert_eq!(lexical(hidden), Ok(true), "{hidden}");
+            assert_eq!(check_nesting(hidden), Ok(true), "{hidden}");
         }
     }
 
