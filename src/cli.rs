@@ -27,7 +27,7 @@ use crate::runtime::{
     self, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, WorkerSettings,
     validate,
 };
-use crate::sync;
+use crate::{shown, sync};
 use crate::view::{self, Admission, View};
 use crate::{profile, testlane};
 
@@ -95,7 +95,7 @@ enum Command {
         /// The arguments, as a JSON object.
         #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
-        /// The tool's working directory while it runs.
+        /// The tool's working directory while it runs [default: the current directory, unless it is /].
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
         #[command(flatten)]
@@ -140,12 +140,12 @@ enum Command {
         http: Option<String>,
         #[command(flatten)]
         host: HostArgs,
-        /// The tools' working directory [default: the current directory].
+        /// The tools' working directory [default: the current directory, unless it is /].
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
-        /// Longest a tool call may run, in seconds (default: no limit).
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<f64>,
+        /// Longest a tool call may run, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SERVE_TIMEOUT)]
+        timeout: f64,
         /// Allow what a tool asks to confirm when the client cannot ask the user.
         #[arg(long)]
         yes: bool,
@@ -389,7 +389,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if let Some(venv) = venv {
                 settings.venv = Some(venv);
             }
-            check_workspace(workspace.as_deref())?;
+            let workspace = Some(workspace_folder(workspace)?);
             let timeout = parse_timeout(timeout)?;
             let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
             // In-process, fd 1 belongs to lcp's capture from here on: nothing a tool or
@@ -442,13 +442,13 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Serve { sources, http, host, workspace, timeout, yes, max_output, isolation } => {
             let http =
                 http.as_deref().map(mcp::http::parse_address).transpose().map_err(|err| format!("--http {err}"))?;
-            check_workspace(workspace.as_deref())?;
+            let workspace = Some(workspace_folder(workspace)?);
             let mut isolation = isolation.isolation()?;
             if let Isolation::Workers(workers) = &mut isolation {
                 // A server lives long: the call after a crash should not wait for a start.
                 workers.standby = true;
             }
-            let timeout = parse_timeout(timeout)?;
+            let timeout = parse_timeout(Some(timeout))?;
             let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
@@ -565,13 +565,31 @@ fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile
     found
 }
 
-/// `--workspace` must name an existing folder.
-fn check_workspace(workspace: Option<&Path>) -> Result<(), String> {
+/// The tools' workspace (SPEC §17): `--workspace`, an existing folder, else the
+/// current directory unless that is `/`, which confines nothing (MCP clients start
+/// servers there).
+fn workspace_folder(workspace: Option<PathBuf>) -> Result<PathBuf, String> {
     match workspace {
         Some(dir) if !dir.is_dir() => Err(format!("{}: the workspace is not a folder", dir.display())),
-        _ => Ok(()),
+        Some(dir) => Ok(dir),
+        None => {
+            let current = std::env::current_dir()
+                .map_err(|err| format!("the current directory cannot be the workspace ({err}); give --workspace DIR"))?;
+            if current.parent().is_none() {
+                return Err(format!(
+                    "the current directory is {}, which would give tools the whole machine as their workspace; \
+                     give --workspace DIR (MCP clients often start servers in /)",
+                    current.display()
+                ));
+            }
+            Ok(current)
+        }
     }
 }
+
+/// `lcp serve`'s `--timeout` unless given: a call that never ends cannot hold a
+/// worker for good (SPEC §17).
+const DEFAULT_SERVE_TIMEOUT: f64 = 300.0;
 
 /// `--timeout SECS`: a positive number of seconds that a `Duration` can hold.
 fn parse_timeout(timeout: Option<f64>) -> Result<Option<Duration>, String> {
@@ -647,8 +665,8 @@ fn confirm(request: &ConfirmRequest, yes: bool, no: bool) -> Confirmation {
     let _asking = sync::lock(&ASKING);
     let tool = request.tool.as_deref().unwrap_or("a tool");
     let label = if request.label.is_empty() { "confirm" } else { &request.label };
-    eprintln!("\n{tool} ({}) asks: {label}", request.library);
-    for line in request.content.lines() {
+    eprintln!("\n{} ({}) asks: {}", shown::line(tool), shown::line(&request.library), shown::line(label));
+    for line in shown::confirmation(&request.content).split('\n') {
         eprintln!("    {line}");
     }
     eprint!("Allow? [y]es / [n]o / [a]lways: ");
@@ -805,5 +823,6 @@ enum Cut {
 /// characters is cut to that many, with `…` where it was cut.
 fn cell(text: &str, cut: Cut) -> String {
     const CELL_CHARS: usize = 72;
-    elide(text, CELL_CHARS, cut).chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    // Escaped (SPEC §17): a name or a description cannot draw over the table.
+    elide(&shown::line(text), CELL_CHARS, cut)
 }

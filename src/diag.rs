@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::shown;
+
 /// How bad a problem is: an error fails `lcp check`, a warning does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -63,6 +65,8 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}: {}", self.path.display(), self.line, self.col, self.level, self.message)
+        // A file name or a message quoting one cannot forge a line of its own.
+        let path = self.path.to_string_lossy();
+        write!(f, "{}:{}:{}: {}: {}", shown::line(&path), self.line, self.col, self.level, shown::line(&self.message))
     }
 }

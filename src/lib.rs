@@ -43,6 +43,7 @@ pub mod registry;
 pub mod runtime;
 pub mod scan;
 pub mod schema;
+pub mod shown;
 pub mod source;
 mod sync;
 pub mod testlane;

@@ -30,7 +30,8 @@ import base64
 import logging
 import os
 import re
-from pathlib import Path
+
+import lcp_files
 from typing import Any, Literal, NotRequired, Optional, TypedDict
 
 TOOL_LIBRARY_NAME = "Interaction"
@@ -230,8 +231,9 @@ def tool_store_secret(name: str, purpose: str, env_file: str = ".env") -> dict[s
     Args:
         name: The variable name, e.g. WEATHER_API_KEY.
         purpose: What the secret is for, shown to the user.
-        env_file: The env file, relative to the workspace. A line for `name` that is
-            already there is replaced.
+        env_file: The env file, relative to the workspace, named .env, .env.NAME
+            or NAME.env (the file tools never read those). A line for `name` that
+            is already there is replaced.
 
     Returns:
         dict: ``{"success": True, "output": {"name", "env_file", "replaced", "characters"}}``;
@@ -242,10 +244,18 @@ def tool_store_secret(name: str, purpose: str, env_file: str = ".env") -> dict[s
     """
     if not _ENV_NAME.match(name):
         return {"success": False, "error": f"{name!r} is not a variable name (letters, digits, underscores)."}
-    root = Path.cwd().resolve()
-    target = (root / env_file).resolve()
-    if not env_file.strip() or not target.is_relative_to(root) or target == root:
-        return {"success": False, "error": f"The env file {env_file!r} is not a file inside the workspace."}
+    file_name = env_file.strip().rstrip("/").rsplit("/", 1)[-1]
+    if not lcp_files.is_private(file_name):
+        return {
+            "success": False,
+            "error": f"The env file {env_file!r} must be named .env, .env.NAME or NAME.env: the file tools refuse to read those, so the secret never reaches the conversation.",
+        }
+    try:
+        lcp_files.resolve(env_file, create_folders=False).close()
+    except lcp_files.MissingFolder:
+        pass
+    except lcp_files.PathError as exc:
+        return {"success": False, "error": f"The env file {env_file!r} is not a file inside the workspace: {exc}"}
     try:
         secret = _ask_secret(name, purpose.strip() or name, env_file)
     except RuntimeError as exc:
@@ -253,7 +263,13 @@ def tool_store_secret(name: str, purpose: str, env_file: str = ".env") -> dict[s
     if not secret:
         return {"success": False, "error": "The user declined to give the secret. Nothing was written."}
     try:
-        lines = target.read_text(encoding="utf-8").splitlines(keepends=True) if target.exists() else []
+        handle, _ = lcp_files.open_file(env_file, private_ok=True)
+        with handle:
+            lines = handle.read().decode("utf-8").splitlines(keepends=True)
+    except lcp_files.PathError as exc:
+        if "does not exist" not in str(exc):
+            return {"success": False, "error": f"Cannot read {env_file}: {exc}"}
+        lines = []
     except (OSError, UnicodeDecodeError) as exc:
         return {"success": False, "error": f"Cannot read {env_file}: {exc}"}
     pattern = re.compile(rf"^\s*(export\s+)?{re.escape(name)}\s*=")
@@ -263,12 +279,11 @@ def tool_store_secret(name: str, purpose: str, env_file: str = ".env") -> dict[s
         kept[-1] += "\n"
     kept.append(_env_line(name, secret))
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            out.write("".join(kept))
-    except OSError as exc:
+        lcp_files.write_atomically(env_file, "".join(kept).encode("utf-8"), mode=0o600, private_ok=True)
+    except lcp_files.PathError as exc:
         return {"success": False, "error": f"Cannot write {env_file}: {exc}"}
+    except OSError as exc:
+        return {"success": False, "error": f"Cannot write {env_file}: {exc.strerror or exc}"}
     _log.info("stored %s in %s", name, env_file)
     output = {"name": name, "env_file": env_file, "replaced": replaced, "characters": len(secret)}
     return {"success": True, "output": output}
@@ -308,15 +323,11 @@ def tool_summarize_file(path: str, focus: Optional[str] = None, max_words: int =
     """
     if tool_context is None:
         return dict(_NO_CONTEXT)
-    root = tool_context.workspace_root()
-    target = (root / path).resolve()
-    if not path.strip() or not target.is_relative_to(root):
-        return {"success": False, "error": f"{path!r} is not a path inside the workspace."}
-    if not target.is_file():
-        return {"success": False, "error": f"{path} is not a file in the workspace."}
-    if target.stat().st_size > _MAX_FILE_BYTES:
-        return {"success": False, "error": f"{path} is larger than {_MAX_FILE_BYTES // (1024 * 1024)} MiB."}
-    text = target.read_bytes().decode("utf-8", errors="replace")
+    try:
+        text = _workspace_bytes(path, _MAX_FILE_BYTES).decode("utf-8", errors="replace")
+    except ValueError as exc:
+        return {"success": False, "error": f"{exc}."}
+    name = path.rstrip("/").rsplit("/", 1)[-1]
     parts = _parts(text)
     if not parts:
         return {"success": False, "error": f"{path} is empty."}
@@ -331,19 +342,29 @@ def tool_summarize_file(path: str, focus: Optional[str] = None, max_words: int =
         summaries = []
         for number, part in enumerate(parts, start=1):
             where = f" (part {number} of {len(parts)})" if len(parts) > 1 else ""
-            prompt = f"Summarize this text from {target.name}{where} in at most {words} words.{aim}\n\n{part}"
+            prompt = f"Summarize this text from {name}{where} in at most {words} words.{aim}\n\n{part}"
             summaries.append(model.generate_text(prompt, system_prompt=_SUMMARY_SYSTEM, n_predict=words * 2, temperature=0.2).strip())
             tool_context.emit_progress(f"summarized part {number} of {len(parts)}", {"progress": number, "total": steps})
         summary = summaries[0]
         if len(summaries) > 1:
             joined = "\n\n".join(f"Part {n}: {s}" for n, s in enumerate(summaries, start=1))
-            prompt = f"Combine these summaries of the parts of {target.name} into one summary of at most {words} words.{aim}\n\n{joined}"
+            prompt = f"Combine these summaries of the parts of {name} into one summary of at most {words} words.{aim}\n\n{joined}"
             summary = model.generate_text(prompt, system_prompt=_SUMMARY_SYSTEM, n_predict=words * 2, temperature=0.2).strip()
             tool_context.emit_progress("combined the parts", {"progress": steps, "total": steps})
     except RuntimeError as exc:
         return {"success": False, "error": f"The host's model is not available: {exc}"}
     output = {"path": path, "characters": len(text), "parts": len(parts), "summary": summary}
     return {"success": True, "output": output}
+
+
+def _workspace_bytes(path: str, limit: int) -> bytes:
+    """The bytes of a file of the workspace (opened beneath it, never a private file);
+    raises ``ValueError`` saying what is wrong."""
+    handle, shown = lcp_files.open_file(path)
+    with handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            raise ValueError(f"{shown} is larger than {limit // (1024 * 1024)} MiB")
+        return handle.read(limit + 1)
 
 
 def _image(image: str) -> tuple[bytes, str]:
@@ -358,13 +379,7 @@ def _image(image: str) -> tuple[bytes, str]:
         except ValueError:
             raise ValueError("the data: URI is not valid base64") from None
     else:
-        root = Path.cwd().resolve()
-        target = (root / image).resolve()
-        if not image.strip() or not target.is_relative_to(root) or not target.is_file():
-            raise ValueError(f"{image!r} is not a file inside the workspace")
-        if target.stat().st_size > _MAX_IMAGE_BYTES:
-            raise ValueError(f"{image} is larger than {_MAX_IMAGE_BYTES // (1024 * 1024)} MiB")
-        content = target.read_bytes()
+        content = _workspace_bytes(image, _MAX_IMAGE_BYTES)
     if content[8:12] == b"WEBP" and content.startswith(b"RIFF"):
         return content, "image/webp"
     for magic, mime in _IMAGE_TYPES:

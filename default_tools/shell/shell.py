@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import lcp_files
+
 TOOL_LIBRARY_NAME = "Shell"
 TOOL_LIBRARY_DESC = (
     "Run shell commands (build, test, git, scripts) in the workspace folder after the user "
@@ -112,18 +114,15 @@ def _confirm(kind: str, content: str, label: str) -> Optional[str]:
     return f"{label} rejected by user: {reason or 'no reason given'}"
 
 
-def _resolve_workdir(workdir: str) -> Path:
-    """Resolve ``workdir`` inside the workspace (symlinks followed) or raise ValueError."""
-    root = Path.cwd().resolve()
-    candidate = Path((workdir or ".").strip() or ".")
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    resolved = candidate.resolve()
-    if resolved != root and not resolved.is_relative_to(root):
-        raise ValueError(f"Access denied: workdir '{workdir}' is outside the workspace.")
-    if not resolved.is_dir():
-        raise ValueError(f"workdir '{workdir}' is not an existing folder in the workspace.")
-    return resolved
+def _resolve_workdir(workdir: str) -> str:
+    """``workdir`` as a folder of the workspace (from the workspace, '.' for itself),
+    resolved beneath it; raises ``ValueError`` saying what is wrong."""
+    try:
+        fd, shown = lcp_files.open_folder((workdir or ".").strip() or ".")
+    except lcp_files.PathError as exc:
+        raise ValueError(f"workdir: {exc}") from None
+    os.close(fd)
+    return shown
 
 
 class _Capture:
@@ -228,6 +227,8 @@ def tool_run_command(command: str, timeout_seconds: int = 30, workdir: str = "."
     """
     if not command or not command.strip():
         return {"success": False, "error": "command is empty."}
+    if "\x00" in command:
+        return {"success": False, "error": "command contains a NUL character, which no shell command can hold."}
     try:
         cwd = _resolve_workdir(workdir)
     except (ValueError, OSError) as exc:
@@ -242,7 +243,7 @@ def tool_run_command(command: str, timeout_seconds: int = 30, workdir: str = "."
     env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
     options: dict[str, Any] = {
         "shell": True,
-        "cwd": str(cwd),
+        "cwd": os.path.join(os.getcwd(), cwd),
         "env": env,
         "stdin": subprocess.DEVNULL,
         "stdout": subprocess.PIPE,
@@ -272,17 +273,21 @@ def tool_run_command(command: str, timeout_seconds: int = 30, workdir: str = "."
         exit_code = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
+        exit_code = None
+    finally:
+        # Whatever ends the wait (the command's own timeout, or the host stopping the
+        # call with an exception), nothing the command started outlives it.
         _kill_tree(process)
+    if exit_code is None:
         exit_code = process.wait()
     for reader in readers:
         reader.join(timeout=2 if not timed_out else 5)
     streams_open = any(reader.is_alive() for reader in readers)
     duration = round(time.monotonic() - started, 3)
 
-    workspace = Path.cwd().resolve()
     output: dict[str, Any] = {
         "command": command,
-        "workdir": cwd.relative_to(workspace).as_posix() or ".",
+        "workdir": cwd,
         "exit_code": exit_code,
         "stdout": captures[0].text(),
         "stderr": captures[1].text(),

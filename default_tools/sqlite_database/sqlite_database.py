@@ -235,9 +235,16 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def _deny_attach(action: int, *_: Any) -> int:
-    """SQLite authorizer: refuse ATTACH/DETACH (also used by VACUUM INTO)."""
+# Pragmas that name files or folders outside the database, or load code.
+_DENIED_PRAGMAS = {"temp_store_directory", "data_store_directory"}
+
+
+def _deny_attach(action: int, name: Any = None, *_: Any) -> int:
+    """SQLite authorizer: refuse ATTACH/DETACH (also used by VACUUM INTO) and the
+    pragmas that point SQLite at other folders."""
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and isinstance(name, str) and name.lower() in _DENIED_PRAGMAS:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
 

@@ -1,110 +1,44 @@
-"""Path confinement shared by every tool of the ``workspace_files`` library.
+"""Path helpers shared by every tool of the ``workspace_files`` library.
 
 This file holds helpers only (no ``tool_*`` function), so it adds no tool of its
 own. The library folder is imported as a package, which is why the tool files
-can write ``from ._paths import resolve_in_workspace``.
+can write ``from ._paths import ...``.
 
 The workspace is the current working directory: the host changes into the
-workspace folder before it runs a tool. Every path a model gives us goes
-through :func:`resolve_in_workspace`, which
-
-* resolves it relative to the workspace (absolute paths are accepted only when
-  they point inside the workspace),
-* follows symbolic links, so a link that points outside is caught, and
-* rejects anything that ends up outside the workspace (``..`` escapes included).
+workspace folder before it runs a tool. Every path a model gives goes through the
+host's ``lcp_files`` module, which resolves it one component at a time beneath a
+descriptor of the workspace (a symbolic link is followed only while it stays
+inside), refuses private files (env files with stored secrets) and writes files
+atomically. These helpers add what the tools share on top: walking a folder by
+descriptors, and telling text from binary.
 """
 
-from pathlib import Path
-from typing import Literal, Optional
+import os
+import stat
+from typing import Iterator, Optional
+
+from lcp_files import PathError as WorkspacePathError
+from lcp_files import is_private, open_in
 
 
-class WorkspacePathError(ValueError):
-    """A path argument is empty, malformed, outside the workspace or of the wrong kind."""
+def workspace_root():
+    """The workspace folder (the current working directory), as a ``Path``."""
+    from pathlib import Path
+
+    return Path(os.getcwd())
 
 
-def workspace_root() -> Path:
-    """Return the workspace folder (the current working directory), symlinks resolved."""
-    return Path.cwd().resolve()
+def join(folder: str, name: str) -> str:
+    """``name`` inside the workspace-relative ``folder`` ('.' for the workspace)."""
+    return name if folder in ("", ".") else f"{folder}/{name}"
 
 
-def is_inside(path: Path, root: Optional[Path] = None) -> bool:
-    """Tell whether ``path`` (after resolving symlinks) lies inside the workspace."""
-    root = root or workspace_root()
-    try:
-        resolved = path.resolve()
-    except (OSError, RuntimeError):  # RuntimeError: symlink loop on some versions
-        return False
-    return resolved == root or resolved.is_relative_to(root)
-
-
-def resolve_in_workspace(
-    path: str,
-    *,
-    must_exist: bool = False,
-    kind: Optional[Literal["file", "dir"]] = None,
-) -> Path:
-    """Resolve a user-supplied path and make sure it stays inside the workspace.
-
-    Args:
-        path: The path as the model gave it, relative to the workspace or absolute.
-        must_exist: Raise if nothing exists at the resolved location.
-        kind: When the path exists, require a regular file (``"file"``) or a
-            directory (``"dir"``).
-
-    Returns:
-        The absolute, symlink-free path.
-
-    Raises:
-        WorkspacePathError: With a message that can be shown to the model as is.
-    """
-    if not isinstance(path, str) or not path.strip():
-        raise WorkspacePathError("The path is empty; give a path relative to the workspace, e.g. 'notes.txt'.")
-    if "\x00" in path:
-        raise WorkspacePathError("The path contains a NUL character.")
-
-    root = workspace_root()
-    candidate = Path(path.strip())
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    try:
-        resolved = candidate.resolve()  # follows symlinks, even dangling ones
-    except (OSError, RuntimeError) as exc:
-        raise WorkspacePathError(f"Cannot resolve '{path}': {exc}") from None
-
-    if resolved != root and not resolved.is_relative_to(root):
-        raise WorkspacePathError(
-            f"Access denied: '{path}' is outside the workspace. "
-            "Only paths inside the current workspace folder can be used."
-        )
-
-    if must_exist and not resolved.exists():
-        raise WorkspacePathError(f"'{path}' does not exist in the workspace.")
-    if resolved.exists():
-        if kind == "file" and not resolved.is_file():
-            raise WorkspacePathError(f"'{path}' is not a regular file.")
-        if kind == "dir" and not resolved.is_dir():
-            raise WorkspacePathError(f"'{path}' is not a directory.")
-    return resolved
-
-
-def display_path(path: Path, root: Optional[Path] = None) -> str:
-    """Return ``path`` relative to the workspace with forward slashes ('.' for the root)."""
-    root = root or workspace_root()
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        return str(path)
-    text = rel.as_posix()
-    return text if text else "."
-
-
-def looks_binary(path: Path, sample_size: int = 8192) -> bool:
-    """Guess whether a file is binary: a NUL byte in its first bytes."""
-    try:
-        with open(path, "rb") as handle:
-            return b"\x00" in handle.read(sample_size)
-    except OSError:
-        return False
+def looks_binary(handle, sample_size: int = 8192) -> bool:
+    """Guess whether an open file is binary (a NUL byte in its first bytes); the file
+    is left at its start."""
+    sample = handle.read(sample_size)
+    handle.seek(0)
+    return b"\x00" in sample
 
 
 def is_hidden_name(name: str) -> bool:
@@ -112,12 +46,63 @@ def is_hidden_name(name: str) -> bool:
     return name.startswith(".") or name in {"__pycache__", "node_modules"}
 
 
+def walk(fd: int, display: str, *, skip_hidden: bool, recursive: bool = True, unreadable: Optional[list] = None) -> Iterator[tuple]:
+    """The entries of the open folder ``fd`` in sorted order, then (``recursive``)
+    those of each sub-folder in turn, as ``(folder_fd, name, display, status)``
+    with links not followed (a link to a folder is an entry, never entered). Each
+    sub-folder is opened relative to its parent's descriptor, so a folder swapped
+    for a link is never entered. ``fd`` is closed when the walk ends. A folder that
+    cannot be read adds one to ``unreadable[0]``."""
+    try:
+        try:
+            with os.scandir(fd) as it:
+                names = sorted(entry.name for entry in it)
+        except OSError:
+            if unreadable is not None:
+                unreadable[0] += 1
+            return
+        folders = []
+        for name in names:
+            if skip_hidden and is_hidden_name(name):
+                continue
+            try:
+                status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            path = join(display, name)
+            yield fd, name, path, status
+            if recursive and stat.S_ISDIR(status.st_mode):
+                folders.append((name, path))
+        for name, path in folders:
+            try:
+                sub = open_in(fd, name, folder_only=True)
+            except OSError:
+                if unreadable is not None:
+                    unreadable[0] += 1
+                continue
+            yield from walk(sub, path, skip_hidden=skip_hidden, unreadable=unreadable)
+    finally:
+        os.close(fd)
+
+
+def kind_of(status: os.stat_result) -> str:
+    """``"file"``, ``"dir"``, ``"symlink"`` or ``"other"``."""
+    if stat.S_ISLNK(status.st_mode):
+        return "symlink"
+    if stat.S_ISDIR(status.st_mode):
+        return "dir"
+    if stat.S_ISREG(status.st_mode):
+        return "file"
+    return "other"
+
+
 __all__ = [
     "WorkspacePathError",
-    "display_path",
     "is_hidden_name",
-    "is_inside",
+    "is_private",
+    "join",
+    "kind_of",
     "looks_binary",
-    "resolve_in_workspace",
+    "walk",
     "workspace_root",
 ]

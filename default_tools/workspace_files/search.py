@@ -3,25 +3,20 @@
 A sibling of ``workspace_files.py``: it is discovered after the primary file and its
 ``tool_*`` functions become tools of the same library. It only reads files, so it needs
 no confirmation and defines no hooks; the shared path confinement comes from the
-helper module next to it (``from ._paths import ...``).
+helper module next to it (``from ._paths import ...``). Patterns are matched by the
+host's linear-time engine (``lcp_files.search_lines``), so no pattern can stall the
+search, and private files (env files with stored secrets) are never searched.
 """
 
 import fnmatch
 import os
-import re
+import stat
 import time
-from pathlib import Path
 from typing import Any
 
-from ._paths import (
-    WorkspacePathError,
-    display_path,
-    is_hidden_name,
-    is_inside,
-    looks_binary,
-    resolve_in_workspace,
-    workspace_root,
-)
+import lcp_files
+
+from ._paths import WorkspacePathError, is_private, looks_binary, walk
 
 # Declared effects (SPEC §12), per file: this one only reads.
 TOOL_POLICY = {"read_only": True, "idempotent": True, "open_world": False, "grade": {"w": 1, "d": 0}}
@@ -63,8 +58,9 @@ def tool_search_files(
         glob (str, optional): Only search files whose name matches this glob, e.g.
             "*.py" or "*.md". A glob containing "/" is matched against the path
             relative to the workspace, e.g. "docs/*.md". Defaults to "*".
-        regex (bool, optional): Treat query as a Python regular expression, e.g.
-            "^import (os|sys)". Defaults to False.
+        regex (bool, optional): Treat query as a regular expression, e.g.
+            "^import (os|sys)" (look-around and back-references are not
+            supported). Defaults to False.
         case_sensitive (bool, optional): Match upper and lower case exactly.
             Defaults to False.
         max_matches (int, optional): Maximum number of matching lines returned
@@ -82,40 +78,38 @@ def tool_search_files(
     if not query:
         return {"success": False, "error": "query is empty; give the text or pattern to search for."}
     try:
-        base = resolve_in_workspace(path, must_exist=True)
+        lcp_files.search_lines(query, "", literal=not regex, ignore_case=not case_sensitive)
+    except ValueError as exc:
+        return {"success": False, "error": f"Invalid regular expression {query!r}: {exc}"}
+    try:
+        base, shown_path = lcp_files.status(path)
+        shown_name = shown_path.rsplit("/", 1)[-1]
+        if base is None:
+            raise WorkspacePathError(f"'{path}' does not exist in the workspace.")
+        if stat.S_ISDIR(base.st_mode):
+            fd, shown = lcp_files.open_folder(path)
+            files = (
+                (folder, name, rel)
+                for folder, name, rel, status in walk(fd, shown, skip_hidden=True)
+                if stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode)
+            )
+        else:
+            files = iter([(None, shown_name, shown_path)])
     except WorkspacePathError as exc:
         return {"success": False, "error": str(exc)}
-    flags = 0 if case_sensitive else re.IGNORECASE
-    try:
-        matcher = re.compile(query if regex else re.escape(query), flags)
-    except re.error as exc:
-        return {"success": False, "error": f"Invalid regular expression {query!r}: {exc}"}
     limit = max(1, min(_MAX_MATCHES, int(max_matches)))
-    root = workspace_root()
     match_path = "/" in glob
-
-    def candidate_files():
-        if base.is_file():
-            yield base
-            return
-        for folder, dirnames, filenames in os.walk(base, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not is_hidden_name(d))
-            for name in sorted(filenames):
-                if is_hidden_name(name):
-                    continue
-                yield Path(folder) / name
 
     matches: list[dict[str, Any]] = []
     total = 0
     files_with_matches = 0
     files_searched = 0
-    skipped = {"binary": 0, "large": 0, "unreadable": 0, "outside": 0}
+    skipped = {"binary": 0, "large": 0, "unreadable": 0, "outside": 0, "private": 0}
     stopped_early = ""
     deadline = time.monotonic() + _TIME_BUDGET_SECONDS
 
-    for file_path in candidate_files():
-        rel = display_path(file_path, root)
-        if not fnmatch.fnmatch(rel if match_path else file_path.name, glob):
+    for folder, name, rel in files:
+        if not fnmatch.fnmatch(rel if match_path else name, glob):
             continue
         if files_searched >= _MAX_FILES_SCANNED:
             stopped_early = f"Stopped after searching {_MAX_FILES_SCANNED} files; narrow 'path' or 'glob'."
@@ -123,38 +117,42 @@ def tool_search_files(
         if time.monotonic() > deadline:
             stopped_early = f"Stopped after {_TIME_BUDGET_SECONDS:.0f} seconds; narrow 'path' or 'glob'."
             break
-        if file_path.is_symlink() and not is_inside(file_path, root):
-            skipped["outside"] += 1
+        if is_private(name):
+            skipped["private"] += 1
             continue
         try:
-            if not file_path.is_file():
-                continue
-            if file_path.stat().st_size > _MAX_FILE_BYTES:
-                skipped["large"] += 1
-                continue
+            if folder is None or stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+                # A link is searched through its path, which must stay inside.
+                handle, _ = lcp_files.open_file(rel)
+            else:
+                handle = lcp_files.open_in(folder, name)
+        except WorkspacePathError as exc:
+            if "outside" in str(exc):
+                skipped["outside"] += 1
+            continue
         except OSError:
             skipped["unreadable"] += 1
             continue
-        if looks_binary(file_path):
-            skipped["binary"] += 1
-            continue
+        with handle:
+            try:
+                if os.fstat(handle.fileno()).st_size > _MAX_FILE_BYTES:
+                    skipped["large"] += 1
+                    continue
+                if looks_binary(handle):
+                    skipped["binary"] += 1
+                    continue
+                text = handle.read(_MAX_FILE_BYTES + 1).decode("utf-8", errors="replace")
+            except OSError:
+                skipped["unreadable"] += 1
+                continue
         files_searched += 1
-        found_here = False
-        try:
-            with open(file_path, "r", encoding="utf-8", errors="replace") as handle:
-                for number, line in enumerate(handle, 1):
-                    hit = matcher.search(line)
-                    if hit is None:
-                        continue
-                    total += 1
-                    found_here = True
-                    if len(matches) < limit:
-                        matches.append({"path": rel, "line": number, "text": _shorten(line, hit.start())})
-        except OSError:
-            skipped["unreadable"] += 1
-            continue
-        if found_here:
+        hits = lcp_files.search_lines(query, text, literal=not regex, ignore_case=not case_sensitive)
+        if hits:
             files_with_matches += 1
+            total += len(hits)
+            lines = text.split("\n") if len(matches) < limit else ()
+            for number, column in hits[: max(0, limit - len(matches))]:
+                matches.append({"path": rel, "line": number, "text": _shorten(lines[number - 1], column)})
 
     output: dict[str, Any] = {
         "query": query,

@@ -23,18 +23,15 @@ Conventions shown here (copy them into your own libraries):
 
 import difflib
 import fnmatch
+import io
 import os
+import stat
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ._paths import (
-    WorkspacePathError,
-    display_path,
-    is_hidden_name,
-    looks_binary,
-    resolve_in_workspace,
-    workspace_root,
-)
+import lcp_files
+
+from ._paths import WorkspacePathError, is_hidden_name, kind_of, looks_binary, walk, workspace_root
 
 TOOL_LIBRARY_NAME = "Workspace Files"
 TOOL_LIBRARY_DESC = (
@@ -238,68 +235,38 @@ def tool_list_files(
         {"recursive": true, "$files": {"notes/todo.md": "- buy milk\\n"}}
     """
     try:
-        base = resolve_in_workspace(path, must_exist=True, kind="dir")
+        folder, shown_path = lcp_files.open_folder(path)
     except WorkspacePathError as exc:
         return _fail(str(exc))
     limit = _clamp(max_entries, 1, _MAX_LIST_ENTRIES)
-    root = workspace_root()
     match_path = "/" in pattern
 
     entries: list[dict[str, Any]] = []
     total = 0
     visited = 0
     walk_cut = False
-    unreadable = 0
+    unreadable = [0]
 
-    pending = [base]
-    while pending:
-        folder = pending.pop(0)
-        try:
-            with os.scandir(folder) as it:
-                children = sorted(it, key=lambda e: e.name)
-        except OSError:
-            unreadable += 1
-            continue
-        subfolders = []
-        for child in children:
-            if not include_hidden and is_hidden_name(child.name):
-                continue
-            visited += 1
-            if visited > _WALK_LIMIT:
-                walk_cut = True
-                break
-            child_path = Path(child.path)
-            rel = display_path(child_path, root)
-            try:
-                if child.is_symlink():
-                    kind = "symlink"
-                elif child.is_dir():
-                    kind = "dir"
-                    subfolders.append(child_path)
-                elif child.is_file():
-                    kind = "file"
-                else:
-                    kind = "other"
-            except OSError:
-                kind = "other"
-            target = rel if match_path else child.name
-            if not fnmatch.fnmatch(target, pattern):
-                continue
-            total += 1
-            if len(entries) < limit:
-                item: dict[str, Any] = {"path": rel + ("/" if kind == "dir" else ""), "type": kind}
-                if kind == "file":
-                    try:
-                        item["size"] = child.stat(follow_symlinks=False).st_size
-                    except OSError:
-                        pass
-                entries.append(item)
-        if walk_cut or not recursive:
+    for _, name, rel, status in walk(
+        folder, shown_path, skip_hidden=not include_hidden, recursive=recursive, unreadable=unreadable
+    ):
+        visited += 1
+        if visited > _WALK_LIMIT:
+            walk_cut = True
             break
-        pending = subfolders + pending  # depth-first, sorted
+        kind = kind_of(status)
+        if not fnmatch.fnmatch(rel if match_path else name, pattern):
+            continue
+        total += 1
+        if len(entries) < limit:
+            item: dict[str, Any] = {"path": rel + ("/" if kind == "dir" else ""), "type": kind}
+            if kind == "file":
+                item["size"] = status.st_size
+            entries.append(item)
+    unreadable = unreadable[0]
 
     output: dict[str, Any] = {
-        "path": display_path(base, root),
+        "path": shown_path,
         "entries": entries,
         "shown": len(entries),
         "total_matches": total,
@@ -351,24 +318,25 @@ def tool_read_file(
         {"path": "notes.txt", "line_numbers": true, "$files": {"notes.txt": "first line\\nsecond line\\n"}}
     """
     try:
-        target = resolve_in_workspace(path, must_exist=True, kind="file")
+        handle, rel = lcp_files.open_file(path)
     except WorkspacePathError as exc:
         return _fail(str(exc))
-    if start_line < 1:
-        return _fail("start_line must be 1 or more (lines are counted from 1).")
-    limit = _clamp(max_lines, 1, _MAX_READ_LINES)
-    if looks_binary(target):
-        size = target.stat().st_size
-        return _fail(f"'{path}' looks like a binary file ({size} bytes); only text files can be read.")
+    with handle:
+        if start_line < 1:
+            return _fail("start_line must be 1 or more (lines are counted from 1).")
+        limit = _clamp(max_lines, 1, _MAX_READ_LINES)
+        if looks_binary(handle):
+            size = os.fstat(handle.fileno()).st_size
+            return _fail(f"'{path}' looks like a binary file ({size} bytes); only text files can be read.")
 
-    collected: list[str] = []
-    chars = 0
-    total = 0
-    shortened = 0
-    char_cut = False
-    try:
-        with open(target, "r", encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, 1):
+        collected: list[str] = []
+        chars = 0
+        total = 0
+        shortened = 0
+        char_cut = False
+        try:
+            text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace")
+            for number, line in enumerate(text, 1):
                 total = number
                 if number < start_line or len(collected) >= limit or char_cut:
                     continue
@@ -383,13 +351,13 @@ def tool_read_file(
                     continue
                 collected.append(line)
                 chars += len(line) + 1
-    except OSError as exc:
-        return _fail(f"Cannot read '{path}': {exc}")
+        except OSError as exc:
+            return _fail(f"Cannot read '{path}': {exc}")
 
     if total == 0:
         return {
             "success": True,
-            "output": {"path": display_path(target), "content": "", "start_line": 1, "end_line": 0,
+            "output": {"path": rel, "content": "", "start_line": 1, "end_line": 0,
                        "total_lines": 0, "truncated": False, "note": "The file is empty."},
         }
     if start_line > total:
@@ -398,7 +366,7 @@ def tool_read_file(
     end_line = start_line + len(collected) - 1
     content = "\n".join(collected)
     output: dict[str, Any] = {
-        "path": display_path(target),
+        "path": rel,
         "content": content,
         "start_line": start_line,
         "end_line": end_line,
@@ -449,25 +417,26 @@ def tool_write_file(
     Examples:
         {"path": "notes/todo.md", "content": "- buy milk\\n"}
     """
-    try:
-        target = resolve_in_workspace(path)
-    except WorkspacePathError as exc:
-        return _fail(str(exc))
-    if target == workspace_root() or target.is_dir():
-        return _fail(f"'{path}' is a directory; give a file path.")
-    exists = target.exists()
-    if exists and not overwrite:
-        return _fail(
-            f"'{path}' already exists ({target.stat().st_size} bytes). Call again with "
-            "overwrite=true to replace it, or use tool_edit_file to change part of it."
-        )
-    if not target.parent.exists() and not create_dirs:
-        return _fail(f"The folder '{display_path(target.parent)}' does not exist; set create_dirs=true to create it.")
     data = content.encode("utf-8")
     if len(data) > _MAX_WRITE_BYTES:
         return _fail(f"The content is {len(data)} bytes; at most {_MAX_WRITE_BYTES} bytes can be written at once.")
+    try:
+        if not create_dirs:
+            lcp_files.resolve(path).close()
+        before, rel = lcp_files.status(path)
+    except lcp_files.MissingFolder as exc:
+        return _fail(f"{exc} Set create_dirs=true to create it.")
+    except WorkspacePathError as exc:
+        return _fail(str(exc))
+    if before is not None and stat.S_ISDIR(before.st_mode):
+        return _fail(f"'{path}' is a directory; give a file path.")
+    exists = before is not None
+    if exists and not overwrite:
+        return _fail(
+            f"'{path}' already exists ({before.st_size} bytes). Call again with "
+            "overwrite=true to replace it, or use tool_edit_file to change part of it."
+        )
 
-    rel = display_path(target)
     action = "overwritten" if exists else "created"
     summary = f"{'Overwrite' if exists else 'Create'} '{rel}' ({len(data)} bytes):\n\n{content}"
     refusal = _confirm("write_file", summary, "Write file")
@@ -475,11 +444,14 @@ def tool_write_file(
         return _fail(refusal)
 
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "wb") as handle:
-            handle.write(data)
+        created, rel = lcp_files.write_atomically(path, data, overwrite=overwrite, create_folders=create_dirs)
+    except FileExistsError:
+        return _fail(f"'{path}' was created by someone else meanwhile; nothing was written.")
+    except WorkspacePathError as exc:
+        return _fail(str(exc))
     except OSError as exc:
-        return _fail(f"Cannot write '{path}': {exc}")
+        return _fail(f"Cannot write '{path}': {exc.strerror or exc}")
+    action = "created" if created else "overwritten"
     return {"success": True, "output": {"path": rel, "bytes_written": len(data), "action": action}}
 
 
@@ -510,23 +482,23 @@ def tool_edit_file(
     Examples:
         {"path": "notes.txt", "old_text": "milk", "new_text": "bread", "$files": {"notes.txt": "buy milk\\n"}}
     """
-    try:
-        target = resolve_in_workspace(path, must_exist=True, kind="file")
-    except WorkspacePathError as exc:
-        return _fail(str(exc))
     if not old_text:
         return _fail("old_text is empty; give the exact text to replace.")
-    if target.stat().st_size > _MAX_EDIT_BYTES:
-        return _fail(f"'{path}' is larger than {_MAX_EDIT_BYTES} bytes; it cannot be edited with this tool.")
-    if looks_binary(target):
-        return _fail(f"'{path}' looks like a binary file; only text files can be edited.")
     try:
-        with open(target, "r", encoding="utf-8", newline="") as handle:
-            original = handle.read()
-    except UnicodeDecodeError:
-        return _fail(f"'{path}' is not valid UTF-8 text; it cannot be edited safely.")
-    except OSError as exc:
-        return _fail(f"Cannot read '{path}': {exc}")
+        handle, rel = lcp_files.open_file(path)
+    except WorkspacePathError as exc:
+        return _fail(str(exc))
+    with handle:
+        if os.fstat(handle.fileno()).st_size > _MAX_EDIT_BYTES:
+            return _fail(f"'{path}' is larger than {_MAX_EDIT_BYTES} bytes; it cannot be edited with this tool.")
+        if looks_binary(handle):
+            return _fail(f"'{path}' looks like a binary file; only text files can be edited.")
+        try:
+            original = handle.read(_MAX_EDIT_BYTES + 1).decode("utf-8")
+        except UnicodeDecodeError:
+            return _fail(f"'{path}' is not valid UTF-8 text; it cannot be edited safely.")
+        except OSError as exc:
+            return _fail(f"Cannot read '{path}': {exc}")
 
     count = original.count(old_text)
     if count == 0:
@@ -542,7 +514,6 @@ def tool_edit_file(
     updated = original.replace(old_text, new_text) if replace_all else original.replace(old_text, new_text, 1)
     replacements = count if replace_all else 1
 
-    rel = display_path(target)
     diff = "".join(
         difflib.unified_diff(
             original.splitlines(keepends=True),
@@ -558,8 +529,9 @@ def tool_edit_file(
     if refusal:
         return _fail(refusal)
     try:
-        with open(target, "w", encoding="utf-8", newline="") as handle:
-            handle.write(updated)
+        lcp_files.write_atomically(path, updated.encode("utf-8"), create_folders=False)
+    except WorkspacePathError as exc:
+        return _fail(str(exc))
     except OSError as exc:
-        return _fail(f"Cannot write '{path}': {exc}")
+        return _fail(f"Cannot write '{path}': {exc.strerror or exc}")
     return {"success": True, "output": {"path": rel, "replacements": replacements, "diff": diff}}

@@ -6,6 +6,7 @@
 //! Must never: write to stdout (it carries the result), or wait for an answer when
 //! standard input is not a terminal.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;
@@ -13,7 +14,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use crate::runtime::host_objects::{Answer, Generation, Interaction, InteractionKind, Progress};
-use crate::sync;
+use crate::{shown, sync};
 
 /// `--answers JSON`: answers given in advance. A list is used in order, one answer
 /// per question; an object answers a question by its title, else its prompt, else
@@ -63,7 +64,7 @@ pub(super) fn interact(interaction: &Interaction, answers: &Answers) -> Answer {
     let _asking = sync::lock(&ASKING);
     eprintln!("\n{} asks:", asker(interaction));
     if !interaction.title.is_empty() && !interaction.prompt.is_empty() {
-        eprintln!("  {}", interaction.title);
+        eprintln!("  {}", shown::line(&interaction.title));
     }
     let answer = match interaction.kind {
         InteractionKind::Text | InteractionKind::Secret => ask_text(interaction),
@@ -88,15 +89,16 @@ fn given(interaction: &Interaction, answer: Value) -> Answer {
     }
 }
 
+/// Who asks, escaped for the terminal (SPEC §17), as everything shown from a tool.
 fn asker(interaction: &Interaction) -> String {
     match &interaction.tool {
-        Some(tool) => format!("{tool} ({})", interaction.library),
-        None => interaction.library.clone(),
+        Some(tool) => format!("{} ({})", shown::line(tool), shown::line(&interaction.library)),
+        None => shown::line(&interaction.library).into_owned(),
     }
 }
 
-fn question(interaction: &Interaction) -> &str {
-    if interaction.prompt.is_empty() { &interaction.title } else { &interaction.prompt }
+fn question(interaction: &Interaction) -> Cow<'_, str> {
+    shown::line(if interaction.prompt.is_empty() { &interaction.title } else { &interaction.prompt })
 }
 
 fn default_text(interaction: &Interaction) -> Option<String> {
@@ -110,7 +112,7 @@ fn ask_text(interaction: &Interaction) -> Option<Value> {
     let default = default_text(interaction).filter(|text| !text.is_empty());
     let hint = match (&default, interaction.kind) {
         (_, InteractionKind::Secret) => " (not shown)".to_string(),
-        (Some(default), _) => format!(" [{default}]"),
+        (Some(default), _) => format!(" [{}]", shown::line(default)),
         (None, _) => String::new(),
     };
     let line = read_line(&format!("{}{hint}: ", question(interaction)), interaction.kind == InteractionKind::Secret)?;
@@ -120,7 +122,7 @@ fn ask_text(interaction: &Interaction) -> Option<Value> {
 fn ask_select(interaction: &Interaction) -> Option<Value> {
     eprintln!("  {}", question(interaction));
     for (number, option) in interaction.options.iter().enumerate() {
-        eprintln!("    {}. {option}", number + 1);
+        eprintln!("    {}. {}", number + 1, shown::line(option));
     }
     let default = default_text(interaction).filter(|text| !text.is_empty());
     let hint = default.as_deref().map(|text| format!(" [{text}]")).unwrap_or_default();
@@ -153,17 +155,17 @@ fn ask_form(interaction: &Interaction) -> Option<Value> {
     let required: Vec<&str> = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let mut answers = Map::new();
     for (name, field) in schema["properties"].as_object().into_iter().flatten() {
-        let label = field["title"].as_str().or(field["description"].as_str()).unwrap_or(name);
+        let label = shown::line(field["title"].as_str().or(field["description"].as_str()).unwrap_or(name));
         let choices = form_choices(field);
         if !choices.is_empty() {
             eprintln!("  {label}:");
             for (number, (_, title)) in choices.iter().enumerate() {
-                eprintln!("    {}. {title}", number + 1);
+                eprintln!("    {}. {}", number + 1, shown::line(title));
             }
         }
         loop {
             let default = field.get("default").map(|value| value.as_str().map_or(value.to_string(), str::to_string));
-            let hint = default.as_deref().map(|text| format!(" [{text}]")).unwrap_or_default();
+            let hint = default.as_deref().map(|text| format!(" [{}]", shown::line(text))).unwrap_or_default();
             let line = read_line(&format!("  {label}{hint}: "), false)?;
             if line.is_empty() {
                 match field.get("default") {

@@ -20,6 +20,7 @@ use crate::runtime::host_objects::{
     Answer, Generation, HostAnswer, HostRequest, Interaction, InteractionKind, LogRecord, Progress, level, refused,
 };
 use crate::runtime::{ConfirmRequest, Confirmation};
+use crate::shown;
 
 /// The field of the form an interaction of one answer asks for.
 const ANSWER_FIELD: &str = "answer";
@@ -121,18 +122,20 @@ fn form(message: String, schema: Value) -> ElicitRequestParams {
 
 fn asker(library: &str, tool: Option<&str>) -> String {
     match tool {
-        Some(tool) => format!("`{tool}` ({library})"),
-        None => format!("`{library}`"),
+        Some(tool) => format!("`{}` ({})", shown::line(tool), shown::line(library)),
+        None => format!("`{}`", shown::line(library)),
     }
 }
 
+/// What the client shows the user: escaped as at a terminal (SPEC §17), so the text
+/// approved is the text that runs.
 fn confirm_message(request: &ConfirmRequest) -> String {
     let mut message = format!("{} asks for confirmation", asker(&request.library, request.tool.as_deref()));
     if !request.label.is_empty() {
-        message.push_str(&format!(": {}", request.label));
+        message.push_str(&format!(": {}", shown::line(&request.label)));
     }
     if !request.content.is_empty() {
-        message.push_str(&format!("\n\n{}", request.content));
+        message.push_str(&format!("\n\n{}", shown::confirmation(&request.content)));
     }
     message
 }
@@ -142,9 +145,13 @@ fn confirm_message(request: &ConfirmRequest) -> String {
 fn interaction_form(interaction: &Interaction) -> Result<ElicitRequestParams, HostAnswer> {
     let mut message = format!("{} asks", asker(&interaction.library, interaction.tool.as_deref()));
     match (interaction.title.is_empty(), interaction.prompt.is_empty()) {
-        (false, false) => message.push_str(&format!(": {}\n\n{}", interaction.title, interaction.prompt)),
-        (false, true) => message.push_str(&format!(": {}", interaction.title)),
-        (true, false) => message.push_str(&format!(": {}", interaction.prompt)),
+        (false, false) => message.push_str(&format!(
+            ": {}\n\n{}",
+            shown::line(&interaction.title),
+            shown::confirmation(&interaction.prompt)
+        )),
+        (false, true) => message.push_str(&format!(": {}", shown::line(&interaction.title))),
+        (true, false) => message.push_str(&format!(": {}", shown::confirmation(&interaction.prompt))),
         (true, true) => {}
     }
     let schema = match interaction.kind {

@@ -27,6 +27,7 @@ mod capture;
 pub mod catalog;
 mod channel;
 mod engine;
+mod line_search;
 pub mod host_objects;
 mod python;
 mod supervisor;

@@ -26,6 +26,9 @@ pub const VERSION: &str = env!("LCP_PYTHON_VERSION");
 
 const HOST_SOURCE: &str = include_str!("host.py");
 const HOST_FILE: &CStr = c"<lcp host>";
+/// The module every tool may import for confined, atomic file operations (SPEC §17).
+const FILES_SOURCE: &str = include_str!("lcp_files.py");
+const FILES_FILE: &CStr = c"<lcp files>";
 
 struct Host {
     call: Py<PyAny>,
@@ -75,6 +78,22 @@ fn host() -> Result<&'static Host, String> {
 fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result<Host, String> {
     initialize()?;
     Python::attach(|py| {
+        let files = CString::new(FILES_SOURCE).map_err(|err| err.to_string())?;
+        let files =
+            PyModule::from_code(py, &files, FILES_FILE, c"lcp_files").map_err(|err| exception_text(py, err))?;
+        PyCFunction::new_closure(
+            py,
+            Some(c"_search_lines"),
+            None,
+            |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| {
+                let (pattern, text, literal, ignore_case): (String, String, bool, bool) = args.extract()?;
+                args.py()
+                    .detach(|| super::line_search::matching_lines(&pattern, literal, ignore_case, &text))
+                    .map_err(pyo3::exceptions::PyValueError::new_err)
+            },
+        )
+        .and_then(|function| files.setattr("_search_lines", function))
+        .map_err(|err| exception_text(py, err))?;
         let source = CString::new(HOST_SOURCE).map_err(|err| err.to_string())?;
         let module =
             PyModule::from_code(py, &source, HOST_FILE, c"_lcp_host").map_err(|err| exception_text(py, err))?;

@@ -323,7 +323,7 @@ fn the_built_in_interaction_tools_use_a_rust_hosts_model_and_hear_progress() {
             (1..=4).map(|i| (Some(f64::from(i)), Some(4.0))).collect::<Vec<_>>()
         );
         let escape = runtime.call(&registry, "tool_summarize_file", &json!({"path": "../long.txt"}), &options);
-        assert!(escape.error.unwrap().contains("not a path inside the workspace"));
+        assert!(escape.error.unwrap().contains("leads outside the workspace"));
 
         prompts.lock().unwrap().clear();
         let described = ok(runtime.call(&registry, "tool_describe_image", &json!({"image": "pixel.png"}), &options));
