@@ -27,9 +27,9 @@ use crate::runtime::{
     self, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, WorkerSettings,
     validate,
 };
-use crate::{shown, sync};
 use crate::view::{self, Admission, View};
 use crate::{profile, testlane};
+use crate::{shown, sync};
 
 mod host;
 mod profiles;
@@ -573,8 +573,9 @@ fn workspace_folder(workspace: Option<PathBuf>) -> Result<PathBuf, String> {
         Some(dir) if !dir.is_dir() => Err(format!("{}: the workspace is not a folder", dir.display())),
         Some(dir) => Ok(dir),
         None => {
-            let current = std::env::current_dir()
-                .map_err(|err| format!("the current directory cannot be the workspace ({err}); give --workspace DIR"))?;
+            let current = std::env::current_dir().map_err(|err| {
+                format!("the current directory cannot be the workspace ({err}); give --workspace DIR")
+            })?;
             if current.parent().is_none() {
                 return Err(format!(
                     "the current directory is {}, which would give tools the whole machine as their workspace; \

@@ -79,8 +79,7 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
     initialize()?;
     Python::attach(|py| {
         let files = CString::new(FILES_SOURCE).map_err(|err| err.to_string())?;
-        let files =
-            PyModule::from_code(py, &files, FILES_FILE, c"lcp_files").map_err(|err| exception_text(py, err))?;
+        let files = PyModule::from_code(py, &files, FILES_FILE, c"lcp_files").map_err(|err| exception_text(py, err))?;
         PyCFunction::new_closure(
             py,
             Some(c"_search_lines"),

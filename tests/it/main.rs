@@ -22,5 +22,6 @@ mod python_reference;
 mod rescan;
 mod robustness;
 mod runtime;
+mod security;
 mod testlane;
 mod types;
