@@ -184,7 +184,7 @@ impl Config {
     /// itself is returned (a profile's problems stay with the profile, so that one bad
     /// profile never hides the others).
     pub fn read(path: &Path) -> Result<Config, Vec<ConfigError>> {
-        let text = std::fs::read_to_string(path).map_err(|err| vec![ConfigError::at(path, None, err.to_string())])?;
+        let text = read_regular_file(path).map_err(|err| vec![ConfigError::at(path, None, err)])?;
         let is_json = path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
         let parsed = if is_json { parse_json(&text) } else { parse_toml(&text) };
         let (document, lines) = parsed.map_err(|(line, message)| vec![ConfigError::at(path, line, message)])?;
@@ -228,6 +228,32 @@ impl Config {
     }
 }
 
+/// Largest config or kit file read.
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The text of a config or kit file. Anything but a regular file (a FIFO, a device,
+/// a folder) is refused before a byte is read, so reading can never block; so is a
+/// file over 16 MiB (SPEC §17).
+pub(crate) fn read_regular_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|err| err.to_string())?;
+    let metadata = file.metadata().map_err(|err| err.to_string())?;
+    if !metadata.is_file() {
+        return Err("not a regular file; a config or kit file is never read from a FIFO, a device or a folder".into());
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(format!("{} bytes, over the {MAX_FILE_BYTES} a config or kit file may hold", metadata.len()));
+    }
+    let mut text = String::with_capacity(metadata.len() as usize);
+    file.by_ref().take(MAX_FILE_BYTES + 1).read_to_string(&mut text).map_err(|err| err.to_string())?;
+    Ok(text)
+}
+
 /// `(line, message)` of a file that does not parse.
 type ParseError = (Option<u32>, String);
 
@@ -243,7 +269,7 @@ fn parse_toml(text: &str) -> Result<(Value, HashMap<String, u32>), ParseError> {
         Ok(value) => Ok((value, toml_lines(text))),
         Err(_) if text.trim_start().starts_with('{') => parse_json(text),
         Err(err) => {
-            let line = err.span().map(|span| line_of(text, span.start));
+            let line = err.span().map(|span| LineStarts::new(text).line_of(span.start));
             Err((line, format!("invalid TOML: {}", err.message().trim_end())))
         }
     }
@@ -252,20 +278,20 @@ fn parse_toml(text: &str) -> Result<(Value, HashMap<String, u32>), ParseError> {
 /// The line of every key and array item of a TOML document, by JSON pointer.
 fn toml_lines(text: &str) -> HashMap<String, u32> {
     use toml::de::{DeTable, DeValue};
-    fn walk(value: &DeValue<'_>, at: &str, text: &str, lines: &mut HashMap<String, u32>) {
+    fn walk(value: &DeValue<'_>, at: &str, starts: &LineStarts, lines: &mut HashMap<String, u32>) {
         match value {
             DeValue::Table(table) => {
                 for (key, item) in table {
                     let here = pointer(at, key.get_ref());
-                    lines.entry(here.clone()).or_insert_with(|| line_of(text, key.span().start));
-                    walk(item.get_ref(), &here, text, lines);
+                    lines.entry(here.clone()).or_insert_with(|| starts.line_of(key.span().start));
+                    walk(item.get_ref(), &here, starts, lines);
                 }
             }
             DeValue::Array(items) => {
                 for (index, item) in items.iter().enumerate() {
                     let here = format!("{at}/{index}");
-                    lines.insert(here.clone(), line_of(text, item.span().start));
-                    walk(item.get_ref(), &here, text, lines);
+                    lines.insert(here.clone(), starts.line_of(item.span().start));
+                    walk(item.get_ref(), &here, starts, lines);
                 }
             }
             _ => {}
@@ -273,14 +299,24 @@ fn toml_lines(text: &str) -> HashMap<String, u32> {
     }
     let mut lines = HashMap::new();
     if let Ok(table) = DeTable::parse(text) {
-        walk(&DeValue::Table(table.into_inner()), "", text, &mut lines);
+        walk(&DeValue::Table(table.into_inner()), "", &LineStarts::new(text), &mut lines);
     }
     lines
 }
 
-fn line_of(text: &str, offset: usize) -> u32 {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() as u32 + 1
+/// Where each line of a text starts: a line from an offset in `O(log lines)`, so a
+/// file's every key is placed in time linear in its size (SPEC §17).
+struct LineStarts(Vec<usize>);
+
+impl LineStarts {
+    fn new(text: &str) -> LineStarts {
+        LineStarts(memchr::memchr_iter(b'\n', text.as_bytes()).collect())
+    }
+
+    /// The line (from 1) of the byte at `offset`.
+    fn line_of(&self, offset: usize) -> u32 {
+        self.0.partition_point(|&newline| newline < offset) as u32 + 1
+    }
 }
 
 fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigError>> {

@@ -216,7 +216,7 @@ pub fn read_kits(folder: &Path) -> Vec<Profile> {
     let base = folder.parent().map(Path::to_path_buf).unwrap_or_default();
     paths
         .into_iter()
-        .map(|path| match std::fs::read_to_string(&path) {
+        .map(|path| match crate::config::read_regular_file(&path) {
             Ok(text) => parse_kit(&path, &text, &base),
             Err(err) => {
                 let mut profile = Profile::new(&kit_name(&path), Origin::File { path: path.clone(), line: None });

@@ -61,6 +61,11 @@ pub(crate) struct Job {
     /// `set_confirm_handler` when it has a confirm handler; `host.py` makes its log
     /// records from the level given.
     pub host: Offered,
+    /// Whether the call may run again in another worker when another call's crash
+    /// ends the one it ran in: its tool declares `idempotent` or `read_only`. Never
+    /// sent: the supervisor's own business.
+    #[serde(skip)]
+    pub rerun: bool,
 }
 
 /// A path as it crosses JSON (to `host.py`, to a worker): its text when it is UTF-8,

@@ -37,6 +37,7 @@ import logging
 import math
 import os
 import re
+import signal
 import sys
 import threading
 import traceback
@@ -103,6 +104,30 @@ def install(host, before_chdir=None, printed=None):
         os.fchdir = _watched(os.fchdir, before_chdir)
     logging.root.addHandler(_LOG_RELAY)
     _set_log_level(logging.INFO)
+
+
+def install_exit_hook(hook):
+    """Worker processes: ``hook()`` runs in the tool's thread before a tool ends the
+    process itself (``os._exit``, a signal to its own process), so lcp learns which
+    call did it and fails only that one."""
+    real_exit, real_kill, real_raise = os._exit, os.kill, signal.raise_signal
+    fatal = {signal.SIGKILL, signal.SIGTERM, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGINT, signal.SIGQUIT}
+
+    def _exit(status):
+        hook()
+        real_exit(status)
+
+    def kill(pid, sig):
+        if pid in (0, os.getpid()) and sig in fatal:
+            hook()
+        return real_kill(pid, sig)
+
+    def raise_signal(sig):
+        if sig in fatal:
+            hook()
+        return real_raise(sig)
+
+    os._exit, os.kill, signal.raise_signal = _exit, kill, raise_signal
 
 
 def _unbuffered(stream):

@@ -29,6 +29,7 @@ mod channel;
 mod engine;
 pub mod host_objects;
 mod line_search;
+mod process_tree;
 mod python;
 mod supervisor;
 pub mod validate;
@@ -430,7 +431,8 @@ impl Runtime {
         args: &Value,
         options: &CallOptions,
     ) -> ToolResult {
-        self.run(library, &tool.name, Kind::Tool, args, options, options.timeout)
+        let rerun = tool.policy.idempotent == Some(true) || tool.policy.read_only == Some(true);
+        self.run(library, &tool.name, Kind::Tool, args, options, options.timeout, rerun)
     }
 
     /// Asks every tool's prompt provider for its description (SPEC §2): the
@@ -480,7 +482,7 @@ impl Runtime {
 
     fn provide(&self, library: &Library, provider: &str, options: &CallOptions) -> Result<String, String> {
         let timeout = options.timeout.or(self.config.provider_timeout);
-        let result = self.run(library, provider, Kind::Provider, &Value::Null, options, timeout);
+        let result = self.run(library, provider, Kind::Provider, &Value::Null, options, timeout, false);
         match (result.ok, result.output) {
             (true, Value::String(text)) if !text.trim().is_empty() => Ok(text),
             (true, _) => Err("it returned an empty description".to_string()),
@@ -522,6 +524,7 @@ impl Runtime {
         capture::claim()
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         library: &Library,
@@ -530,6 +533,7 @@ impl Runtime {
         args: &Value,
         options: &CallOptions,
         timeout: Option<Duration>,
+        rerun: bool,
     ) -> ToolResult {
         let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
         let job = Job {
@@ -542,6 +546,7 @@ impl Runtime {
             args: args.clone(),
             workspace: options.workspace.as_deref().map(|dir| WirePath(self.base.join(dir))),
             host: callbacks.offered(options.log_level.unwrap_or(host_objects::level::INFO)),
+            rerun,
         };
         match &self.place {
             Place::InProcess(engine) => engine.run(&job, callbacks, timeout),

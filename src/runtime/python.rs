@@ -36,6 +36,7 @@ struct Host {
     rebind: Py<PyAny>,
     forget: Py<PyAny>,
     add_site_dir: Py<PyAny>,
+    install_exit_hook: Py<PyAny>,
     direct: Py<PyAny>,
     /// `_direct`: thread ident -> marker of the direct call it runs.
     direct_markers: Py<PyDict>,
@@ -149,6 +150,7 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
             rebind: function("rebind")?,
             forget: function("forget")?,
             add_site_dir: function("add_site_dir")?,
+            install_exit_hook: function("install_exit_hook")?,
             direct: function("direct")?,
             direct_markers: dict("_direct")?,
             direct_calls: dict("_direct_calls")?,
@@ -163,6 +165,27 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
             ],
         })
     })
+}
+
+/// Has `host.py` call `hook` before a tool ends the process itself (`os._exit`, a
+/// signal to its own process), in the tool's thread.
+pub fn set_exit_hook(hook: fn()) {
+    let Ok(host) = host() else { return };
+    Python::attach(|py| {
+        let hook = PyCFunction::new_closure(
+            py,
+            Some(c"before_exit"),
+            None,
+            move |_: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| -> PyResult<()> {
+                hook();
+                Ok(())
+            },
+        );
+        let installed = hook.and_then(|hook| host.install_exit_hook.bind(py).call1((hook,)));
+        if let Err(err) = installed {
+            eprintln!("lcp: the exit hook could not be installed: {}", exception_text(py, err));
+        }
+    });
 }
 
 /// Starts CPython unless someone in this process already did.

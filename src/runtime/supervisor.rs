@@ -63,11 +63,16 @@ pub(crate) enum Control {
     Rebind,
 }
 
-/// A worker's answer to [`Control::Hello`].
+/// What a worker sends on its control socket.
 #[derive(Serialize, Deserialize)]
-pub(crate) enum Started {
+pub(crate) enum Report {
+    /// The answer to [`Control::Hello`]: the engine runs.
     Ready,
+    /// The answer to [`Control::Hello`]: the engine could not start.
     Failed(String),
+    /// The call with this id is ending the process (a fatal signal in its thread, or
+    /// the tool's own `os._exit`): the worker's other calls were not at fault.
+    Crashing(u64),
 }
 
 /// What lcp sends on a call connection.
@@ -141,6 +146,37 @@ struct Worker {
     ended_by_lcp: Mutex<Option<String>>,
     /// How it ended, once reaped.
     end: Mutex<Option<End>>,
+    /// The calls it runs now.
+    running: Mutex<Vec<Running>>,
+    /// Once it died and its watcher read all it said: the call that said it crashed
+    /// it, and the calls that ran then.
+    death: Mutex<Option<Death>>,
+    dead: Condvar,
+}
+
+/// A call running in a worker: a second handle of its connection, to end the
+/// connection when the worker dies (a process the tool forked may hold the worker's
+/// end open for long after).
+struct Running {
+    id: u64,
+    function: String,
+    stream: Option<UnixStream>,
+}
+
+/// What a worker's watcher learned of its death.
+#[derive(Clone, Default)]
+struct Death {
+    /// The call that said it crashed the process.
+    crasher: Option<u64>,
+    /// The calls running when it died: id and function.
+    calls: Vec<(u64, String)>,
+}
+
+/// How a call in a worker went: its result, or a failure that may be run again in
+/// another worker (the job never reached this one, or another call's crash ended it).
+enum Attempt {
+    Done(ToolResult),
+    Again(ToolResult),
 }
 
 /// How a worker process ended.
@@ -176,21 +212,26 @@ impl Pool {
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
-        // A worker that died between calls cannot take the job: the next one does.
+        // A worker that died between calls cannot take the job, and one that another
+        // call crashed ends it: the next worker runs it.
+        let mut failure = ToolResult::failure("no worker process could take the call; see lcp's standard error");
         for _ in 0..3 {
             let worker = match self.inner.take(job.workspace.as_deref()) {
                 Ok(worker) => worker,
                 Err(err) => return ToolResult::failure(err),
             };
             self.inner.keep_standby();
-            let result = self.inner.run_in(&worker, job, &callbacks, timeout, cancel);
+            let attempt = self.inner.run_in(&worker, job, &callbacks, timeout, cancel);
             self.inner.give_back(&worker);
-            match result {
-                Some(result) => return result,
-                None => self.inner.retire(&worker),
+            match attempt {
+                Attempt::Done(result) => return result,
+                Attempt::Again(result) => {
+                    self.inner.retire(&worker);
+                    failure = result;
+                }
             }
         }
-        ToolResult::failure("no worker process could take the call; see lcp's standard error")
+        failure
     }
 
     /// Every worker drops the modules of these files, before its next call.
@@ -423,17 +464,25 @@ impl Inner {
             idle: Mutex::new(Vec::new()),
             ended_by_lcp: Mutex::new(None),
             end: Mutex::new(None),
+            running: Mutex::new(Vec::new()),
+            death: Mutex::new(None),
+            dead: Condvar::new(),
         });
         // `child` is reaped by `Worker::reap`, never by `Child`.
         drop(child);
         let started = channel::send_packet(&worker.control, &Control::Hello(self.engine.clone()), None)
             .map_err(|err| err.to_string())
             .and_then(|()| {
-                channel::recv_packet::<Started>(&worker.control, &mut Vec::new()).map_err(|err| err.to_string())
+                channel::recv_packet::<Report>(&worker.control, &mut Vec::new()).map_err(|err| err.to_string())
             });
         match started {
-            Ok(Some((Started::Ready, _))) => {}
-            Ok(Some((Started::Failed(err), _))) => {
+            Ok(Some((Report::Ready, _))) => {}
+            Ok(Some((Report::Crashing(_), _))) => {
+                worker.kill("it could not start");
+                worker.reap();
+                return Err(failed(&"it crashed while starting"));
+            }
+            Ok(Some((Report::Failed(err), _))) => {
                 worker.kill("it could not start");
                 worker.reap();
                 return Err(failed(&err));
@@ -464,19 +513,25 @@ impl Inner {
         callbacks: &Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
-    ) -> Option<ToolResult> {
+    ) -> Attempt {
         let mut journal = Journal::default();
         let sent = worker.connection().and_then(|mut connection| {
             let stale = std::mem::take(&mut *sync::lock(&worker.stale));
+            let stream = connection.stream().try_clone().ok();
+            sync::lock(&worker.running).push(Running { id: job.id, function: job.function.clone(), stream });
             connection.send(&Sending::Call(job, stale)).ok().map(|()| connection)
         });
-        let Some(connection) = sent else {
-            // The job never reached the worker: it is dead, and another one runs it.
-            worker.kill("it could not take a call");
-            worker.reap();
-            return None;
+        let attempt = match sent {
+            Some(connection) => self.follow(worker, connection, &mut journal, job, callbacks, timeout, cancel),
+            None => {
+                // The job never reached the worker: it is dead, and another one runs it.
+                worker.kill("it could not take a call");
+                worker.reap();
+                Attempt::Again(ToolResult::failure("no worker process could take the call; see lcp's standard error"))
+            }
         };
-        Some(self.follow(worker, connection, &mut journal, job, callbacks, timeout, cancel))
+        sync::lock(&worker.running).retain(|running| running.id != job.id);
+        attempt
     }
 
     /// Reads a running call's frames until its result, stopping it when it is due.
@@ -490,7 +545,7 @@ impl Inner {
         callbacks: &Callbacks,
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
-    ) -> ToolResult {
+    ) -> Attempt {
         let deadline = timeout.map(|limit| Instant::now() + limit);
         let mut stopping: Option<(Instant, Stopped)> = None;
         loop {
@@ -505,7 +560,7 @@ impl Inner {
                     if stopping.is_some() {
                         self.set_draining(worker, false);
                     }
-                    return self.finished(result, job, stopping.map(|(_, why)| why));
+                    return Attempt::Done(self.finished(result, job, stopping.map(|(_, why)| why)));
                 }
                 Ok(Some(FromWorker::Printed(stream, text))) => journal.add(&stream, &text),
                 Ok(Some(FromWorker::Ask(request))) => {
@@ -563,22 +618,46 @@ impl Inner {
         result
     }
 
-    /// The failed call of a worker that died while it ran (or was ended by lcp).
-    fn died(&self, worker: &Worker, job: &Job, journal: &Journal, stopped: Option<Stopped>) -> ToolResult {
+    /// The failed call of a worker that died while it ran (or was ended by lcp), or
+    /// a call to run again: one whose tool declares `idempotent` or `read_only`,
+    /// ended by another call (SPEC §17).
+    fn died(&self, worker: &Worker, job: &Job, journal: &Journal, stopped: Option<Stopped>) -> Attempt {
         let end = worker.reap();
         self.retire(worker);
+        let death = worker.death();
         let ended_by_lcp = sync::lock(&worker.ended_by_lcp).clone();
-        let error = match (stopped, ended_by_lcp) {
-            (Some(why), _) => format!(
+        let others: Vec<&str> =
+            death.calls.iter().filter(|(id, _)| *id != job.id).map(|(_, function)| function.as_str()).collect();
+        let culprit = death.crasher.filter(|id| *id != job.id).map(|id| {
+            death.calls.iter().find(|(call, _)| *call == id).map_or("another call", |(_, function)| function.as_str())
+        });
+        let innocent = stopped.is_none() && death.crasher != Some(job.id) && (culprit.is_some() || !others.is_empty());
+        let error = match (stopped, ended_by_lcp, culprit) {
+            (Some(why), _, _) => format!(
                 "{}; it did not stop (blocked in C code or holding the GIL), so lcp ended its worker process",
                 why.message(&job.function)
             ),
-            (None, Some(reason)) => format!("`{}` failed: its worker process was ended by lcp: {reason}", job.function),
-            (None, None) => {
+            (None, _, Some(culprit)) => format!(
+                "`{}` was ended by another call's crash: `{culprit}` crashed the worker process they shared (it {}); \
+                 `{}` itself did nothing wrong and may be called again",
+                job.function,
+                end.describe(),
+                job.function
+            ),
+            (None, Some(reason), None) => {
+                format!("`{}` failed: its worker process was ended by lcp: {reason}", job.function)
+            }
+            (None, None, None) => {
                 let mut error = format!("`{}` failed: its worker process {}", job.function, end.describe());
                 if let (Some(mib), End::Signaled(_)) = (self.settings.memory_limit_mib, end) {
                     error.push_str(&format!(
                         " (the worker's memory is limited to {mib} MiB by --memory-limit; running out of it can end a process so)"
+                    ));
+                }
+                if death.crasher != Some(job.id) && !others.is_empty() {
+                    error.push_str(&format!(
+                        " while it also ran `{}` (which call ended it is not known)",
+                        others.join("`, `")
                     ));
                 }
                 error.push_str("; lcp replaces the worker, the next call runs in a new one");
@@ -588,7 +667,7 @@ impl Inner {
         let mut result = ToolResult::failure(error);
         result.stdout = journal.out.clone();
         result.stderr = journal.err.clone();
-        result
+        if innocent && job.rerun { Attempt::Again(result) } else { Attempt::Done(result) }
     }
 }
 
@@ -645,12 +724,29 @@ impl Worker {
         Some(Connection::new(ours))
     }
 
-    /// Ends the worker and everything in its process group.
+    /// What its watcher learned of its death, once the watcher has (at most a few
+    /// seconds after the process ended: a watcher that cannot say leaves it unknown).
+    fn death(&self) -> Death {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut death = sync::lock(&self.death);
+        while death.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Death::default();
+            }
+            death = sync::wait_timeout(&self.dead, death, left);
+        }
+        death.clone().unwrap_or_default()
+    }
+
+    /// Ends the worker, everything its tools started (found below it: it adopts
+    /// orphans) and everything in its process group.
     fn kill(&self, reason: &str) {
         if sync::lock(&self.end).is_some() {
             return;
         }
         sync::lock(&self.ended_by_lcp).get_or_insert_with(|| reason.to_string());
+        super::process_tree::end_descendants(self.pid);
         // SAFETY: plain signals to a process (group) this pool started and has not reaped.
         unsafe {
             libc::kill(-self.pid, libc::SIGKILL);
@@ -732,15 +828,75 @@ fn signal_name(signal: i32) -> String {
     format!("{name} ({meaning})")
 }
 
-/// A worker's watcher: waits for its control socket to end, then reaps it, takes it
-/// out of the pool and keeps one worker warm.
+/// A worker's watcher: waits for the process to end (its pidfd; where there is none,
+/// its control socket's end), noting which call said it crashed it. Then it ends the
+/// connections of the calls that ran in it (a process a tool forked may hold them
+/// open), reaps it, takes it out of the pool and keeps one worker warm.
 fn watch(worker: &Arc<Worker>, pool: &Weak<Inner>) {
+    let process = pidfd(worker.pid);
     let mut buffer = Vec::new();
-    while let Ok(Some(_)) = channel::recv_packet::<Started>(&worker.control, &mut buffer) {}
+    let mut crasher = None;
+    let mut ended = false;
+    while !ended {
+        let mut fds = [
+            libc::pollfd { fd: worker.control.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: process.as_ref().map_or(-1, AsRawFd::as_raw_fd), events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: two valid `pollfd`s (a negative fd is ignored); no timeout.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        // Dead: what it said before dying is all in the socket, read without waiting.
+        ended = fds[1].revents != 0;
+        let mut read = false;
+        while readable_now(&worker.control) {
+            read = true;
+            match channel::recv_packet::<Report>(&worker.control, &mut buffer) {
+                Ok(Some((Report::Crashing(id), _))) => crasher = Some(id),
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => {
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        if !read && fds[0].revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            ended = true;
+        }
+    }
+    let calls = {
+        let running = sync::lock(&worker.running);
+        for call in running.iter() {
+            if let Some(stream) = &call.stream {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        running.iter().map(|call| (call.id, call.function.clone())).collect()
+    };
     worker.reap();
+    *sync::lock(&worker.death) = Some(Death { crasher, calls });
+    worker.dead.notify_all();
     let Some(pool) = pool.upgrade() else { return };
     pool.retire(worker);
     // Keep a worker warm for the next call.
     pool.warm_up();
     pool.keep_standby();
+}
+
+/// Whether a socket has something to read now.
+fn readable_now(socket: &OwnedFd) -> bool {
+    let mut fd = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid `pollfd`; a timeout of 0 only looks.
+    unsafe { libc::poll(&raw mut fd, 1, 0) > 0 && fd.revents & libc::POLLIN != 0 }
+}
+
+/// A descriptor that becomes readable when the process ends (Linux 5.3 and later).
+fn pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: `pidfd_open` returns a new descriptor or -1; the child is not reaped yet.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a descriptor just made and owned by nothing else.
+    (fd >= 0).then(|| unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
 }

@@ -12,17 +12,18 @@
 //! Must never: write to lcp's protocol streams (it has none of them), or outlive the
 //! lcp that started it.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::cell::Cell;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::channel::{self, Connection};
 use super::engine::{self, Engine};
 use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Notice, Offered, refused};
-use super::supervisor::{CONTROL_FD, Control, FromWorker, Started, ToWorker, WORKER_ARGUMENT};
-use super::{Confirmation, capture, python};
+use super::supervisor::{CONTROL_FD, Control, FromWorker, Report, ToWorker, WORKER_ARGUMENT};
+use super::{Confirmation, capture, process_tree, python};
 use crate::registry::FastMap;
 use crate::sync;
 
@@ -46,6 +47,7 @@ pub fn main() -> ExitCode {
         libc::close(CONTROL_FD);
         OwnedFd::from_raw_fd(raw)
     };
+    process_tree::become_subreaper();
     let mut buffer = Vec::new();
     let settings = match channel::recv_packet::<Control>(&control, &mut buffer) {
         Ok(Some((Control::Hello(settings), _))) => settings,
@@ -54,15 +56,18 @@ pub fn main() -> ExitCode {
     let engine = match Engine::start(settings, Some(printed)) {
         Ok(engine) => &*Box::leak(Box::new(engine)),
         Err(err) => {
-            let _ = channel::send_packet(&control, &Started::Failed(format!("cannot start Python: {err}")), None);
+            let _ = channel::send_packet(&control, &Report::Failed(format!("cannot start Python: {err}")), None);
             return ExitCode::from(2);
         }
     };
     // From here on fd 1 belongs to the capture: what tools write there is theirs.
     let _stdout = capture::claim();
-    if channel::send_packet(&control, &Started::Ready, None).is_err() {
+    if channel::send_packet(&control, &Report::Ready, None).is_err() {
         return ExitCode::from(2);
     }
+    CONTROL.store(control.as_raw_fd(), Ordering::Release);
+    install_crash_notes();
+    python::set_exit_hook(note_crash);
     loop {
         match channel::recv_packet::<Control>(&control, &mut buffer) {
             Ok(Some((Control::Open, Some(fd)))) => {
@@ -82,8 +87,11 @@ pub fn main() -> ExitCode {
             }
             Ok(Some(_)) => {}
             // lcp is gone, or ended the pool: nothing here may outlive it.
-            // SAFETY: ends the process at once, without running Python's finalisation.
-            Ok(None) | Err(_) => unsafe { libc::_exit(0) },
+            Ok(None) | Err(_) => {
+                process_tree::end_descendants(std::process::id() as libc::pid_t);
+                // SAFETY: ends the process at once, without running Python's finalisation.
+                unsafe { libc::_exit(0) }
+            }
         }
     }
 }
@@ -105,6 +113,67 @@ impl Link {
         channel::encode(out, frame)?;
         channel::send_all(stream, out)
     }
+}
+
+/// The control socket, for [`note_crash`]; -1 until the worker is ready.
+static CONTROL: AtomicI32 = AtomicI32::new(-1);
+
+thread_local! {
+    /// The call this thread runs (0: none), for [`note_crash`].
+    static CURRENT_CALL: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Signals that end the process from the thread that caused them.
+const FATAL_SIGNALS: [libc::c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGABRT];
+
+/// Makes a fatal signal first tell lcp which call's thread caused it (SPEC §17: a
+/// crash fails only its own call), then end the process as it would have.
+fn install_crash_notes() {
+    extern "C" fn on_fatal_signal(_: libc::c_int) {
+        note_crash();
+        // SA_RESETHAND restored the default action: returning re-runs the faulting
+        // instruction (or `abort` raises again), which ends the process.
+    }
+    for signal in FATAL_SIGNALS {
+        // SAFETY: a handler that calls only async-signal-safe functions (`send`),
+        // installed once before any call runs; the action struct is zeroed first.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_fatal_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESETHAND | libc::SA_ONSTACK | libc::SA_NODEFER;
+            libc::sigemptyset(&raw mut action.sa_mask);
+            libc::sigaction(signal, &raw const action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Tells lcp that the call this thread runs is ending the process: `{"Crashing":ID}`
+/// on the control socket. Async-signal-safe: no allocation, no lock, one `send`.
+fn note_crash() {
+    let call = CURRENT_CALL.try_with(Cell::get).unwrap_or(0);
+    let control = CONTROL.load(Ordering::Acquire);
+    if call == 0 || control < 0 {
+        return;
+    }
+    let mut packet = [0u8; 40];
+    let prefix = b"{\"Crashing\":";
+    packet[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 20];
+    let (mut rest, mut count) = (call, 0);
+    while rest > 0 || count == 0 {
+        digits[count] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        count += 1;
+    }
+    let mut length = prefix.len();
+    for digit in digits[..count].iter().rev() {
+        packet[length] = *digit;
+        length += 1;
+    }
+    packet[length] = b'}';
+    length += 1;
+    // SAFETY: a send of a stack buffer on a socket this process owns.
+    unsafe { libc::send(control, packet.as_ptr().cast(), length, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
 }
 
 /// The link of each call running here, by call id, for what its tool prints.
@@ -134,10 +203,15 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
             Ok(Some(ToWorker::Answer(_))) => continue,
             Ok(None) | Err(_) => return,
         };
-        RUNNING.fetch_add(1, Ordering::AcqRel);
+        {
+            let _not_sweeping = sync::lock(&SWEEPING);
+            RUNNING.fetch_add(1, Ordering::AcqRel);
+        }
         sync::lock(&LINKS).insert(job.id, Arc::clone(&link));
         let callbacks = asking(&link, job.host);
+        CURRENT_CALL.set(job.id);
         let mut result = engine.run(&job, callbacks, None);
+        CURRENT_CALL.set(0);
         sync::lock(&LINKS).remove(&job.id);
         let closed = closed_standard_streams();
         if !closed.is_empty() {
@@ -151,13 +225,32 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
             ));
         }
         let sent = link.send(&FromWorker::Done(result));
-        if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 && RETIRING.load(Ordering::Acquire) {
-            // SAFETY: ends the process at once; lcp sees the channel end and starts another.
-            unsafe { libc::_exit(0) };
+        if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if RETIRING.load(Ordering::Acquire) {
+                process_tree::end_descendants(std::process::id() as libc::pid_t);
+                // SAFETY: ends the process at once; lcp sees the channel end and starts another.
+                unsafe { libc::_exit(0) };
+            }
+            end_what_tools_left();
         }
         if sent.is_err() {
             return;
         }
+    }
+}
+
+/// Held while the worker ends what its tools left running; a call starts only
+/// outside it.
+static SWEEPING: Mutex<()> = Mutex::new(());
+
+/// With no call running, every process the tools started and left (a background
+/// job, a `setsid` child adopted by this subreaper) is ended and reaped (SPEC §17).
+/// The result was sent already: this costs the caller nothing.
+fn end_what_tools_left() {
+    let _sweeping = sync::lock(&SWEEPING);
+    if RUNNING.load(Ordering::Acquire) == 0 && process_tree::has_children() {
+        process_tree::end_descendants(std::process::id() as libc::pid_t);
+        process_tree::reap_ended_children();
     }
 }
 

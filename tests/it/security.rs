@@ -360,3 +360,151 @@ fn with_no_workspace_given_the_root_folder_is_refused() {
         .expect("lcp runs");
     assert!(listed.status.success(), "an explicit --workspace / is the user's choice: {listed:?}");
 }
+
+fn security_fixture() -> Registry {
+    Registry::load(&Sources { folders: vec![fixture("security")], files: vec![] }, &Options::default())
+}
+
+#[test]
+fn a_crash_fails_only_its_own_call_reruns_declared_ones_and_names_the_crasher_to_the_others() {
+    let registry = Arc::new(security_fixture());
+    let runtime = Arc::new(trusting_worker());
+    let calls: Vec<_> = ["tool_steady", "tool_reader", "tool_fragile", "tool_steady", "tool_fragile"]
+        .into_iter()
+        .map(|tool| {
+            let (runtime, registry) = (Arc::clone(&runtime), Arc::clone(&registry));
+            std::thread::spawn(move || (tool, runtime.call(&registry, tool, &json!({}), &CallOptions::default())))
+        })
+        .collect();
+    // The others are running in the one worker when this one crashes it.
+    std::thread::sleep(Duration::from_millis(100));
+    let crash = runtime.call(&registry, "tool_crash", &json!({}), &CallOptions::default());
+    let crash_error = crash.error.unwrap_or_default();
+    assert!(crash_error.contains("`tool_crash` failed") && crash_error.contains("SIGSEGV"), "{crash_error}");
+    for call in calls {
+        let (tool, result) = call.join().unwrap();
+        match tool {
+            "tool_steady" | "tool_reader" => assert!(result.ok, "{tool} runs again: {:?}", result.error),
+            _ => {
+                let error = result.error.unwrap_or_default();
+                assert!(
+                    error.contains("`tool_fragile` was ended by another call's crash: `tool_crash` crashed"),
+                    "{error}"
+                );
+                assert!(!error.contains("`tool_fragile` failed"), "{error}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_worker_ended_while_a_forked_child_holds_its_channel_is_reported_as_its_end() {
+    let registry = security_fixture();
+    let runtime = trusting_worker();
+    // The forked child sleeps 20 s: a crash seen only when the channel ends would
+    // come as a timeout.
+    let options = CallOptions { timeout: Some(Duration::from_secs(8)), ..CallOptions::default() };
+    let result = runtime.call(&registry, "tool_fork_then_exit", &json!({}), &options);
+    let error = result.error.unwrap_or_default();
+    assert!(error.contains("exited with status 3") && !error.contains("timed out"), "{error}");
+    let next = runtime.call(&registry, "tool_steady", &json!({"seconds": 0}), &CallOptions::default());
+    assert!(next.ok, "{:?}", next.error);
+}
+
+/// Processes whose command line has `marker`, for processes started with unique
+/// arguments.
+fn processes_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let alive = std::fs::read_to_string(entry.path().join("stat"))
+                .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')));
+            (alive && String::from_utf8_lossy(&cmdline).contains(marker)).then_some(pid)
+        })
+        .collect()
+}
+
+/// Waits (bounded) until no live process has `marker` in its command line.
+fn gone(marker: &str) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_with(marker);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn processes_a_tool_leaves_behind_end_with_its_call_even_in_a_session_of_their_own() {
+    let registry = security_fixture();
+    let runtime = trusting_worker();
+    let folder = temp_dir("security-leftovers");
+    let pid_file = folder.join("pids");
+    let result =
+        runtime.call(&registry, "tool_leave_processes", &json!({"pid_file": pid_file}), &CallOptions::default());
+    assert!(result.ok, "{:?}", result.error);
+    let pids = std::fs::read_to_string(&pid_file).unwrap();
+    assert_eq!(pids.split_whitespace().count(), 2, "{pids}");
+    for marker in ["61.5", "62.5"] {
+        assert_eq!(gone(&format!("sleep\0{marker}")), Vec::<u32>::new(), "sleep {marker} outlived its call");
+    }
+}
+
+#[test]
+fn a_timed_out_shell_command_and_what_it_started_end_with_the_call() {
+    let workspace = temp_dir("security-shell-timeout");
+    let command = "setsid sleep 98.25 & sleep 97.25; touch after";
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(["call", "tool_run_command", "default_tools/shell", "--yes", "--timeout", "2"])
+        .args(["--workspace", workspace.to_str().unwrap(), "--args", &json!({"command": command}).to_string()])
+        .current_dir(root())
+        .output()
+        .expect("lcp runs");
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(result["error"].as_str().unwrap_or_default().contains("timed out"), "{result}");
+    for marker in ["sleep\097.25", "sleep\098.25"] {
+        assert_eq!(gone(marker), Vec::<u32>::new(), "{marker:?} outlived the call");
+    }
+    assert!(!workspace.join("after").exists());
+}
+
+/// Makes a FIFO at `path`.
+fn fifo(path: &Path) {
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "{}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn a_config_or_kit_that_is_a_fifo_is_refused_never_read_from() {
+    let folder = temp_dir("security-fifo");
+    let config = folder.join("lcp.toml");
+    fifo(&config);
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_lcp"));
+    command.args(["list", "--config", config.to_str().unwrap()]);
+    // A reader that blocked would never end: the limit makes that a failure.
+    let output = output_within(&mut command, b"", Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+
+    std::fs::remove_file(&config).unwrap();
+    write(&config, "[profiles.small]\ntools = [\"tool_list_files\"]\n");
+    std::fs::create_dir_all(folder.join("kits")).unwrap();
+    fifo(&folder.join("kits/stuck.kit"));
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_lcp"));
+    command.args(["list", "--config", config.to_str().unwrap(), "--profile", "small"]);
+    let output = output_within(&mut command, b"", Duration::from_secs(60));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_lcp"));
+    command.args(["check", "--config", config.to_str().unwrap()]);
+    let output = output_within(&mut command, b"", Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("stuck.kit:1:1: error: cannot be read: not a regular file"), "{stderr}");
+}
