@@ -154,6 +154,10 @@ enum Command {
         max_output: usize,
         #[command(flatten)]
         isolation: IsolationArgs,
+        /// Serve --http on an address other machines reach without [auth] (anyone who
+        /// reaches it can call the tools).
+        #[arg(long)]
+        allow_unauthenticated: bool,
     },
     /// Call every tool once per representative payload (its `Examples:`, else one
     /// generated from its schema); exit 1 when a call failed.
@@ -439,7 +443,17 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing(registry);
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
-        Command::Serve { sources, http, host, workspace, timeout, yes, max_output, isolation } => {
+        Command::Serve {
+            sources,
+            http,
+            host,
+            workspace,
+            timeout,
+            yes,
+            max_output,
+            isolation,
+            allow_unauthenticated,
+        } => {
             let http =
                 http.as_deref().map(mcp::http::parse_address).transpose().map_err(|err| format!("--http {err}"))?;
             let workspace = Some(workspace_folder(workspace)?);
@@ -462,6 +476,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 max_output,
                 config: std::sync::Arc::new(crate::config::Watched::new(config)),
                 profile: choice(&host),
+                allow_unauthenticated,
             };
             mcp::serve(registry, settings).map_err(|err| err.to_string())?;
             Ok(ExitCode::SUCCESS)

@@ -46,13 +46,17 @@ use crate::profile::{self, Profile};
 use crate::runtime::RuntimeConfig;
 use crate::sync;
 
+pub mod auth;
+
+pub use auth::AuthConfig;
+
 /// The values `autonomy_level` may take (the same as `lcp call --autonomy`), those of
 /// the reference: `strict` (every action asks), `safe` (risky actions ask),
 /// `full_access` (nothing asks).
 pub const AUTONOMY_LEVELS: [&str; 3] = ["strict", "safe", "full_access"];
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 6] = ["autonomy_level", "libraries", "profiles", "tools", "policy", "mcp"];
+const KEYS: [&str; 7] = ["autonomy_level", "libraries", "profiles", "tools", "policy", "mcp", "auth"];
 
 /// `[mcp]`: how tools are described to MCP clients.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -170,6 +174,8 @@ pub struct Config {
     pub policy: HostPolicy,
     /// `[mcp]`: how tools are described to MCP clients.
     pub mcp: McpConfig,
+    /// `[auth]`: who may reach `lcp serve --http`.
+    pub auth: AuthConfig,
 }
 
 impl Config {
@@ -381,6 +387,14 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                     errors.push(at.error(&place, format!("`policy`: {message}")));
                 }
                 config.policy = policy;
+            }
+            "auth" => {
+                let (auth, problems) = auth::from_json(&value, &base);
+                for (key, message) in problems {
+                    let place = if key.is_empty() { here.clone() } else { pointer(&here, &key) };
+                    errors.push(at.error(&place, message));
+                }
+                config.auth = auth;
             }
             "mcp" => match value {
                 Value::Object(table) => {

@@ -36,11 +36,13 @@ pub struct Listings {
 pub struct Key {
     pub generation: u64,
     pub config: Arc<crate::config::Config>,
+    /// The profile a token's scope chose, if any.
+    pub profile: Option<String>,
 }
 
 impl PartialEq for Key {
     fn eq(&self, other: &Key) -> bool {
-        self.generation == other.generation && Arc::ptr_eq(&self.config, &other.config)
+        self.generation == other.generation && Arc::ptr_eq(&self.config, &other.config) && self.profile == other.profile
     }
 }
 

@@ -22,6 +22,7 @@
 //! Invariant: a tool that fails is a result with `isError: true`; a protocol error
 //! is only for a request that cannot be routed (an unknown tool).
 
+mod auth;
 mod call;
 mod content;
 mod host;
@@ -77,6 +78,8 @@ pub struct Settings {
     pub config: Arc<Watched>,
     /// `--profile` and `--extra-tools`, if given.
     pub profile: Option<Choice>,
+    /// Serve an address other machines reach without credentials (`--allow-unauthenticated`).
+    pub allow_unauthenticated: bool,
 }
 
 /// The default bound of a result's text sent to the client (`--max-output`), in bytes.
@@ -88,6 +91,10 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
     let stdio = match settings.http {
         None => Some(stdio::take().map_err(ServeError::Stdio)?),
         Some(_) => None,
+    };
+    let gate = match settings.http {
+        Some(address) => access(address, &settings)?,
+        None => None,
     };
     let listings = Arc::new(listing::Listings::new());
     let runtime =
@@ -110,7 +117,7 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
                         server.clone().serve(transport).await.map_err(|err| ServeError::Session(err.to_string()))?;
                     running.waiting().await.map(drop).map_err(|err| ServeError::Session(err.to_string()))
                 }
-                (None, Some(address)) => http::serve(server.clone(), address, listings).await,
+                (None, Some(address)) => http::serve(server.clone(), address, listings, gate).await,
                 (None, None) => unreachable!("stdio is taken whenever --http is absent"),
             }
         };
@@ -127,6 +134,30 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
     // not keep the process alive once the session is over.
     runtime.shutdown_background();
     result
+}
+
+/// The credentials `--http address` asks for (SPEC §17): `[auth]`'s, or none on
+/// loopback; an address other machines reach needs them, or `--allow-unauthenticated`
+/// (said with a warning).
+fn access(address: SocketAddr, settings: &Settings) -> Result<Option<auth::Gate>, ServeError> {
+    let config = settings.config.current();
+    if config.auth.requires_credentials() {
+        for (scope, profile) in &config.auth.scopes {
+            if config.profile(profile).is_none() {
+                return Err(ServeError::Auth(format!("scope `{scope}` names no profile `{profile}`")));
+            }
+        }
+        return auth::Gate::new(&config.auth).map(Some).map_err(ServeError::Auth);
+    }
+    if !address.ip().is_loopback() {
+        if !settings.allow_unauthenticated {
+            return Err(ServeError::Unauthenticated { address });
+        }
+        eprintln!(
+            "lcp: warning: --allow-unauthenticated: anyone who can reach {address} can list and call these tools"
+        );
+    }
+    Ok(None)
 }
 
 /// Why `lcp serve` stopped serving before it was asked to.
@@ -146,6 +177,14 @@ pub enum ServeError {
         /// Why it cannot be served on.
         error: std::io::Error,
     },
+    /// An address other machines reach, without `[auth]` and without
+    /// `--allow-unauthenticated`.
+    Unauthenticated {
+        /// The address asked for.
+        address: SocketAddr,
+    },
+    /// `[auth]` cannot be used as it is (its tokens file, a scope's profile).
+    Auth(String),
 }
 
 impl fmt::Display for ServeError {
@@ -155,6 +194,12 @@ impl fmt::Display for ServeError {
             ServeError::AsyncRuntime(err) => write!(f, "cannot start the async runtime: {err}"),
             ServeError::Session(message) => write!(f, "MCP session failed: {message}"),
             ServeError::Http { address, error } => write!(f, "--http {address}: {error}"),
+            ServeError::Unauthenticated { address } => write!(
+                f,
+                "--http {address} is reachable from other machines: configure [auth] in the config file \
+                 (an OAuth issuer, or a tokens_file) or pass --allow-unauthenticated"
+            ),
+            ServeError::Auth(message) => write!(f, "[auth]: {message}"),
         }
     }
 }
@@ -188,6 +233,9 @@ pub struct Server {
 struct Session {
     /// `logging/setLevel`'s level, as a Python level; `None`: info (SPEC §9).
     log_level: Mutex<Option<u32>>,
+    /// The profile its first request's token chose (`[auth.scopes]`); every later
+    /// request must come with a token that chooses the same (SPEC §17).
+    caller: OnceLock<Option<String>>,
 }
 
 struct Shared {
@@ -310,7 +358,11 @@ impl Server {
             let (generation, snapshot) = server.generation();
             let config = server.shared.settings.config.current();
             let asks_python = snapshot.has_prompt_providers();
-            let key = (!asks_python).then(|| listing::Key { generation, config: Arc::clone(&config) });
+            let key = (!asks_python).then(|| listing::Key {
+                generation,
+                config: Arc::clone(&config),
+                profile: server.session.caller.get().cloned().flatten(),
+            });
             server.shared.listings.answer(key, || server.tools_text(&snapshot, &config))
         });
         listed.await.unwrap_or_else(|_| ListToolsResult::with_all_items(Vec::new()))
@@ -369,8 +421,32 @@ impl Server {
         self.view_with(registry, &self.shared.settings.config.current())
     }
 
+    /// The profile this session sees: its token's, else `--profile`'s.
+    fn choice(&self) -> Option<Choice> {
+        match self.session.caller.get() {
+            Some(Some(profile)) => Some(Choice { profile: profile.clone(), extra_tools: Vec::new() }),
+            _ => self.shared.settings.profile.clone(),
+        }
+    }
+
+    /// Ties the session to the profile its request's token chose (the first request
+    /// decides); a request whose token chose another is refused.
+    fn bind_caller(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let caller = context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<auth::Caller>())
+            .and_then(|caller| caller.profile.clone());
+        let bound = self.session.caller.get_or_init(|| caller.clone());
+        if *bound == caller {
+            Ok(())
+        } else {
+            Err(ErrorData::invalid_request("this session was opened with a token that chose another profile", None))
+        }
+    }
+
     fn view_with(&self, registry: &Registry, config: &Config) -> View {
-        match &self.shared.settings.profile {
+        match &self.choice() {
             None => view::view(registry, config, None),
             Some(choice) => match choice.profile(&config.profiles) {
                 Ok(profile) => view::view(registry, config, Some(&profile)),
@@ -387,7 +463,7 @@ impl Server {
     /// as its file is now.
     fn admit(&self, registry: &Registry, name: &str) -> Admission {
         let config = self.shared.settings.config.current();
-        match &self.shared.settings.profile {
+        match &self.choice() {
             None => view::admit(registry, &config, None, name),
             Some(choice) => match choice.profile(&config.profiles) {
                 Ok(profile) => view::admit(registry, &config, Some(&profile), name),
@@ -438,6 +514,7 @@ impl ServerHandler for Server {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        self.bind_caller(&context)?;
         context.peer.set_peer_info(request.clone());
         self.forward_list_changes(context.peer.clone());
         self.negotiate_initialize(&request)
@@ -457,8 +534,9 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.bind_caller(&context)?;
         // Without notifications, a file dropped a moment ago is seen only by looking.
         if !self.shared.notified.load(Ordering::Acquire) {
             self.rescan().await;
@@ -471,6 +549,7 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.bind_caller(&context)?;
         call::call_tool(self, request, context).await
     }
 
@@ -478,8 +557,9 @@ impl ServerHandler for Server {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        self.bind_caller(&context)?;
         let server = self.clone();
         let docs = tokio::task::spawn_blocking(move || server.view(&server.snapshot()).docs).await.unwrap_or_default();
         let resources = docs
@@ -496,8 +576,9 @@ impl ServerHandler for Server {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        self.bind_caller(&context)?;
         let server = self.clone();
         let uri = request.uri.clone();
         let found = tokio::task::spawn_blocking(move || {

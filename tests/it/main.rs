@@ -4,6 +4,7 @@
 
 mod support;
 
+mod auth;
 mod call;
 mod cli;
 mod discovery;

@@ -452,12 +452,19 @@ fn inspector_cli(target: &[&str], args: &[&str]) -> Value {
 pub(crate) struct HttpServer {
     pub(crate) child: Child,
     pub(crate) url: String,
+    /// What it printed on stderr up to the line naming its address.
+    stderr: String,
 }
 
 impl HttpServer {
     pub(crate) fn start(args: &[&str]) -> HttpServer {
+        HttpServer::start_on("127.0.0.1:0", args)
+    }
+
+    /// `lcp serve --http ADDRESS ARGS`.
+    pub(crate) fn start_on(address: &str, args: &[&str]) -> HttpServer {
         let mut child = Command::new(lcp_bin())
-            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(["serve", "--http", address])
             .args(args)
             .current_dir(root())
             .stdin(Stdio::null())
@@ -466,15 +473,23 @@ impl HttpServer {
             .spawn()
             .expect("lcp serve starts");
         let lines = lines_of(child.stderr.take().unwrap());
+        let mut stderr = String::new();
         let url = loop {
             let line = lines.recv_timeout(LIMIT).expect("lcp serve --http names its address on stderr");
             if let Some(url) = line.strip_prefix("lcp: serving MCP at ") {
                 break url.to_string();
             }
+            stderr.push_str(&line);
+            stderr.push('\n');
         };
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || lines.into_iter().for_each(drop));
-        HttpServer { child, url }
+        HttpServer { child, url, stderr }
+    }
+
+    /// What the server printed on stderr before it named its address.
+    pub(crate) fn stderr_seen(&self) -> &str {
+        &self.stderr
     }
 }
 
