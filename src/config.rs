@@ -520,7 +520,9 @@ mod tests {
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));
         check(
             json!({"autonomy": 1}),
-            Err("unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, policy, mcp"),
+            Err(
+                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, policy, mcp, auth",
+            ),
         );
         check(
             json!({"policy": {"allow": true}}),

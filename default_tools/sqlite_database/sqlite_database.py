@@ -22,8 +22,11 @@ import math
 import re
 import sqlite3
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
+
+import lcp_files
 
 TOOL_LIBRARY_NAME = "SQLite Database"
 TOOL_LIBRARY_DESC = (
@@ -267,11 +270,50 @@ def _open_read_only(database_name: str) -> tuple[Any, Optional[Path], Optional[d
         return None, None, _fail(f"Cannot open '{database_name}': {exc}")
 
 
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path.as_uri() + "?mode=ro", uri=True, timeout=5)
+class _Connection(sqlite3.Connection):
+    """A connection to a database reached through the folder that holds it, opened
+    beneath the workspace (``lcp_files``) and held open while the connection lives:
+    SQLite names the file and its journals through ``/proc/self/fd/N``, so a folder
+    swapped for a link later cannot move them elsewhere."""
+
+    folder: Optional["lcp_files.Place"] = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.folder is not None:
+                self.folder.close()
+                self.folder = None
+
+
+def _connect(path: Path, *, read_only: bool, timeout: float) -> sqlite3.Connection:
+    """Connects to ``path`` (inside the workspace) through its folder's descriptor."""
+    try:
+        place = lcp_files.resolve(_display(path))
+    except lcp_files.PathError as exc:
+        raise _DatabaseError(str(exc)) from None
+    if place.name is None:
+        place.close()
+        raise _DatabaseError(f"'{_display(path)}' is a folder, not a database file.")
+    target = f"/proc/self/fd/{place.folder}/{place.name}"
+    try:
+        if read_only:
+            uri = "file:" + urllib.parse.quote(target) + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=timeout, factory=_Connection)
+        else:
+            conn = sqlite3.connect(target, isolation_level=None, timeout=timeout, factory=_Connection)
+    except BaseException:
+        place.close()
+        raise
+    conn.folder = place
     conn.set_authorizer(_deny_attach)
     _set_deadline(conn)
     return conn
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    return _connect(path, read_only=True, timeout=5)
 
 
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
@@ -332,7 +374,7 @@ def _sql_error(exc: Exception) -> str:
     if "interrupted" in text:
         return f"SQL error: the statement took longer than {_TIME_LIMIT_SECONDS:.0f} seconds and was stopped."
     if "not authorized" in text:
-        return "SQL error: ATTACH, DETACH and VACUUM INTO are not allowed (they reach files outside the workspace)."
+        return "SQL error: ATTACH, DETACH, VACUUM INTO and the temp_store_directory and data_store_directory pragmas are not allowed (they reach files outside the workspace)."
     return f"SQL error: {text}"
 
 
@@ -365,7 +407,7 @@ def tool_sqlite_database_prompt() -> str:
                 conn.close()
             shown = ", ".join(tables[:20]) + (", …" if len(tables) > 20 else "")
             described.append(f"{name} (tables: {shown or 'none'})")
-        except sqlite3.Error:
+        except (sqlite3.Error, _DatabaseError):
             described.append(f"{name} (unreadable)")
     return (
         "SQLite databases in the workspace: " + "; ".join(described) + ". "
@@ -669,11 +711,11 @@ def tool_execute_statement(
 
     manages_transaction = any(_first_keyword(s) in _TRANSACTION_KEYWORDS for s in statements)
     try:
-        conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
+        conn = _connect(path, read_only=False, timeout=10)
+    except _DatabaseError as exc:
+        return _fail(str(exc))
     except sqlite3.Error as exc:
         return _fail(f"Cannot open '{database_name}': {exc}")
-    conn.set_authorizer(_deny_attach)
-    _set_deadline(conn)
     current = 0
     try:
         before = conn.total_changes

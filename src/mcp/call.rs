@@ -281,6 +281,7 @@ fn start(
         cancel: Some(cancel.clone()),
         callbacks,
         log_level: Some(log_level),
+        max_output: Some(settings.max_output),
     };
     let server = server.clone();
     let tool = tool.to_string();

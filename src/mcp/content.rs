@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::runtime::ToolResult;
 
 /// The keys of a result dict that carry content for the model (SPEC §10).
-const CONTENT_KEYS: [&str; 3] = ["images", "audio", "resources"];
+use crate::runtime::CONTENT_KEYS;
 
 /// What a tool's output schema asks of its results' `structuredContent` (SPEC §12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub(super) enum Media {
 /// schema it is an error result (a success must carry the structured content its
 /// schema describes).
 pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -> CallToolResult {
-    let ToolResult { ok, output, error, traceback, stdout, stderr } = result;
+    let ToolResult { ok, output, error, traceback, stdout, stderr, output_cut_from } = result;
     let mut blocks = Vec::new();
     let (text, structured) = match (output, error) {
         (Value::Null, Some(error)) if !ok => {
@@ -73,12 +73,14 @@ pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -
             (text, structured)
         }
     };
-    let (text, structured) = match text {
-        Some(text) => match cut(&text, max_output) {
+    let (text, structured) = match (text, output_cut_from) {
+        // Cut where it was made: the text is its start, and the marker says of how much.
+        (Some(text), Some(total)) => (Some(marked(&text, total)), None),
+        (Some(text), None) => match cut(&text, max_output) {
             Some(cut) => (Some(cut), None),
             None => (Some(text), Some(structured)),
         },
-        None => (None, Some(structured)),
+        (None, _) => (None, Some(structured)),
     };
     let mut content: Vec<ContentBlock> = text.map(ContentBlock::text).into_iter().collect();
     let ok = if ok && structured.is_none() && shape != Shape::Free {
@@ -240,11 +242,12 @@ pub(super) fn cut(text: &str, max: usize) -> Option<String> {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    Some(format!(
-        "{}\n[output cut: {end} of {} bytes shown; `lcp serve --max-output` sets the limit]",
-        &text[..end],
-        text.len()
-    ))
+    Some(marked(&text[..end], text.len()))
+}
+
+/// The start of a text of `total` bytes, with the marker that says it was cut.
+fn marked(start: &str, total: usize) -> String {
+    format!("{start}\n[output cut: {} of {total} bytes shown; `lcp serve --max-output` sets the limit]", start.len())
 }
 
 #[cfg(test)]
@@ -256,7 +259,15 @@ mod tests {
     }
 
     fn ok(output: Value) -> ToolResult {
-        ToolResult { ok: true, output, error: None, traceback: None, stdout: String::new(), stderr: String::new() }
+        ToolResult {
+            ok: true,
+            output,
+            error: None,
+            traceback: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            output_cut_from: None,
+        }
     }
 
     #[test]

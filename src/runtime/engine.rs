@@ -66,6 +66,9 @@ pub(crate) struct Job {
     /// sent: the supervisor's own business.
     #[serde(skip)]
     pub rerun: bool,
+    /// Cut the output's text to this many bytes before it leaves the process.
+    #[serde(default)]
+    pub max_output: Option<usize>,
 }
 
 /// A path as it crosses JSON (to `host.py`, to a worker): its text when it is UTF-8,
@@ -276,9 +279,15 @@ impl Engine {
                 sync::write(&self.resolved).remove(&job.function);
                 return Direct::Declined;
             }
-            Ok(python::DirectOutcome::Returned { output, stdout, stderr }) => {
-                ToolResult { ok: true, output, error: None, traceback: None, stdout: stdout + &raw_stdout, stderr }
-            }
+            Ok(python::DirectOutcome::Returned { output, stdout, stderr }) => ToolResult {
+                ok: true,
+                output,
+                error: None,
+                traceback: None,
+                stdout: stdout + &raw_stdout,
+                stderr,
+                output_cut_from: None,
+            },
             Ok(python::DirectOutcome::Replied { reply, stdout, stderr }) => {
                 let mut result = read_reply(Ok(reply), raw_stdout).0;
                 result.stdout.insert_str(0, &stdout);
@@ -397,6 +406,7 @@ fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult,
                 traceback: reply.traceback,
                 stdout: reply.stdout + &raw_stdout,
                 stderr: reply.stderr,
+                output_cut_from: None,
             };
             (result, reply.timed_out)
         }

@@ -158,6 +158,9 @@ pub struct CallOptions {
     /// Records below this Python level (`host_objects::level`) are not made.
     /// Default: info.
     pub log_level: Option<u32>,
+    /// An output whose text is longer than this many bytes is cut where it is made
+    /// (in the worker process), so the host never holds more ([`ToolResult::output_cut_from`]).
+    pub max_output: Option<usize>,
 }
 
 /// A flag that stops a call (MCP `notifications/cancelled`).
@@ -193,6 +196,10 @@ pub struct ToolResult {
     pub stdout: String,
     /// What the tool printed on standard error, up to a bound.
     pub stderr: String,
+    /// When the output's text was longer than [`CallOptions::max_output`]: its length
+    /// in bytes, and `output` holds the start of that text (a string) and no more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_cut_from: Option<usize>,
 }
 
 impl ToolResult {
@@ -205,8 +212,55 @@ impl ToolResult {
             traceback: None,
             stdout: String::new(),
             stderr: String::new(),
+            output_cut_from: None,
         }
     }
+
+    /// Cuts the output's text (a string as it is, anything else as JSON text) to
+    /// `max` bytes where the result is made, so that no more of it is ever sent or
+    /// held (SPEC §17). An object with content (`images`, `audio`, `resources`) is
+    /// left whole: its text and its blocks are told apart where it is shown.
+    pub(crate) fn bound(&mut self, max: usize) {
+        let text = match &self.output {
+            Value::String(text) if text.len() > max => text.clone(),
+            Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => return,
+            Value::Object(fields) if CONTENT_KEYS.iter().any(|key| fields.get(*key).is_some_and(Value::is_array)) => {
+                return;
+            }
+            other => {
+                if json_length(other) <= max {
+                    return;
+                }
+                serde_json::to_string(other).unwrap_or_default()
+            }
+        };
+        let mut end = max.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.output_cut_from = Some(text.len());
+        self.output = Value::String(text[..end].to_string());
+    }
+}
+
+/// The keys of a result dict whose lists are content for the model (SPEC §10).
+pub(crate) const CONTENT_KEYS: [&str; 3] = ["images", "audio", "resources"];
+
+/// The length of a value's compact JSON text, counted without making it.
+fn json_length(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// What a library asks the user to confirm, as its tool called the handler.
@@ -547,11 +601,16 @@ impl Runtime {
             workspace: options.workspace.as_deref().map(|dir| WirePath(self.base.join(dir))),
             host: callbacks.offered(options.log_level.unwrap_or(host_objects::level::INFO)),
             rerun,
+            max_output: options.max_output,
         };
-        match &self.place {
+        let mut result = match &self.place {
             Place::InProcess(engine) => engine.run(&job, callbacks, timeout),
             Place::Workers(pool) => pool.run(&job, callbacks, timeout, options.cancel.as_ref()),
+        };
+        if let Some(max) = options.max_output {
+            result.bound(max);
         }
+        result
     }
 }
 

@@ -38,7 +38,8 @@ pub fn check_output(schema: &Value, output: &Value) -> Vec<String> {
 /// they are.
 pub fn check_result(result: &mut super::ToolResult, tool: &crate::extract::Tool) {
     let Some(schema) = &tool.output else { return };
-    if !result.ok {
+    // A cut output is only the start of its text: what shows it says it was cut.
+    if !result.ok || result.output_cut_from.is_some() {
         return;
     }
     let problems = check_output(schema.value(), &result.output);

@@ -206,12 +206,17 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         {
             let _not_sweeping = sync::lock(&SWEEPING);
             RUNNING.fetch_add(1, Ordering::AcqRel);
+            STARTED.fetch_add(1, Ordering::AcqRel);
         }
         sync::lock(&LINKS).insert(job.id, Arc::clone(&link));
         let callbacks = asking(&link, job.host);
         CURRENT_CALL.set(job.id);
         let mut result = engine.run(&job, callbacks, None);
         CURRENT_CALL.set(0);
+        if let Some(max) = job.max_output {
+            // Cut here: lcp never reads more of an output than it may show.
+            result.bound(max);
+        }
         sync::lock(&LINKS).remove(&job.id);
         let closed = closed_standard_streams();
         if !closed.is_empty() {
@@ -242,16 +247,33 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
 /// Held while the worker ends what its tools left running; a call starts only
 /// outside it.
 static SWEEPING: Mutex<()> = Mutex::new(());
+/// Counts the calls started, so a sweep knows no call came and went meanwhile.
+static STARTED: AtomicUsize = AtomicUsize::new(0);
+/// How long the worker stays idle before it looks for what its tools left: calls that
+/// come one after another never wait for a look.
+const IDLE_BEFORE_SWEEP: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// With no call running, every process the tools started and left (a background
-/// job, a `setsid` child adopted by this subreaper) is ended and reaped (SPEC §17).
-/// The result was sent already: this costs the caller nothing.
+/// With no call running for a moment, every process the tools started and left (a
+/// background job, a `setsid` child adopted by this subreaper) is ended and reaped
+/// (SPEC §17), on a thread of its own: the result was sent already.
 fn end_what_tools_left() {
-    let _sweeping = sync::lock(&SWEEPING);
-    if RUNNING.load(Ordering::Acquire) == 0 && process_tree::has_children() {
-        process_tree::end_descendants(std::process::id() as libc::pid_t);
-        process_tree::reap_ended_children();
-    }
+    static SWEEPER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<usize>>> = std::sync::OnceLock::new();
+    let sweeper = SWEEPER.get_or_init(|| {
+        let (due, next) = std::sync::mpsc::channel::<usize>();
+        let _ = std::thread::Builder::new().name("lcp-sweep".into()).spawn(move || {
+            while let Ok(started) = next.recv() {
+                std::thread::sleep(IDLE_BEFORE_SWEEP);
+                let _sweeping = sync::lock(&SWEEPING);
+                let idle = RUNNING.load(Ordering::Acquire) == 0 && STARTED.load(Ordering::Acquire) == started;
+                if idle && process_tree::has_children() {
+                    process_tree::end_descendants(std::process::id() as libc::pid_t);
+                    process_tree::reap_ended_children();
+                }
+            }
+        });
+        Mutex::new(due)
+    });
+    let _ = sync::lock(sweeper).send(STARTED.load(Ordering::Acquire));
 }
 
 /// The callbacks of a call, those lcp has for it: each asks lcp over the call's link

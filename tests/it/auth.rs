@@ -134,7 +134,7 @@ fn serve(issuer: &str) -> (HttpServer, PathBuf) {
 }
 
 /// One HTTP/1.1 exchange: `(status, headers lowercased, body)`.
-fn exchange(address: &str, request: &str) -> (u16, Vec<(String, String)>, String) {
+pub(crate) fn exchange(address: &str, request: &str) -> (u16, Vec<(String, String)>, String) {
     let mut stream = TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     stream.write_all(request.as_bytes()).unwrap();
@@ -170,13 +170,18 @@ fn unchunked(mut body: &str) -> String {
     whole
 }
 
-fn address_of(url: &str) -> String {
+pub(crate) fn address_of(url: &str) -> String {
     url.trim_start_matches("http://").split('/').next().unwrap().to_string()
 }
 
 /// A JSON-RPC POST to `/mcp`, with the token when given; `(status, headers, the
 /// JSON-RPC message of the reply when there is one)`.
-fn post(url: &str, token: Option<&str>, session: Option<&str>, message: Value) -> (u16, Vec<(String, String)>, Value) {
+pub(crate) fn post(
+    url: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    message: Value,
+) -> (u16, Vec<(String, String)>, Value) {
     let address = address_of(url);
     let body = message.to_string();
     let mut request = format!(
@@ -203,12 +208,12 @@ fn post(url: &str, token: Option<&str>, session: Option<&str>, message: Value) -
     (status, headers, message)
 }
 
-fn initialize() -> Value {
+pub(crate) fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "auth-test", "version": "1"}}})
 }
 
-fn header<'h>(headers: &'h [(String, String)], name: &str) -> &'h str {
+pub(crate) fn header<'h>(headers: &'h [(String, String)], name: &str) -> &'h str {
     headers.iter().find(|(key, _)| key == name).map_or("", |(_, value)| value.as_str())
 }
 

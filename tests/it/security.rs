@@ -508,3 +508,136 @@ fn a_config_or_kit_that_is_a_fifo_is_refused_never_read_from() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("stuck.kit:1:1: error: cannot be read: not a regular file"), "{stderr}");
 }
+
+/// The peak resident memory of a process, in MiB (`VmHWM`).
+fn peak_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
+}
+
+/// A session on `url`: its id, once `initialize` and `notifications/initialized` went.
+fn open_session(url: &str) -> String {
+    let (status, headers, reply) = crate::auth::post(url, None, None, crate::auth::initialize());
+    assert_eq!(status, 200, "{reply}");
+    let session = crate::auth::header(&headers, "mcp-session-id").to_string();
+    crate::auth::post(url, None, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    session
+}
+
+#[test]
+fn four_results_of_100_mib_at_once_leave_the_servers_memory_bounded() {
+    let server = crate::mcp::HttpServer::start(&["fixtures/security", "--workers", "2"]);
+    let session = open_session(&server.url);
+    let calls: Vec<_> = ["tool_huge_text", "tool_huge_dict", "tool_huge_text", "tool_huge_dict"]
+        .into_iter()
+        .enumerate()
+        .map(|(id, tool)| {
+            let (url, session) = (server.url.clone(), session.clone());
+            std::thread::spawn(move || {
+                let call = json!({"jsonrpc": "2.0", "id": id + 10, "method": "tools/call",
+                                  "params": {"name": tool, "arguments": {}}});
+                crate::auth::post(&url, None, Some(&session), call).2
+            })
+        })
+        .collect();
+    for call in calls {
+        let reply = call.join().unwrap();
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{reply}"));
+        assert!(text.len() < 2 * 1024 * 1024, "{} bytes sent", text.len());
+        assert!(text.contains("[output cut: 1048576 of 10"), "{}", &text[text.len() - 120..]);
+    }
+    // Each worker made its 100 MiB; the server itself held a cut text of each.
+    let peak = peak_mib(server.child.id());
+    assert!(peak < 200, "lcp serve peaked at {peak} MiB");
+}
+
+#[test]
+fn past_the_session_cap_a_new_session_is_refused_with_503() {
+    let server = crate::mcp::HttpServer::start(&["fixtures/security"]);
+    let mut statuses = std::collections::BTreeMap::new();
+    for _ in 0..lcp::mcp::http::MAX_SESSIONS + 20 {
+        let (status, _, _) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
+        *statuses.entry(status).or_insert(0) += 1;
+    }
+    assert_eq!(
+        statuses,
+        [(200, lcp::mcp::http::MAX_SESSIONS), (503, 20)].into_iter().collect(),
+        "abandoned sessions are bounded"
+    );
+}
+
+#[test]
+fn slow_and_idle_clients_are_cut_and_cannot_keep_others_out() {
+    let server = crate::mcp::HttpServer::start(&["fixtures/security"]);
+    let address = crate::auth::address_of(&server.url);
+    // More idle connections than the server keeps, and one that trickles its headers.
+    let idle: Vec<std::net::TcpStream> = (0..540).filter_map(|_| std::net::TcpStream::connect(&address).ok()).collect();
+    let mut trickling = std::net::TcpStream::connect(&address).unwrap();
+    use std::io::{Read, Write};
+    // While they are held, a request is answered (at worst a 503), never left hanging.
+    let (status, _, _) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
+    assert!(status == 200 || status == 503, "{status}");
+    // Within the header timeout (10 s), the server closes every one of them.
+    let started = Instant::now();
+    for byte in b"POST /mcp HTTP/1.1\r\nhost: x".iter().take(15) {
+        if trickling.write_all(&[*byte]).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let deadline = Duration::from_secs(40);
+    let mut closed = 0;
+    for mut stream in idle {
+        stream
+            .set_read_timeout(Some(deadline.saturating_sub(started.elapsed()).max(Duration::from_millis(10))))
+            .unwrap();
+        let mut buffer = [0u8; 256];
+        // A 503 and then the end, or the end at once: either way the server let go.
+        loop {
+            match stream.read(&mut buffer) {
+                Ok(0) => {
+                    closed += 1;
+                    break;
+                }
+                Ok(_) => continue,
+                Err(_) => break,
+            }
+        }
+    }
+    assert_eq!(closed, 540, "idle connections still held after {:?}", started.elapsed());
+    trickling.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut rest = Vec::new();
+    let _ = trickling.read_to_end(&mut rest);
+    let (status, _, _) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
+    assert_eq!(status, 200, "after the idle ones were cut, a client is served");
+}
+
+#[test]
+fn the_database_tools_refuse_pragmas_that_point_sqlite_elsewhere_and_a_nul_in_a_command() {
+    let registry = built_in(&["sqlite_database", "shell"]);
+    let runtime = trusting_worker();
+    let workspace = temp_dir("security-sqlite");
+    let options = in_workspace(&workspace);
+    let created = runtime.call(
+        &registry,
+        "tool_execute_statement",
+        &json!({"database_name": "shop.db", "statement": "CREATE TABLE t(x)"}),
+        &options,
+    );
+    assert!(created.ok, "{:?}", created.output);
+    for pragma in ["PRAGMA temp_store_directory = '/tmp'", "PRAGMA data_store_directory = '/tmp'"] {
+        let refused =
+            runtime.call(&registry, "tool_execute_query", &json!({"database_name": "shop", "query": pragma}), &options);
+        assert!(refused.error.unwrap_or_default().contains("not allowed"), "{pragma}: {:?}", refused.output);
+    }
+    let counted = runtime.call(
+        &registry,
+        "tool_execute_query",
+        &json!({"database_name": "shop", "query": "SELECT count(*) FROM t"}),
+        &options,
+    );
+    assert!(counted.ok, "{:?}", counted.output);
+    let nul = runtime.call(&registry, "tool_run_command", &json!({"command": "echo a\u{0}b"}), &options);
+    assert!(nul.error.unwrap_or_default().contains("NUL character"), "{:?}", nul.output);
+}
