@@ -395,6 +395,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             }
             let workspace = Some(workspace_folder(workspace)?);
             let timeout = parse_timeout(timeout)?;
+            if !in_process {
+                Runtime::adopt_orphans();
+            }
             let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
             // In-process, fd 1 belongs to lcp's capture from here on: nothing a tool or
             // its children write can reach the result on stdout. A worker has its own.
@@ -461,6 +464,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if let Isolation::Workers(workers) = &mut isolation {
                 // A server lives long: the call after a crash should not wait for a start.
                 workers.standby = true;
+                Runtime::adopt_orphans();
             }
             let timeout = parse_timeout(Some(timeout))?;
             let (registry, config, profile) = load_host(&sources, &host)?;

@@ -572,6 +572,15 @@ impl Runtime {
         python::eval_repr(expression).map_err(RuntimeError::Evaluation)
     }
 
+    /// Makes this process adopt the orphans of what tools start (a child subreaper),
+    /// so that those a crashed worker's tools left are ended with it, and none
+    /// outlives the runtime's end. For a program whose only children are its
+    /// runtime's workers (`lcp serve`, `lcp call`): another child's orphans would be
+    /// ended too.
+    pub fn adopt_orphans() {
+        process_tree::become_subreaper();
+    }
+
     /// Takes the real standard output for the whole process (see `capture`): from
     /// now on fd 1 never reaches it, and the returned file is the only way to it.
     pub fn claim_stdout() -> std::io::Result<File> {

@@ -15,12 +15,46 @@ pub(crate) fn become_subreaper() {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
 }
 
+/// Whether this process adopts its orphaned descendants.
+pub(crate) fn is_subreaper() -> bool {
+    let mut flag: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int through the pointer given.
+    unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &raw mut flag, 0, 0, 0) == 0 && flag != 0 }
+}
+
 /// Whether this process has any child now (`/proc/self/task/*/children`).
 pub(crate) fn has_children() -> bool {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return true };
     tasks.flatten().any(|task| {
         std::fs::read_to_string(task.path().join("children")).map_or(true, |children| !children.trim().is_empty())
     })
+}
+
+/// This process's children now.
+fn children() -> Vec<libc::pid_t> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|children| children.split_whitespace().filter_map(|pid| pid.parse().ok()).collect::<Vec<_>>())
+        .collect()
+}
+
+/// Ends (and reaps) every child of this subreaper that `keep` does not name, with
+/// what is below it: the orphans a dead worker's tools left, adopted here.
+pub(crate) fn end_adopted(keep: impl Fn(libc::pid_t) -> bool) {
+    for child in children() {
+        if keep(child) {
+            continue;
+        }
+        end_descendants(child);
+        // SAFETY: a signal to, then a wait for, a child of this process.
+        unsafe {
+            libc::kill(child, libc::SIGKILL);
+            let mut status = 0;
+            libc::waitpid(child, &raw mut status, 0);
+        }
+    }
 }
 
 /// Every descendant of `root` now, from one reading of `/proc`.

@@ -103,6 +103,18 @@ pub(crate) enum FromWorker {
     Done(ToolResult),
 }
 
+/// The worker processes of every pool of this process, by pid: the children a
+/// subreaper lcp keeps when it ends what it adopted.
+static WORKER_PIDS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+
+/// Where lcp adopts orphans (`lcp serve`, `lcp call`), ends those a dead worker's
+/// tools left (SPEC §17: none outlives its worker's lcp).
+fn end_orphans() {
+    if super::process_tree::is_subreaper() {
+        super::process_tree::end_adopted(|pid| sync::lock(&WORKER_PIDS).contains(&pid));
+    }
+}
+
 /// The worker processes of one runtime.
 pub(crate) struct Pool {
     inner: Arc<Inner>,
@@ -265,6 +277,7 @@ impl Pool {
             slot.worker.kill("the runtime was dropped");
             slot.worker.reap();
         }
+        end_orphans();
     }
 }
 
@@ -455,7 +468,14 @@ impl Inner {
                 Ok(())
             });
         }
-        let child = command.spawn().map_err(|err| failed(&format!("{}: {err}", self.settings.program.display())))?;
+        let child = {
+            // Counted as a worker from the moment it exists: never taken for an orphan.
+            let mut pids = sync::lock(&WORKER_PIDS);
+            let child =
+                command.spawn().map_err(|err| failed(&format!("{}: {err}", self.settings.program.display())))?;
+            pids.push(child.id() as libc::pid_t);
+            child
+        };
         drop(theirs);
         let worker = Arc::new(Worker {
             pid: child.id() as libc::pid_t,
@@ -787,6 +807,7 @@ impl Worker {
         // The rest of its process group (what its tools started) goes with it.
         // SAFETY: a signal to the group of a process we started.
         unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+        sync::lock(&WORKER_PIDS).retain(|pid| *pid != self.pid);
         let ended = match status {
             Some(status) if libc::WIFEXITED(status) => End::Exited(libc::WEXITSTATUS(status)),
             Some(status) if libc::WIFSIGNALED(status) => End::Signaled(libc::WTERMSIG(status)),
@@ -877,6 +898,7 @@ fn watch(worker: &Arc<Worker>, pool: &Weak<Inner>) {
         running.iter().map(|call| (call.id, call.function.clone())).collect()
     };
     worker.reap();
+    end_orphans();
     *sync::lock(&worker.death) = Some(Death { crasher, calls });
     worker.dead.notify_all();
     let Some(pool) = pool.upgrade() else { return };

@@ -641,3 +641,21 @@ fn the_database_tools_refuse_pragmas_that_point_sqlite_elsewhere_and_a_nul_in_a_
     let nul = runtime.call(&registry, "tool_run_command", &json!({"command": "echo a\u{0}b"}), &options);
     assert!(nul.error.unwrap_or_default().contains("NUL character"), "{:?}", nul.output);
 }
+
+#[test]
+fn what_a_crashed_workers_tools_left_is_ended_by_lcp_which_adopted_it() {
+    // Its output goes to a file: a pipe would stay open as long as the child lives.
+    let result = temp_dir("security-adopted").join("result.json");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(["call", "tool_crash_leaving_a_child", "fixtures/security"])
+        .current_dir(root())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&result).unwrap())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("lcp runs");
+    assert_eq!(status.code(), Some(1));
+    let stdout = std::fs::read_to_string(&result).unwrap();
+    assert!(stdout.contains("SIGSEGV"), "{stdout}");
+    assert_eq!(gone("sleep\u{0}63.5"), Vec::<u32>::new(), "the crashed worker's child outlived lcp");
+}
