@@ -10,7 +10,7 @@
 //! was left out), or pass off a cut value as structured content.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::runtime::ToolResult;
 
@@ -36,7 +36,8 @@ pub(super) enum Media {
 }
 
 /// The tool's result as MCP. A failure is `isError: true` with the error and its
-/// traceback as text (a tool-reported failure keeps its output). What the tool
+/// traceback as text (a tool-reported failure keeps its output as text), and no
+/// `structuredContent`. What the tool
 /// printed follows as more text. Each text longer than `max_output` bytes is cut with
 /// a marker; cut output carries no `structuredContent`, so for a tool with an output
 /// schema it is an error result (a success must carry the structured content its
@@ -50,12 +51,7 @@ pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -
                 Some(traceback) if !traceback.is_empty() => format!("{error}\n\n{traceback}"),
                 _ => error.clone(),
             };
-            let mut structured = Map::new();
-            structured.insert("error".to_string(), Value::String(error));
-            if let Some(traceback) = traceback {
-                structured.insert("traceback".to_string(), Value::String(traceback));
-            }
-            (Some(text), Value::Object(structured))
+            (Some(text), Value::Null)
         }
         (output, _) => {
             let (shown, carried) = split_content(output, shape, &mut blocks);
@@ -99,7 +95,9 @@ pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -
         }
     }
     let mut result = if ok { CallToolResult::success(content) } else { CallToolResult::error(content) };
-    result.structured_content = structured;
+    // An error result carries no structured content (SPEC §5): a client checks
+    // structured content against the output schema, which an error never matches.
+    result.structured_content = structured.filter(|_| ok);
     result
 }
 
@@ -285,12 +283,12 @@ mod tests {
         check(
             ToolResult { ok: false, error: Some("no".into()), ..ok(json!({"success": false, "error": "no"})) },
             100,
-            json!({"resultType": "complete", "content": [{"type": "text", "text": "{\"success\":false,\"error\":\"no\"}"}], "structuredContent": {"success": false, "error": "no"}, "isError": true}),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "{\"success\":false,\"error\":\"no\"}"}], "isError": true}),
         );
         check(
             ToolResult { traceback: Some("Traceback ...".into()), ..ToolResult::failure("ValueError: x") },
             100,
-            json!({"resultType": "complete", "content": [{"type": "text", "text": "ValueError: x\n\nTraceback ..."}], "structuredContent": {"error": "ValueError: x", "traceback": "Traceback ..."}, "isError": true}),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "ValueError: x\n\nTraceback ..."}], "isError": true}),
         );
         check(
             ToolResult { stdout: "hello\n".into(), ..ok(json!(1)) },
@@ -361,7 +359,7 @@ mod tests {
         assert_eq!(object["structuredContent"], json!({"a": 1}));
         let failed = ToolResult { ok: false, error: Some("no".into()), ..ok(json!({"success": false, "error": "no"})) };
         let failed = serde_json::to_value(tool_result(failed, 100, Shape::Wrapped)).unwrap();
-        assert_eq!(failed["structuredContent"], json!({"success": false, "error": "no"}));
+        assert!(failed.get("structuredContent").is_none(), "an error result carries none: {failed}");
     }
 
     #[test]

@@ -468,6 +468,8 @@ impl Runtime {
             return ToolResult::failure(unknown_tool(registry, tool));
         };
         let schema = found.parameters.value();
+        let meant = validate::as_meant(schema, args);
+        let args = meant.as_ref().unwrap_or(args);
         let problems = validate::check(schema, args);
         if !problems.is_empty() {
             return ToolResult::failure(validate::report(tool, schema, &problems));

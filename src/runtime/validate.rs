@@ -24,6 +24,55 @@ pub fn check(schema: &Value, args: &Value) -> Vec<String> {
     checker.problems
 }
 
+/// The arguments as clients mean them (SPEC §5), when that differs from what they
+/// sent: `null` for an optional parameter whose schema does not take `null` means
+/// "not given" (OpenAI's strict mode sends it for every parameter left out), and a
+/// string where the schema takes no string but the string is the JSON text of a value
+/// the schema takes (an array or an object) is that value (clients that stringify
+/// arguments). `None`: nothing to change. Validation then goes on as for any call.
+pub fn as_meant(schema: &Value, args: &Value) -> Option<Value> {
+    let (Value::Object(given), Some(Value::Object(properties))) = (args, schema.get("properties")) else {
+        return None;
+    };
+    let required = |name: &str| {
+        schema.get("required").and_then(Value::as_array).is_some_and(|names| names.iter().any(|n| n == name))
+    };
+    let accepts = |property: &Value, value: &Value| {
+        let mut checker = Checker { root: schema, problems: Vec::new(), depth: 0, output: false };
+        checker.value(property, value, &At::Field(&At::Root, "value"));
+        checker.problems.is_empty()
+    };
+    let mut meant: Option<Map<String, Value>> = None;
+    for (name, value) in given {
+        let Some(property) = properties.get(name) else { continue };
+        let replacement = match value {
+            Value::Null if !required(name) && !accepts(property, value) => None,
+            Value::String(text) if text.trim_start().starts_with(['[', '{']) && !accepts(property, value) => {
+                match serde_json::from_str::<Value>(text) {
+                    Ok(decoded) if decoded.is_array() || decoded.is_object() => {
+                        if !accepts(property, &decoded) {
+                            continue;
+                        }
+                        Some(decoded)
+                    }
+                    _ => continue,
+                }
+            }
+            _ => continue,
+        };
+        let fields = meant.get_or_insert_with(|| given.clone());
+        match replacement {
+            None => {
+                fields.shift_remove(name);
+            }
+            Some(decoded) => {
+                fields.insert(name.clone(), decoded);
+            }
+        }
+    }
+    meant.map(Value::Object)
+}
+
 /// Every way a tool's return value breaks its output schema (SPEC §12); empty when
 /// it matches. Places are the result's (`the result`, `items[2].name`).
 pub fn check_output(schema: &Value, output: &Value) -> Vec<String> {
@@ -466,6 +515,45 @@ fn show_text(text: &str) -> String {
     }
     let cut: String = text.chars().take(MAX).collect();
     format!("{:?}…", cut)
+}
+
+#[cfg(test)]
+mod meant_tests {
+    use serde_json::json;
+
+    use super::as_meant;
+
+    fn schema() -> serde_json::Value {
+        json!({"type": "object", "properties": {
+            "pattern": {"type": "string"},
+            "root": {"type": "string", "default": "."},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "label": {"type": "string"},
+            "point": {"$ref": "#/$defs/Point"}},
+            "required": ["pattern", "label"],
+            "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}})
+    }
+
+    #[test]
+    fn null_for_an_optional_parameter_that_is_not_nullable_means_not_given() {
+        let meant = as_meant(&schema(), &json!({"pattern": "*.py", "root": null, "note": null, "label": "a"}));
+        assert_eq!(meant, Some(json!({"pattern": "*.py", "note": null, "label": "a"})));
+        // A required parameter's null is the caller's mistake, reported as such.
+        assert_eq!(as_meant(&schema(), &json!({"pattern": null, "label": "a"})), None);
+    }
+
+    #[test]
+    fn a_string_that_is_the_json_text_of_a_valid_array_or_object_is_decoded() {
+        let meant = as_meant(
+            &schema(),
+            &json!({"pattern": "p", "label": "[1]", "tags": "[\"a\", \"b\"]", "point": "{\"x\": 1}"}),
+        );
+        assert_eq!(meant, Some(json!({"pattern": "p", "label": "[1]", "tags": ["a", "b"], "point": {"x": 1}})));
+        // Text that is not a valid value stays as it is, for the check to report.
+        assert_eq!(as_meant(&schema(), &json!({"pattern": "p", "label": "a", "tags": "[1, 2]"})), None);
+        assert_eq!(as_meant(&schema(), &json!({"pattern": "p", "label": "a", "tags": "[oops"})), None);
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,66 @@
+//! SPEC §5, arguments as real clients send them: OpenAI's strict mode sends `null` for
+//! every optional parameter it leaves out, and some clients (the MCP Inspector CLI)
+//! send arrays and objects as JSON text. Through `lcp call` and `lcp serve`.
+//! Fixture: `fixtures/interop/args.py`.
+
+use serde_json::json;
+
+use crate::mcp::{MODES, assert_ok, call, session};
+use crate::support::*;
+
+const FOLDER: &str = "fixtures/interop";
+
+#[test]
+fn null_for_an_optional_parameter_that_is_not_nullable_means_not_given() {
+    let args = json!({"tags": ["a", "b", "c", "d"], "root": null, "limit": null, "note": null}).to_string();
+    let result = stdout_json(&lcp_call_in(FOLDER, "tool_tags", &["--args", &args]));
+    assert_eq!(result["output"], json!({"tags": ["a", "b", "c"], "root": ".", "note": null}), "{result}");
+    // A required parameter's null is still an error.
+    let result = stdout_json(&lcp_call_in(FOLDER, "tool_tags", &["--args", r#"{"tags": null}"#]));
+    assert!(result["error"].as_str().unwrap().contains("`tags`"), "{result}");
+    for mode in MODES {
+        let report = session(mode, "none", &[FOLDER], json!([call("tool_tags", json!({"tags": ["x"], "root": null}))]));
+        assert_ok(&report["results"][0], json!({"tags": ["x"], "root": ".", "note": null}));
+    }
+}
+
+#[test]
+fn a_string_that_is_the_json_text_of_a_valid_array_or_object_is_decoded_first() {
+    let args = json!({"tags": "[\"a\", \"b\"]"}).to_string();
+    let result = stdout_json(&lcp_call_in(FOLDER, "tool_tags", &["--args", &args]));
+    assert_eq!(result["output"]["tags"], json!(["a", "b"]), "{result}");
+    let args = json!({"point": "{\"x\": 1, \"y\": 2}"}).to_string();
+    let result = stdout_json(&lcp_call_in(FOLDER, "tool_point", &["--args", &args]));
+    assert_eq!(result["output"], json!({"sum": 3}), "{result}");
+    // Text that is no valid value is reported as the string it is.
+    let args = json!({"tags": "[1, 2]"}).to_string();
+    let result = stdout_json(&lcp_call_in(FOLDER, "tool_tags", &["--args", &args]));
+    assert!(result["error"].as_str().unwrap().contains("got string"), "{result}");
+    for mode in MODES {
+        let report = session(mode, "none", &[FOLDER], json!([call("tool_tags", json!({"tags": "[\"z\"]"}))]));
+        assert_ok(&report["results"][0], json!({"tags": ["z"], "root": ".", "note": null}));
+    }
+}
+
+#[test]
+fn the_inspector_shows_the_real_error_of_a_failing_tool_with_an_output_schema() {
+    // An error result carries no structured content (SPEC §5): the TypeScript SDK
+    // checks it against the output schema and would throw the result away.
+    let serve = [crate::mcp::lcp_bin(), "serve", FOLDER];
+    let (_, failed) =
+        crate::mcp::inspector_run(&serve, &["--method", "tools/call", "--tool-name", "tool_failing_summary"]);
+    assert_eq!(failed["isError"], true, "{failed}");
+    assert!(failed.get("structuredContent").is_none(), "{failed}");
+    let text = failed["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("ValueError: the summary service is down"), "{failed}");
+}
+
+#[test]
+fn the_inspectors_stringified_array_arguments_are_decoded() {
+    let serve = [crate::mcp::lcp_bin(), "serve", FOLDER];
+    let called = crate::mcp::inspector_cli(
+        &serve,
+        &["--method", "tools/call", "--tool-name", "tool_tags", "--tool-arg", r#"tags=["a","b"]"#],
+    );
+    assert_ok(&called, json!({"tags": ["a", "b"], "root": ".", "note": null}));
+}
