@@ -316,6 +316,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { sources, host, format, strict, static_only } => {
+            if strict && !format.has_strict_mode() {
+                return Err(format!(
+                    "--strict is OpenAI's strict mode: --format openai and openai-responses have it, {format} has not"
+                ));
+            }
             let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;

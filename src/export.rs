@@ -58,6 +58,12 @@ impl Format {
             Format::Manifest => "manifest",
         }
     }
+
+    /// Whether `--strict` means something for the format: OpenAI's strict mode, in
+    /// Chat Completions and Responses.
+    pub fn has_strict_mode(self) -> bool {
+        matches!(self, Format::Openai | Format::OpenaiResponses)
+    }
 }
 
 impl fmt::Display for Format {

@@ -225,7 +225,14 @@ async fn route(
             }
         }
     }
-    let new_session = parts.method == hyper::Method::POST && !parts.headers.contains_key("mcp-session-id");
+    let session = parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok());
+    if parts.method == hyper::Method::DELETE
+        && let Some(session) = session
+        && !sessions.sessions.read().await.contains_key(session)
+    {
+        return plain(StatusCode::NOT_FOUND, "no such session");
+    }
+    let new_session = parts.method == hyper::Method::POST && session.is_none();
     if new_session && sessions.sessions.read().await.len() >= MAX_SESSIONS {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many sessions; try again when some have closed");
     }

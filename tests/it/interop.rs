@@ -64,3 +64,36 @@ fn the_inspectors_stringified_array_arguments_are_decoded() {
     );
     assert_ok(&called, json!({"tags": ["a", "b"], "root": ".", "note": null}));
 }
+
+#[test]
+fn strict_with_a_format_that_has_no_strict_mode_is_a_usage_error() {
+    for format in ["anthropic", "gemini", "mcp", "manifest"] {
+        let output = lcp(&["export", "--format", format, "--strict", FOLDER]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{format}: {stderr}");
+        assert!(stderr.contains("openai and openai-responses have it"), "{stderr}");
+    }
+    for format in ["openai", "openai-responses"] {
+        assert!(lcp(&["export", "--format", format, "--strict", FOLDER]).status.success(), "{format}");
+    }
+}
+
+#[test]
+fn deleting_a_session_that_does_not_exist_is_404() {
+    let server = crate::mcp::HttpServer::start(&[FOLDER]);
+    let address = crate::auth::address_of(&server.url);
+    let request = format!(
+        "DELETE /mcp HTTP/1.1\r\nhost: {address}\r\nmcp-session-id: made-up\r\nmcp-protocol-version: 2025-06-18\r\nconnection: close\r\n\r\n"
+    );
+    let (status, _, body) = crate::auth::exchange(&address, &request);
+    assert_eq!(status, 404, "{body}");
+    let session = {
+        let (_, headers, _) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
+        crate::auth::header(&headers, "mcp-session-id").to_string()
+    };
+    let request = format!(
+        "DELETE /mcp HTTP/1.1\r\nhost: {address}\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\nconnection: close\r\n\r\n"
+    );
+    let (status, _, body) = crate::auth::exchange(&address, &request);
+    assert!(status == 200 || status == 202 || status == 204, "a real session is closed: {status} {body}");
+}

@@ -331,7 +331,8 @@ fn every_command_reads(dir: &Path, expected: &[&str]) {
     assert!(matches!(output.status.code(), Some(0 | 1)), "check --format json");
     stdout_json(&output);
     for format in FORMATS {
-        for strict in [false, true] {
+        // `--strict` is a usage error where the format has no strict mode.
+        for strict in [false, true].into_iter().filter(|strict| !strict || format.starts_with("openai")) {
             let mut args = vec!["export", "--static", "--format", format, dir];
             args.extend(strict.then_some("--strict"));
             let output = lcp(&args);
