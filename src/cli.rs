@@ -578,6 +578,18 @@ fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile
     };
     let mut found: Vec<Diagnostic> =
         profiles.into_iter().flat_map(|p| profile::select(p, registry).problems).map(|e| e.diagnostic()).collect();
+    let keys: Vec<String> = registry.libraries().iter().map(|library| runtime::library_key(library)).collect();
+    let file = config.file().unwrap_or(Path::new("--config"));
+    for name in config.runtime.libraries.keys() {
+        if !keys.contains(name) {
+            let close = runtime::closest(name, keys.iter().map(String::as_str), |_| None);
+            let message = format!(
+                "`libraries.{name}` names no library (a library folder's name, else its file's stem), so no library gets it{}",
+                runtime::did_you_mean(&close)
+            );
+            found.push(Diagnostic::new(file, 1, 1, Level::Warning, message));
+        }
+    }
     for entry in &config.tools {
         if registry.tool(&entry.name).is_none() {
             let file = config.file().unwrap_or(Path::new("--config"));

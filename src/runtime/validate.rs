@@ -327,7 +327,9 @@ impl<'s> Checker<'s> {
                 Some(property) => self.value(property, item, &At::Field(path, name)),
                 None => match additional {
                     Some(Value::Bool(false)) if self.at_parameters(path) => {
-                        self.problems.push(format!("unknown parameter `{name}`"))
+                        let known = properties.map(|p| p.keys().map(String::as_str)).into_iter().flatten();
+                        let close = super::closest(name, known, |_| None);
+                        self.problems.push(format!("unknown parameter `{name}`{}", super::did_you_mean(&close)));
                     }
                     Some(Value::Bool(false)) => self.problem(path, format!("unknown field `{name}`")),
                     Some(extra) => self.value(extra, item, &At::Field(path, name)),
@@ -580,7 +582,7 @@ mod tests {
             vec![
                 "missing required parameter `name`",
                 "`count`: 0 is less than the minimum 1",
-                "unknown parameter `nmae`"
+                "unknown parameter `nmae`; did you mean `name`?"
             ]
         );
     }

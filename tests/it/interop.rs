@@ -97,3 +97,23 @@ fn deleting_a_session_that_does_not_exist_is_404() {
     let (status, _, body) = crate::auth::exchange(&address, &request);
     assert!(status == 200 || status == 202 || status == 204, "a real session is closed: {status} {body}");
 }
+
+#[test]
+fn a_libraries_table_that_names_no_library_is_a_warning_naming_the_closest() {
+    let dir = temp_dir("interop-libraries");
+    let config = dir.join("lcp.toml");
+    write(&config, "[libraries.Args]\nkey = 1\n\n[libraries.args]\nkey = 2\n");
+    let output = lcp(&["check", FOLDER, "--config", config.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("warning: `libraries.Args` names no library") && stderr.contains("did you mean `args`?"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("`libraries.args`"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_argument_is_told_the_closest_parameter() {
+    let result = stdout_json(&lcp_call_in(FOLDER, "tool_tags", &["--args", r#"{"tags": [], "limt": 2}"#]));
+    assert!(result["error"].as_str().unwrap().contains("unknown parameter `limt`; did you mean `limit`?"), "{result}");
+}
