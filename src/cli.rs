@@ -433,8 +433,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 CheckFormat::Text => {
                     print_diagnostics(&diagnostics);
                     eprintln!(
-                        "{} libraries, {tools} tools, {errors} errors, {warnings} warnings",
-                        registry.libraries().len()
+                        "{}, {}, {}, {}",
+                        counted(libraries_with_tools(&registry), "library", "libraries"),
+                        counted(tools, "tool", "tools"),
+                        counted(errors, "error", "errors"),
+                        counted(warnings, "warning", "warnings")
                     );
                 }
                 CheckFormat::Json => {
@@ -475,7 +478,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
-            eprintln!("lcp: {} tools in {} libraries", view.registry.tools().count(), view.registry.libraries().len());
+            eprintln!("lcp: {}", tools_in_libraries(&view.registry));
             let settings = mcp::Settings {
                 http,
                 runtime: RuntimeConfig { isolation, ..config.runtime.clone() },
@@ -599,6 +602,34 @@ fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile
         }
     }
     found
+}
+
+/// `1 tool`, `2 tools`.
+pub(crate) fn counted(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// Libraries that contribute a tool: a library folder is one library, whatever its
+/// files, and a helper module is none.
+fn libraries_with_tools(registry: &Registry) -> usize {
+    let mut keys: Vec<String> = registry
+        .libraries()
+        .iter()
+        .filter(|library| !library.tools.is_empty())
+        .map(|library| runtime::library_key(library))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.len()
+}
+
+/// `6 tools in 4 libraries`.
+fn tools_in_libraries(registry: &Registry) -> String {
+    format!(
+        "{} in {}",
+        counted(registry.tools().count(), "tool", "tools"),
+        counted(libraries_with_tools(registry), "library", "libraries")
+    )
 }
 
 /// The tools' workspace (SPEC §17): `--workspace`, an existing folder, else the
@@ -770,7 +801,7 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
         fit(&mut rows, width, &narrowing);
     }
     let mut out = columns(&rows);
-    out.push_str(&format!("{} tools in {} libraries", registry.tools().count(), registry.libraries().len()));
+    out.push_str(&tools_in_libraries(registry));
     out
 }
 

@@ -48,7 +48,7 @@ pub(super) fn run(action: ProfileAction) -> Result<ExitCode, String> {
                         ]);
                     }
                     let mut text = columns(&rows);
-                    text.push_str(&format!("{} profiles", listed.len()));
+                    text.push_str(&super::counted(listed.len(), "profile", "profiles"));
                     text
                 }
             };

@@ -18,7 +18,7 @@ fn list_prints_a_table_of_tools_libraries_parameters_and_sources() {
         add.contains("Inventory") && add.contains("name, quantity?, category?") && add.contains("inventory.py:46"),
         "{add}"
     );
-    assert!(table.trim_end().ends_with("6 tools in 4 libraries"), "{table}");
+    assert!(table.trim_end().ends_with("6 tools in 2 libraries"), "{table}");
 }
 
 #[test]

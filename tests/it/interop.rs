@@ -117,3 +117,14 @@ fn an_unknown_argument_is_told_the_closest_parameter() {
     let result = stdout_json(&lcp_call_in(FOLDER, "tool_tags", &["--args", r#"{"tags": [], "limt": 2}"#]));
     assert!(result["error"].as_str().unwrap().contains("unknown parameter `limt`; did you mean `limit`?"), "{result}");
 }
+
+#[test]
+fn counts_are_said_in_the_singular_for_one_and_helper_modules_are_no_libraries() {
+    // `rich/inventory/` is one library of three files, one a helper module with no tool.
+    let listed = lcp(&["list", "--static", "fixtures/rich"]);
+    let table = String::from_utf8_lossy(&listed.stdout);
+    assert!(table.trim_end().ends_with("6 tools in 2 libraries"), "{table}");
+    let checked = lcp(&["check", FOLDER]);
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert!(stderr.contains("1 library, 3 tools, 0 errors, 0 warnings"), "{stderr}");
+}

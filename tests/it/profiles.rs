@@ -35,7 +35,7 @@ fn only_the_profiles_tools_are_listed_under_their_aliases() {
     let table = String::from_utf8(output.stdout).unwrap();
     let names: Vec<&str> = table.lines().skip(1).filter_map(|line| line.split_whitespace().next()).collect();
     assert_eq!(names, ["read", "write", "2"], "{table}");
-    assert!(table.trim_end().ends_with("2 tools in 1 libraries"), "{table}");
+    assert!(table.trim_end().ends_with("2 tools in 1 library"), "{table}");
 }
 
 #[test]
