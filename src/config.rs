@@ -64,6 +64,11 @@ pub struct McpConfig {
     /// Inline every named class in `inputSchema` instead of `$defs` and `$ref`, for
     /// clients that cannot resolve references. Default: false.
     pub inline_refs: bool,
+    /// The server's name in `initialize` (`serverInfo.name`). Default: `lcp`.
+    pub name: Option<String>,
+    /// What the server tells clients about its tools (`instructions`). Default: each
+    /// library's `TOOL_LIBRARY_DESC`, a line each.
+    pub instructions: Option<String>,
 }
 
 /// A problem with the configuration: in a file, or in a command-line option.
@@ -405,9 +410,17 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                                 &pointer(&here, &name),
                                 format!("`mcp.inline_refs` is {other}; expected true or false"),
                             )),
+                            ("name", Value::String(text)) if !text.trim().is_empty() => {
+                                config.mcp.name = Some(text.trim().to_string());
+                            }
+                            ("instructions", Value::String(text)) => config.mcp.instructions = Some(text),
+                            ("name" | "instructions", other) => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp.{name}` is {other}; expected a non-empty string"),
+                            )),
                             _ => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp`: unknown key `{name}`; expected inline_refs"),
+                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name or instructions"),
                             )),
                         }
                     }
@@ -516,7 +529,10 @@ mod tests {
         );
         check(json!({"libraries": 3}), Err("`libraries` must be a table keyed by library"));
         check(json!({"mcp": {"inline_refs": 1}}), Err("`mcp.inline_refs` is 1; expected true or false"));
-        check(json!({"mcp": {"inline": true}}), Err("`mcp`: unknown key `inline`; expected inline_refs"));
+        check(
+            json!({"mcp": {"inline": true}}),
+            Err("`mcp`: unknown key `inline`; expected inline_refs, name or instructions"),
+        );
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));
         check(
             json!({"autonomy": 1}),

@@ -506,7 +506,14 @@ impl ServerHandler for Server {
         #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
         let capabilities =
             ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().enable_resources();
-        ServerConfig::new(capabilities.build()).with_server_info(Implementation::new("lcp", env!("CARGO_PKG_VERSION")))
+        let config = self.shared.settings.config.current();
+        let name = config.mcp.name.as_deref().unwrap_or("lcp");
+        let info = ServerConfig::new(capabilities.build())
+            .with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")));
+        match config.mcp.instructions.clone().or_else(|| library_descriptions(&self.snapshot())) {
+            Some(instructions) => info.with_instructions(instructions),
+            None => info,
+        }
     }
 
     async fn initialize(
@@ -619,6 +626,26 @@ impl ServerHandler for Server {
             }
         }
     }
+}
+
+/// The default `instructions`: each library's `TOOL_LIBRARY_DESC` (the first file of
+/// a library folder that has one), `Name: description` a line; `None` when no library
+/// describes itself.
+fn library_descriptions(registry: &Registry) -> Option<String> {
+    let mut seen = Vec::new();
+    let mut lines = Vec::new();
+    for library in registry.libraries().iter().filter(|library| !library.tools.is_empty()) {
+        let key = crate::runtime::library_key(library);
+        let Some(description) = library.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) else {
+            continue;
+        };
+        if seen.contains(&key) {
+            continue;
+        }
+        lines.push(format!("{}: {description}", library.name.as_deref().unwrap_or(&key)));
+        seen.push(key);
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// The MIME type of a doc, from its extension.

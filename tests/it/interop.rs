@@ -128,3 +128,20 @@ fn counts_are_said_in_the_singular_for_one_and_helper_modules_are_no_libraries()
     let stderr = String::from_utf8_lossy(&checked.stderr);
     assert!(stderr.contains("1 library, 3 tools, 0 errors, 0 warnings"), "{stderr}");
 }
+
+#[test]
+fn the_server_is_named_and_instructs_as_the_config_says_else_from_its_libraries() {
+    let server = crate::mcp::HttpServer::start(&["fixtures/rich"]);
+    let (_, _, reply) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
+    assert_eq!(reply["result"]["serverInfo"]["name"], "lcp", "{reply}");
+    let instructions = reply["result"]["instructions"].as_str().unwrap_or_else(|| panic!("{reply}"));
+    assert_eq!(instructions, "Inventory: Tracks items in a small warehouse.", "units.py has no TOOL_LIBRARY_DESC");
+
+    let dir = temp_dir("interop-mcp-name");
+    let config = dir.join("lcp.toml");
+    write(&config, "[mcp]\nname = \"warehouse\"\ninstructions = \"Count before you move stock.\"\n");
+    let server = crate::mcp::HttpServer::start(&["fixtures/rich", "--config", config.to_str().unwrap()]);
+    let (_, _, reply) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
+    assert_eq!(reply["result"]["serverInfo"]["name"], "warehouse", "{reply}");
+    assert_eq!(reply["result"]["instructions"], "Count before you move stock.", "{reply}");
+}
