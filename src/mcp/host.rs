@@ -256,6 +256,16 @@ pub(super) fn log_message(record: &LogRecord) -> LoggingMessageNotificationParam
         .with_logger(record.logger.clone())
 }
 
+/// A problem a rescan found (a file dropped in that does not parse) as a log message
+/// from the logger `lcp`.
+pub(super) fn diagnostic_message(problem: &crate::diag::Diagnostic) -> LoggingMessageNotificationParam {
+    let level = match problem.level {
+        crate::diag::Level::Error => LoggingLevel::Error,
+        crate::diag::Level::Warning => LoggingLevel::Warning,
+    };
+    LoggingMessageNotificationParam::new(level, Value::String(problem.to_string())).with_logger("lcp".to_string())
+}
+
 /// `notifications/progress` for a report; `count` is how many came before it (the
 /// progress when the tool gives no number, so that it always increases).
 pub(super) fn progress_notification(

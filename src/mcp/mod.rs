@@ -50,6 +50,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use tokio::sync::broadcast;
 
 use crate::config::{Config, Watched};
+use crate::diag::Diagnostic;
 use crate::export::{self, Format, Layout};
 use crate::profile::Choice;
 use crate::registry::{Descriptions, Registry};
@@ -254,7 +255,7 @@ struct Shared {
     /// once Python has started (by the first call or listing that needs it).
     python: OnceLock<Result<Runtime, String>>,
     /// Fires after a rescan that changed the tool list.
-    tools_changed: broadcast::Sender<()>,
+    tools_changed: broadcast::Sender<Arc<Vec<Diagnostic>>>,
     parked: call::Parked,
 }
 
@@ -328,7 +329,9 @@ impl Server {
     }
 
     /// Re-reads changed files (cheap when nothing changed), drops the loaded modules
-    /// of changed files, and tells every listener when the tool list changed.
+    /// of changed files, and tells every listener when the tool list changed, with
+    /// the problems found in the files read again: on stderr, and to every handshake
+    /// session as log messages (a broken file dropped in is never silent).
     async fn rescan(&self) {
         let server = self.clone();
         let changed = tokio::task::spawn_blocking(move || {
@@ -338,14 +341,20 @@ impl Server {
                 _ => registry.rescan(),
             };
             if changes.is_empty() {
-                return false;
+                return None;
+            }
+            let read: Vec<&PathBuf> = changes.added.iter().chain(&changes.changed).collect();
+            let problems: Vec<Diagnostic> =
+                registry.diagnostics().iter().filter(|d| read.contains(&&d.path)).cloned().collect();
+            for problem in &problems {
+                eprintln!("{problem}");
             }
             let mut snapshot = sync::write(&server.shared.snapshot);
             *snapshot = (snapshot.0 + 1, Arc::new(registry.clone()));
-            true
+            Some(problems)
         });
-        if changed.await.unwrap_or(false) {
-            let _ = self.shared.tools_changed.send(());
+        if let Ok(Some(problems)) = changed.await {
+            let _ = self.shared.tools_changed.send(Arc::new(problems));
         }
     }
 
@@ -488,13 +497,17 @@ impl Server {
         let mut changes = self.shared.tools_changed.subscribe();
         tokio::spawn(async move {
             loop {
-                match changes.recv().await {
-                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
-                            return;
-                        }
-                    }
+                let problems = match changes.recv().await {
+                    Ok(problems) => problems,
+                    Err(broadcast::error::RecvError::Lagged(_)) => Arc::default(),
                     Err(broadcast::error::RecvError::Closed) => return,
+                };
+                for problem in problems.iter() {
+                    #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+                    let _ = peer.notify_logging_message(host::diagnostic_message(problem)).await;
+                }
+                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                    return;
                 }
             }
         });
@@ -616,7 +629,7 @@ impl ServerHandler for Server {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
                 change = changes.recv() => match change {
-                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
                         if wants_tools && context.sink().notify_tool_list_changed().await.is_err() {
                             return Ok(());
                         }

@@ -145,3 +145,27 @@ fn the_server_is_named_and_instructs_as_the_config_says_else_from_its_libraries(
     assert_eq!(reply["result"]["serverInfo"]["name"], "warehouse", "{reply}");
     assert_eq!(reply["result"]["instructions"], "Count before you move stock.", "{reply}");
 }
+
+#[test]
+fn a_broken_file_dropped_into_a_served_folder_is_reported_on_stderr_and_as_a_log_message() {
+    let folder = temp_dir("interop-broken-drop");
+    write(&folder.join("good.py"), "def tool_good() -> int:\n    \"\"\"One.\"\"\"\n    return 1\n");
+    let mut server = crate::mcp::RawServer::start(&[folder.to_str().unwrap()]);
+    server.initialize();
+    write(&folder.join("broken.py"), "def tool_broken(:\n");
+    // Each listing looks again where there are no change notifications; bounded.
+    for id in 2..60 {
+        server.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+        server.response(id);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (stdout, stderr) = server.finish_with_stderr();
+    assert!(stderr.lines().any(|line| line.contains("broken.py:1:") && line.contains(": error: ")), "{stderr}");
+    let logged = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|message| message["method"] == "notifications/message")
+        .unwrap_or_else(|| panic!("no log message: {stdout}"));
+    assert_eq!(logged["params"]["level"], "error", "{logged}");
+    assert!(logged["params"]["data"].as_str().unwrap().contains("broken.py:1:"), "{logged}");
+}
