@@ -249,6 +249,8 @@ struct Shared {
     listings: Arc<listing::Listings>,
     /// Whether change notifications tell of changed files (else a list rescans first).
     notified: AtomicBool,
+    /// A change was notified and its rescan has not finished: a listing waits for it.
+    change_pending: AtomicBool,
     settings: Settings,
     runtime_config: RuntimeConfig,
     /// The runtime for prompt providers and for dropping changed modules; it exists
@@ -267,6 +269,7 @@ impl Server {
             registry: Mutex::new(registry),
             listings,
             notified: AtomicBool::new(false),
+            change_pending: AtomicBool::new(false),
             runtime_config: settings.runtime.clone(),
             settings,
             python: OnceLock::new(),
@@ -310,6 +313,22 @@ impl Server {
     fn generation(&self) -> (u64, Arc<Registry>) {
         let snapshot = sync::read(&self.shared.snapshot);
         (snapshot.0, Arc::clone(&snapshot.1))
+    }
+
+    /// Whether a notified change waits for its rescan.
+    fn set_change_pending(&self, pending: bool) {
+        self.shared.change_pending.store(pending, Ordering::Release);
+    }
+
+    /// Waits (a few settling times at most) for the rescan of a notified change, so a
+    /// listing right after a change is not the list from before it.
+    async fn settled(&self) {
+        for _ in 0..100 {
+            if !self.shared.change_pending.load(Ordering::Acquire) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     /// From now on, change notifications start every rescan.
@@ -557,9 +576,12 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.bind_caller(&context)?;
-        // Without notifications, a file dropped a moment ago is seen only by looking.
+        // Without notifications, a file dropped a moment ago is seen only by looking;
+        // with them, a change just notified is waited for.
         if !self.shared.notified.load(Ordering::Acquire) {
             self.rescan().await;
+        } else {
+            self.settled().await;
         }
         Ok(self.list().await)
     }

@@ -37,9 +37,11 @@ pub async fn watch(server: Server) {
     // A change between the first read and the watch being set up is not missed.
     server.rescan().await;
     while woken.recv().await.is_some() {
+        server.set_change_pending(true);
         tokio::time::sleep(SETTLE).await;
         while woken.try_recv().is_ok() {}
         server.rescan().await;
+        server.set_change_pending(false);
     }
     drop(watcher);
 }

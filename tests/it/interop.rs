@@ -169,3 +169,26 @@ fn a_broken_file_dropped_into_a_served_folder_is_reported_on_stderr_and_as_a_log
     assert_eq!(logged["params"]["level"], "error", "{logged}");
     assert!(logged["params"]["data"].as_str().unwrap().contains("broken.py:1:"), "{logged}");
 }
+
+#[test]
+fn a_listing_right_after_a_change_waits_for_its_rescan() {
+    let folder = temp_dir("interop-pending");
+    write(&folder.join("first.py"), "def tool_first() -> int:\n    \"\"\"One.\"\"\"\n    return 1\n");
+    let server = crate::mcp::HttpServer::start(&[folder.to_str().unwrap()]);
+    let (_, headers, _) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
+    let session = crate::auth::header(&headers, "mcp-session-id").to_string();
+    for round in 0..5 {
+        let name = format!("tool_added_{round}");
+        write(
+            &folder.join(format!("added_{round}.py")),
+            format!("def {name}() -> int:\n    \"\"\"New.\"\"\"\n    return 2\n"),
+        );
+        // Well within the 50 ms a change is left to settle.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let list = json!({"jsonrpc": "2.0", "id": 10 + round, "method": "tools/list"});
+        let (_, _, listed) = crate::auth::post(&server.url, None, Some(&session), list);
+        let names: Vec<&str> =
+            listed["result"]["tools"].as_array().unwrap().iter().filter_map(|tool| tool["name"].as_str()).collect();
+        assert!(names.contains(&name.as_str()), "round {round}: {names:?}");
+    }
+}

@@ -246,7 +246,7 @@ fn invalid_arguments_list_every_problem_and_the_valid_names_and_run_nothing() {
     let result = call(&runtime, &registry("output"), "tool_print_text", json!({"txt": 1}));
     assert_eq!(
         error(&result),
-        "invalid arguments for `tool_print_text`:\n- missing required parameter `text`\n- unknown parameter `txt`\nvalid parameters: text (string, required)"
+        "invalid arguments for `tool_print_text`:\n- missing required parameter `text`\n- unknown parameter `txt`; did you mean `text`?\nvalid parameters: text (string, required)"
     );
     assert_eq!(result.stdout, "");
 }
