@@ -91,8 +91,13 @@ pub fn check_result(result: &mut super::ToolResult, tool: &crate::extract::Tool)
     if !result.ok || result.output_cut_from.is_some() {
         return;
     }
-    let problems = check_output(schema.value(), &result.output);
+    // As pydantic validates a return value: unknown keys of a closed object (a
+    // `TypedDict`, a model) are dropped, and what is left is the result (SPEC §5), so
+    // the structured content always matches the output schema.
+    let kept = keep_known(schema.value(), schema.value(), &result.output, 0);
+    let problems = check_output(schema.value(), &kept);
     if problems.is_empty() {
+        result.output = kept;
         return;
     }
     let annotation = tool.returns.annotation.as_deref().unwrap_or("?");
@@ -104,6 +109,63 @@ pub fn check_result(result: &mut super::ToolResult, tool: &crate::extract::Tool)
     result.ok = false;
     result.output = Value::Null;
     result.error = Some(text);
+}
+
+/// `value` less the keys a closed object of `schema` does not name (`additionalProperties:
+/// false`), at every depth; of an `anyOf`, the first branch the value then matches.
+fn keep_known(root: &Value, schema: &Value, value: &Value, depth: usize) -> Value {
+    let Value::Object(keywords) = schema else { return value.clone() };
+    if depth > MAX_DEPTH {
+        return value.clone();
+    }
+    if let Some(target) = keywords.get("$ref").and_then(Value::as_str).and_then(|r| resolve(root, r)) {
+        return keep_known(root, target, value, depth + 1);
+    }
+    if let Some(branches) = keywords.get("anyOf").and_then(Value::as_array) {
+        for branch in branches {
+            let kept = keep_known(root, branch, value, depth + 1);
+            let mut checker = Checker { root, problems: Vec::new(), depth: 0, output: true };
+            checker.value(branch, &kept, &At::Root);
+            if checker.problems.is_empty() {
+                return kept;
+            }
+        }
+        return value.clone();
+    }
+    match value {
+        Value::Object(fields) => {
+            let properties = keywords.get("properties").and_then(Value::as_object);
+            let additional = keywords.get("additionalProperties");
+            let mut kept = Map::new();
+            for (name, item) in fields {
+                match (properties.and_then(|p| p.get(name)), additional) {
+                    (Some(property), _) => {
+                        kept.insert(name.clone(), keep_known(root, property, item, depth + 1));
+                    }
+                    (None, Some(Value::Bool(false))) => {}
+                    (None, Some(extra)) => {
+                        kept.insert(name.clone(), keep_known(root, extra, item, depth + 1));
+                    }
+                    (None, None) => {
+                        kept.insert(name.clone(), item.clone());
+                    }
+                }
+            }
+            Value::Object(kept)
+        }
+        Value::Array(items) => {
+            let prefix = keywords.get("prefixItems").and_then(Value::as_array);
+            let rest = keywords.get("items");
+            let kept = items.iter().enumerate().map(|(index, item)| {
+                match prefix.and_then(|prefix| prefix.get(index)).or(rest) {
+                    Some(item_schema) => keep_known(root, item_schema, item, depth + 1),
+                    None => item.clone(),
+                }
+            });
+            Value::Array(kept.collect())
+        }
+        other => other.clone(),
+    }
 }
 
 /// The error text of a call whose arguments break the schema: every problem, then
@@ -517,6 +579,29 @@ fn show_text(text: &str) -> String {
     }
     let cut: String = text.chars().take(MAX).collect();
     format!("{:?}…", cut)
+}
+
+#[cfg(test)]
+mod kept_tests {
+    use serde_json::json;
+
+    use super::keep_known;
+
+    #[test]
+    fn unknown_keys_of_closed_objects_are_dropped_at_every_depth_as_pydantic_does() {
+        let schema = json!({"$ref": "#/$defs/Row", "$defs": {
+            "Row": {"type": "object", "properties": {"id": {"type": "integer"},
+                    "tags": {"type": "array", "items": {"$ref": "#/$defs/Tag"}},
+                    "extra": {"type": "object", "additionalProperties": {"type": "integer"}}},
+                    "required": ["id"], "additionalProperties": false},
+            "Tag": {"anyOf": [{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+                              "additionalProperties": false}, {"type": "null"}]}}});
+        let value = json!({"id": 1, "label": "x", "tags": [{"name": "a", "colour": "red"}, null], "extra": {"n": 2}});
+        assert_eq!(
+            keep_known(&schema, &schema, &value, 0),
+            json!({"id": 1, "tags": [{"name": "a"}, null], "extra": {"n": 2}})
+        );
+    }
 }
 
 #[cfg(test)]

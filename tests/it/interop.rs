@@ -126,7 +126,7 @@ fn counts_are_said_in_the_singular_for_one_and_helper_modules_are_no_libraries()
     assert!(table.trim_end().ends_with("6 tools in 2 libraries"), "{table}");
     let checked = lcp(&["check", FOLDER]);
     let stderr = String::from_utf8_lossy(&checked.stderr);
-    assert!(stderr.contains("1 library, 3 tools, 0 errors, 0 warnings"), "{stderr}");
+    assert!(stderr.contains("1 library, 4 tools, 0 errors, 0 warnings"), "{stderr}");
 }
 
 #[test]
@@ -190,5 +190,16 @@ fn a_listing_right_after_a_change_waits_for_its_rescan() {
         let names: Vec<&str> =
             listed["result"]["tools"].as_array().unwrap().iter().filter_map(|tool| tool["name"].as_str()).collect();
         assert!(names.contains(&name.as_str()), "round {round}: {names:?}");
+    }
+}
+
+#[test]
+fn a_returned_typeddict_with_an_extra_key_is_checked_as_pydantic_checks_it() {
+    let result = stdout_json(&lcp_call_in(FOLDER, "tool_labelled_point", &[]));
+    assert_eq!(result["ok"], true, "{result}");
+    assert_eq!(result["output"], json!({"x": 1, "y": 2}), "the extra key is dropped");
+    for mode in MODES {
+        let report = session(mode, "none", &[FOLDER], json!([call("tool_labelled_point", json!({}))]));
+        assert_ok(&report["results"][0], json!({"x": 1, "y": 2}));
     }
 }
