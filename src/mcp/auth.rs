@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::jwk::{JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -226,11 +226,21 @@ fn pick(set: &JwkSet, kid: Option<&str>, alg: Algorithm) -> Option<jsonwebtoken:
             let usable: Vec<_> = set.keys.iter().filter(|jwk| DecodingKey::from_jwk(jwk).is_ok()).collect();
             let fitting: Vec<_> = usable
                 .into_iter()
-                .filter(|jwk| jwk.common.key_algorithm.is_none_or(|key| format!("{key:?}") == format!("{alg:?}")))
+                .filter(|jwk| jwk.common.key_algorithm.is_none_or(|key| signs_with(key, alg)))
                 .collect();
             (fitting.len() == 1).then(|| fitting[0].clone())
         }
     }
+}
+
+/// Whether a key declared for `key` signs tokens of `alg` (of those lcp accepts).
+fn signs_with(key: KeyAlgorithm, alg: Algorithm) -> bool {
+    matches!(
+        (key, alg),
+        (KeyAlgorithm::RS256, Algorithm::RS256)
+            | (KeyAlgorithm::ES256, Algorithm::ES256)
+            | (KeyAlgorithm::EdDSA, Algorithm::EdDSA)
+    )
 }
 
 /// The static tokens' digests: one hex SHA-256 a line; `#` starts a comment.

@@ -127,7 +127,7 @@ pub(super) async fn serve(
         StreamableHttpServerConfig::default().disable_allowed_hosts()
     };
     let allowed_origins = (!loopback).then(|| server.shared.settings.config.current().auth.allowed_origins.clone());
-    let gate = Arc::new(Access { auth: auth.map(Arc::new), allowed_origins });
+    let access = Arc::new(Access { auth: auth.map(Arc::new), allowed_origins });
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let sessions = Arc::new(sessions);
@@ -149,13 +149,13 @@ pub(super) async fn serve(
             tokio::spawn(refuse_connection(stream));
             continue;
         };
-        let (service, listings, gate, sessions) =
-            (service.clone(), Arc::clone(&listings), Arc::clone(&gate), Arc::clone(&sessions));
+        let (service, listings, access, sessions) =
+            (service.clone(), Arc::clone(&listings), Arc::clone(&access), Arc::clone(&sessions));
         tokio::spawn(async move {
             let route = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let (service, listings, gate, sessions) =
-                    (service.clone(), Arc::clone(&listings), Arc::clone(&gate), Arc::clone(&sessions));
-                async move { Ok::<_, Infallible>(route(request, &service, listings, &gate, &sessions).await) }
+                let (service, listings, access, sessions) =
+                    (service.clone(), Arc::clone(&listings), Arc::clone(&access), Arc::clone(&sessions));
+                async move { Ok::<_, Infallible>(route(request, &service, listings, &access, &sessions).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -176,7 +176,7 @@ async fn route(
     request: Request<Incoming>,
     service: &StreamableHttpService<Server, LocalSessionManager>,
     listings: Arc<Listings>,
-    gate: &Access,
+    access: &Access,
     sessions: &LocalSessionManager,
 ) -> Response<Body> {
     if request.headers().get_all(hyper::header::HOST).iter().count() > 1 {
@@ -184,7 +184,7 @@ async fn route(
     }
     let path = request.uri().path();
     if path == auth::METADATA_PATH || path.strip_prefix(auth::METADATA_PATH) == Some(PATH) {
-        return match gate.auth.as_ref().and_then(|auth| auth.metadata()) {
+        return match access.auth.as_ref().and_then(|auth| auth.metadata()) {
             Some(metadata) => json_response(StatusCode::OK, &metadata),
             None => not_found(),
         };
@@ -192,13 +192,13 @@ async fn route(
     if path != PATH {
         return not_found();
     }
-    if let (Some(allowed), Some(origin)) = (&gate.allowed_origins, request.headers().get(hyper::header::ORIGIN))
+    if let (Some(allowed), Some(origin)) = (&access.allowed_origins, request.headers().get(hyper::header::ORIGIN))
         && !allowed.iter().any(|allowed| allowed.as_bytes() == origin.as_bytes())
     {
         return plain(StatusCode::FORBIDDEN, "this Origin is not in [auth] allowed_origins");
     }
     let (mut parts, body) = request.into_parts();
-    if let Some(auth) = &gate.auth {
+    if let Some(auth) = &access.auth {
         let headers: Vec<Vec<u8>> =
             parts.headers.get_all(hyper::header::AUTHORIZATION).iter().map(|value| value.as_bytes().to_vec()).collect();
         let checking = Arc::clone(auth);

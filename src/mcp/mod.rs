@@ -535,13 +535,10 @@ impl Server {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
-        let capabilities =
-            ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().enable_resources();
         let config = self.shared.settings.config.current();
         let name = config.mcp.name.as_deref().unwrap_or("lcp");
-        let info = ServerConfig::new(capabilities.build())
-            .with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")));
+        let info =
+            ServerConfig::new(capabilities()).with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")));
         match config.mcp.instructions.clone().or_else(|| library_descriptions(&self.snapshot())) {
             Some(instructions) => info.with_instructions(instructions),
             None => info,
@@ -641,7 +638,7 @@ impl ServerHandler for Server {
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(requested.supported_by(&self.get_info().capabilities))
+        Some(requested.supported_by(&capabilities()))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
@@ -661,6 +658,14 @@ impl ServerHandler for Server {
             }
         }
     }
+}
+
+/// What the server offers: logging, tools (and their list changing), resources.
+fn capabilities() -> ServerCapabilities {
+    #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+    let builder =
+        ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().enable_resources();
+    builder.build()
 }
 
 /// The default `instructions`: each library's `TOOL_LIBRARY_DESC` (the first file of

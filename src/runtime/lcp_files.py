@@ -27,7 +27,6 @@ import errno
 import os
 import stat as _stat
 import secrets
-from contextlib import contextmanager
 
 _MAX_LINKS = 40  # symbolic links followed in one resolution, as the kernel's own limit
 _MAX_PATH = 4096  # characters: longer paths are refused before any system call
@@ -330,16 +329,6 @@ def _search_lines(pattern, text, literal, ignore_case):  # replaced by the host'
     raise RuntimeError("lcp_files.search_lines needs lcp's host")
 
 
-@contextmanager
-def workspace_folder():
-    """The workspace as an open folder descriptor, for walks with :func:`open_in`."""
-    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
 __all__ = [
     "MissingFolder",
     "PathError",
@@ -351,6 +340,5 @@ __all__ = [
     "resolve",
     "search_lines",
     "status",
-    "workspace_folder",
     "write_atomically",
 ]

@@ -221,8 +221,8 @@ impl ToolResult {
     /// held (SPEC §17). An object with content (`images`, `audio`, `resources`) is
     /// left whole: its text and its blocks are told apart where it is shown.
     pub(crate) fn bound(&mut self, max: usize) {
-        let text = match &self.output {
-            Value::String(text) if text.len() > max => text.clone(),
+        let mut text = match &mut self.output {
+            Value::String(text) if text.len() > max => std::mem::take(text),
             Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => return,
             Value::Object(fields) if CONTENT_KEYS.iter().any(|key| fields.get(*key).is_some_and(Value::is_array)) => {
                 return;
@@ -239,7 +239,9 @@ impl ToolResult {
             end -= 1;
         }
         self.output_cut_from = Some(text.len());
-        self.output = Value::String(text[..end].to_string());
+        text.truncate(end);
+        text.shrink_to_fit();
+        self.output = Value::String(text);
     }
 }
 
@@ -614,14 +616,17 @@ impl Runtime {
             rerun,
             max_output: options.max_output,
         };
-        let mut result = match &self.place {
-            Place::InProcess(engine) => engine.run(&job, callbacks, timeout),
+        match &self.place {
+            Place::InProcess(engine) => {
+                let mut result = engine.run(&job, callbacks, timeout);
+                if let Some(max) = job.max_output {
+                    result.bound(max);
+                }
+                result
+            }
+            // A worker cuts the output before it sends it.
             Place::Workers(pool) => pool.run(&job, callbacks, timeout, options.cancel.as_ref()),
-        };
-        if let Some(max) = options.max_output {
-            result.bound(max);
         }
-        result
     }
 }
 

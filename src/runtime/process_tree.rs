@@ -22,16 +22,8 @@ pub(crate) fn is_subreaper() -> bool {
     unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &raw mut flag, 0, 0, 0) == 0 && flag != 0 }
 }
 
-/// Whether this process has any child now (`/proc/self/task/*/children`).
-pub(crate) fn has_children() -> bool {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return true };
-    tasks.flatten().any(|task| {
-        std::fs::read_to_string(task.path().join("children")).map_or(true, |children| !children.trim().is_empty())
-    })
-}
-
-/// This process's children now.
-fn children() -> Vec<libc::pid_t> {
+/// This process's children now (`/proc/self/task/*/children`).
+pub(crate) fn children() -> Vec<libc::pid_t> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
     tasks
         .flatten()
@@ -80,6 +72,11 @@ pub(crate) fn descendants(root: libc::pid_t) -> Vec<libc::pid_t> {
         }
     }
     found
+}
+
+/// Kills every descendant of this process ([`end_descendants`] of itself).
+pub(crate) fn end_own_descendants() {
+    end_descendants(std::process::id() as libc::pid_t);
 }
 
 /// Kills every descendant of `root`, again until none is left (one forked meanwhile

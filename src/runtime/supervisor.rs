@@ -47,6 +47,8 @@ const GRACE: Duration = Duration::from_millis(500);
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// The descriptor number a worker finds its control socket at when it starts.
 pub(crate) const CONTROL_FD: i32 = 3;
+/// A call that no worker could take (each one died before it got the job).
+const NO_WORKER: &str = "no worker process could take the call; see lcp's standard error";
 /// The argument that makes the program a worker.
 pub(crate) const WORKER_ARGUMENT: &str = "__worker";
 
@@ -226,7 +228,7 @@ impl Pool {
     ) -> ToolResult {
         // A worker that died between calls cannot take the job, and one that another
         // call crashed ends it: the next worker runs it.
-        let mut failure = ToolResult::failure("no worker process could take the call; see lcp's standard error");
+        let mut failure = ToolResult::failure(NO_WORKER);
         for _ in 0..3 {
             let worker = match self.inner.take(job.workspace.as_deref()) {
                 Ok(worker) => worker,
@@ -547,7 +549,7 @@ impl Inner {
                 // The job never reached the worker: it is dead, and another one runs it.
                 worker.kill("it could not take a call");
                 worker.reap();
-                Attempt::Again(ToolResult::failure("no worker process could take the call; see lcp's standard error"))
+                Attempt::Again(ToolResult::failure(NO_WORKER))
             }
         };
         sync::lock(&worker.running).retain(|running| running.id != job.id);

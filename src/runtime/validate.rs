@@ -37,11 +37,7 @@ pub fn as_meant(schema: &Value, args: &Value) -> Option<Value> {
     let required = |name: &str| {
         schema.get("required").and_then(Value::as_array).is_some_and(|names| names.iter().any(|n| n == name))
     };
-    let accepts = |property: &Value, value: &Value| {
-        let mut checker = Checker { root: schema, problems: Vec::new(), depth: 0, output: false };
-        checker.value(property, value, &At::Field(&At::Root, "value"));
-        checker.problems.is_empty()
-    };
+    let accepts = |property: &Value, value: &Value| takes(schema, property, value, false);
     let mut meant: Option<Map<String, Value>> = None;
     for (name, value) in given {
         let Some(property) = properties.get(name) else { continue };
@@ -111,6 +107,13 @@ pub fn check_result(result: &mut super::ToolResult, tool: &crate::extract::Tool)
     result.error = Some(text);
 }
 
+/// Whether `schema` (a part of `root`) takes `value`, as arguments or as a result.
+fn takes(root: &Value, schema: &Value, value: &Value, output: bool) -> bool {
+    let mut checker = Checker { root, problems: Vec::new(), depth: 0, output };
+    checker.value(schema, value, &At::Root);
+    checker.problems.is_empty()
+}
+
 /// `value` less the keys a closed object of `schema` does not name (`additionalProperties:
 /// false`), at every depth; of an `anyOf`, the first branch the value then matches.
 fn keep_known(root: &Value, schema: &Value, value: &Value, depth: usize) -> Value {
@@ -124,9 +127,7 @@ fn keep_known(root: &Value, schema: &Value, value: &Value, depth: usize) -> Valu
     if let Some(branches) = keywords.get("anyOf").and_then(Value::as_array) {
         for branch in branches {
             let kept = keep_known(root, branch, value, depth + 1);
-            let mut checker = Checker { root, problems: Vec::new(), depth: 0, output: true };
-            checker.value(branch, &kept, &At::Root);
-            if checker.problems.is_empty() {
+            if takes(root, branch, &kept, true) {
                 return kept;
             }
         }

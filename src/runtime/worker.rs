@@ -88,7 +88,7 @@ pub fn main() -> ExitCode {
             Ok(Some(_)) => {}
             // lcp is gone, or ended the pool: nothing here may outlive it.
             Ok(None) | Err(_) => {
-                process_tree::end_descendants(std::process::id() as libc::pid_t);
+                process_tree::end_own_descendants();
                 // SAFETY: ends the process at once, without running Python's finalisation.
                 unsafe { libc::_exit(0) }
             }
@@ -232,7 +232,7 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         let sent = link.send(&FromWorker::Done(result));
         if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
             if RETIRING.load(Ordering::Acquire) {
-                process_tree::end_descendants(std::process::id() as libc::pid_t);
+                process_tree::end_own_descendants();
                 // SAFETY: ends the process at once; lcp sees the channel end and starts another.
                 unsafe { libc::_exit(0) };
             }
@@ -265,8 +265,8 @@ fn end_what_tools_left() {
                 std::thread::sleep(IDLE_BEFORE_SWEEP);
                 let _sweeping = sync::lock(&SWEEPING);
                 let idle = RUNNING.load(Ordering::Acquire) == 0 && STARTED.load(Ordering::Acquire) == started;
-                if idle && process_tree::has_children() {
-                    process_tree::end_descendants(std::process::id() as libc::pid_t);
+                if idle && !process_tree::children().is_empty() {
+                    process_tree::end_own_descendants();
                     process_tree::reap_ended_children();
                 }
             }
