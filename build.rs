@@ -44,14 +44,27 @@ fn collect(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
     }
 }
 
-/// The interpreter is `$PYO3_PYTHON` (pinned in `.cargo/config.toml`), as pyo3 saw it.
+/// The interpreter is the one pyo3 was configured with: `$PYO3_PYTHON`, which
+/// `.cargo/config.toml` points at `.cargo/python3` (pyenv's, else the PATH's) unless the
+/// environment sets it. An interpreter without a shared libpython cannot be embedded
+/// by path, so it is refused here with what to do instead.
 fn python() {
-    pyo3_build_config::add_libpython_rpath_link_args();
     let config = pyo3_build_config::get();
     let executable =
         config.executable().map(str::to_string).or_else(|| env::var("PYO3_PYTHON").ok()).unwrap_or_default();
+    if !config.shared() {
+        panic!(
+            "{executable} has no shared libpython, and lcp embeds CPython through one.\n\
+             Install a CPython built with --enable-shared \
+             (`env PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install 3.11`) \
+             and build with PYO3_PYTHON=/path/to/that/python3, or unset PYO3_PYTHON \
+             to let .cargo/python3 find one."
+        );
+    }
+    pyo3_build_config::add_libpython_rpath_link_args();
     let version = config.version();
     println!("cargo:rustc-env=LCP_PYTHON_EXECUTABLE={executable}");
     println!("cargo:rustc-env=LCP_PYTHON_VERSION={}.{}", version.major, version.minor);
     println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
+    println!("cargo:rerun-if-changed=.cargo/python3");
 }

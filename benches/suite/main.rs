@@ -60,6 +60,8 @@ const READER_STACK: usize = 256 * 1024 * 1024;
 
 struct Setup {
     root: PathBuf,
+    /// Cargo's target folder: the bench's venv, corpus, scratch and results live there.
+    target: PathBuf,
     lcp: PathBuf,
     scripts: PathBuf,
     python: Python,
@@ -109,14 +111,17 @@ fn main() {
             .collect()
     });
     let wanted = |section: u32| only.as_ref().is_none_or(|only| only.contains(&section));
-    let base = root.join("target/bench-corpus");
+    // Cargo's target folder (`CARGO_TARGET_DIR` honoured): the one holding the binary's profile folder.
+    let lcp = PathBuf::from(env!("CARGO_BIN_EXE_lcp"));
+    let target = lcp.parent().and_then(Path::parent).expect("the binary is in <target>/<profile>/").to_path_buf();
+    let base = target.join("bench-corpus");
     let trivial = base.join("trivial");
     fs::create_dir_all(&trivial).expect("trivial library folder is creatable");
-    let python = if args.iter().any(|a| a == "--lcp-only") { python::none() } else { python::ensure(&root) };
-    let scratch = root.join("target/bench-scratch");
+    let python = if args.iter().any(|a| a == "--lcp-only") { python::none() } else { python::ensure(&root, &target) };
+    let scratch = target.join("bench-scratch");
     fs::create_dir_all(&scratch).expect("scratch folder is creatable");
     let setup = Setup {
-        lcp: PathBuf::from(env!("CARGO_BIN_EXE_lcp")),
+        lcp,
         scripts: root.join("benches/python"),
         python,
         scratch,
@@ -124,6 +129,7 @@ fn main() {
         lcp_only: args.iter().any(|a| a == "--lcp-only"),
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         root,
+        target,
     };
 
     let mut table = Table::new();
@@ -165,7 +171,7 @@ fn main() {
 
     let rendered = table.render();
     println!("{rendered}");
-    let report = setup.root.join("target/bench-results.txt");
+    let report = setup.target.join("bench-results.txt");
     if fs::write(&report, &rendered).is_ok() {
         eprintln!("table written to {}", report.display());
     }

@@ -1,4 +1,4 @@
-//! The bench's own Python environment: `target/bench-venv`, made from the interpreter
+//! The bench's own Python environment: `<target>/bench-venv`, made from the interpreter
 //! lcp embeds ([`lcp::runtime::python_build`]) with the pinned packages of `tests/python/requirements.txt`
 //! (lollms-client among them). Rebuilt only when that file changes.
 
@@ -11,14 +11,14 @@ pub struct Python {
     pub lollms_client: String,
 }
 
-pub fn ensure(root: &Path) -> Python {
-    let venv = root.join("target/bench-venv");
+pub fn ensure(root: &Path, target: &Path) -> Python {
+    let venv = target.join("bench-venv");
     let executable = venv.join("bin/python");
     let requirements = root.join("tests/python/requirements.txt");
     let stamp = venv.join("requirements.stamp");
     let wanted = std::fs::read_to_string(&requirements).expect("tests/python/requirements.txt is readable");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) || !executable.exists() {
-        // The interpreter lcp embeds (`PYO3_PYTHON` when it was built, see `build.rs`).
+        // The interpreter lcp embeds (as `build.rs` recorded it).
         let base = PathBuf::from(lcp::runtime::python_build().0);
         eprintln!("creating {} from {} (once) ...", venv.display(), base.display());
         run(Command::new(&base).args(["-m", "venv", "--clear"]).arg(&venv));

@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyModule, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
-/// The interpreter lcp was built against (`PYO3_PYTHON`, see `build.rs`).
+/// The interpreter lcp was built against (found by `.cargo/python3`, or `PYO3_PYTHON`; see `build.rs`).
 pub const EXECUTABLE: &str = env!("LCP_PYTHON_EXECUTABLE");
 /// Its `major.minor` version.
 pub const VERSION: &str = env!("LCP_PYTHON_VERSION");

@@ -1,5 +1,7 @@
 //! SPEC §7: the command line, its streams and its exit codes.
 
+use std::process::Command;
+
 use crate::support::*;
 
 #[test]
@@ -180,4 +182,53 @@ fn list_cuts_long_cells_instead_of_padding_every_row_to_them() {
     }
     let many = stdout.lines().find(|l| l.starts_with("tool_many")).unwrap();
     assert!(many.contains("p0, p1, p2") && many.contains('…'), "{many}");
+}
+
+/// `.cargo/python3` (the build's interpreter search) on a `PATH` of made-up programs:
+/// `pyenv`'s interpreter first, then the `PATH`'s `python3`, each only with a shared
+/// libpython, and a message saying what to install when none has one.
+#[test]
+fn the_build_finds_pyenvs_python_first_and_only_one_with_a_shared_libpython() {
+    use std::os::unix::fs::PermissionsExt;
+    let real = base_python();
+    let dir = temp_dir("interpreter-search");
+    let program = |path: &str, body: String| {
+        let path = dir.join(path);
+        write(&path, format!("#!/bin/sh\n{body}\n"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    // Real Pythons that say who they are; the "static" one answers the finder's check with no.
+    let python = |name: &str, shared: bool| {
+        let check = if shared { "" } else { r#"case "$2" in *Py_ENABLE_SHARED*) exit 1;; esac"# };
+        program(&format!("{name}/python3"), format!("{check}\nCHOSEN={name} exec {} \"$@\"", real.display()))
+    };
+    python("static", false);
+    python("shared", true);
+    let from_pyenv = python("from-pyenv", true);
+    program("pyenv/pyenv", format!("[ \"$1 $2\" = 'which python3' ] && echo {}", from_pyenv.display()));
+    let search = |path: &[&str]| {
+        let path: Vec<String> = path.iter().map(|folder| dir.join(folder).display().to_string()).collect();
+        Command::new(root().join(".cargo/python3"))
+            .args(["-c", "import os; print(os.environ['CHOSEN'])"])
+            .env("PATH", path.join(":"))
+            .env("PYENV_ROOT", dir.join("no-pyenv-here"))
+            .env("HOME", &dir)
+            .output()
+            .unwrap()
+    };
+    let chosen = |path: &[&str]| {
+        let output = search(path);
+        assert!(output.status.success(), "{path:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    assert_eq!(chosen(&["shared", "pyenv"]), "from-pyenv");
+    assert_eq!(chosen(&["static", "pyenv"]), "from-pyenv");
+    assert_eq!(chosen(&["shared"]), "shared");
+    let none = search(&["static"]);
+    assert_eq!(none.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&none.stderr);
+    assert!(message.contains("needs one built with a shared libpython"), "{message}");
+    assert!(message.contains("PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install"), "{message}");
+    assert!(message.contains("PYO3_PYTHON=/path/to/python3"), "{message}");
 }

@@ -448,7 +448,7 @@ pub(crate) fn inspector_cli(target: &[&str], args: &[&str]) -> Value {
 /// What the MCP Inspector CLI printed (JSON), and whether it exited successfully (it
 /// does not for a tool result with `isError`).
 pub(crate) fn inspector_run(target: &[&str], args: &[&str]) -> (bool, Value) {
-    let home = root().join("target/inspector/home");
+    let home = target_dir().join("inspector/home");
     std::fs::create_dir_all(&home).unwrap();
     let mut command = Command::new(inspector());
     // HOME: the inspector keeps a catalog there; it must not touch the real one.

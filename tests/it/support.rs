@@ -13,6 +13,13 @@ pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Cargo's target folder of this build (`CARGO_TARGET_DIR` or `build.target-dir` when
+/// set, else `target/`), where the tests keep what they install and make: the folder
+/// that holds the `lcp` binary's profile folder.
+pub fn target_dir() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_lcp")).parent().and_then(Path::parent).expect("the binary is in <target>/<profile>/")
+}
+
 /// A fixture folder, as a path relative to the package root (tests run there).
 pub fn fixture(name: &str) -> PathBuf {
     Path::new("fixtures").join(name)
@@ -84,12 +91,12 @@ pub fn stdout_json(output: &Output) -> Value {
 }
 
 /// The Python of the pinned test environment (`tests/python/requirements.txt`),
-/// created on first use in `target/test-venv`. Never skipped: a test that needs it
+/// created on first use in `<target>/test-venv`. Never skipped: a test that needs it
 /// fails when it cannot be made.
 pub fn test_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let venv = root().join("target/test-venv");
+        let venv = target_dir().join("test-venv");
         let python = venv.join("bin/python");
         let requirements = root().join("tests/python/requirements.txt");
         let stamp = venv.join("requirements.stamp");
@@ -97,7 +104,7 @@ pub fn test_python() -> &'static Path {
         if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
             return python;
         }
-        let _lock = DirLock::acquire(&root().join("target/test-venv.lock"));
+        let _lock = DirLock::acquire(&target_dir().join("test-venv.lock"));
         if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
             return python;
         }
@@ -167,12 +174,12 @@ impl Drop for DirLock {
     }
 }
 
-/// A fresh, empty folder under `target/test-tmp`, unique to this call.
+/// A fresh, empty folder under `<target>/test-tmp`, unique to this call.
 pub fn temp_dir(name: &str) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let dir = root().join("target/test-tmp").join(format!("{name}-{}-{n}", std::process::id()));
+    let dir = target_dir().join("test-tmp").join(format!("{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir is creatable");
     dir
@@ -186,7 +193,7 @@ pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
 }
 
 /// The MCP Inspector's launcher (`@modelcontextprotocol/inspector`, pinned), installed
-/// on first use into `target/inspector` with the machine's `npm`. Never skipped.
+/// on first use into `<target>/inspector` with the machine's `npm`. Never skipped.
 pub fn inspector() -> &'static Path {
     static INSPECTOR: OnceLock<PathBuf> = OnceLock::new();
     INSPECTOR.get_or_init(|| npm_package("@modelcontextprotocol/inspector@2.12.0", "inspector", "mcp-inspector"))
@@ -194,27 +201,27 @@ pub fn inspector() -> &'static Path {
 
 /// The official MCP conformance suite's launcher (`@modelcontextprotocol/conformance`,
 /// pinned to the last release that runs on Node 20), installed on first use into
-/// `target/conformance` with the machine's `npm`. Never skipped.
+/// `<target>/conformance` with the machine's `npm`. Never skipped.
 pub fn conformance_suite() -> &'static Path {
     static SUITE: OnceLock<PathBuf> = OnceLock::new();
     SUITE.get_or_init(|| npm_package("@modelcontextprotocol/conformance@0.1.12", "conformance", "conformance"))
 }
 
-/// `package` installed into `target/FOLDER` (once, under a lock shared by test
+/// `package` installed into `<target>/FOLDER` (once, under a lock shared by test
 /// processes), and the path of its `launcher` in `node_modules/.bin`.
 fn npm_package(package: &str, folder: &str, launcher: &str) -> PathBuf {
-    let prefix = root().join("target").join(folder);
+    let prefix = target_dir().join(folder);
     let launcher = prefix.join("node_modules/.bin").join(launcher);
     let stamp = prefix.join("installed.stamp");
     let installed = || std::fs::read_to_string(&stamp).ok().as_deref() == Some(package) && launcher.exists();
     if installed() {
         return launcher;
     }
-    let _lock = DirLock::acquire(&root().join("target").join(format!("{folder}.lock")));
+    let _lock = DirLock::acquire(&target_dir().join(format!("{folder}.lock")));
     if installed() {
         return launcher;
     }
-    std::fs::create_dir_all(&prefix).unwrap_or_else(|err| panic!("target/{folder} is creatable: {err}"));
+    std::fs::create_dir_all(&prefix).unwrap_or_else(|err| panic!("{} is creatable: {err}", prefix.display()));
     run(Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
         .arg(&prefix)
