@@ -15,8 +15,14 @@ pub struct Docstring {
     /// First paragraph: lines before the first blank line or the first section header, stripped
     /// and joined with single spaces. Empty if the docstring is empty.
     pub summary: String,
+    /// The paragraphs before the first section or field, each joined with single
+    /// spaces, separated by a blank line: a class's description.
+    pub prose: String,
     /// Documented parameters in the order they appear.
     pub params: Vec<ParamDoc>,
+    /// Documented attributes (Google `Attributes:`, NumPy `Attributes` + dashes, reST
+    /// `:ivar name:` / `:var name:` / `:cvar name:`): a class's fields.
+    pub attributes: Vec<ParamDoc>,
     /// Text of the Returns / Return / Yields section (Google `Returns:`, NumPy `Returns` + dashes,
     /// reST `:returns:` / `:return:`, Epydoc `@return:`), continuation lines joined with single
     /// spaces; None if absent.
@@ -41,6 +47,7 @@ pub fn parse(raw: &str) -> Docstring {
     let expanded = expand_tabs(raw);
     let (text, lines) = clean(&expanded);
     let summary = summary(&lines);
+    let prose = prose(&lines);
     let mut parser = Parser::default();
     let mut skip_underline = false;
     for index in 0..lines.len() {
@@ -50,8 +57,8 @@ pub fn parse(raw: &str) -> Docstring {
         }
         skip_underline = parser.line(&lines, index);
     }
-    let (params, returns) = parser.finish();
-    Docstring { text, summary, params, returns }
+    let (params, attributes, returns) = parser.finish();
+    Docstring { text, summary, prose, params, attributes, returns }
 }
 
 /// `inspect.cleandoc` of an already tab-expanded docstring, except that
@@ -219,6 +226,7 @@ impl<'a> Line<'a> {
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Params,
+    Attributes,
     Returns,
     Other,
 }
@@ -258,8 +266,9 @@ fn section_kind(name: &str) -> Option<Kind> {
             Some(Kind::Params)
         }
         "returns" | "return" | "yields" | "yield" => Some(Kind::Returns),
+        "attributes" | "attrs" => Some(Kind::Attributes),
         "raises" | "examples" | "example" | "note" | "notes" | "warning" | "warnings" | "warns" | "see also"
-        | "todo" | "attributes" | "references" | "methods" => Some(Kind::Other),
+        | "todo" | "references" | "methods" => Some(Kind::Other),
         _ => None,
     }
 }
@@ -319,6 +328,7 @@ fn parse_field(content: &str) -> Option<Field<'_>> {
 #[derive(Clone, Copy)]
 enum FieldKind {
     Param,
+    Attribute,
     Type,
     Returns,
     Other,
@@ -329,6 +339,8 @@ impl FieldKind {
         let is = |names: &[&str]| names.iter().any(|known| name.eq_ignore_ascii_case(known));
         if is(&["param", "parameter", "arg", "argument", "key", "keyword", "kwarg", "kwparam"]) {
             FieldKind::Param
+        } else if is(&["ivar", "var", "cvar"]) {
+            FieldKind::Attribute
         } else if is(&["type"]) {
             FieldKind::Type
         } else if is(&["return", "returns"]) {
@@ -401,6 +413,24 @@ fn summary(lines: &[Line<'_>]) -> String {
     }
 }
 
+/// The paragraphs before the first section header or field line.
+fn prose(lines: &[Line<'_>]) -> String {
+    let mut paragraphs: Vec<Vec<&str>> = vec![Vec::new()];
+    for (index, line) in lines.iter().enumerate() {
+        if is_dash_line(line.content) || header_at(lines, index).is_some() || parse_field(line.content).is_some() {
+            break;
+        }
+        match (line.content.is_empty(), paragraphs.last_mut()) {
+            (true, Some(last)) if !last.is_empty() => paragraphs.push(Vec::new()),
+            (false, Some(last)) => last.push(line.content),
+            _ => {}
+        }
+    }
+    let paragraphs: Vec<String> =
+        paragraphs.iter().filter(|p| !p.is_empty()).map(|paragraph| normalize(&paragraph.join(" "))).collect();
+    paragraphs.join("\n\n")
+}
+
 /// Where continuation text goes.
 enum Target {
     /// The parameters at these indices of [`Parser::params`].
@@ -423,7 +453,10 @@ struct Section {
 
 #[derive(Default)]
 struct Parser {
+    /// Parameters and attributes, in the order they appear.
     params: Vec<ParamDoc>,
+    /// Whether each of `params` is a parameter or an attribute.
+    kinds: Vec<Kind>,
     returns: Option<String>,
     /// `:type name:` / `@type name:` lines, applied at the end because they may precede `:param`.
     types: Vec<(String, String)>,
@@ -457,7 +490,9 @@ impl Parser {
             self.start_field(&field, index, line.indent);
         } else {
             match self.section.as_ref().map(|s| (s.kind, s.style)) {
-                Some((Kind::Params, style)) => self.param_entry(line, index, style, after_blank),
+                Some((kind @ (Kind::Params | Kind::Attributes), style)) => {
+                    self.param_entry(line, index, style, after_blank, kind)
+                }
                 Some((Kind::Returns, _)) => self.append(line.content),
                 Some((Kind::Other, _)) => {}
                 // Free text outside any section ends a reST/Epydoc field.
@@ -482,7 +517,7 @@ impl Parser {
         self.section = Some(Section { kind: header.kind, style: header.style, indent });
         // Parameter entries must not be swallowed as continuations of the header itself.
         self.current = match header.kind {
-            Kind::Params => None,
+            Kind::Params | Kind::Attributes => None,
             Kind::Returns => Some(Current { target: self.claim_returns(header.inline), indent }),
             Kind::Other => Some(Current { target: Target::Ignored, indent }),
         };
@@ -491,10 +526,11 @@ impl Parser {
     fn start_field(&mut self, field: &Field<'_>, index: usize, indent: usize) {
         self.section = None;
         let target = match field.kind {
-            FieldKind::Param => match field.args.split_last() {
+            FieldKind::Param | FieldKind::Attribute => match field.args.split_last() {
                 Some((name, type_words)) => {
                     let type_text = type_words.join(" ");
-                    self.add_params(&[name], Some(type_text.as_str()), field.text, index)
+                    let kind = if matches!(field.kind, FieldKind::Param) { Kind::Params } else { Kind::Attributes };
+                    self.add_params(&[name], Some(type_text.as_str()), field.text, index, kind)
                 }
                 None => Target::Ignored,
             },
@@ -510,13 +546,12 @@ impl Parser {
         self.current = Some(Current { target, indent });
     }
 
-    fn param_entry(&mut self, line: &Line<'_>, index: usize, style: Style, after_blank: bool) {
+    fn param_entry(&mut self, line: &Line<'_>, index: usize, style: Style, after_blank: bool, kind: Kind) {
         let target = match style {
             Style::Google => parse_google_entry(line.content)
-                .map(|(name, type_text, text)| self.add_params(&[name], type_text, text, index)),
-            Style::NumPy => {
-                parse_numpy_entry(line.content).map(|(names, type_text)| self.add_params(&names, type_text, "", index))
-            }
+                .map(|(name, type_text, text)| self.add_params(&[name], type_text, text, index, kind)),
+            Style::NumPy => parse_numpy_entry(line.content)
+                .map(|(names, type_text)| self.add_params(&names, type_text, "", index, kind)),
         };
         match target {
             Some(target) => self.current = Some(Current { target, indent: line.indent }),
@@ -529,14 +564,17 @@ impl Parser {
         }
     }
 
-    /// Adds the names not documented yet; a repeated name keeps its first entry.
-    fn add_params(&mut self, names: &[&str], type_text: Option<&str>, text: &str, line: usize) -> Target {
+    /// Adds the names not documented yet as `kind` (parameters or attributes); a
+    /// repeated name keeps its first entry.
+    fn add_params(&mut self, names: &[&str], type_text: Option<&str>, text: &str, line: usize, kind: Kind) -> Target {
         let start = self.params.len();
         for name in names {
             let name = name.trim_start_matches('*');
-            if name.is_empty() || self.params.iter().any(|param| param.name == name) {
+            let known = self.params.iter().zip(&self.kinds).any(|(param, &known)| param.name == name && known == kind);
+            if name.is_empty() || known {
                 continue;
             }
+            self.kinds.push(kind);
             self.params.push(ParamDoc {
                 name: name.to_string(),
                 description: text.to_string(),
@@ -573,14 +611,20 @@ impl Parser {
         }
     }
 
-    fn finish(mut self) -> (Vec<ParamDoc>, Option<String>) {
+    /// The parameters, the attributes and the Returns text.
+    fn finish(mut self) -> (Vec<ParamDoc>, Vec<ParamDoc>, Option<String>) {
         for param in &mut self.params {
             param.description = normalize_owned(std::mem::take(&mut param.description));
             param.type_text = param.type_text.take().map(normalize_owned).filter(|ty| !ty.is_empty());
         }
         for (name, type_text) in &self.types {
             let type_text = normalize(type_text);
-            if let Some(param) = self.params.iter_mut().find(|param| &param.name == name)
+            if let Some(param) = self
+                .params
+                .iter_mut()
+                .zip(&self.kinds)
+                .find(|(param, kind)| &param.name == name && **kind == Kind::Params)
+                .map(|(param, _)| param)
                 && param.type_text.is_none()
                 && !type_text.is_empty()
             {
@@ -589,7 +633,9 @@ impl Parser {
         }
         // A copy sized exactly: the tool keeps it.
         let returns = self.returns.as_deref().map(normalize).filter(|text| !text.is_empty());
-        (self.params, returns)
+        let (attributes, params): (Vec<_>, Vec<_>) =
+            self.params.into_iter().zip(self.kinds).partition(|(_, kind)| *kind == Kind::Attributes);
+        (params.into_iter().map(|(p, _)| p).collect(), attributes.into_iter().map(|(p, _)| p).collect(), returns)
     }
 }
 

@@ -20,7 +20,7 @@ use crate::docstring;
 use crate::policy::{self, Declared};
 use crate::scan::SourceFile;
 use crate::schema::json::{Map, Value, json};
-use crate::schema::{self, Converter, SchemaText, Scope, Siblings};
+use crate::schema::{self, Converter, FieldCall, SchemaText, Scope, Siblings};
 use crate::source::{self, Prepared, SourceError};
 
 /// Parameters the host passes itself; they never appear in a schema.
@@ -527,11 +527,24 @@ impl<'t> Reader<'t> {
                 continue;
             }
             let default = param.default.as_deref();
-            let (mut schema, annotated_description) = match param.parameter.annotation.as_deref() {
+            let annotation = param.parameter.annotation.as_deref();
+            let (mut schema, mut explicit_description) = match annotation {
                 Some(annotation) => converter.annotation(annotation),
                 None => (converter.inferred_from_default(default), None),
             };
-            if matches!(default, Some(Expr::NoneLiteral(_))) {
+            // `x: T = Field(...)` (FastMCP's idiom), `Annotated[T, Field(default=...)]`,
+            // `= ...` (required), or a plain default.
+            let mut field = match default {
+                None => annotation.and_then(|a| converter.annotated_field(a)).unwrap_or_default(),
+                Some(Expr::EllipsisLiteral(_)) => FieldCall::default(),
+                Some(value) => converter.field_of(value, &mut schema, &mut explicit_description).unwrap_or_else(|| {
+                    FieldCall { optional: true, default: converter.default(value), ..FieldCall::default() }
+                }),
+            };
+            if field.alias.is_none() && default.is_some() {
+                field.alias = annotation.and_then(|a| converter.annotated_field(a)).and_then(|f| f.alias);
+            }
+            if field.optional && field.default == Some(Value::Null) {
                 schema = schema::nullable(schema);
             }
             let documented = doc
@@ -539,20 +552,20 @@ impl<'t> Reader<'t> {
                 .and_then(|d| d.params.iter_mut().find(|p| p.name == param_name))
                 .map(|p| std::mem::take(&mut p.description))
                 .filter(|d| !d.is_empty());
-            if let Some(text) = documented.or(annotated_description) {
+            // As pydantic and FastMCP: what the annotation or `Field` says wins.
+            if let Some(text) = explicit_description.or(documented) {
                 schema::set_description(&mut schema, text);
             }
-            match default {
-                None => required.push(Value::from(param_name)),
-                Some(default) => {
-                    if let Some(value) = converter.default(default)
-                        && let Some(object) = schema.as_object_mut()
-                    {
-                        object.insert("default", value);
-                    }
-                }
+            let property = field.alias.unwrap_or_else(|| param_name.to_string());
+            if !field.optional {
+                required.push(Value::from(property.as_str()));
             }
-            properties.insert(param_name.to_string(), schema);
+            if let Some(value) = field.default
+                && let Some(object) = schema.as_object_mut()
+            {
+                object.insert("default", value);
+            }
+            properties.insert(property, schema);
         }
 
         // PEP 692: `**kwargs: Unpack[TD]` takes exactly TD's fields as keywords.

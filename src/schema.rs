@@ -150,6 +150,8 @@ enum Resolved<'a, 's> {
     /// imports when it needs no normalising.
     Qualified(Cow<'s, str>),
     Class(Module<'a, 's>, &'a str),
+    /// A class defined in another class's body, with its dotted path (`Outer.Inner`).
+    Nested(Module<'a, 's>, &'a ast::StmtClassDef, String),
     Alias(Module<'a, 's>, &'a str),
     /// A sibling module itself (`from . import models`).
     Module(Module<'a, 's>),
@@ -166,6 +168,38 @@ enum ClassKind {
     Plain,
 }
 
+/// What a `Field(...)` (pydantic) or `field(...)` (dataclasses) call says about the
+/// parameter or field it is the default, or the `Annotated` metadata, of.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct FieldCall {
+    /// A default or a factory is given, so the value may be left out.
+    pub optional: bool,
+    /// The default as JSON, when it is a value lcp can write down.
+    pub default: Option<Value>,
+    /// `validation_alias=` (else `alias=`) given as a string: the name callers use.
+    pub alias: Option<String>,
+    /// What a `default_factory` of a built-in container (`list`, `dict`, `set`, …)
+    /// makes: how a model default that leaves the field out serialises it.
+    pub made_by_factory: Option<Value>,
+}
+
+/// A class's fields as its lineage declares them, base classes first.
+struct ClassFields {
+    properties: Map,
+    required: Vec<String>,
+    /// Unknown keys are refused (`additionalProperties: false`).
+    forbid_extra: bool,
+}
+
+/// Which field function a call is.
+#[derive(Clone, Copy, PartialEq)]
+enum FieldFunction {
+    /// `pydantic.Field`: the default may be given by position.
+    Pydantic,
+    /// `dataclasses.field`: keywords only.
+    Dataclasses,
+}
+
 /// Converts annotations of one tool; collects shared `$defs` and warnings.
 pub struct Converter<'a, 's> {
     /// The module whose names are being resolved: the tool's own, or a sibling while
@@ -180,6 +214,13 @@ pub struct Converter<'a, 's> {
     /// What could not be converted, where.
     pub warnings: Vec<(TextRange, String)>,
     expanding: Vec<String>,
+    /// The classes whose bodies are being read, innermost last, with the module each
+    /// is in and its dotted path (`Outer.Inner`): a field's annotation sees the
+    /// classes nested in its own class.
+    enclosing: Vec<(Module<'a, 's>, &'a ast::StmtClassDef, String)>,
+    /// The fields (as properties) of the classes being read whose `default_factory`
+    /// makes a known value, innermost class last (see [`Converter::class_and_made`]).
+    made_by_factory: Vec<(String, Value)>,
     recursive: HashSet<String>,
     /// Set while converting the inside of a string annotation, whose own ranges are
     /// relative to the string: warnings point at the string instead.
@@ -206,6 +247,8 @@ impl<'a, 's> Converter<'a, 's> {
             classes: Vec::new(),
             warnings: Vec::new(),
             expanding: Vec::new(),
+            enclosing: Vec::new(),
+            made_by_factory: Vec::new(),
             recursive: HashSet::new(),
             string_range: None,
             conversions: 0,
@@ -270,15 +313,126 @@ impl<'a, 's> Converter<'a, 's> {
     /// The JSON value of a literal default; one nested deeper than [`MAX_LITERAL_DEPTH`]
     /// levels is omitted with a warning (the parameter stays optional).
     pub fn default(&mut self, expr: &Expr) -> Option<Value> {
-        match self.literal_value(expr, MAX_LITERAL_DEPTH, true) {
+        self.default_within(expr, MAX_LITERAL_DEPTH)
+    }
+
+    fn default_within(&mut self, expr: &Expr, room: usize) -> Option<Value> {
+        match self.literal_value(expr, room, true) {
             Ok(value) => Some(value),
             Err(NotLiteral::TooDeep) => {
                 let message = format!("default nested more than {MAX_LITERAL_DEPTH} levels deep: omitted");
                 self.warn(expr.range(), message);
                 None
             }
-            Err(NotLiteral::Expression) => None,
+            Err(NotLiteral::Expression) => match expr {
+                Expr::Call(call) if room > 1 => self.call_default(call, room - 1),
+                _ => None,
+            },
         }
+    }
+
+    /// A default that calls a known type with literal arguments, as pydantic
+    /// serialises the value it makes: `frozenset({1, 2})` → `[1, 2]`,
+    /// `Decimal("12.34")` → `"12.34"`, `datetime(2024, 1, 1)` →
+    /// `"2024-01-01T00:00:00"`, `Model(x=1)` → the model's fields with their defaults.
+    fn call_default(&mut self, call: &ast::ExprCall, room: usize) -> Option<Value> {
+        let args = &call.arguments;
+        let literal = |this: &Self, expr: &Expr| this.literal_value(expr, room, true).ok();
+        match self.resolve(&call.func)? {
+            Resolved::Qualified(q) => match &*q {
+                "builtins.list" | "builtins.tuple" | "builtins.set" | "builtins.frozenset" => {
+                    match (args.args.as_ref(), args.keywords.is_empty()) {
+                        ([], true) => Some(json!([])),
+                        ([only], true) if !matches!(only, Expr::StringLiteral(_) | Expr::Dict(_)) => {
+                            literal(self, only).filter(|v| matches!(v, Value::Array(_)))
+                        }
+                        _ => None,
+                    }
+                }
+                "builtins.dict" if args.args.is_empty() => {
+                    let mut map = Map::new();
+                    for keyword in &args.keywords {
+                        map.insert(keyword.arg.as_ref()?.to_string(), self.default_within(&keyword.value, room)?);
+                    }
+                    Some(Value::Object(map))
+                }
+                "decimal.Decimal" if args.keywords.is_empty() => match args.args.as_ref() {
+                    [Expr::StringLiteral(text)] => decimal_text(text.value.to_str()).map(Value::from),
+                    [number @ Expr::NumberLiteral(_)] => {
+                        literal(self, number).and_then(|n| n.as_i64()).map(|n| Value::from(n.to_string()))
+                    }
+                    _ => None,
+                },
+                "uuid.UUID" if args.keywords.is_empty() => match args.args.as_ref() {
+                    [Expr::StringLiteral(text)] => canonical_uuid(text.value.to_str()).map(Value::from),
+                    _ => None,
+                },
+                "datetime.datetime" | "datetime.date" | "datetime.time" => {
+                    let parts = date_time_parts(&q, call, |expr| literal(self, expr).and_then(|v| v.as_i64()))?;
+                    Some(Value::from(parts))
+                }
+                _ => None,
+            },
+            Resolved::Class(module, name) => {
+                let class = *module.scope.classes.get(name)?;
+                self.instance_default(module, class, name.to_string(), call, room)
+            }
+            Resolved::Nested(module, class, path) => self.instance_default(module, class, path, call, room),
+            _ => None,
+        }
+    }
+
+    /// `Model()`, `Model(x=1)`, `Point(1, 2)` as a default: every field of the class,
+    /// in order, under its property name, from the call or the field's own default.
+    /// `None` when a field has neither, or the call names what the class does not have.
+    fn instance_default(
+        &mut self,
+        module: Module<'a, 's>,
+        class: &'a ast::StmtClassDef,
+        path: String,
+        call: &ast::ExprCall,
+        room: usize,
+    ) -> Option<Value> {
+        let kind = self.peek_in(module, |this| this.class_kind(class, 0));
+        if !matches!(kind, ClassKind::BaseModel | ClassKind::Dataclass | ClassKind::NamedTuple) {
+            return None;
+        }
+        // Reading the class for its defaults leaves no trace in the tool's schema.
+        let (classes, warnings, conversions) = (self.classes.len(), self.warnings.len(), self.conversions);
+        let (schema, made) = self.class_and_made(module, class, path, call.range(), 0);
+        self.classes.truncate(classes);
+        self.warnings.truncate(warnings);
+        self.conversions = conversions;
+        let properties = schema.get("properties").and_then(Value::as_object)?;
+        // A model takes keywords only; a dataclass or named tuple its fields in order.
+        if kind == ClassKind::BaseModel && !call.arguments.args.is_empty() {
+            return None;
+        }
+        let mut given: Vec<(&str, &Expr)> = Vec::new();
+        for (arg, (property, _)) in call.arguments.args.iter().zip(properties.iter()) {
+            given.push((property.as_ref(), arg));
+        }
+        if call.arguments.args.len() > properties.len() {
+            return None;
+        }
+        for keyword in &call.arguments.keywords {
+            given.push((keyword.arg.as_ref()?.as_str(), &keyword.value));
+        }
+        if given.iter().any(|(name, _)| !properties.contains_key(name)) {
+            return None;
+        }
+        let mut value = Map::new();
+        for (property, field) in properties.iter() {
+            let field_value = match given.iter().find(|(name, _)| *name == property.as_ref()) {
+                Some((_, expr)) => self.default_within(expr, room)?,
+                None => match field.get("default") {
+                    Some(default) => default.clone(),
+                    None => made.iter().find(|(name, _)| name == property).map(|(_, v)| v.clone())?,
+                },
+            };
+            value.insert(property.to_string(), field_value);
+        }
+        Some(Value::Object(value))
     }
 
     /// The JSON value of a literal with at most `room` levels of nesting (a scalar or
@@ -414,7 +568,11 @@ impl<'a, 's> Converter<'a, 's> {
             Expr::Subscript(sub) => self.subscript(sub, depth, description),
             Expr::Name(_) | Expr::Attribute(_) => match self.resolve(expr) {
                 Some(Resolved::Qualified(q)) => self.named(expr, &q),
-                Some(Resolved::Class(module, name)) => self.class(module, name, expr.range(), depth),
+                Some(Resolved::Class(module, name)) => match module.scope.classes.get(name) {
+                    Some(&class) => self.class(module, class, name.to_string(), expr.range(), depth),
+                    None => json!({}),
+                },
+                Some(Resolved::Nested(module, class, path)) => self.class(module, class, path, expr.range(), depth),
                 Some(Resolved::Alias(module, name)) => self.alias(module, name, expr.range(), depth, description),
                 Some(Resolved::Module(_)) => self.unknown(expr, &expression_text(expr)),
                 Some(Resolved::Unknown(name)) => self.unknown(expr, &name),
@@ -643,17 +801,7 @@ impl<'a, 's> Converter<'a, 's> {
         let positional = call.arguments.args.first().and_then(|a| self.literal(a));
         match name {
             "Field" => {
-                for keyword in &call.arguments.keywords {
-                    let Some(arg) = &keyword.arg else { continue };
-                    let Some(value) = self.literal(&keyword.value) else { continue };
-                    if arg.as_str() == "description" {
-                        if let Some(text) = value.as_str() {
-                            description.get_or_insert_with(|| text.to_string());
-                        }
-                    } else {
-                        apply_constraint(schema, arg.as_str(), value);
-                    }
-                }
+                self.field_call(call, FieldFunction::Pydantic, schema, description);
             }
             // `StringConstraints(min_length=1, pattern=...)`: the bounds a `constr` carries.
             "StringConstraints" => {
@@ -783,9 +931,41 @@ impl<'a, 's> Converter<'a, 's> {
         schema
     }
 
-    fn class(&mut self, module: Module<'a, 's>, name: &'a str, range: TextRange, depth: usize) -> Value {
-        let Some(&class) = module.scope.classes.get(name) else { return json!({}) };
-        let key = definition_key(module, name);
+    fn class(
+        &mut self,
+        module: Module<'a, 's>,
+        class: &'a ast::StmtClassDef,
+        path: String,
+        range: TextRange,
+        depth: usize,
+    ) -> Value {
+        self.class_and_made(module, class, path, range, depth).0
+    }
+
+    /// [`Converter::class`], with the values its fields' `default_factory` make.
+    fn class_and_made(
+        &mut self,
+        module: Module<'a, 's>,
+        class: &'a ast::StmtClassDef,
+        path: String,
+        range: TextRange,
+        depth: usize,
+    ) -> (Value, Vec<(String, Value)>) {
+        let mark = self.made_by_factory.len();
+        let schema = self.class_schema(module, class, path, range, depth);
+        (schema, self.made_by_factory.split_off(mark))
+    }
+
+    fn class_schema(
+        &mut self,
+        module: Module<'a, 's>,
+        class: &'a ast::StmtClassDef,
+        path: String,
+        range: TextRange,
+        depth: usize,
+    ) -> Value {
+        let name = class.name.as_str();
+        let key = definition_key(module, &path);
         self.in_module(module, range, |this| match this.class_kind(class, 0) {
             ClassKind::Enum => this.enum_class(class),
             ClassKind::Plain => {
@@ -793,7 +973,7 @@ impl<'a, 's> Converter<'a, 's> {
                 json!({})
             }
             kind => {
-                let schema = this.expand(&key, class.name.range, |this| this.object_class(class, kind, depth));
+                let schema = this.expand(&key, class.name.range, |this| this.object_class(class, &path, kind, depth));
                 if schema.get("$ref").is_none() {
                     this.remember_class(&key, name, &schema);
                 }
@@ -928,42 +1108,53 @@ impl<'a, 's> Converter<'a, 's> {
         })
     }
 
-    fn object_class(&mut self, class: &'a ast::StmtClassDef, kind: ClassKind, depth: usize) -> Value {
-        let mut properties = Map::new();
-        let mut required: Vec<String> = Vec::new();
-        let mut forbid_extra = kind != ClassKind::BaseModel;
+    /// The object schema of a class (`path`: its dotted name in its module, `Outer.Inner`).
+    fn object_class(&mut self, class: &'a ast::StmtClassDef, path: &str, kind: ClassKind, depth: usize) -> Value {
+        let mut fields =
+            ClassFields { properties: Map::new(), required: Vec::new(), forbid_extra: kind != ClassKind::BaseModel };
         let mut lineage = Vec::new();
         self.lineage(self.current.get(), class, &mut lineage, 0);
         let range = class.name.range;
         for (module, ancestor) in lineage {
             self.in_module(module, range, |this| {
-                this.ancestor_fields(ancestor, kind, depth, &mut properties, &mut required, &mut forbid_extra)
+                let path = if std::ptr::eq(ancestor, class) { path.to_string() } else { ancestor.name.to_string() };
+                this.ancestor_fields(ancestor, path, kind, depth, &mut fields)
             });
         }
-        let required = Value::Array(required.into_iter().map(Value::from).collect());
-        let mut schema =
-            object([("type", json!("object")), ("properties", Value::Object(properties)), ("required", required)]);
-        if forbid_extra {
+        let required = Value::Array(fields.required.into_iter().map(Value::from).collect());
+        let properties = Value::Object(fields.properties);
+        let mut schema = object([("type", json!("object")), ("properties", properties), ("required", required)]);
+        if fields.forbid_extra {
             schema["additionalProperties"] = Value::Bool(false);
+        }
+        if let Some(doc) = docstring_of(&class.body) {
+            let prose = crate::docstring::parse(doc).prose;
+            if !prose.is_empty() {
+                set_description(&mut schema, prose);
+            }
         }
         schema
     }
 
-    /// The fields one class of a lineage declares, in its own module's view.
+    /// The fields one class of a lineage declares, in its own module's view. A model
+    /// field's property is its alias; a field is described by its `Field` or
+    /// `Annotated` text, else the string right after it, else its class docstring's
+    /// `Attributes` entry.
     fn ancestor_fields(
         &mut self,
         ancestor: &'a ast::StmtClassDef,
+        path: String,
         kind: ClassKind,
         depth: usize,
-        properties: &mut Map,
-        required: &mut Vec<String>,
-        forbid_extra: &mut bool,
+        fields: &mut ClassFields,
     ) {
         let total = class_keyword(ancestor, "total").map(|v| v != "False").unwrap_or(true);
         if kind == ClassKind::BaseModel && self.model_forbids_extra(ancestor) {
-            *forbid_extra = true;
+            fields.forbid_extra = true;
         }
-        for stmt in &ancestor.body {
+        let documented = docstring_of(&ancestor.body).map(|doc| crate::docstring::parse(doc).attributes);
+        self.enclosing.push((self.current.get(), ancestor, path));
+        for (index, stmt) in ancestor.body.iter().enumerate() {
             let Stmt::AnnAssign(field) = stmt else { continue };
             let Expr::Name(target) = &*field.target else { continue };
             let name = target.id.as_str();
@@ -975,25 +1166,49 @@ impl<'a, 's> Converter<'a, 's> {
             }
             let mut description = None;
             let mut schema = self.convert(&field.annotation, depth + 1, &mut description);
-            let has_default = match kind {
-                ClassKind::TypedDict => match self.required_marker(&field.annotation) {
-                    Some(is_required) => !is_required,
-                    None => !total,
-                },
-                _ => match field.value.as_deref() {
-                    None => false,
-                    Some(value) => self.field_default(value, &mut schema, &mut description, kind),
-                },
-            };
+            let mut field_call =
+                match (kind, field.value.as_deref()) {
+                    (ClassKind::TypedDict, _) => {
+                        let optional = match self.required_marker(&field.annotation) {
+                            Some(is_required) => !is_required,
+                            None => !total,
+                        };
+                        FieldCall { optional, ..FieldCall::default() }
+                    }
+                    (_, None) => self.annotated_field(&field.annotation).unwrap_or_default(),
+                    (_, Some(Expr::EllipsisLiteral(_))) => FieldCall::default(),
+                    (_, Some(value)) => self.field_of(value, &mut schema, &mut description).unwrap_or_else(|| {
+                        FieldCall { optional: true, default: self.default(value), ..FieldCall::default() }
+                    }),
+                };
+            if field_call.alias.is_none() && field.value.is_some() {
+                field_call.alias = self.annotated_field(&field.annotation).and_then(|f| f.alias);
+            }
+            if let Some(default) = field_call.default {
+                schema["default"] = default;
+            }
+            let made_by_factory = field_call.made_by_factory;
+            let description = description
+                .or_else(|| attribute_docstring(ancestor.body.get(index + 1)))
+                .or_else(|| documented.iter().flatten().find(|d| d.name == name).map(|d| d.description.clone()))
+                .filter(|text| !text.is_empty());
             if let Some(text) = description {
                 set_description(&mut schema, text);
             }
-            properties.insert(name.to_string(), schema);
-            required.retain(|r| r != name);
-            if !has_default {
-                required.push(name.to_string());
+            let property = match field_call.alias {
+                Some(alias) if kind == ClassKind::BaseModel => alias,
+                _ => name.to_string(),
+            };
+            fields.required.retain(|r| *r != property);
+            if !field_call.optional {
+                fields.required.push(property.clone());
             }
+            if let Some(value) = made_by_factory {
+                self.made_by_factory.push((property.clone(), value));
+            }
+            fields.properties.insert(property, schema);
         }
+        self.enclosing.pop();
     }
 
     /// Base classes first (their fields come first), then the class; each with the
@@ -1019,50 +1234,91 @@ impl<'a, 's> Converter<'a, 's> {
         out.push((module, class));
     }
 
-    /// Whether a class field's value makes it optional; a `Field(...)` / `field(...)`
-    /// call also contributes a description, constraints and a default.
-    fn field_default(
+    /// `Field(...)` / `field(...)` when `expr` is such a call: what it says, with its
+    /// description, title, examples and bounds put on `schema`.
+    pub fn field_of(&mut self, expr: &Expr, schema: &mut Value, description: &mut Option<String>) -> Option<FieldCall> {
+        let Expr::Call(call) = expr else { return None };
+        let function = self.field_function(&call.func)?;
+        Some(self.field_call(call, function, schema, description))
+    }
+
+    /// The `Field(...)` of an `Annotated[T, ..., Field(...)]` annotation (the last one,
+    /// as pydantic merges them): its default, factory and alias. Its bounds and
+    /// description are already part of the annotation's schema.
+    pub fn annotated_field(&mut self, annotation: &Expr) -> Option<FieldCall> {
+        let Expr::Subscript(sub) = annotation else { return None };
+        if !self.is_qualified(&sub.value, "typing.Annotated") {
+            return None;
+        }
+        let mut found = None;
+        for meta in slice_args(sub).into_iter().skip(1) {
+            let mut scratch = json!({});
+            if let Some(field) = self.field_of(meta, &mut scratch, &mut None) {
+                found = Some(field);
+            }
+        }
+        found
+    }
+
+    fn field_function(&self, func: &Expr) -> Option<FieldFunction> {
+        match self.resolve(func) {
+            Some(Resolved::Qualified(q)) => match &*q {
+                "pydantic.Field" | "pydantic.fields.Field" => Some(FieldFunction::Pydantic),
+                "dataclasses.field" => Some(FieldFunction::Dataclasses),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn field_call(
         &mut self,
-        value: &Expr,
+        call: &ast::ExprCall,
+        function: FieldFunction,
         schema: &mut Value,
         description: &mut Option<String>,
-        kind: ClassKind,
-    ) -> bool {
-        let Expr::Call(call) = value else {
-            if let Some(default) = self.default(value) {
-                schema["default"] = default;
+    ) -> FieldCall {
+        let mut field = FieldCall::default();
+        let given = |this: &mut Self, value: &Expr, field: &mut FieldCall| {
+            if !matches!(value, Expr::EllipsisLiteral(_)) {
+                field.optional = true;
+                field.default = this.default(value);
             }
-            return true;
         };
-        let is_field = matches!(self.resolve(&call.func), Some(Resolved::Qualified(q)) if q == "pydantic.Field" || q == "pydantic.fields.Field" || q == "dataclasses.field");
-        if !is_field {
-            return true;
-        }
-        let mut has_default = false;
-        if let Some(first) = call.arguments.args.first()
-            && kind == ClassKind::BaseModel
-            && !matches!(first, Expr::EllipsisLiteral(_))
+        if function == FieldFunction::Pydantic
+            && let Some(first) = call.arguments.args.first()
         {
-            has_default = true;
-            if let Some(default) = self.default(first) {
-                schema["default"] = default;
-            }
+            given(self, first, &mut field);
         }
+        let mut alias = None;
         for keyword in &call.arguments.keywords {
             let Some(arg) = &keyword.arg else { continue };
             match arg.as_str() {
-                "default" => {
-                    if !matches!(keyword.value, Expr::EllipsisLiteral(_)) {
-                        has_default = true;
-                        if let Some(default) = self.default(&keyword.value) {
-                            schema["default"] = default;
-                        }
-                    }
+                "default" => given(self, &keyword.value, &mut field),
+                "default_factory" => {
+                    field.optional = true;
+                    field.default = None;
+                    field.made_by_factory = match self.resolve(&keyword.value) {
+                        Some(Resolved::Qualified(q)) => match &*q {
+                            "builtins.list" | "builtins.set" | "builtins.frozenset" | "builtins.tuple" => {
+                                Some(json!([]))
+                            }
+                            "builtins.dict" => Some(json!({})),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
                 }
-                "default_factory" => has_default = true,
                 "description" => {
                     if let Some(Value::String(text)) = self.literal(&keyword.value) {
                         description.get_or_insert(text.into_owned());
+                    }
+                }
+                "alias" | "validation_alias" => {
+                    if let Some(Value::String(text)) = self.literal(&keyword.value)
+                        && (arg.as_str() == "validation_alias" || alias.is_none())
+                    {
+                        alias = Some(text.into_owned());
                     }
                 }
                 key => {
@@ -1072,7 +1328,8 @@ impl<'a, 's> Converter<'a, 's> {
                 }
             }
         }
-        has_default
+        field.alias = alias;
+        field
     }
 
     fn model_forbids_extra(&self, class: &ast::StmtClassDef) -> bool {
@@ -1125,7 +1382,9 @@ impl<'a, 's> Converter<'a, 's> {
         match expr {
             Expr::Name(n) => {
                 let id = n.id.as_str();
-                if let Some(found) = self.lookup(module, id, 0) {
+                if let Some(found) = self.in_enclosing_class(module, id) {
+                    Some(found)
+                } else if let Some(found) = self.lookup(module, id, 0) {
                     Some(found)
                 } else if let Some(qualified) = builtin(id) {
                     Some(Resolved::Qualified(Cow::Borrowed(qualified)))
@@ -1143,11 +1402,32 @@ impl<'a, 's> Converter<'a, 's> {
                         .or_else(|| self.star_imported(sibling, a.attr.as_str(), 0))
                         .unwrap_or_else(|| Resolved::Unknown(expression_text(expr))),
                 ),
+                Resolved::Class(home, outer) => {
+                    let nested = home.scope.classes.get(outer).and_then(|class| nested_class(class, a.attr.as_str()));
+                    Some(match nested {
+                        Some(inner) => Resolved::Nested(home, inner, format!("{outer}.{}", a.attr)),
+                        None => Resolved::Unknown(expression_text(expr)),
+                    })
+                }
+                Resolved::Nested(home, class, path) => Some(match nested_class(class, a.attr.as_str()) {
+                    Some(inner) => Resolved::Nested(home, inner, format!("{path}.{}", a.attr)),
+                    None => Resolved::Unknown(expression_text(expr)),
+                }),
                 _ => Some(Resolved::Unknown(expression_text(expr))),
             },
             Expr::NoneLiteral(_) => Some(Resolved::Qualified(Cow::Borrowed("builtins.None"))),
             _ => None,
         }
+    }
+
+    /// `name` as a class nested in the class whose body is being read, when that
+    /// class is in `module` (a field annotation sees its class's namespace).
+    fn in_enclosing_class(&self, module: Module<'a, 's>, name: &str) -> Option<Resolved<'a, 's>> {
+        let (home, class, path) = self.enclosing.last()?;
+        if !std::ptr::eq(home.scope, module.scope) {
+            return None;
+        }
+        nested_class(class, name).map(|inner| Resolved::Nested(*home, inner, format!("{path}.{name}")))
     }
 
     /// What `name` is bound to in `module`: a class, an alias or an import, followed
@@ -1405,6 +1685,38 @@ fn vocabulary(qualified: &str) -> Option<Value> {
         "pydantic.NegativeFloat" => json!({ "type": "number", "exclusiveMaximum": 0 }),
         "pydantic.NonNegativeFloat" => json!({ "type": "number", "minimum": 0 }),
         "pydantic.NonPositiveFloat" => json!({ "type": "number", "maximum": 0 }),
+        "pydantic.AnyWebsocketUrl" | "pydantic.FtpUrl" => url(None, None),
+        "pydantic.WebsocketUrl" => url(None, Some(2083)),
+        q if q.starts_with("pydantic.") && q.ends_with("Dsn") => url(None, None),
+        // `UUID1` … `UUID8`: a UUID whose version digit (the third group's first) is N,
+        // of the RFC 4122 variant (the fourth group's first digit is 8, 9, a or b).
+        q if let Some(version) =
+            q.strip_prefix("pydantic.UUID").filter(|v| matches!(*v, "1" | "3" | "4" | "5" | "6" | "7" | "8")) =>
+        {
+            let pattern = format!(
+                "^[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-{version}[0-9a-fA-F]{{3}}-[89abAB][0-9a-fA-F]{{3}}-[0-9a-fA-F]{{12}}$"
+            );
+            json!({ "type": "string", "format": "uuid", "pattern": pattern })
+        }
+        // With a time zone, and without one.
+        "pydantic.AwareDatetime" => {
+            json!({ "type": "string", "format": "date-time", "pattern": "(?:[Zz]|[+-][0-9]{2}:?[0-9]{2})$" })
+        }
+        "pydantic.NaiveDatetime" => json!({ "type": "string", "format": "date-time", "pattern": "[Tt ][0-9:.]+$" }),
+        // Past and future are relative to the moment of the call: the Python side checks them.
+        "pydantic.PastDate" | "pydantic.FutureDate" => json!({ "type": "string", "format": "date" }),
+        "pydantic.PastDatetime" | "pydantic.FutureDatetime" => json!({ "type": "string", "format": "date-time" }),
+        "pydantic.Base64Str" | "pydantic.Base64Bytes" => json!({ "type": "string", "format": "base64" }),
+        "pydantic.Base64UrlStr" | "pydantic.Base64UrlBytes" => json!({ "type": "string", "format": "base64url" }),
+        "pydantic.FilePath" => json!({ "type": "string", "format": "file-path" }),
+        "pydantic.DirectoryPath" => json!({ "type": "string", "format": "directory-path" }),
+        "pydantic.NewPath" | "pydantic.SocketPath" => json!({ "type": "string", "format": "path" }),
+        "pydantic.ImportString" => json!({ "type": "string" }),
+        "pydantic.PaymentCardNumber" => json!({ "type": "string", "minLength": 12, "maxLength": 19 }),
+        "pydantic.ByteSize" => json!({ "anyOf": [
+            { "type": "string", "pattern": "^\\s*(\\d*\\.?\\d+)\\s*(\\w+)?" },
+            { "type": "integer", "minimum": 0 }
+        ] }),
         _ => return None,
     })
 }
@@ -1629,6 +1941,105 @@ fn class_keyword(class: &ast::StmtClassDef, name: &str) -> Option<String> {
         Expr::StringLiteral(s) => format!("'{}'", s.value.to_str()),
         other => expression_text(other),
     })
+}
+
+/// `Decimal(text)` as pydantic writes it (`str(Decimal(text))`), for plain decimal
+/// text whose form `str()` keeps: `"12.34"`, `"-0.5"`.
+fn decimal_text(text: &str) -> Option<String> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, "0"));
+    let plain = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let keeps_form = plain(whole) && plain(fraction) && (whole == "0" || !whole.starts_with('0'));
+    keeps_form.then(|| text.to_string())
+}
+
+/// `UUID(text)` as pydantic writes it: lower-case 8-4-4-4-12 hexadecimal digits.
+fn canonical_uuid(text: &str) -> Option<String> {
+    let groups: Vec<&str> = text.split('-').collect();
+    let shaped = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()));
+    shaped.then(|| text.to_ascii_lowercase())
+}
+
+/// `datetime(2024, 1, 1, 12)`, `date(2024, 1, 1)`, `time(12, 30)` (positional or
+/// keyword parts, no time zone) in ISO 8601 as Python's `isoformat()` writes them.
+fn date_time_parts(qualified: &str, call: &ast::ExprCall, int: impl Fn(&Expr) -> Option<i64>) -> Option<String> {
+    let names: &[&str] = match qualified {
+        "datetime.datetime" => &["year", "month", "day", "hour", "minute", "second", "microsecond"],
+        "datetime.date" => &["year", "month", "day"],
+        _ => &["hour", "minute", "second", "microsecond"],
+    };
+    let mut parts: Vec<Option<i64>> = vec![None; names.len()];
+    if call.arguments.args.len() > names.len() {
+        return None;
+    }
+    for (slot, arg) in parts.iter_mut().zip(&call.arguments.args) {
+        *slot = Some(int(arg)?);
+    }
+    for keyword in &call.arguments.keywords {
+        let index = names.iter().position(|n| keyword.arg.as_ref().is_some_and(|a| a.as_str() == *n))?;
+        parts[index] = Some(int(&keyword.value)?);
+    }
+    let part = |name: &str| names.iter().position(|n| *n == name).and_then(|i| parts[i]);
+    let in_range = |value: Option<i64>, low: i64, high: i64| value.is_none_or(|v| (low..=high).contains(&v));
+    let date = match qualified {
+        "datetime.time" => None,
+        _ => {
+            let (year, month, day) = (part("year")?, part("month")?, part("day")?);
+            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+            let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+            let valid = (1..=9999).contains(&year)
+                && (1..=12).contains(&month)
+                && (1..=days[(month - 1) as usize]).contains(&day);
+            valid.then(|| format!("{year:04}-{month:02}-{day:02}"))?.into()
+        }
+    };
+    let clock = match qualified {
+        "datetime.date" => None,
+        _ => {
+            let (hour, minute, second, micro) = (part("hour"), part("minute"), part("second"), part("microsecond"));
+            let valid = in_range(hour, 0, 23)
+                && in_range(minute, 0, 59)
+                && in_range(second, 0, 59)
+                && in_range(micro, 0, 999_999);
+            let (h, m, s, us) = (hour.unwrap_or(0), minute.unwrap_or(0), second.unwrap_or(0), micro.unwrap_or(0));
+            let text = if us == 0 { format!("{h:02}:{m:02}:{s:02}") } else { format!("{h:02}:{m:02}:{s:02}.{us:06}") };
+            valid.then_some(text)?.into()
+        }
+    };
+    match (date, clock) {
+        (Some(date), Some(clock)) => Some(format!("{date}T{clock}")),
+        (Some(date), None) => Some(date),
+        (None, Some(clock)) => Some(clock),
+        (None, None) => None,
+    }
+}
+
+/// The class named `name` defined directly in `class`'s body.
+fn nested_class<'a>(class: &'a ast::StmtClassDef, name: &str) -> Option<&'a ast::StmtClassDef> {
+    class.body.iter().find_map(|stmt| match stmt {
+        Stmt::ClassDef(inner) if inner.name.as_str() == name => Some(inner),
+        _ => None,
+    })
+}
+
+/// The docstring of a class or function body: its first statement, when a string.
+fn docstring_of(body: &[Stmt]) -> Option<&str> {
+    match body.first() {
+        Some(Stmt::Expr(e)) => match &*e.value {
+            Expr::StringLiteral(s) => Some(s.value.to_str()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The text of an attribute docstring: the string statement right after a field.
+fn attribute_docstring(next: Option<&Stmt>) -> Option<String> {
+    let Some(Stmt::Expr(e)) = next else { return None };
+    let Expr::StringLiteral(s) = &*e.value else { return None };
+    let cleaned = crate::docstring::parse(s.value.to_str()).text;
+    Some(cleaned.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 fn slice_args(sub: &ast::ExprSubscript) -> Vec<&Expr> {

@@ -476,7 +476,8 @@ def direct(path, function, injected):
 
     That is when the library failed to load, the tool is not a plain ``def``
     function, takes a positional-only parameter, an injected one without a default or
-    a host object (by name, or through ``**kwargs``), or a parameter's type asks for
+    a host object (by name, or through ``**kwargs``), a ``Field`` alias or default,
+    or a parameter's type asks for
     more than a number's type (``coercion`` is ``"int"``, ``"float"`` or ``"none"``,
     see ``_coercion``).
     """
@@ -490,9 +491,11 @@ def direct(path, function, injected):
     if plan.var_keyword and any(name in injected for name in _HOST_OBJECTS):
         return False
     parameters = []
-    for name, kind, hint, default in plan.parameters:
+    for name, key, kind, hint, default in plan.parameters:
         coercion = _coercion(hint)
         if coercion is None or kind == inspect.Parameter.POSITIONAL_ONLY:
+            return False
+        if key != name or isinstance(default, _FieldDefault):  # an alias, or a default pydantic gives
             return False
         if name in injected and (default is inspect.Parameter.empty or name in _HOST_OBJECTS):
             return False
@@ -944,22 +947,66 @@ class _ArgumentError(Exception):
 
 
 class _Plan:
-    """A tool's parameters as Python sees them, computed once per function."""
+    """A tool's parameters as Python sees them, computed once per function.
+
+    Each parameter is ``(name, key, kind, hint, default)``: ``key`` is the argument's
+    name in the call (a pydantic ``Field``'s alias, else the parameter's name), and a
+    ``Field`` default (``x: int = Field(1)``, ``Annotated[int, Field(default=1)]``)
+    is a ``_FieldDefault`` that the call resolves, as pydantic would."""
 
     __slots__ = ("parameters", "var_keyword", "keyword_hints")
 
     def __init__(self, function):
         signature = inspect.signature(function)
         hints = _hints(function)
-        self.parameters = [
-            (p.name, p.kind, hints.get(p.name, inspect.Parameter.empty), p.default)
-            for p in signature.parameters.values()
-            if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        ]
+        self.parameters = []
+        for p in signature.parameters.values():
+            if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                continue
+            hint = hints.get(p.name, inspect.Parameter.empty)
+            field = _field_info(p.default, hint)
+            key, default = p.name, p.default
+            if field is not None:
+                alias = field.validation_alias if isinstance(field.validation_alias, str) else field.alias
+                key = alias if isinstance(alias, str) else p.name
+                default = _FieldDefault(field) if not field.is_required() else inspect.Parameter.empty
+            self.parameters.append((p.name, key, p.kind, hint, default))
         keywords = [p for p in signature.parameters.values() if p.kind == inspect.Parameter.VAR_KEYWORD]
         self.var_keyword = bool(keywords)
         # PEP 692: `**kwargs: Unpack[TD]` types each keyword by TD's field.
         self.keyword_hints = _unpacked_hints(hints.get(keywords[0].name)) if keywords else {}
+
+
+class _FieldDefault:
+    """The default of a parameter that a pydantic ``FieldInfo`` gives."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field):
+        self.field = field
+
+    def value(self):
+        try:
+            return self.field.get_default(call_default_factory=True, validated_data={})
+        except TypeError:  # pydantic before 2.10
+            return self.field.get_default(call_default_factory=True)
+
+
+def _field_info(default, hint):
+    """The pydantic ``FieldInfo`` describing a parameter: its default, else the last
+    one among its ``Annotated`` metadata; ``None`` when it has none."""
+    if _is_field_info(default):
+        return default
+    if typing.get_origin(hint) is typing.Annotated:
+        fields = [meta for meta in hint.__metadata__ if _is_field_info(meta)]
+        if fields:
+            return fields[-1]
+    return None
+
+
+def _is_field_info(value):
+    kind = type(value)
+    return kind.__name__ == "FieldInfo" and kind.__module__.startswith("pydantic")
 
 
 def _unpacked_hints(hint):
@@ -1030,14 +1077,16 @@ def _arguments(function, args, injected, objects=None):
     plan = _plan(function)
     args = dict(args)
     positional, pending, keywords = [], [], {}
-    for name, kind, hint, default in plan.parameters:
+    for name, key, kind, hint, default in plan.parameters:
         if name in injected and name in _HOST_OBJECTS and objects is not None:
             args.pop(name, None)
             value = objects.get(name)
-        elif name in args:
-            value = _converted(name, args.pop(name), hint)
+        elif key in args:
+            value = _converted(key, args.pop(key), hint)
         elif name in injected and default is inspect.Parameter.empty:
             value = None
+        elif isinstance(default, _FieldDefault):
+            value = default.value()
         else:
             if kind == inspect.Parameter.POSITIONAL_ONLY:
                 pending.append(default)

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import pydantic
+import pydantic.fields
 import typing_extensions
 from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import SchemaError, ValidationError
@@ -134,6 +135,7 @@ class ModuleLoader:
 class Reference:
     model: type[pydantic.BaseModel]
     fields: dict[str, str]  # parameter name -> model field name
+    keywords: frozenset[str] = frozenset()  # the keys of an unpacked `**kwargs: Unpack[TD]`
 
 
 def build_reference(fn: Any) -> Reference:
@@ -159,19 +161,44 @@ def build_reference(fn: Any) -> Reference:
             continue
         if param.kind is param.VAR_POSITIONAL or param.name in HOST_INJECTED:
             continue
-        default = ... if param.default is param.empty else param.default
-        # Fields get neutral names and the parameter name as alias, so
-        # parameters such as `_x`, `model_config` or `json` cannot clash
-        # with pydantic's own attributes.
+        # Fields get neutral names and the parameter's name (or its own
+        # `Field` alias) as alias, so parameters such as `_x`, `model_config`
+        # or `json` cannot clash with pydantic's own attributes.
+        annotation = reference_annotation(param, hints)
+        info = field_info(param, hints)
+        key = field_alias(info) or param.name
+        if isinstance(param.default, pydantic.fields.FieldInfo):
+            # `x: int = Field(1, ge=0)`: the Field is what pydantic reads.
+            annotation, given = typing.Annotated[annotation, param.default], {}
+        elif param.default is param.empty:
+            given = {}  # required, unless an `Annotated[T, Field(default=...)]` says otherwise
+        else:
+            given = {"default": param.default}
         field = f"p{index}"
-        fields[param.name] = field
-        definitions[field] = (
-            reference_annotation(param, hints),
-            pydantic.Field(default, alias=param.name),
-        )
+        fields[key] = field
+        definitions[field] = (annotation, pydantic.Field(alias=key, **given))
     config = pydantic.ConfigDict(extra="allow" if takes_kwargs else "forbid")
     model = pydantic.create_model(f"{fn.__name__}__reference", __config__=config, **definitions)
-    return Reference(model, fields)
+    keywords = frozenset(key for key, field in fields.items() if field.startswith("k"))
+    return Reference(model, fields, keywords)
+
+
+def field_info(param: inspect.Parameter, hints: dict[str, Any]) -> pydantic.fields.FieldInfo | None:
+    """The pydantic ``FieldInfo`` of a parameter: its default, else its last ``Annotated`` one."""
+    if isinstance(param.default, pydantic.fields.FieldInfo):
+        return param.default
+    hint = hints.get(param.name)
+    if typing.get_origin(hint) is typing.Annotated:
+        infos = [meta for meta in hint.__metadata__ if isinstance(meta, pydantic.fields.FieldInfo)]
+        return infos[-1] if infos else None
+    return None
+
+
+def field_alias(info: pydantic.fields.FieldInfo | None) -> str | None:
+    """The name a caller gives the value of a field: its string validation alias, else its alias."""
+    if info is None:
+        return None
+    return info.validation_alias if isinstance(info.validation_alias, str) else info.alias
 
 
 def unpacked_typed_dict(hint: Any) -> Any:
@@ -196,9 +223,12 @@ def reference_annotation(param: inspect.Parameter, hints: dict[str, Any]) -> Any
         annotation = str  # the LCP convention for unannotated parameters
     else:
         annotation = type(param.default)
-    # SPEC §3: a `None` default makes the parameter nullable whatever its
-    # annotation says; the function receives None when it is omitted anyway.
-    if param.default is None:
+    # SPEC §3: a `None` default (`= None`, `= Field(None)`) makes the parameter
+    # nullable whatever its annotation says; the function receives None when it
+    # is omitted anyway.
+    if param.default is None or (
+        isinstance(param.default, pydantic.fields.FieldInfo) and param.default.default is None
+    ):
         annotation = typing.Optional[annotation]
     return annotation
 
@@ -232,7 +262,8 @@ def eager_iterables(annotation: Any) -> Any:
 # --------------------------------------------------------------------------
 # lcp side (jsonschema)
 
-_TIME = r"(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))"
+# The offset is optional: lcp's validation and pydantic read a time without one.
+_TIME = r"(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))?"
 _DUR_TIME = r"T(?:\d+H(?:\d+M(?:\d+S)?)?|\d+M(?:\d+S)?|\d+S)"
 _DURATION = rf"P(?:\d+W|(?:\d+D|\d+M(?:\d+D)?|\d+Y(?:\d+M(?:\d+D)?)?)(?:{_DUR_TIME})?|{_DUR_TIME})"
 
@@ -264,7 +295,8 @@ def format_checker() -> FormatChecker:
     Gap: jsonschema asserts `date-time`, `time` and `duration` only when the
     optional packages rfc3339-validator / isoduration are installed; without
     them those formats silently pass, and lcp's `format` claims could not be
-    tested.  The missing ones are filled in from RFC 3339 (incl. Appendix A);
+    tested.  The missing ones are filled in from RFC 3339 (incl. Appendix A), the
+    offset optional as lcp's validation and pydantic read it;
     checks jsonschema already has are kept as they are.
     """
     checker = FormatChecker(formats=())
@@ -335,7 +367,10 @@ FORMAT_SAMPLES = {
     "ipv6": ("2001:db8::1", "2001:db8:::1"),
 }
 # Further valid values of a format, tried when the first breaks another keyword.
-FORMAT_ALTERNATIVES = {"uri": ("file:///tmp/a.txt", "mailto:someone@example.com")}
+FORMAT_ALTERNATIVES = {
+    "uri": ("file:///tmp/a.txt", "mailto:someone@example.com"),
+    "date-time": ("2024-01-02T03:04:05",),
+}
 WRONG_TYPES = {
     "string": (("int for string", 1), ("list for string", ["text"])),
     "integer": (("string for integer", "1"), ("float for integer", 1.5), ("bool for integer", True)),
@@ -936,7 +971,30 @@ def check_tool(tool: dict, loader: ModuleLoader) -> ToolResult:
         result.failure = f"cannot generate a valid payload from the schema: {error}"
         return result
     result.outcomes = [judge(reference, validator, label, payload) for label, payload in payloads]
+    mismatches = annotations_differ(reference, tool["parameters"])
+    if mismatches:
+        result.failure = "; ".join(mismatches)
     return result
+
+
+def annotations_differ(reference: Reference, schema: dict) -> list[str]:
+    """Where a parameter's ``default`` or ``description`` differs from what pydantic
+    writes for it (SPEC §3: defaults as pydantic serialises them; an explicit
+    ``Field`` or ``Annotated`` description wins). Where pydantic writes no
+    description, lcp's may come from the docstring."""
+    own = reference.model.model_json_schema(by_alias=True).get("properties", {})
+    ours = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    problems = []
+    for key, theirs in own.items():
+        mine = ours.get(key)
+        # An unpacked TypedDict's keys have no default: the reference's `None` only makes them optional.
+        if not isinstance(mine, dict) or key in reference.keywords:
+            continue
+        for keyword in ("default", "description"):
+            if keyword in theirs and mine.get(keyword, MISSING) != theirs[keyword]:
+                shown = mine.get(keyword, "(none)")
+                problems.append(f"`{key}` {keyword}: pydantic {theirs[keyword]!r}, lcp {shown!r}")
+    return problems
 
 
 def _short(text: str, limit: int = 300) -> str:
