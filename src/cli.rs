@@ -158,6 +158,9 @@ enum Command {
         /// reaches it can call the tools).
         #[arg(long)]
         allow_unauthenticated: bool,
+        /// A virtual environment whose packages tools may import [default: $VIRTUAL_ENV].
+        #[arg(long, value_name = "DIR")]
+        venv: Option<PathBuf>,
     },
     /// Call every tool once per representative payload (its `Examples:`, else one
     /// generated from its schema); exit 1 when a call failed.
@@ -179,6 +182,9 @@ enum Command {
         timeout: Option<f64>,
         #[command(flatten)]
         isolation: IsolationArgs,
+        /// A virtual environment whose packages tools may import [default: $VIRTUAL_ENV].
+        #[arg(long, value_name = "DIR")]
+        venv: Option<PathBuf>,
     },
     /// List, show or create profiles: named selections of tools.
     Profile {
@@ -464,6 +470,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             max_output,
             isolation,
             allow_unauthenticated,
+            venv,
         } => {
             let http =
                 http.as_deref().map(mcp::http::parse_address).transpose().map_err(|err| format!("--http {err}"))?;
@@ -481,7 +488,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
             eprintln!("lcp: {}", tools_in_libraries(&view.registry));
             let settings = mcp::Settings {
                 http,
-                runtime: RuntimeConfig { isolation, ..config.runtime.clone() },
+                runtime: RuntimeConfig {
+                    isolation,
+                    venv: venv.or(config.runtime.venv.clone()),
+                    ..config.runtime.clone()
+                },
                 workspace,
                 timeout,
                 yes,
@@ -493,7 +504,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             mcp::serve(registry, settings).map_err(|err| err.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Test { sources, host, tools, format, yes, timeout, isolation } => {
+        Command::Test { sources, host, tools, format, yes, timeout, isolation, venv } => {
             let timeout = parse_timeout(timeout)?;
             let (registry, config, profile) = load_host(&sources, &host)?;
             print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
@@ -507,7 +518,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     });
                 }
             }
-            let settings = RuntimeConfig { isolation: isolation.isolation()?, ..config.runtime.clone() };
+            let venv = venv.or(config.runtime.venv.clone());
+            let settings = RuntimeConfig { isolation: isolation.isolation()?, venv, ..config.runtime.clone() };
             let in_process = settings.isolation == Isolation::InProcess;
             let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
             let mut stdout: Box<dyn Write> = if in_process {

@@ -680,6 +680,27 @@ mod tests {
     }
 
     #[test]
+    fn attributes_sections_document_a_classs_fields_apart_from_its_parameters() {
+        let google = parse(
+            "A reading.\n\nMore prose.\n\nAttributes:\n    sensor (str): Which one.\n    value: How much,\n        in units.\n\nArgs:\n    sensor: A parameter.\n",
+        );
+        assert_eq!(google.prose, "A reading.\n\nMore prose.");
+        let attributes: Vec<_> = google.attributes.iter().map(|a| (a.name.as_str(), a.description.as_str())).collect();
+        assert_eq!(attributes, [("sensor", "Which one."), ("value", "How much, in units.")]);
+        let params: Vec<_> = google.params.iter().map(|p| (p.name.as_str(), p.description.as_str())).collect();
+        assert_eq!(params, [("sensor", "A parameter.")]);
+        let numpy = parse("Point.\n\nAttributes\n----------\nx : int\n    Across.\n");
+        assert_eq!(
+            numpy.attributes.iter().map(|a| (a.name.as_str(), a.description.as_str())).collect::<Vec<_>>(),
+            [("x", "Across.")]
+        );
+        assert_eq!(numpy.prose, "Point.");
+        let rest = parse("Point.\n\n:ivar x: Across.\n:param y: Down.\n");
+        assert_eq!(rest.attributes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["x"]);
+        assert_eq!(rest.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["y"]);
+    }
+
+    #[test]
     fn summaries() {
         check("", "", &[], None);
         check("   \n\t\n  ", "", &[], None);

@@ -13,6 +13,7 @@ mod exports;
 mod extraction;
 mod fuzz;
 mod host_objects;
+mod idioms;
 mod interop;
 mod isolation;
 mod mcp;
