@@ -4,19 +4,22 @@
 //! run time: libraries mounted by name, tools registered from code (written to a
 //! private folder, so that to everything else they are ordinary tool files) and
 //! prefixes unregistered. Nothing here runs Python; every file whose module may be
-//! out of date (changed, removed, re-read) is handed to the runtime, which drops the
-//! module before its next call. Modules of unchanged files stay loaded.
+//! out of date (changed, removed, re-read) is handed to the catalog's runtime, which
+//! drops the module before its next call in every process that loaded it (its own,
+//! each worker). Modules of unchanged files stay loaded.
 
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::Runtime;
 use crate::registry::{Changes, Options, Registry, Sources};
 use crate::scan;
 
 /// A [`Registry`] a host changes while it runs: libraries mounted, tools registered
-/// from code or unregistered. Calls take [`Catalog::registry`].
+/// from code or unregistered. Calls take [`Catalog::registry`]; the runtime the
+/// catalog was made with forgets the modules its changes make stale.
 ///
 /// ```
 /// use lcp::registry::{Options, Sources};
@@ -24,17 +27,18 @@ use crate::scan;
 /// use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
 /// use serde_json::json;
 ///
-/// let mut catalog = Catalog::load(Sources::default(), Options::default());
+/// let runtime = Runtime::new(RuntimeConfig::default())?;
+/// let mut catalog = Catalog::load(&runtime, Sources::default(), Options::default());
 /// catalog.allow_dynamic_tools(true);
 /// let code = "def tool_demo_greet(name: str) -> str:\n    \"\"\"Greets.\"\"\"\n    return 'hello ' + name\n";
 /// assert_eq!(catalog.register_tool_from_code("tool_demo", code)?, ["tool_demo_greet"]);
 ///
-/// let runtime = Runtime::new(RuntimeConfig::default())?;
 /// let result = runtime.call(catalog.registry(), "tool_demo_greet", &json!({"name": "lcp"}), &CallOptions::default());
 /// assert_eq!(result.output, json!("hello lcp"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Catalog {
+pub struct Catalog<'r> {
+    runtime: &'r Runtime,
     sources: Sources,
     options: Options,
     /// Everything read from the sources.
@@ -47,15 +51,14 @@ pub struct Catalog {
     dynamic_allowed: bool,
     /// Prefixes whose file tools stay unregistered across rescans.
     hidden: Vec<String>,
-    base: PathBuf,
 }
 
-impl Catalog {
-    /// Reads every file of `sources` ([`Registry::load`]). Relative paths are resolved
-    /// against the current working directory, as [`super::Runtime`] does.
-    pub fn load(sources: Sources, options: Options) -> Catalog {
+impl<'r> Catalog<'r> {
+    /// Reads every file of `sources` ([`Registry::load`]) for calls through `runtime`.
+    pub fn load(runtime: &'r Runtime, sources: Sources, options: Options) -> Catalog<'r> {
         let loaded = Registry::load(&sources, &options);
         Catalog {
+            runtime,
             view: loaded.clone(),
             loaded,
             sources,
@@ -64,7 +67,6 @@ impl Catalog {
             dynamic_dir: None,
             dynamic_allowed: false,
             hidden: Vec::new(),
-            base: std::env::current_dir().unwrap_or_default(),
         }
     }
 
@@ -170,7 +172,10 @@ impl Catalog {
     }
 
     fn stale<'p>(&self, paths: impl IntoIterator<Item = &'p PathBuf>) {
-        super::engine::drop_modules(paths.into_iter().map(|p| super::absolute(&self.base, p)));
+        let paths: Vec<PathBuf> = paths.into_iter().cloned().collect();
+        if !paths.is_empty() {
+            self.runtime.forget(&paths);
+        }
     }
 
     /// Tools of the libraries read from `files` (compared as canonical paths).
@@ -203,7 +208,7 @@ impl Catalog {
     }
 }
 
-impl Drop for Catalog {
+impl Drop for Catalog<'_> {
     fn drop(&mut self) {
         if let Some(dir) = &self.dynamic_dir {
             let _ = fs::remove_dir_all(dir);

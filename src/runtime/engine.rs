@@ -499,15 +499,23 @@ pub(crate) fn drop_modules(paths: impl IntoIterator<Item = WirePath>) {
     ANY_DROPPED.store(!dropped.is_empty(), Ordering::Release);
 }
 
+/// Held while modules are dropped: a call that finds some marked waits until they
+/// are gone, so it never runs the old module while another thread drops it.
+static FORGETTING: Mutex<()> = Mutex::new(());
+
 fn forget_dropped_modules() {
     if !ANY_DROPPED.load(Ordering::Acquire) {
         return;
     }
+    let _one_at_a_time = sync::lock(&FORGETTING);
     let paths = std::mem::take(&mut *sync::lock(&DROPPED));
-    ANY_DROPPED.store(false, Ordering::Release);
-    if let Ok(json) = serde_json::to_string(&paths) {
+    if !paths.is_empty()
+        && let Ok(json) = serde_json::to_string(&paths)
+    {
         let _ = python::forget(&json);
     }
+    let dropped = sync::lock(&DROPPED);
+    ANY_DROPPED.store(!dropped.is_empty(), Ordering::Release);
 }
 
 /// `host.py`'s requests and notices (SPEC §9): answered with the callbacks of the

@@ -80,9 +80,10 @@ pub(crate) enum Report {
 /// What lcp sends on a call connection.
 #[derive(Serialize, Deserialize)]
 pub(crate) enum ToWorker {
-    /// A job, and the files whose modules to drop before it (changed since the last
-    /// job this worker was sent).
-    Call(Job, Vec<WirePath>),
+    /// A job, and the files whose modules to drop before it: every change not yet
+    /// known to be applied, each with its sequence number (the worker applies each
+    /// number once, whichever of its calls brings it first).
+    Call(Job, Vec<(u64, WirePath)>),
     /// The answer to the call's last [`FromWorker::Ask`].
     Answer(HostAnswer),
 }
@@ -90,7 +91,7 @@ pub(crate) enum ToWorker {
 /// [`ToWorker::Call`] as it is sent: the job borrowed, the same JSON.
 #[derive(Serialize)]
 enum Sending<'a> {
-    Call(&'a Job, Vec<WirePath>),
+    Call(&'a Job, Vec<(u64, WirePath)>),
 }
 
 /// What a worker sends on a call connection.
@@ -153,8 +154,9 @@ struct Slot {
 struct Worker {
     pid: libc::pid_t,
     control: OwnedFd,
-    /// Files whose modules it must drop before its next call.
-    stale: Mutex<Vec<WirePath>>,
+    /// Files whose modules it must drop before its next calls, by sequence number:
+    /// sent with every call until a call that carried them has come back.
+    stale: Mutex<Vec<(u64, WirePath)>>,
     idle: Mutex<Vec<Connection>>,
     /// Why lcp ended it, when it did.
     ended_by_lcp: Mutex<Option<String>>,
@@ -250,8 +252,10 @@ impl Pool {
 
     /// Every worker drops the modules of these files, before its next call.
     pub(crate) fn forget(&self, files: Vec<WirePath>) {
+        static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let sequence = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
         for slot in &self.inner.lock().slots {
-            sync::lock(&slot.worker.stale).extend(files.iter().cloned());
+            sync::lock(&slot.worker.stale).extend(files.iter().map(|file| (sequence, file.clone())));
         }
     }
 
@@ -538,13 +542,20 @@ impl Inner {
     ) -> Attempt {
         let mut journal = Journal::default();
         let sent = worker.connection().and_then(|mut connection| {
-            let stale = std::mem::take(&mut *sync::lock(&worker.stale));
+            let stale = sync::lock(&worker.stale).clone();
             let stream = connection.stream().try_clone().ok();
             sync::lock(&worker.running).push(Running { id: job.id, function: job.function.clone(), stream });
-            connection.send(&Sending::Call(job, stale)).ok().map(|()| connection)
+            connection.send(&Sending::Call(job, stale.clone())).ok().map(|()| (connection, stale))
         });
         let attempt = match sent {
-            Some(connection) => self.follow(worker, connection, &mut journal, job, callbacks, timeout, cancel),
+            Some((connection, stale)) => {
+                let attempt = self.follow(worker, connection, &mut journal, job, callbacks, timeout, cancel);
+                // The worker applied what this call carried before running it.
+                if let (Attempt::Done(_), Some(carried)) = (&attempt, stale.iter().map(|(n, _)| *n).max()) {
+                    sync::lock(&worker.stale).retain(|(n, _)| *n > carried);
+                }
+                attempt
+            }
             None => {
                 // The job never reached the worker: it is dead, and another one runs it.
                 worker.kill("it could not take a call");

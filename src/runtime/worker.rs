@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::channel::{self, Connection};
-use super::engine::{self, Engine};
+use super::engine::{self, Engine, WirePath};
 use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Notice, Offered, refused};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Report, ToWorker, WORKER_ARGUMENT};
 use super::{Confirmation, capture, process_tree, python};
@@ -183,6 +183,23 @@ static RUNNING: AtomicUsize = AtomicUsize::new(0);
 /// A tool closed one of fds 0–2: the worker ends once its calls are done.
 static RETIRING: AtomicBool = AtomicBool::new(false);
 
+/// The last change (see [`ToWorker::Call`]) whose modules this worker dropped.
+static APPLIED: Mutex<u64> = Mutex::new(0);
+
+/// Marks the modules of the changes not applied yet, before the call that brought
+/// them runs; a call that arrives on another connection at the same moment waits.
+fn apply_stale(stale: Vec<(u64, WirePath)>) {
+    let mut applied = sync::lock(&APPLIED);
+    let last = *applied;
+    let fresh: Vec<WirePath> = stale.iter().filter(|(n, _)| *n > last).map(|(_, file)| file.clone()).collect();
+    if let Some(newest) = stale.iter().map(|(n, _)| *n).max() {
+        *applied = newest.max(last);
+    }
+    if !fresh.is_empty() {
+        engine::drop_modules(fresh);
+    }
+}
+
 fn serve(engine: &'static Engine, stream: UnixStream) {
     let _thread_state = python::ThreadState::keep();
     let Ok(writer) = stream.try_clone() else { return };
@@ -195,9 +212,7 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         let next = sync::lock(&link.reader).recv::<ToWorker>(None);
         let job = match next {
             Ok(Some(ToWorker::Call(job, stale))) => {
-                if !stale.is_empty() {
-                    engine::drop_modules(stale);
-                }
+                apply_stale(stale);
                 job
             }
             Ok(Some(ToWorker::Answer(_))) => continue,

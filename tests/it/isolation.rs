@@ -376,3 +376,49 @@ fn under_lcp_serve_a_worker_stands_by_and_the_call_after_a_crash_runs_in_it() {
     assert_eq!(children_of(server.pid()).iter().filter(|&&(pid, _)| pid == after).count(), 1);
     server.finish();
 }
+
+/// Calls `tool_version` from `count` threads at once (each waits a little, so every
+/// worker takes one); the versions and worker process ids they saw.
+fn versions_at_once(runtime: &Runtime, registry: &Registry, count: usize) -> Vec<(String, u64)> {
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..count)
+            .map(|_| {
+                scope.spawn(|| {
+                    let result = runtime.call(registry, "tool_version", &json!({"wait": 0.4}), &CallOptions::default());
+                    assert!(result.ok, "{result:?}");
+                    (result.output["version"].as_str().unwrap().to_string(), result.output["pid"].as_u64().unwrap())
+                })
+            })
+            .collect();
+        calls.into_iter().map(|call| call.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn a_catalog_rescan_that_changes_a_file_is_seen_by_the_next_call_in_every_worker() {
+    let dir = temp_dir("worker-rescan");
+    let version = |text: &str| {
+        let code = format!(
+            "import os, time\n\nVERSION = {text:?}\n\n\ndef tool_version(wait: float = 0.0) -> dict:\n    \"\"\"The version.\"\"\"\n    time.sleep(wait)\n    return {{\"version\": VERSION, \"pid\": os.getpid()}}\n"
+        );
+        write(&dir.join("version.py"), code);
+    };
+    version("one");
+    let runtime = workers(2);
+    let mut catalog = lcp::runtime::catalog::Catalog::load(
+        &runtime,
+        Sources { folders: vec![dir.clone()], files: vec![] },
+        Options::default(),
+    );
+    let before = versions_at_once(&runtime, catalog.registry(), 4);
+    let pids: std::collections::BTreeSet<u64> = before.iter().map(|(_, pid)| *pid).collect();
+    assert_eq!(pids.len(), 2, "both workers loaded the module: {before:?}");
+    assert!(before.iter().all(|(v, _)| v == "one"), "{before:?}");
+
+    version("second, longer");
+    assert_eq!(catalog.rescan().changed, [dir.join("version.py")]);
+    let after = versions_at_once(&runtime, catalog.registry(), 4);
+    let pids_after: std::collections::BTreeSet<u64> = after.iter().map(|(_, pid)| *pid).collect();
+    assert_eq!(pids_after, pids, "the same workers answered: {after:?}");
+    assert!(after.iter().all(|(v, _)| v == "second, longer"), "every worker reads the new file: {after:?}");
+}

@@ -668,7 +668,8 @@ fn rescan_rereads_changed_files_and_keeps_modules_of_unchanged_files_loaded() {
     let dir = temp_dir("runtime-rescan");
     counter_library(&dir);
     let runtime = runtime();
-    let mut catalog = Catalog::load(Sources { folders: vec![dir.clone()], files: vec![] }, Options::default());
+    let mut catalog =
+        Catalog::load(&runtime, Sources { folders: vec![dir.clone()], files: vec![] }, Options::default());
     assert_eq!(output(call(&runtime, catalog.registry(), "tool_count", json!({}))), 1);
     assert_eq!(output(call(&runtime, catalog.registry(), "tool_version", json!({}))), "one");
 
@@ -698,7 +699,8 @@ fn runtime_rescan_of_a_plain_registry_drops_the_modules_of_changed_files() {
 #[test]
 fn mount_tool_library_adds_a_library_by_name_or_path() {
     let runtime = runtime();
-    let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
+    let mut catalog =
+        Catalog::load(&runtime, Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
     let names = catalog.mount_tool_library("text_utils").unwrap();
     assert!(names.contains(&"tool_text_statistics".to_string()), "{names:?}");
     assert_eq!(catalog.mount_tool_library("text_utils").unwrap(), names, "mounting again changes nothing");
@@ -721,7 +723,9 @@ const DYNAMIC: &str = "def tool_dyn_add(a: int, b: int = 1) -> int:\n    \"\"\"A
 
 #[test]
 fn register_tool_from_code_is_refused_unless_the_host_enables_it() {
-    let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
+    let runtime = runtime();
+    let mut catalog =
+        Catalog::load(&runtime, Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
     let refused = catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap_err();
     assert_eq!(refused, CatalogError::DynamicToolsDisabled);
     let refused = refused.to_string();
@@ -732,7 +736,8 @@ fn register_tool_from_code_is_refused_unless_the_host_enables_it() {
 #[test]
 fn register_tool_from_code_adds_tools_that_validate_and_run() {
     let runtime = runtime();
-    let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
+    let mut catalog =
+        Catalog::load(&runtime, Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
     catalog.allow_dynamic_tools(true);
     assert_eq!(catalog.register_tool_from_code("tool_dyn_", DYNAMIC).unwrap(), ["tool_dyn_add"]);
     assert_eq!(output(call(&runtime, catalog.registry(), "tool_dyn_add", json!({"a": 2}))), 3);
@@ -752,7 +757,8 @@ fn register_tool_from_code_adds_tools_that_validate_and_run() {
 #[test]
 fn unregister_tools_by_prefix_forgets_dynamic_tools_and_hides_file_tools() {
     let runtime = runtime();
-    let mut catalog = Catalog::load(Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
+    let mut catalog =
+        Catalog::load(&runtime, Sources { folders: vec![folder("rejected")], files: vec![] }, Options::default());
     catalog.allow_dynamic_tools(true);
     catalog.register_tool_from_code("tool_gone_", "def tool_gone_one() -> int:\n    return 1\n").unwrap();
     assert_eq!(catalog.unregister_tools_by_prefix("tool_gone_"), ["tool_gone_one"]);
