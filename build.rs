@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::{env, fs};
 
 fn main() {
+    #[cfg(feature = "python")]
     python();
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let folder = root.join("default_tools");
@@ -44,10 +45,11 @@ fn collect(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
     }
 }
 
-/// The interpreter is the one pyo3 was configured with: `$PYO3_PYTHON`, which
+/// (With the `python` feature.) The interpreter is the one pyo3 was configured with: `$PYO3_PYTHON`, which
 /// `.cargo/config.toml` points at `.cargo/python3` (pyenv's, else the PATH's) unless the
 /// environment sets it. An interpreter without a shared libpython cannot be embedded
 /// by path, so it is refused here with what to do instead.
+#[cfg(feature = "python")]
 fn python() {
     let config = pyo3_build_config::get();
     let executable =

@@ -21,10 +21,13 @@
 //! - [`testlane`]: `lcp test`, each tool called once per representative payload (SPEC §13).
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //! - [`path_json`]: how a path (UTF-8 or not) is written in JSON, losslessly.
+//!   [`suggest`]: the names near a name an unknown one is told.
 //!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
 //! never a panic. Nothing in this crate runs Python while discovering tools: only
-//! [`runtime`] does, when a tool or a prompt provider is asked for.
+//! [`runtime`] does, when a tool or a prompt provider is asked for. The cargo feature
+//! `python` (on by default) is what runs tools: `runtime`'s `Runtime`, `mcp` and
+//! `testlane`; without it the crate discovers, checks and exports and links no Python.
 
 #![deny(missing_docs)]
 
@@ -35,6 +38,7 @@ pub mod diag;
 pub mod docstring;
 pub mod export;
 pub mod extract;
+#[cfg(feature = "python")]
 pub mod mcp;
 pub mod path_json;
 pub mod policy;
@@ -45,6 +49,8 @@ pub mod scan;
 pub mod schema;
 pub mod shown;
 pub mod source;
+pub mod suggest;
 mod sync;
+#[cfg(feature = "python")]
 pub mod testlane;
 pub mod view;

@@ -14,7 +14,6 @@ use serde_json::Value;
 
 use crate::config::{ConfigError, Located, pointer};
 use crate::registry::Registry;
-use crate::runtime;
 
 /// The name of the empty profile (seed 000): no tools but `--extra-tools`.
 pub const NONE: &str = "none";
@@ -394,7 +393,8 @@ pub fn select(profile: &Profile, registry: &Registry) -> Selection {
     for entry in &profile.entries {
         let (alias, tool) = (&entry.alias, &entry.tool);
         if registry.tool(tool).is_none() {
-            let close: Vec<String> = runtime::closest_names(registry, tool).iter().map(|n| format!("`{n}`")).collect();
+            let close: Vec<String> =
+                crate::suggest::closest_names(registry, tool).iter().map(|n| format!("`{n}`")).collect();
             let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
             let message = if alias == tool {
                 format!("`{tool}` is not a tool{hint}")

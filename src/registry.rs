@@ -151,6 +151,7 @@ impl Registry {
 
     /// This registry with only the tools `keep` accepts; a library that keeps all of
     /// its tools is shared, not copied.
+    #[cfg(feature = "python")]
     pub(crate) fn retaining(&self, keep: impl Fn(&Library, &Tool) -> bool) -> Registry {
         let libraries = self
             .libraries

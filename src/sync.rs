@@ -3,6 +3,9 @@
 //! in lcp leaves its data whole between steps, so the data of a poisoned lock is used
 //! as it is.
 
+// Most of these serve the runtime (the `python` feature); discovery takes `lock` alone.
+#![cfg_attr(not(feature = "python"), allow(dead_code, unused_imports))]
+
 use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Locks `mutex`, poisoned or not.

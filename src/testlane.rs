@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 use crate::extract::Tool;
 use crate::registry::Registry;
 use crate::runtime::host_objects::{Answer, Callbacks, Model};
-use crate::runtime::{self, CallOptions, Confirmation, Runtime, ToolResult, validate};
+use crate::runtime::{CallOptions, Confirmation, Runtime, ToolResult, validate};
 use crate::view::View;
 
 /// The key of an example that names files to create in the scratch workspace.
@@ -418,7 +418,7 @@ fn call(
     let options = CallOptions { workspace: Some(workspace.path.clone()), timeout, callbacks, ..CallOptions::default() };
     // The payload is checked above, once: the call does not check it again.
     let Some((library, tool)) = registry.tool(real) else {
-        return (ToolResult::failure(runtime::unknown_tool(registry, real)), None);
+        return (ToolResult::failure(crate::suggest::unknown_tool(registry, real)), None);
     };
     let mut result = runtime.call_checked(library, tool, &payload.args, &options);
     validate::check_result(&mut result, tool);

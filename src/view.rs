@@ -15,7 +15,6 @@ use crate::extract::Library;
 use crate::policy::Grade;
 use crate::profile::{self, Profile, Selection};
 use crate::registry::Registry;
-use crate::runtime;
 
 /// The tools a host shows.
 #[derive(Debug, Clone, Default)]
@@ -152,7 +151,7 @@ pub fn admit(registry: &Registry, config: &Config, profile: Option<&Profile>, na
         None => name.to_string(),
     };
     let Some((_, found)) = registry.tool(&tool) else {
-        return Admission::Unknown(runtime::unknown_tool(registry, name));
+        return Admission::Unknown(crate::suggest::unknown_tool(registry, name));
     };
     match config.policy.forbids(name, &config.declared(found)) {
         Some(rule) => Admission::Refused(rule),

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{CheckFormat, ProfileAction, columns, load_host, pretty, print_problems, print_stdout};
 use crate::policy::Grade;
 use crate::profile::{self, Profile};
-use crate::{runtime, view};
+use crate::view;
 
 /// `lcp profile list | info | create` (SPEC §11).
 pub(super) fn run(action: ProfileAction) -> Result<ExitCode, String> {
@@ -110,7 +110,7 @@ pub(super) fn run(action: ProfileAction) -> Result<ExitCode, String> {
             }
             for tool in &tools {
                 if registry.tool(tool).is_none() {
-                    return Err(runtime::unknown_tool(&registry, tool));
+                    return Err(crate::suggest::unknown_tool(&registry, tool));
                 }
             }
             let folder = config.kits_folder();

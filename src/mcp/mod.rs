@@ -83,8 +83,7 @@ pub struct Settings {
     pub allow_unauthenticated: bool,
 }
 
-/// The default bound of a result's text sent to the client (`--max-output`), in bytes.
-pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
+pub use crate::runtime::DEFAULT_MAX_OUTPUT;
 
 /// Serves until the client closes stdin (stdio) or the process is stopped (HTTP).
 pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {

@@ -391,8 +391,9 @@ impl<'s> Checker<'s> {
                 None => match additional {
                     Some(Value::Bool(false)) if self.at_parameters(path) => {
                         let known = properties.map(|p| p.keys().map(String::as_str)).into_iter().flatten();
-                        let close = super::closest(name, known, |_| None);
-                        self.problems.push(format!("unknown parameter `{name}`{}", super::did_you_mean(&close)));
+                        let close = crate::suggest::closest(name, known, |_| None);
+                        self.problems
+                            .push(format!("unknown parameter `{name}`{}", crate::suggest::did_you_mean(&close)));
                     }
                     Some(Value::Bool(false)) => self.problem(path, format!("unknown field `{name}`")),
                     Some(extra) => self.value(extra, item, &At::Field(path, name)),

@@ -232,3 +232,39 @@ fn the_build_finds_pyenvs_python_first_and_only_one_with_a_shared_libpython() {
     assert!(message.contains("PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install"), "{message}");
     assert!(message.contains("PYO3_PYTHON=/path/to/python3"), "{message}");
 }
+
+/// `cargo build --no-default-features`: discovery, checks and exports with no pyo3 and
+/// no libpython (SPEC's first invariant as a fact of the build), the same exports as
+/// the default build, and the commands that run tools refused, naming the feature.
+#[test]
+fn the_build_without_the_python_feature_exports_the_same_and_refuses_to_run_tools() {
+    let target = target_dir().join("no-python");
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--no-default-features", "--jobs", "1", "--bin", "lcp", "--manifest-path"])
+        .arg(root().join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .expect("cargo runs");
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let binary = target.join("debug/lcp");
+    let linked = Command::new("ldd").arg(&binary).output().expect("ldd runs");
+    let linked = String::from_utf8_lossy(&linked.stdout);
+    assert!(!linked.is_empty() && !linked.contains("libpython"), "{linked}");
+    let static_lcp = |args: &[&str]| Command::new(&binary).args(args).current_dir(root()).output().unwrap();
+
+    for format in ["manifest", "openai", "gemini", "mcp"] {
+        let args = ["export", "--static", "--format", format, "fixtures/conformance", "fixtures/rich"];
+        let without = static_lcp(&args);
+        assert!(without.status.success(), "{format}: {}", String::from_utf8_lossy(&without.stderr));
+        assert_eq!(without.stdout, lcp(&args).stdout, "{format}: the same export");
+    }
+    let check = static_lcp(&["check", "fixtures/conformance"]);
+    assert_eq!(check.status.code(), lcp(&["check", "fixtures/conformance"]).status.code());
+    for command in [&["call", "tool_add", "--args", "{}"][..], &["serve"], &["test"]] {
+        let refused = static_lcp(command);
+        assert_eq!(refused.status.code(), Some(2), "{command:?}");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains("built without the `python` feature"), "{command:?}: {said}");
+    }
+}

@@ -1,0 +1,353 @@
+//! [`Runtime`]: the host API over the embedded CPython (the `python` feature). It
+//! looks a tool up, validates its arguments and hands a self-contained job to where
+//! tools run: this process's interpreter (`engine`) or supervised worker processes
+//! (`supervisor`). Owns call ids and the runtime's host callbacks; never touches pyo3
+//! itself (`python` does).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::engine::{self, Engine, Job, Kind, WirePath};
+use super::host_objects::{self, Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
+use super::{
+    CallOptions, ConfirmRequest, Confirmation, Isolation, RuntimeConfig, RuntimeError, ToolResult, capture,
+    library_key, process_tree, python, supervisor, validate, workspace,
+};
+use crate::diag::{Diagnostic, Level};
+use crate::extract::{Library, Tool};
+use crate::registry::{Changes, Descriptions, Registry};
+use crate::sync;
+
+/// Runs the tools of a registry, in worker processes or in this process (see
+/// [`Isolation`]).
+///
+/// In this process, the interpreter and the loaded libraries belong to the process:
+/// every in-process `Runtime` shares them, and each library is imported and
+/// initialised once per process, with the configuration of the runtime that first
+/// loads it. Each worker process likewise loads a library once, on its first call
+/// there. Each runtime has its own host callbacks (confirm handler, user interaction
+/// handler, model, progress and log handlers), used for the calls it makes unless a
+/// call brings its own. Relative paths (of tool files and workspaces) are
+/// taken from the working directory the runtime was created in.
+///
+/// Calls may come from many threads. While an in-process call runs, the process's
+/// fd 1 points at lcp's capture: a host that writes to its standard output while
+/// tools may run writes through [`Runtime::claim_stdout`].
+///
+/// ```
+/// use lcp::registry::{Options, Registry, Sources};
+/// use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
+/// use serde_json::json;
+///
+/// let folder = std::env::temp_dir().join(format!("lcp-doc-runtime-{}", std::process::id()));
+/// std::fs::create_dir_all(&folder)?;
+/// let code = "def tool_add(a: int, b: int = 1) -> int:\n    \"\"\"Adds.\"\"\"\n    return a + b\n";
+/// std::fs::write(folder.join("math.py"), code)?;
+/// let registry = Registry::load(&Sources { folders: vec![folder], files: vec![] }, &Options::default());
+///
+/// let runtime = Runtime::new(RuntimeConfig::default())?;
+/// let result = runtime.call(&registry, "tool_add", &json!({"a": 2, "b": 3}), &CallOptions::default());
+/// assert!(result.ok, "{result:?}");
+/// assert_eq!(result.output, json!(5));
+///
+/// // Arguments the schema refuses never reach Python.
+/// let refused = runtime.call(&registry, "tool_add", &json!({"a": "two"}), &CallOptions::default());
+/// assert!(!refused.ok);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Runtime {
+    config: RuntimeConfig,
+    base: PathBuf,
+    callbacks: RwLock<Callbacks>,
+    place: Place,
+}
+
+/// Where this runtime's calls run.
+enum Place {
+    InProcess(Engine),
+    Workers(supervisor::Pool),
+}
+
+/// Call ids, unique in this process (and so in each of its workers).
+static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
+
+impl Runtime {
+    /// Starts the interpreter (once per process) or gets worker processes ready to
+    /// start, and adds the virtual environment's site-packages. Runs no tool code.
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        let base = std::env::current_dir().map_err(|err| RuntimeError::WorkingDirectory(err.to_string()))?;
+        let site_packages = match &config.venv {
+            Some(venv) => Some(site_packages(&base.join(venv))?.to_string_lossy().into_owned()),
+            None => None,
+        };
+        let settings = engine::Settings {
+            libraries: config.libraries.clone(),
+            autonomy_level: config.autonomy_level.clone(),
+            injected: config.injected.clone(),
+            site_packages,
+        };
+        let place = match &config.isolation {
+            Isolation::InProcess => Place::InProcess(Engine::start(settings, None).map_err(RuntimeError::Python)?),
+            Isolation::Workers(workers) => {
+                Place::Workers(supervisor::Pool::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
+            }
+        };
+        Ok(Runtime { config, base, callbacks: RwLock::default(), place })
+    }
+
+    /// Starts a worker process ahead of the first call, in the background (with
+    /// worker processes; nothing otherwise).
+    pub fn warm_up(&self) {
+        if let Place::Workers(pool) = &self.place {
+            pool.warm_up();
+        }
+    }
+
+    /// Ends the worker processes and waits for them (with worker processes; nothing
+    /// otherwise). Calls made after fail. Dropping the runtime does the same.
+    pub fn shutdown(&self) {
+        if let Place::Workers(pool) = &self.place {
+            pool.close();
+        }
+    }
+
+    /// Registers the confirm handler, and calls `set_confirm_handler` again on every
+    /// loaded library that defines it. Returns the hooks that failed (in-process; a
+    /// worker reports them on its standard error).
+    pub fn set_confirm_handler(
+        &self,
+        handler: impl Fn(&ConfirmRequest) -> Confirmation + Send + Sync + 'static,
+    ) -> Vec<Diagnostic> {
+        sync::write(&self.callbacks).confirm = Some(Arc::new(handler));
+        match &self.place {
+            Place::InProcess(engine) => engine.rebind(),
+            Place::Workers(pool) => {
+                pool.rebind();
+                Vec::new()
+            }
+        }
+    }
+
+    /// Registers the handler of what tools ask the user (`user_interaction_handler`,
+    /// SPEC §9). Without one, such a request raises an error in the tool.
+    pub fn set_user_interaction_handler(&self, handler: impl Fn(&Interaction) -> Answer + Send + Sync + 'static) {
+        sync::write(&self.callbacks).interact = Some(Arc::new(handler));
+    }
+
+    /// Registers the model `generate_text` asks (SPEC §9); `vision`: whether images
+    /// may be sent. Without one, `generate_text` raises an error that says so.
+    pub fn set_model(
+        &self,
+        generate: impl Fn(&Generation) -> Result<String, String> + Send + Sync + 'static,
+        vision: bool,
+    ) {
+        sync::write(&self.callbacks).model = Some(Model { generate: Arc::new(generate), vision });
+    }
+
+    /// Registers what hears `tool_context.emit_progress` (SPEC §9).
+    pub fn set_progress_handler(&self, handler: impl Fn(&Progress) + Send + Sync + 'static) {
+        sync::write(&self.callbacks).progress = Some(Arc::new(handler));
+    }
+
+    /// Registers what hears the records tools log (SPEC §9); without it they go to
+    /// the result's `stderr`.
+    pub fn set_log_handler(&self, handler: impl Fn(&LogRecord) + Send + Sync + 'static) {
+        sync::write(&self.callbacks).log = Some(Arc::new(handler));
+    }
+
+    /// Runs a tool: validates `args` against its schema (nothing runs when they are
+    /// invalid), loads its library on first use, converts the arguments, calls it.
+    pub fn call(&self, registry: &Registry, tool: &str, args: &Value, options: &CallOptions) -> ToolResult {
+        let Some((library, found)) = registry.tool(tool) else {
+            return ToolResult::failure(crate::suggest::unknown_tool(registry, tool));
+        };
+        let schema = found.parameters.value();
+        let meant = validate::as_meant(schema, args);
+        let args = meant.as_ref().unwrap_or(args);
+        let problems = validate::check(schema, args);
+        if !problems.is_empty() {
+            return ToolResult::failure(validate::report(tool, schema, &problems));
+        }
+        self.call_checked(library, found, args, options)
+    }
+
+    /// [`Runtime::call`] of `tool` of `library` with arguments the caller has already
+    /// checked against its schema: `lcp test` checks each payload itself, to say which
+    /// payload was invalid and where it came from.
+    pub(crate) fn call_checked(
+        &self,
+        library: &Library,
+        tool: &Tool,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
+        let rerun = tool.policy.idempotent == Some(true) || tool.policy.read_only == Some(true);
+        self.run(library, &tool.name, Kind::Tool, args, options, options.timeout, rerun)
+    }
+
+    /// Asks every tool's prompt provider for its description (SPEC §2): the
+    /// descriptions to lay over the static ones, and a warning for each provider that
+    /// failed (its tool keeps its static description).
+    pub fn prompt_descriptions(&self, registry: &Registry, options: &CallOptions) -> (Descriptions, Vec<Diagnostic>) {
+        let (mut descriptions, mut diagnostics) = (Descriptions::default(), Vec::new());
+        for (library, tool) in registry.tools() {
+            let Some(provider) = &tool.prompt_provider else { continue };
+            match self.provide(library, provider, options) {
+                Ok(text) => descriptions.insert(tool.name.clone(), text),
+                Err(err) => diagnostics.push(Diagnostic::new(
+                    &library.path,
+                    tool.line,
+                    1,
+                    Level::Warning,
+                    format!(
+                        "prompt provider `{provider}` failed, the static description of `{}` is kept: {err}",
+                        tool.name
+                    ),
+                )),
+            }
+        }
+        (descriptions, diagnostics)
+    }
+
+    /// The dynamic prompt of every library that has one (`tool_<stem>_prompt`).
+    pub fn library_prompts(
+        &self,
+        registry: &Registry,
+        options: &CallOptions,
+    ) -> (Vec<(PathBuf, String)>, Vec<Diagnostic>) {
+        let (mut prompts, mut diagnostics) = (Vec::new(), Vec::new());
+        for library in registry.libraries() {
+            let Some(provider) = &library.prompt_provider else { continue };
+            match self.provide(library, provider, options) {
+                Ok(text) => prompts.push((library.path.clone(), text)),
+                Err(err) => diagnostics.push(Diagnostic::at_file(
+                    &library.path,
+                    Level::Warning,
+                    format!("library prompt provider `{provider}` failed: {err}"),
+                )),
+            }
+        }
+        (prompts, diagnostics)
+    }
+
+    fn provide(&self, library: &Library, provider: &str, options: &CallOptions) -> Result<String, String> {
+        let timeout = options.timeout.or(self.config.provider_timeout);
+        let result = self.run(library, provider, Kind::Provider, &Value::Null, options, timeout, false);
+        match (result.ok, result.output) {
+            (true, Value::String(text)) if !text.trim().is_empty() => Ok(text),
+            (true, _) => Err("it returned an empty description".to_string()),
+            (false, _) => Err(result.error.unwrap_or_default()),
+        }
+    }
+
+    /// Drops the loaded modules of these files; their next call imports them again
+    /// (in every worker).
+    pub fn forget(&self, files: &[PathBuf]) {
+        let files: Vec<WirePath> = files.iter().map(|path| absolute(&self.base, path)).collect();
+        match &self.place {
+            Place::InProcess(_) => engine::drop_modules(files),
+            Place::Workers(pool) => pool.forget(files),
+        }
+    }
+
+    /// Rescans the registry (SPEC §6) and drops the loaded modules of the files that
+    /// changed or went away; modules of unchanged files stay loaded. A [`super::catalog::Catalog`]
+    /// does this by itself.
+    pub fn rescan(&self, registry: &mut Registry) -> Changes {
+        let changes = registry.rescan();
+        self.forget(&changes.changed);
+        self.forget(&changes.removed);
+        changes
+    }
+
+    /// Evaluates a Python expression in this process's interpreter (started if it
+    /// was not) and returns its `repr()`: for diagnostics (`sys.prefix`) and
+    /// measurements, not for tools.
+    pub fn eval(&self, expression: &str) -> Result<String, RuntimeError> {
+        python::start(|_| String::new(), workspace::before_chdir, None).map_err(RuntimeError::Python)?;
+        python::eval_repr(expression).map_err(RuntimeError::Evaluation)
+    }
+
+    /// Makes this process adopt the orphans of what tools start (a child subreaper),
+    /// so that those a crashed worker's tools left are ended with it, and none
+    /// outlives the runtime's end. For a program whose only children are its
+    /// runtime's workers (`lcp serve`, `lcp call`): another child's orphans would be
+    /// ended too.
+    pub fn adopt_orphans() {
+        process_tree::become_subreaper();
+    }
+
+    /// Takes the real standard output for the whole process (see `capture`): from
+    /// now on fd 1 never reaches it, and the returned file is the only way to it.
+    pub fn claim_stdout() -> std::io::Result<File> {
+        capture::claim()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        library: &Library,
+        function: &str,
+        kind: Kind,
+        args: &Value,
+        options: &CallOptions,
+        timeout: Option<Duration>,
+        rerun: bool,
+    ) -> ToolResult {
+        let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
+        let job = Job {
+            id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
+            kind,
+            file: absolute(&self.base, &library.path),
+            package: library.package.as_deref().map(|dir| absolute(&self.base, dir)),
+            library: library_key(library),
+            function: function.to_string(),
+            args: args.clone(),
+            workspace: options.workspace.as_deref().map(|dir| WirePath(self.base.join(dir))),
+            host: callbacks.offered(options.log_level.unwrap_or(host_objects::level::INFO)),
+            rerun,
+            max_output: options.max_output,
+        };
+        match &self.place {
+            Place::InProcess(engine) => {
+                let mut result = engine.run(&job, callbacks, timeout);
+                if let Some(max) = job.max_output {
+                    result.bound(max);
+                }
+                result
+            }
+            // A worker cuts the output before it sends it.
+            Place::Workers(pool) => pool.run(&job, callbacks, timeout, options.cancel.as_ref()),
+        }
+    }
+}
+
+/// `path` from `base`, without `.` components: the key of a file's module.
+pub(crate) fn absolute(base: &Path, path: &Path) -> WirePath {
+    WirePath(base.join(path).components().collect::<PathBuf>())
+}
+
+/// `VENV/lib/pythonX.Y/site-packages` for the interpreter lcp embeds.
+fn site_packages(venv: &Path) -> Result<PathBuf, RuntimeError> {
+    let site = venv.join("lib").join(format!("python{}", python::VERSION)).join("site-packages");
+    if site.is_dir() {
+        Ok(site)
+    } else {
+        let message = format!(
+            "not a virtual environment for Python {} (no {})",
+            python::VERSION,
+            site.strip_prefix(venv).unwrap_or(&site).display()
+        );
+        Err(RuntimeError::Venv { path: venv.to_path_buf(), message })
+    }
+}
+
+/// The interpreter lcp embeds: `(executable, major.minor)`.
+pub fn python_build() -> (&'static str, &'static str) {
+    (python::EXECUTABLE, python::VERSION)
+}

@@ -1,0 +1,140 @@
+//! What a host decides before any tool runs: the runtime's configuration, where tools
+//! run ([`Isolation`]), how worker processes are bounded, and why a runtime could not
+//! start. Plain data, built without the `python` feature too (the config file reads
+//! it); never starts an interpreter or a process.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::extract::{self, Library};
+
+/// What the host sets up once. Every field has a default.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Configuration handed to each library's `init_tools_library`, by library key
+    /// ([`library_key`]): the folder name of a library folder, else the file stem.
+    /// `autonomy_level` and `confirm_handler` are added to it. Default: none.
+    pub libraries: BTreeMap<String, Map<String, Value>>,
+    /// `autonomy_level` given to every library. Default: `"safe"`.
+    pub autonomy_level: String,
+    /// A virtual environment whose site-packages tools may import. Default: the
+    /// active one, `$VIRTUAL_ENV`, if set.
+    pub venv: Option<PathBuf>,
+    /// Parameter names the host injects (left out of schemas); a tool that requires
+    /// one gets `None`. Default: [`extract::DEFAULT_INJECTED`].
+    pub injected: Vec<String>,
+    /// Time limit for each prompt provider in [`Runtime::prompt_descriptions`](super::Runtime::prompt_descriptions). Default: 10 s.
+    pub provider_timeout: Option<Duration>,
+    /// Where tools run. Default: [`Isolation::InProcess`], since worker processes need
+    /// a program that serves them ([`WorkerSettings::program`]); the `lcp` command
+    /// line uses workers unless given `--in-process`.
+    pub isolation: Isolation,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            libraries: BTreeMap::new(),
+            autonomy_level: "safe".to_string(),
+            venv: std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()).map(PathBuf::from),
+            injected: extract::default_injected(),
+            provider_timeout: Some(Duration::from_secs(10)),
+            isolation: Isolation::InProcess,
+        }
+    }
+}
+
+/// Where tools run (SPEC §8).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Isolation {
+    /// In this process's interpreter: the fastest calls, for tools the host trusts. A
+    /// tool that ends its process ends the host, and a time limit cannot stop a tool
+    /// blocked in C code.
+    InProcess,
+    /// In supervised worker processes: whatever a tool does to its process is one
+    /// failed call, and time limits and cancellation always stop it.
+    Workers(WorkerSettings),
+}
+
+/// How worker processes are started and bounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerSettings {
+    /// The program started as a worker, as `PROGRAM __worker`: an `lcp` binary, or a
+    /// host binary that calls [`worker::main`] when given that argument.
+    pub program: PathBuf,
+    /// How many worker processes may run at once; calls beyond that share them (a
+    /// worker runs several calls of the same workspace at a time). At least 1.
+    pub workers: usize,
+    /// Each worker's memory (its data segment) is capped at this many MiB.
+    pub memory_limit_mib: Option<u64>,
+    /// Keep one idle worker started ahead of need while there are fewer than
+    /// `workers`: a call then does not wait for a worker to start, not even right after
+    /// one died. Costs one idle interpreter; `lcp serve` keeps one, a single `lcp call`
+    /// does not.
+    pub standby: bool,
+}
+
+impl WorkerSettings {
+    /// Workers of `program`, one per core, without a memory cap or a standby.
+    pub fn new(program: impl Into<PathBuf>) -> WorkerSettings {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        WorkerSettings { program: program.into(), workers: cores, memory_limit_mib: None, standby: false }
+    }
+
+    /// Workers of the running executable (which must serve `__worker`, as `lcp` does).
+    pub fn this_program() -> Result<WorkerSettings, RuntimeError> {
+        let program = std::env::current_exe()
+            .map_err(|err| RuntimeError::Workers(format!("cannot find lcp's own executable: {err}")))?;
+        Ok(WorkerSettings::new(program))
+    }
+}
+
+/// The key of a library's configuration: its folder's name for a library folder,
+/// else the file stem.
+pub fn library_key(library: &Library) -> String {
+    library
+        .package
+        .as_deref()
+        .and_then(Path::file_name)
+        .map_or_else(|| library.stem.clone(), |name| name.to_string_lossy().into_owned())
+}
+
+/// Why a [`Runtime`](super::Runtime) could not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The working directory, which relative paths are taken from, cannot be read.
+    WorkingDirectory(String),
+    /// [`RuntimeConfig::venv`] is not a virtual environment for the embedded Python.
+    Venv {
+        /// The folder given.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The embedded interpreter or `host.py` could not start: the message, with
+    /// Python's traceback when there is one.
+    Python(String),
+    /// Worker processes cannot be started ([`Isolation::Workers`]).
+    Workers(String),
+    /// [`Runtime::eval`](super::Runtime::eval)'s expression raised: Python's message.
+    Evaluation(String),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::WorkingDirectory(message) => write!(f, "cannot read the working directory: {message}"),
+            RuntimeError::Venv { path, message } => write!(f, "{}: {message}", path.display()),
+            RuntimeError::Python(message) | RuntimeError::Workers(message) | RuntimeError::Evaluation(message) => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
