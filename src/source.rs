@@ -213,7 +213,7 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
     Ok(hidden)
 }
 
-/// The estimate of [`check_nesting`], taken on the tokens of a parsed file: strings
+/// The estimate of `check_nesting`, taken on the tokens of a parsed file: strings
 /// are single tokens and the code of their replacement fields is tokens too, so
 /// nothing is out of sight; an operator counts once, an indentation level once.
 pub fn check_token_nesting(text: &str, tokens: &[Token]) -> Result<(), SourceError> {

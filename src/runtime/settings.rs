@@ -64,7 +64,7 @@ pub enum Isolation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerSettings {
     /// The program started as a worker, as `PROGRAM __worker`: an `lcp` binary, or a
-    /// host binary that calls [`worker::main`] when given that argument.
+    /// host binary that calls [`worker::main`](super::worker::main) when given that argument.
     pub program: PathBuf,
     /// How many worker processes may run at once; calls beyond that share them (a
     /// worker runs several calls of the same workspace at a time). At least 1.

@@ -469,7 +469,7 @@ macro_rules! json {
 }
 pub(crate) use json;
 
-/// A literal in [`json!`]: a string is borrowed.
+/// A literal in `json!`: a string is borrowed.
 pub trait Literal {
     /// The JSON value of the literal.
     fn value(self) -> Value;
