@@ -57,6 +57,18 @@ fn pid(runtime: &Runtime, registry: &Registry) -> u32 {
     result.output.as_u64().unwrap() as u32
 }
 
+/// Whether `path` appears within a minute (polled; a test's bounded wait for an event).
+fn wait_for_file(path: &Path) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
 fn alive(pid: u32) -> bool {
     // A zombie is not alive: it ran to its end and waits to be reaped.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -110,12 +122,16 @@ fn cancelling_a_call_blocked_in_c_ends_its_worker_and_the_next_call_gets_a_new_o
     let before = pid(&runtime, &registry);
     let cancel = Cancel::default();
     let cancelling = cancel.clone();
+    let started = temp_dir("cancel-blocked").join("started");
+    let marker = started.clone();
+    // Cancelled once the tool is inside the backtracking, not after a guessed delay.
     let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
+        assert!(wait_for_file(&marker), "the tool never started");
         cancelling.cancel();
     });
     let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
-    let result = runtime.call(&registry, "tool_backtrack", &json!({"length": 60}), &options);
+    let arguments = json!({"length": 60, "started": started.to_str().unwrap()});
+    let result = runtime.call(&registry, "tool_backtrack", &arguments, &options);
     canceller.join().unwrap();
     let error = result.error.as_deref().unwrap_or_default();
     assert!(error.contains("was cancelled") && error.contains("ended its worker process"), "{result:?}");
@@ -328,9 +344,10 @@ fn over_mcp_cancelling_a_call_blocked_in_c_ends_its_worker_and_the_server_goes_o
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "tool_pid", "arguments": {}}}),
     );
     let before = pid_of(server.response(2));
+    let started = temp_dir("mcp-cancel-blocked").join("started");
     server.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "tool_backtrack", "arguments": {"length": 60}}}));
-    std::thread::sleep(Duration::from_millis(200));
+        "params": {"name": "tool_backtrack", "arguments": {"length": 60, "started": started.to_str().unwrap()}}}));
+    assert!(wait_for_file(&started), "the tool never started");
     server.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}));
     // The call blocked in C is ended with its worker (a call sharing that worker
     // meanwhile would share its fate); then the next call gets a new worker.
