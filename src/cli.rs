@@ -105,8 +105,8 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
         /// Autonomy level given to the libraries [default: the config file's, else safe].
-        #[arg(long, value_name = "LEVEL", value_parser = crate::config::AUTONOMY_LEVELS)]
-        autonomy: Option<String>,
+        #[arg(long, value_name = "LEVEL", value_parser = autonomy_level)]
+        autonomy: Option<runtime::Autonomy>,
         /// Stop the tool after this many seconds.
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
@@ -379,6 +379,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Profile { action } => profiles::run(action),
     }
+}
+
+/// `--autonomy LEVEL`: one of [`runtime::Autonomy::NAMES`].
+fn autonomy_level(name: &str) -> Result<runtime::Autonomy, String> {
+    name.parse()
 }
 
 /// The usage error of a command that runs tools, in a build without Python.

@@ -43,17 +43,12 @@ use crate::diag::{Diagnostic, Level};
 use crate::extract::Tool;
 use crate::policy::{self, Declared, HostPolicy};
 use crate::profile::{self, Profile};
-use crate::runtime::RuntimeConfig;
+use crate::runtime::{Autonomy, RuntimeConfig};
 use crate::sync;
 
 pub mod auth;
 
 pub use auth::AuthConfig;
-
-/// The values `autonomy_level` may take (the same as `lcp call --autonomy`), those of
-/// the reference: `strict` (every action asks), `safe` (risky actions ask),
-/// `full_access` (nothing asks).
-pub const AUTONOMY_LEVELS: [&str; 3] = ["strict", "safe", "full_access"];
 
 /// The top-level keys of a config file.
 const KEYS: [&str; 7] = ["autonomy_level", "libraries", "profiles", "tools", "policy", "mcp", "auth"];
@@ -341,12 +336,12 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
         let here = pointer("", &key);
         match key.as_str() {
             "autonomy_level" => match value {
-                Value::String(level) if AUTONOMY_LEVELS.contains(&level.as_str()) => {
-                    config.runtime.autonomy_level = level
+                Value::String(level) if level.parse::<Autonomy>().is_ok() => {
+                    config.runtime.autonomy_level = level.parse().unwrap_or_default()
                 }
                 other => errors.push(at.error(
                     &here,
-                    format!("`autonomy_level` is {other}; expected one of {}", AUTONOMY_LEVELS.join(", ")),
+                    format!("`autonomy_level` is {other}; expected one of {}", Autonomy::NAMES.join(", ")),
                 )),
             },
             "libraries" => match value {
@@ -495,7 +490,7 @@ fn stamp(config: &Config) -> Stamp {
 fn summary(config: &Config) -> (String, Value) {
     let libraries: serde_json::Map<String, Value> =
         config.runtime.libraries.iter().map(|(key, table)| (key.clone(), Value::Object(table.clone()))).collect();
-    (config.runtime.autonomy_level.clone(), Value::Object(libraries))
+    (config.runtime.autonomy_level.to_string(), Value::Object(libraries))
 }
 
 #[cfg(test)]

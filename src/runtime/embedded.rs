@@ -87,7 +87,7 @@ impl Runtime {
         };
         let settings = engine::Settings {
             libraries: config.libraries.clone(),
-            autonomy_level: config.autonomy_level.clone(),
+            autonomy_level: config.autonomy_level,
             injected: config.injected.clone(),
             site_packages,
         };

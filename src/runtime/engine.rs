@@ -125,7 +125,7 @@ impl<'de> Deserialize<'de> for WirePath {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Settings {
     pub libraries: BTreeMap<String, Map<String, Value>>,
-    pub autonomy_level: String,
+    pub autonomy_level: super::Autonomy,
     pub injected: Vec<String>,
     /// A virtual environment's site-packages, absolute.
     pub site_packages: Option<String>,
@@ -327,7 +327,7 @@ impl Engine {
             function: &job.function,
             args: &job.args,
             config: self.settings.libraries.get(&job.library),
-            autonomy_level: &self.settings.autonomy_level,
+            autonomy_level: self.settings.autonomy_level.as_str(),
             host: &job.host,
             injected: &self.settings.injected,
             workspace_path: job.workspace.as_deref(),

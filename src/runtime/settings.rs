@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::extract::{self, Library};
@@ -19,8 +20,8 @@ pub struct RuntimeConfig {
     /// ([`library_key`]): the folder name of a library folder, else the file stem.
     /// `autonomy_level` and `confirm_handler` are added to it. Default: none.
     pub libraries: BTreeMap<String, Map<String, Value>>,
-    /// `autonomy_level` given to every library. Default: `"safe"`.
-    pub autonomy_level: String,
+    /// `autonomy_level` given to every library. Default: [`Autonomy::Safe`].
+    pub autonomy_level: Autonomy,
     /// A virtual environment whose site-packages tools may import. Default: the
     /// active one, `$VIRTUAL_ENV`, if set.
     pub venv: Option<PathBuf>,
@@ -39,12 +40,59 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             libraries: BTreeMap::new(),
-            autonomy_level: "safe".to_string(),
+            autonomy_level: Autonomy::Safe,
             venv: std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()).map(PathBuf::from),
             injected: extract::default_injected(),
             provider_timeout: Some(Duration::from_secs(10)),
             isolation: Isolation::InProcess,
         }
+    }
+}
+
+/// How much a library may do without asking (the reference's `autonomy_level`, given
+/// to `init_tools_library`): every action asks, risky actions ask, or nothing asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Autonomy {
+    /// `strict`: every action asks.
+    Strict,
+    /// `safe` (the default): risky actions ask.
+    #[default]
+    Safe,
+    /// `full_access`: nothing asks.
+    FullAccess,
+}
+
+impl Autonomy {
+    /// The names a config file and `lcp call --autonomy` take, in order.
+    pub const NAMES: [&'static str; 3] = ["strict", "safe", "full_access"];
+
+    /// The name Python receives.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Autonomy::Strict => "strict",
+            Autonomy::Safe => "safe",
+            Autonomy::FullAccess => "full_access",
+        }
+    }
+}
+
+impl std::str::FromStr for Autonomy {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Autonomy, String> {
+        match name {
+            "strict" => Ok(Autonomy::Strict),
+            "safe" => Ok(Autonomy::Safe),
+            "full_access" => Ok(Autonomy::FullAccess),
+            other => Err(format!("`{other}` is no autonomy level; expected one of {}", Autonomy::NAMES.join(", "))),
+        }
+    }
+}
+
+impl fmt::Display for Autonomy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

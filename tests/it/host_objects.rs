@@ -377,7 +377,7 @@ fn the_built_in_tools_follow_the_reference_autonomy_levels() {
     // Two writes, the user answering "always" each time it is asked.
     for (level, asked) in [("strict", 2), ("safe", 1), ("full_access", 0)] {
         let runtime = Runtime::new(RuntimeConfig {
-            autonomy_level: level.to_string(),
+            autonomy_level: level.parse().unwrap(),
             isolation: Isolation::Workers(WorkerSettings::new(env!("CARGO_BIN_EXE_lcp"))),
             ..RuntimeConfig::default()
         })

@@ -100,7 +100,7 @@ fn a_venv_that_is_not_one_for_the_embedded_python_is_refused_by_name() {
 #[test]
 fn init_tools_library_gets_the_config_positionally_once_per_process() {
     let mut settings = config();
-    settings.autonomy_level = "strict".to_string();
+    settings.autonomy_level = lcp::runtime::Autonomy::Strict;
     settings.libraries.insert("positional".to_string(), json!({"api_key": "k"}).as_object().unwrap().clone());
     let (runtime, registry) = (Runtime::new(settings).unwrap(), registry("hooks"));
     let first = output(call(&runtime, &registry, "tool_positional_state", json!({})));

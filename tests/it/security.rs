@@ -27,7 +27,7 @@ fn trusting_worker() -> Runtime {
     settings.workers = 1;
     let config = RuntimeConfig {
         venv: None,
-        autonomy_level: "full_access".into(),
+        autonomy_level: lcp::runtime::Autonomy::FullAccess,
         isolation: Isolation::Workers(settings),
         ..RuntimeConfig::default()
     };
