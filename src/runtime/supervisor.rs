@@ -94,11 +94,27 @@ enum Sending<'a> {
     Call(&'a Job, Vec<(u64, WirePath)>),
 }
 
+/// Where a tool printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Stream {
+    /// Standard output (`sys.stdout`, fd 1).
+    Out,
+    /// Standard error.
+    Err,
+}
+
+impl Stream {
+    /// The stream `host.py` names `"out"` or `"err"`.
+    pub(crate) fn named(name: &str) -> Stream {
+        if name == "out" { Stream::Out } else { Stream::Err }
+    }
+}
+
 /// What a worker sends on a call connection.
 #[derive(Serialize, Deserialize)]
 pub(crate) enum FromWorker {
-    /// Text the tool printed (`"out"` or `"err"`), as it printed it.
-    Printed(String, String),
+    /// Text the tool printed on one of its streams, as it printed it.
+    Printed(Stream, String),
     /// The tool asks the host and waits for a [`ToWorker::Answer`] (one at a time).
     Ask(HostRequest),
     /// The tool tells the host (progress, a log record) and goes on.
@@ -595,7 +611,7 @@ impl Inner {
                     }
                     return Attempt::Done(self.finished(result, job, stopping.map(|(_, why)| why)));
                 }
-                Ok(Some(FromWorker::Printed(stream, text))) => journal.add(&stream, &text),
+                Ok(Some(FromWorker::Printed(stream, text))) => journal.add(stream, &text),
                 Ok(Some(FromWorker::Ask(request))) => {
                     // A worker that cannot hear the answer has died: the next read says so.
                     let _ = connection.send(&ToWorker::Answer(callbacks.answer(&request)));
@@ -737,8 +753,11 @@ struct Journal {
 impl Journal {
     const LIMIT: usize = 1_000_000;
 
-    fn add(&mut self, stream: &str, text: &str) {
-        let kept = if stream == "out" { &mut self.out } else { &mut self.err };
+    fn add(&mut self, stream: Stream, text: &str) {
+        let kept = match stream {
+            Stream::Out => &mut self.out,
+            Stream::Err => &mut self.err,
+        };
         if kept.len() < Self::LIMIT {
             kept.push_str(text);
         }

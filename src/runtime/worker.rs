@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use super::channel::{self, Connection};
 use super::engine::{self, Engine, WirePath};
 use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Notice, Offered, refused};
-use super::supervisor::{CONTROL_FD, Control, FromWorker, Report, ToWorker, WORKER_ARGUMENT};
+use super::supervisor::{CONTROL_FD, Control, FromWorker, Report, Stream, ToWorker, WORKER_ARGUMENT};
 use super::{Confirmation, capture, process_tree, python};
 use crate::registry::FastMap;
 use crate::sync;
@@ -351,7 +351,7 @@ fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
 fn printed(call: u64, stream: &str, text: &str) {
     let link = sync::lock(&LINKS).get(&call).cloned();
     if let Some(link) = link {
-        let _ = link.send(&FromWorker::Printed(stream.to_string(), text.to_string()));
+        let _ = link.send(&FromWorker::Printed(Stream::named(stream), text.to_string()));
     }
 }
 
