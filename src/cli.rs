@@ -52,7 +52,7 @@ struct Cli {
 /// `lcp export --format NAME`: every format, by its own name.
 impl ValueEnum for Format {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Format::Openai, Format::OpenaiResponses, Format::Anthropic, Format::Gemini, Format::Mcp, Format::Manifest]
+        &Format::ALL
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
@@ -81,7 +81,7 @@ enum Command {
         sources: SourceArgs,
         #[command(flatten)]
         host: HostArgs,
-        #[arg(long, value_enum, default_value_t = Format::Openai)]
+        #[arg(long, value_enum, default_value_t = Format::Openai { strict: false })]
         format: Format,
         /// OpenAI strict mode: every property required, closed objects, no defaults.
         #[arg(long)]
@@ -323,10 +323,13 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
             // Written one tool at a time: the document is never held whole.
-            let inline_refs = format == Format::Mcp && config.mcp.inline_refs;
+            let format = match format {
+                Format::Mcp { .. } => Format::Mcp { inline_refs: config.mcp.inline_refs },
+                other => other.strict(strict),
+            };
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let shown = &view.registry;
-            let written = export::write(shown, &descriptions, format, strict, inline_refs, Layout::Pretty, &mut stdout)
+            let written = export::write(shown, &descriptions, format, Layout::Pretty, &mut stdout)
                 .and_then(|problems| stdout.write_all(b"\n").and_then(|()| stdout.flush()).map(|()| problems));
             match written {
                 Ok(problems) => print_diagnostics(&problems),

@@ -37,16 +37,26 @@ use crate::schema;
 /// A target of [`export`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// OpenAI Chat Completions `tools`.
-    Openai,
-    /// OpenAI Responses `tools`.
-    OpenaiResponses,
+    /// OpenAI Chat Completions `tools`; `strict`: in OpenAI's strict mode.
+    Openai {
+        /// Every schema lowered to OpenAI's strict subset (`--strict`).
+        strict: bool,
+    },
+    /// OpenAI Responses `tools`; `strict`: in OpenAI's strict mode.
+    OpenaiResponses {
+        /// Every schema lowered to OpenAI's strict subset (`--strict`).
+        strict: bool,
+    },
     /// Anthropic Messages `tools`.
     Anthropic,
     /// Gemini `functionDeclarations`.
     Gemini,
     /// An MCP `tools/list` result.
-    Mcp,
+    Mcp {
+        /// Every named class inlined instead of a `$defs` entry and `$ref`s, for
+        /// clients that cannot resolve them (`[mcp] inline_refs`).
+        inline_refs: bool,
+    },
     /// lcp's own manifest: libraries, tools and diagnostics.
     Manifest,
 }
@@ -56,19 +66,38 @@ impl Format {
     /// `manifest`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Format::Openai => "openai",
-            Format::OpenaiResponses => "openai-responses",
+            Format::Openai { .. } => "openai",
+            Format::OpenaiResponses { .. } => "openai-responses",
             Format::Anthropic => "anthropic",
             Format::Gemini => "gemini",
-            Format::Mcp => "mcp",
+            Format::Mcp { .. } => "mcp",
             Format::Manifest => "manifest",
         }
     }
 
+    /// Every format in its plain form (not strict, classes as `$defs`).
+    pub const ALL: [Format; 6] = [
+        Format::Openai { strict: false },
+        Format::OpenaiResponses { strict: false },
+        Format::Anthropic,
+        Format::Gemini,
+        Format::Mcp { inline_refs: false },
+        Format::Manifest,
+    ];
+
     /// Whether `--strict` means something for the format: OpenAI's strict mode, in
     /// Chat Completions and Responses.
     pub fn has_strict_mode(self) -> bool {
-        matches!(self, Format::Openai | Format::OpenaiResponses)
+        matches!(self, Format::Openai { .. } | Format::OpenaiResponses { .. })
+    }
+
+    /// The same format in OpenAI's strict mode when `strict` (and it has one).
+    pub fn strict(self, strict: bool) -> Format {
+        match self {
+            Format::Openai { .. } => Format::Openai { strict },
+            Format::OpenaiResponses { .. } => Format::OpenaiResponses { strict },
+            other => other,
+        }
     }
 }
 
@@ -86,16 +115,11 @@ const MAX_ENTRY_DEPTH: usize = 120;
 
 /// The registry in `format`, each tool with its description in `descriptions` if it
 /// has one there, plus the problems of tools it had to leave out.
-pub fn export(
-    registry: &Registry,
-    descriptions: &Descriptions,
-    format: Format,
-    strict: bool,
-) -> (Value, Vec<Diagnostic>) {
+pub fn export(registry: &Registry, descriptions: &Descriptions, format: Format) -> (Value, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
     for (library, tool, description) in shown(registry, descriptions) {
-        match lower(format, library, tool, description, strict, carried(format, tool, false)) {
+        match lower(format, library, tool, description, carried(format, tool)) {
             Ok(entry) => entries.push(entry),
             Err(problems) => diagnostics.extend(problems),
         }
@@ -120,13 +144,10 @@ pub enum Layout {
 /// Writes [`export`]'s document to `out`, byte for byte as `serde_json` prints it in
 /// `layout`, without building it: the envelope is written around the list of tools,
 /// which [`write_entries`] writes one tool at a time. Returns the same problems.
-/// `inline_refs` (MCP only): every class inlined, as [`inline_mcp_classes`] does.
 pub fn write(
     registry: &Registry,
     descriptions: &Descriptions,
     format: Format,
-    strict: bool,
-    inline_refs: bool,
     layout: Layout,
     out: &mut impl Write,
 ) -> io::Result<Vec<Diagnostic>> {
@@ -135,7 +156,7 @@ pub fn write(
         match name {
             ENTRIES => {
                 let tools = shown(registry, descriptions);
-                diagnostics = write_entries_at(&tools, format, strict, inline_refs, layout, depth, out)?;
+                diagnostics = write_entries_at(&tools, format, layout, depth, out)?;
             }
             LIBRARIES => write_libraries(registry, layout, depth, out)?,
             _ => return Ok(false),
@@ -156,12 +177,10 @@ pub fn write_entries(
     registry: &Registry,
     descriptions: &Descriptions,
     format: Format,
-    strict: bool,
-    inline_refs: bool,
     layout: Layout,
     out: &mut dyn Write,
 ) -> io::Result<Vec<Diagnostic>> {
-    write_entries_at(&shown(registry, descriptions), format, strict, inline_refs, layout, 0, out)
+    write_entries_at(&shown(registry, descriptions), format, layout, 0, out)
 }
 
 /// Every tool of `registry` with the description it is shown with.
@@ -173,8 +192,6 @@ fn shown<'r>(registry: &'r Registry, descriptions: &'r Descriptions) -> Vec<(&'r
 fn write_entries_at(
     tools: &[(&Library, &Tool, &str)],
     format: Format,
-    strict: bool,
-    inline_refs: bool,
     layout: Layout,
     depth: usize,
     out: &mut dyn Write,
@@ -183,7 +200,7 @@ fn write_entries_at(
     let mut diagnostics = Vec::new();
     let mut first = true;
     out.write_all(b"[")?;
-    let write_chunk = |i: usize| write_chunk(chunks[i], format, strict, inline_refs, layout, depth);
+    let write_chunk = |i: usize| write_chunk(chunks[i], format, layout, depth);
     ordered::run(chunks.len(), write_chunk, |(text, problems)| {
         diagnostics.extend(problems);
         // Every entry of a chunk starts with its comma; the list's first one has none.
@@ -207,18 +224,16 @@ const CHUNK: usize = 64;
 fn write_chunk(
     tools: &[(&Library, &Tool, &str)],
     format: Format,
-    strict: bool,
-    inline_refs: bool,
     layout: Layout,
     depth: usize,
 ) -> (Vec<u8>, Vec<Diagnostic>) {
     let marker = splice::marker(CARRIED);
-    let unchanged = takes_schema_unchanged(format, strict);
+    let unchanged = takes_schema_unchanged(format);
     let mut diagnostics = Vec::new();
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
     for &(library, tool, description) in tools {
-        let carried = if unchanged { marker.clone() } else { carried(format, tool, inline_refs) };
-        let entry = match lower(format, library, tool, description, strict, carried) {
+        let carried = if unchanged { marker.clone() } else { carried(format, tool) };
+        let entry = match lower(format, library, tool, description, carried) {
             Ok(entry) => entry,
             Err(problems) => {
                 diagnostics.extend(problems);
@@ -235,7 +250,7 @@ fn write_chunk(
                 return Ok(false);
             }
             schema_text.clear();
-            splice::schema(&carried_text(format, tool, inline_refs), layout, at, &mut schema_text);
+            splice::schema(&carried_text(format, tool), layout, at, &mut schema_text);
             out.write_all(&schema_text)?;
             Ok(true)
         };
@@ -254,18 +269,18 @@ const CARRIED: &str = "carried";
 /// The schema a tool's entry carries in `format`: MCP's `inputSchema`
 /// ([`mcp_input_schema`]), the parameters schema in every other format (which
 /// [`entry`] may then lower).
-fn carried(format: Format, tool: &Tool, inline_refs: bool) -> Value {
+fn carried(format: Format, tool: &Tool) -> Value {
     match format {
-        Format::Mcp => mcp_input_schema(tool, inline_refs),
+        Format::Mcp { inline_refs } => mcp_input_schema(tool, inline_refs),
         _ => tool.parameters.parse(),
     }
 }
 
 /// [`carried`] as compact JSON text, made from the schema's text without parsing it.
-fn carried_text(format: Format, tool: &Tool, inline_refs: bool) -> Cow<'_, str> {
-    if format != Format::Mcp {
+fn carried_text(format: Format, tool: &Tool) -> Cow<'_, str> {
+    let Format::Mcp { inline_refs } = format else {
         return Cow::Borrowed(tool.parameters.as_str());
-    }
+    };
     let source = match (&tool.parameters_with_defs, inline_refs) {
         (Some(named), false) => named.as_str(),
         _ => tool.parameters.as_str(),
@@ -283,10 +298,10 @@ fn carried_text(format: Format, tool: &Tool, inline_refs: bool) -> Cow<'_, str> 
 /// so that [`write_entries`] can splice its text ([`carried_text`]) instead of parsing
 /// it. A format whose lowering comes to change or look into the schema must answer
 /// `false`; the exports tests compare both paths on every fixture.
-fn takes_schema_unchanged(format: Format, strict: bool) -> bool {
+fn takes_schema_unchanged(format: Format) -> bool {
     match format {
-        Format::Openai | Format::OpenaiResponses => !strict,
-        Format::Anthropic | Format::Mcp | Format::Manifest => true,
+        Format::Openai { strict } | Format::OpenaiResponses { strict } => !strict,
+        Format::Anthropic | Format::Mcp { .. } | Format::Manifest => true,
         Format::Gemini => false,
     }
 }
@@ -296,7 +311,7 @@ fn takes_schema_unchanged(format: Format, strict: bool) -> bool {
 fn document(registry: &Registry, format: Format, libraries: Value, entries: Value) -> Value {
     match format {
         Format::Gemini => json!({ "functionDeclarations": entries }),
-        Format::Mcp => json!({ "tools": entries }),
+        Format::Mcp { .. } => json!({ "tools": entries }),
         Format::Manifest => manifest(registry, libraries, entries),
         _ => entries,
     }
@@ -310,14 +325,13 @@ fn lower(
     library: &Library,
     tool: &Tool,
     description: &str,
-    strict: bool,
     carried: Value,
 ) -> Result<Value, Vec<Diagnostic>> {
     let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
     if let Err(rule) = check_name(format, &tool.name) {
         return Err(vec![error(format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name))]);
     }
-    match entry(format, library, tool, description, strict, carried) {
+    match entry(format, library, tool, description, carried) {
         // A schema spliced in as text is a leaf here; such a schema is as it was made,
         // bounded far below this (`schema::MAX_SCHEMA_DEPTH`).
         Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
@@ -337,14 +351,13 @@ fn entry(
     library: &Library,
     tool: &Tool,
     description: &str,
-    strict: bool,
     carried: Value,
 ) -> Result<Value, Vec<String>> {
     let parameters = &carried;
     let name = &tool.name;
     // A lowered schema is moved into its place (`null` in `json!`, which would copy it).
     Ok(match format {
-        Format::Openai if strict => {
+        Format::Openai { strict: true } => {
             let lowered = openai_strict(carried)?;
             let mut entry = json!({
                 "type": "function",
@@ -353,18 +366,18 @@ fn entry(
             entry["function"]["parameters"] = lowered;
             entry
         }
-        Format::Openai => json!({
+        Format::Openai { strict: false } => json!({
             "type": "function",
             "function": { "name": name, "description": description, "parameters": parameters }
         }),
-        Format::OpenaiResponses => {
+        Format::OpenaiResponses { strict } => {
             let parameters = if strict { openai_strict(carried)? } else { carried };
             let mut entry = json!({ "type": "function", "name": name, "description": description, "parameters": null, "strict": strict });
             entry["parameters"] = parameters;
             entry
         }
         Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
-        Format::Mcp => {
+        Format::Mcp { .. } => {
             let mut entry = json!({ "name": name, "description": description, "inputSchema": carried });
             if let Some(output) = &tool.output {
                 entry["outputSchema"] = mcp_output_schema(output.value()).0;
@@ -496,10 +509,10 @@ fn write_libraries(registry: &Registry, layout: Layout, depth: usize, out: &mut 
 /// Each provider's rule for tool names; `Err` says which rule a name breaks.
 fn check_name(format: Format, name: &str) -> Result<(), String> {
     let (max, extra, first_letter): (usize, &str, bool) = match format {
-        Format::Openai | Format::OpenaiResponses => (64, "_-", false),
+        Format::Openai { .. } | Format::OpenaiResponses { .. } => (64, "_-", false),
         Format::Anthropic => (128, "_-", false),
         Format::Gemini => (64, "_.:-", true),
-        Format::Mcp => (128, "_.-", false),
+        Format::Mcp { .. } => (128, "_.-", false),
         Format::Manifest => return Ok(()),
     };
     let allowed = |c: char| c.is_ascii_alphanumeric() || extra.contains(c);

@@ -445,18 +445,18 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus, cold: &BTreeMap<St
     eprintln!("export ...");
     let registry = Registry::load(&sources(corpus), &Options::default());
     let formats = [
-        ("openai", Format::Openai, false),
-        ("openai --strict", Format::Openai, true),
-        ("openai-responses", Format::OpenaiResponses, false),
+        ("openai", Format::Openai { strict: false }, false),
+        ("openai --strict", Format::Openai { strict: false }, true),
+        ("openai-responses", Format::OpenaiResponses { strict: false }, false),
         ("anthropic", Format::Anthropic, false),
         ("gemini", Format::Gemini, false),
-        ("mcp", Format::Mcp, false),
+        ("mcp", Format::Mcp { inline_refs: false }, false),
         ("manifest", Format::Manifest, false),
     ];
     let written = |format: Format, strict: bool| {
         let mut sink = Counting(0);
         let problems =
-            export::write(&registry, &Descriptions::default(), format, strict, false, Layout::Pretty, &mut sink)
+            export::write(&registry, &Descriptions::default(), format.strict(strict), Layout::Pretty, &mut sink)
                 .expect("a sink takes all");
         (sink.0, problems.len())
     };

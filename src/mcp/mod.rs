@@ -421,16 +421,8 @@ impl Server {
             }
         }
         let mut text = Vec::new();
-        let inline_refs = config.mcp.inline_refs;
-        let written = export::write_entries(
-            &registry,
-            &descriptions,
-            Format::Mcp,
-            false,
-            inline_refs,
-            Layout::Compact,
-            &mut text,
-        );
+        let format = Format::Mcp { inline_refs: config.mcp.inline_refs };
+        let written = export::write_entries(&registry, &descriptions, format, Layout::Compact, &mut text);
         // Writing into memory cannot fail; a tool MCP cannot carry is left out, and
         // the error says which and why, as `lcp export` says it.
         for problem in written.into_iter().flatten() {

@@ -26,17 +26,17 @@ fn assert_snapshot(name: &str, actual: &Value) {
 }
 
 fn rich(format: Format, strict: bool) -> (Value, Vec<lcp::diag::Diagnostic>) {
-    export::export(&load(&["rich"]), &Descriptions::default(), format, strict)
+    export::export(&load(&["rich"]), &Descriptions::default(), format.strict(strict))
 }
 
 /// Every format (OpenAI with and without strict mode) by the name of its snapshot.
 const SNAPSHOT_FORMATS: [(&str, Format, bool); 7] = [
-    ("openai", Format::Openai, false),
-    ("openai-strict", Format::Openai, true),
-    ("openai-responses", Format::OpenaiResponses, false),
+    ("openai", Format::Openai { strict: false }, false),
+    ("openai-strict", Format::Openai { strict: false }, true),
+    ("openai-responses", Format::OpenaiResponses { strict: false }, false),
     ("anthropic", Format::Anthropic, false),
     ("gemini", Format::Gemini, false),
-    ("mcp", Format::Mcp, false),
+    ("mcp", Format::Mcp { inline_refs: false }, false),
     ("manifest", Format::Manifest, false),
 ];
 
@@ -63,7 +63,7 @@ fn the_newer_types_in_every_format_match_their_snapshots() {
     for (name, format, strict) in SNAPSHOT_FORMATS {
         assert_snapshot(
             &format!("types-{name}"),
-            &export::export(&registry, &Descriptions::default(), format, strict).0,
+            &export::export(&registry, &Descriptions::default(), format.strict(strict)).0,
         );
     }
 }
@@ -84,16 +84,14 @@ fn every_format_lists_tools_in_discovery_order() {
         order,
         ["tool_add_item", "tool_remove_item", "tool_move", "tool_stock_report", "tool_convert", "tool_ping"]
     );
-    for format in
-        [Format::Openai, Format::OpenaiResponses, Format::Anthropic, Format::Gemini, Format::Mcp, Format::Manifest]
-    {
+    for format in Format::ALL {
         assert_eq!(names_in(&rich(format, false).0), order, "{format}");
     }
 }
 
 #[test]
 fn openai_envelope() {
-    let (document, problems) = rich(Format::Openai, false);
+    let (document, problems) = rich(Format::Openai { strict: false }, false);
     assert!(problems.is_empty());
     let first = &document[0];
     assert_eq!(first["type"], "function");
@@ -103,11 +101,11 @@ fn openai_envelope() {
 
 #[test]
 fn openai_responses_envelope_is_flat_with_strict_flag() {
-    let (document, _) = rich(Format::OpenaiResponses, false);
+    let (document, _) = rich(Format::OpenaiResponses { strict: false }, false);
     assert_eq!(document[0]["type"], "function");
     assert_eq!(document[0]["name"], "tool_add_item");
     assert_eq!(document[0]["strict"], false);
-    let (strict, _) = rich(Format::OpenaiResponses, true);
+    let (strict, _) = rich(Format::OpenaiResponses { strict: false }, true);
     assert_eq!(strict[0]["strict"], true);
     assert!(check_openai_strict(&strict[0]["parameters"]).is_empty());
 }
@@ -121,13 +119,13 @@ fn anthropic_envelope_uses_input_schema() {
 
 #[test]
 fn mcp_envelope_is_a_tools_list_result() {
-    let (document, _) = rich(Format::Mcp, false);
+    let (document, _) = rich(Format::Mcp { inline_refs: false }, false);
     assert_eq!(document["tools"][0]["inputSchema"]["type"], "object");
 }
 
 #[test]
 fn mcp_input_schemas_name_json_schema_2020_12_and_keep_named_classes_in_defs() {
-    let (document, _) = rich(Format::Mcp, false);
+    let (document, _) = rich(Format::Mcp { inline_refs: false }, false);
     let tools = document["tools"].as_array().unwrap();
     assert!(tools.iter().all(|tool| tool["inputSchema"]["$schema"] == export::JSON_SCHEMA_2020_12));
     let add = &tools[0]["inputSchema"];
@@ -142,7 +140,7 @@ fn mcp_input_schemas_name_json_schema_2020_12_and_keep_named_classes_in_defs() {
 
 #[test]
 fn the_mcp_inline_refs_switch_inlines_named_classes_for_clients_that_cannot_resolve_refs() {
-    let mut document = rich(Format::Mcp, false).0;
+    let mut document = rich(Format::Mcp { inline_refs: false }, false).0;
     export::inline_mcp_classes(&mut document, &load(&["rich"]));
     let (anthropic, _) = rich(Format::Anthropic, false);
     for (tool, plain) in document["tools"].as_array().unwrap().iter().zip(anthropic.as_array().unwrap()) {
@@ -167,8 +165,7 @@ fn the_mcp_inline_refs_switch_inlines_named_classes_for_clients_that_cannot_reso
 
 #[test]
 fn manifest_has_libraries_tools_and_diagnostics() {
-    let (document, _) =
-        export::export(&load(&["rich", "providers"]), &Descriptions::default(), Format::Manifest, false);
+    let (document, _) = export::export(&load(&["rich", "providers"]), &Descriptions::default(), Format::Manifest);
     let inventory = &document["libraries"][0];
     assert_eq!(inventory["name"], "Inventory");
     assert_eq!(inventory["icon"], "📦");
@@ -270,7 +267,7 @@ fn check_openai_strict(schema: &Value) -> Vec<String> {
 
 #[test]
 fn openai_strict_output_passes_the_strict_rules() {
-    let (document, problems) = rich(Format::Openai, true);
+    let (document, problems) = rich(Format::Openai { strict: false }, true);
     for entry in document.as_array().unwrap() {
         assert_eq!(entry["function"]["strict"], true);
         let violations = check_openai_strict(&entry["function"]["parameters"]);
@@ -284,7 +281,7 @@ fn openai_strict_output_passes_the_strict_rules() {
 
 #[test]
 fn openai_strict_makes_optional_properties_nullable_and_moves_defaults_to_the_description() {
-    let (document, _) = rich(Format::Openai, true);
+    let (document, _) = rich(Format::Openai { strict: false }, true);
     let remove = &document[1]["function"]["parameters"];
     assert_eq!(remove["required"], json!(["name", "quantity", "force"]));
     assert_eq!(remove["properties"]["quantity"]["type"], json!(["integer", "null"]));
@@ -294,7 +291,7 @@ fn openai_strict_makes_optional_properties_nullable_and_moves_defaults_to_the_de
 #[test]
 fn openai_strict_checker_catches_violations() {
     // The checker must fail on the non-strict schema, or it proves nothing.
-    let (document, _) = rich(Format::Openai, false);
+    let (document, _) = rich(Format::Openai { strict: false }, false);
     assert!(!check_openai_strict(&document[0]["function"]["parameters"]).is_empty());
 }
 
@@ -343,7 +340,7 @@ fn check_gemini(schema: &Value, at: &str, problems: &mut Vec<String>) {
 #[test]
 fn gemini_output_stays_in_the_openapi_subset() {
     let registry = load(&["rich", "types"]);
-    let (document, _) = export::export(&registry, &Descriptions::default(), Format::Gemini, false);
+    let (document, _) = export::export(&registry, &Descriptions::default(), Format::Gemini);
     let mut problems = Vec::new();
     for declaration in document["functionDeclarations"].as_array().unwrap() {
         check_gemini(&declaration["parameters"], declaration["name"].as_str().unwrap(), &mut problems);
@@ -367,13 +364,13 @@ fn name_limits_are_checked_per_format_and_reported_never_cut() {
     let registry = load(&["names"]);
     let long = format!("tool_{}", "x".repeat(70));
     for (format, accepted) in [
-        (Format::Openai, vec!["tool_fine"]),
+        (Format::Openai { strict: false }, vec!["tool_fine"]),
         (Format::Gemini, vec!["tool_fine"]),
         (Format::Anthropic, vec![long.as_str(), "tool_fine"]),
-        (Format::Mcp, vec![long.as_str(), "tool_fine"]),
+        (Format::Mcp { inline_refs: false }, vec![long.as_str(), "tool_fine"]),
         (Format::Manifest, vec![long.as_str(), "tool_café", "tool_fine"]),
     ] {
-        let (document, problems) = export::export(&registry, &Descriptions::default(), format, false);
+        let (document, problems) = export::export(&registry, &Descriptions::default(), format);
         assert_eq!(names_in(&document), accepted, "{format}");
         let refused = 3 - accepted.len();
         assert_eq!(problems.len(), refused, "{format}: {problems:?}");
@@ -382,8 +379,7 @@ fn name_limits_are_checked_per_format_and_reported_never_cut() {
 }
 
 /// Every format, plain and `--strict`.
-const EVERY_FORMAT: [Format; 6] =
-    [Format::Openai, Format::OpenaiResponses, Format::Anthropic, Format::Gemini, Format::Mcp, Format::Manifest];
+const EVERY_FORMAT: [Format; 6] = Format::ALL;
 
 /// Every fixture folder, each loaded on its own.
 fn every_fixture() -> Vec<(String, lcp::registry::Registry)> {
@@ -404,9 +400,10 @@ fn the_streamed_export_is_the_document_as_serde_json_prints_it_in_every_format_o
     for (fixture, registry) in every_fixture() {
         for format in EVERY_FORMAT {
             // `[mcp] inline_refs` changes MCP's schemas only.
-            let inlining: &[bool] = if format == Format::Mcp { &[false, true] } else { &[false] };
+            let inlining: &[bool] = if matches!(format, Format::Mcp { .. }) { &[false, true] } else { &[false] };
             for (&strict, &inline_refs) in [false, true].iter().flat_map(|s| inlining.iter().map(move |i| (s, i))) {
-                let (mut document, problems) = export::export(&registry, &Descriptions::default(), format, strict);
+                let (mut document, problems) =
+                    export::export(&registry, &Descriptions::default(), format.strict(strict));
                 if inline_refs {
                     export::inline_mcp_classes(&mut document, &registry);
                 }
@@ -415,16 +412,12 @@ fn the_streamed_export_is_the_document_as_serde_json_prints_it_in_every_format_o
                     (Layout::Compact, serde_json::to_string(&document).unwrap()),
                 ] {
                     let mut written = Vec::new();
-                    let streamed = export::write(
-                        &registry,
-                        &Descriptions::default(),
-                        format,
-                        strict,
-                        inline_refs,
-                        layout,
-                        &mut written,
-                    )
-                    .unwrap();
+                    let format = match format {
+                        Format::Mcp { .. } => Format::Mcp { inline_refs },
+                        other => other.strict(strict),
+                    };
+                    let streamed =
+                        export::write(&registry, &Descriptions::default(), format, layout, &mut written).unwrap();
                     let written = String::from_utf8(written).unwrap();
                     let case = format!("{fixture}, {format}, strict: {strict}, inline_refs: {inline_refs}, {layout:?}");
                     assert!(
@@ -463,14 +456,14 @@ fn a_streamed_export_of_many_tools_written_in_parallel_chunks_is_the_document_in
     assert_eq!(registry.tools().count(), 480);
     for format in EVERY_FORMAT {
         for strict in [false, true] {
-            let (document, problems) = export::export(&registry, &Descriptions::default(), format, strict);
+            let (document, problems) = export::export(&registry, &Descriptions::default(), format.strict(strict));
             for (layout, expected) in [
                 (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
                 (Layout::Compact, serde_json::to_string(&document).unwrap()),
             ] {
                 let mut written = Vec::new();
                 let streamed =
-                    export::write(&registry, &Descriptions::default(), format, strict, false, layout, &mut written)
+                    export::write(&registry, &Descriptions::default(), format.strict(strict), layout, &mut written)
                         .unwrap();
                 let case = format!("{format}, strict: {strict}, {layout:?}");
                 assert!(String::from_utf8(written).unwrap() == expected, "{case}: the streamed text differs");
@@ -483,14 +476,12 @@ fn a_streamed_export_of_many_tools_written_in_parallel_chunks_is_the_document_in
 #[test]
 fn the_mcp_entries_written_alone_are_the_documents_tools() {
     for (fixture, registry) in every_fixture() {
-        let (document, _) = export::export(&registry, &Descriptions::default(), Format::Mcp, false);
+        let (document, _) = export::export(&registry, &Descriptions::default(), Format::Mcp { inline_refs: false });
         let mut written = Vec::new();
         export::write_entries(
             &registry,
             &Descriptions::default(),
-            Format::Mcp,
-            false,
-            false,
+            Format::Mcp { inline_refs: false },
             Layout::Compact,
             &mut written,
         )
@@ -510,13 +501,13 @@ fn descriptions_laid_over_the_tools_are_what_every_format_shows_streamed_or_buil
     let mut descriptions = Descriptions::default();
     descriptions.insert(name.clone(), "Laid over the static description.".to_string());
     for format in EVERY_FORMAT {
-        let (document, _) = export::export(&registry, &descriptions, format, false);
+        let (document, _) = export::export(&registry, &descriptions, format);
         let list = document.get("tools").or_else(|| document.get("functionDeclarations")).unwrap_or(&document);
         let entry =
             list.as_array().unwrap().iter().map(|t| t.get("function").unwrap_or(t)).find(|t| t["name"] == *name);
         assert_eq!(entry.unwrap()["description"], "Laid over the static description.", "{format}");
         let mut written = Vec::new();
-        export::write(&registry, &descriptions, format, false, false, Layout::Compact, &mut written).unwrap();
+        export::write(&registry, &descriptions, format, Layout::Compact, &mut written).unwrap();
         assert_eq!(String::from_utf8(written).unwrap(), serde_json::to_string(&document).unwrap(), "{format}");
     }
     assert_ne!(registry.tool(&name).unwrap().1.description, "Laid over the static description.");
@@ -547,7 +538,7 @@ fn lcp_export_prints_the_snapshot_in_every_format() {
 #[test]
 fn two_named_classes_of_one_name_keep_apart_in_defs() {
     let registry = load(&["named_classes"]);
-    let (document, _) = export::export(&registry, &Descriptions::default(), Format::Mcp, false);
+    let (document, _) = export::export(&registry, &Descriptions::default(), Format::Mcp { inline_refs: false });
     let schema = &document["tools"][0]["inputSchema"];
     let item = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false});
     let stock = json!({"type": "object", "properties": {"sku": {"type": "integer"}}, "required": ["sku"], "additionalProperties": false});
