@@ -38,6 +38,7 @@ pub mod diag;
 pub mod docstring;
 pub mod export;
 pub mod extract;
+pub mod located;
 #[cfg(feature = "python")]
 pub mod mcp;
 pub mod path_json;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::config::{ConfigError, Located, pointer};
+use crate::located::{ConfigError, Located, pointer};
 use crate::registry::Registry;
 
 /// The name of the empty profile (seed 000): no tools but `--extra-tools`.

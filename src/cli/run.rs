@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::*;
-use crate::runtime::{ConfirmRequest, Confirmation, Decision, validate};
+use crate::runtime::{ConfirmRequest, Confirmation, Decision};
 use crate::sync;
 use crate::view::Admission;
 
@@ -57,7 +57,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                     return Ok(ExitCode::from(1));
                 }
             };
-            let Some((library, found)) = registry.tool(&tool) else {
+            let Some((library, _)) = registry.tool(&tool) else {
                 return Err(crate::suggest::unknown_tool(&registry, &tool));
             };
             let mut settings = config.runtime.clone();
@@ -90,8 +90,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
             runtime.set_model(host::generate, false);
             runtime.set_progress_handler(host::progress);
             let options = CallOptions { workspace, timeout, ..CallOptions::default() };
-            let mut result = runtime.call(&registry, &tool, &args, &options);
-            validate::check_result(&mut result, found);
+            let result = runtime.call(&registry, &tool, &args, &options);
             let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
             write_out(&mut stdout, &text)?;
             Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })

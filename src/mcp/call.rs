@@ -35,7 +35,7 @@ use super::Server;
 use super::content;
 use super::host::{self, Able};
 use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, level, refused};
-use crate::runtime::{CallOptions, Cancel, ToolResult, validate};
+use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
 use crate::view::Admission;
 
@@ -288,13 +288,7 @@ fn start(
     tokio::task::spawn_blocking(move || {
         let result = match server.python() {
             Err(err) => ToolResult::failure(err),
-            Ok(runtime) => {
-                let mut result = runtime.call(&registry, &tool, &Value::Object(arguments), &options);
-                if let Some((_, found)) = registry.tool(&tool) {
-                    validate::check_result(&mut result, found);
-                }
-                result
-            }
+            Ok(runtime) => runtime.call(&registry, &tool, &Value::Object(arguments), &options),
         };
         let _ = events.send(Event::Done(result));
     });

@@ -161,7 +161,9 @@ impl Runtime {
     }
 
     /// Runs a tool: validates `args` against its schema (nothing runs when they are
-    /// invalid), loads its library on first use, converts the arguments, calls it.
+    /// invalid), loads its library on first use, converts the arguments, calls it, and
+    /// checks what it returned against its output schema ([`validate::check_result`]).
+    /// Every surface (`lcp call`, `lcp serve`, `lcp test`) calls through here.
     pub fn call(&self, registry: &Registry, tool: &str, args: &Value, options: &CallOptions) -> ToolResult {
         let Some((library, found)) = registry.tool(tool) else {
             return ToolResult::failure(crate::suggest::unknown_tool(registry, tool));
@@ -187,7 +189,9 @@ impl Runtime {
         options: &CallOptions,
     ) -> ToolResult {
         let rerun = tool.policy.idempotent == Some(true) || tool.policy.read_only == Some(true);
-        self.run(library, &tool.name, Kind::Tool, args, options, options.timeout, rerun)
+        let mut result = self.run(library, &tool.name, Kind::Tool, args, options, options.timeout, rerun);
+        validate::check_result(&mut result, tool);
+        result
     }
 
     /// Asks every tool's prompt provider for its description (SPEC §2): the

@@ -77,7 +77,7 @@ pub fn check_output(schema: &Value, output: &Value) -> Vec<String> {
     checker.problems
 }
 
-/// The one output check of every call path (`lcp call`, `lcp serve`, `lcp test`): a
+/// The one output check, made by [`super::Runtime::call`] for every surface: a
 /// successful result whose value breaks the tool's output schema becomes a failed
 /// call saying which part breaks the return annotation. Failed calls are left as
 /// they are.
