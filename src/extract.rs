@@ -2,7 +2,7 @@
 //!
 //! Owns parsing with `ruff_python_parser`, the module-scope walk (what is reachable as
 //! a module attribute), the symbol table the schema needs, and the tool records. The
-//! files of one library folder are extracted together ([`extract_folder`]), so that a
+//! files of one library folder are extracted together (`extract_folder`), so that a
 //! type imported relatively from a sibling (`from .models import Item`) resolves in
 //! the sibling's own tree: each file is parsed once. It never runs Python. A file that
 //! cannot be read safely contributes nothing and says why; problems inside a readable
@@ -19,8 +19,9 @@ use crate::diag::{Diagnostic, Level};
 use crate::docstring;
 use crate::policy::{self, Declared};
 use crate::scan::SourceFile;
+pub use crate::schema::SchemaText;
 use crate::schema::json::{Map, Value, json};
-use crate::schema::{self, Converter, FieldCall, SchemaText, Scope, Siblings};
+use crate::schema::{self, Converter, FieldCall, Scope, Siblings};
 use crate::source::{self, Prepared, SourceError};
 
 /// Parameters the host passes itself; they never appear in a schema.
@@ -80,7 +81,7 @@ pub struct Tool {
     /// JSON Schema of the arguments object, every named class inlined (SPEC §3).
     pub parameters: SchemaText,
     /// The same schema with each named class in `$defs` under its own name and a
-    /// `$ref` where it is used ([`schema::named::hoist`]), for `tools/list`; `None`
+    /// `$ref` where it is used (`schema::named::hoist`), for `tools/list`; `None`
     /// when the parameters use no named class.
     #[serde(skip)]
     pub parameters_with_defs: Option<SchemaText>,
@@ -111,7 +112,7 @@ pub struct Returns {
 }
 
 /// Reads one file on its own: its library, if the file could be read, and its
-/// diagnostics. A relative import finds no sibling here; see [`extract_folder`].
+/// diagnostics. A relative import finds no sibling here; see `extract_folder`.
 pub fn extract(file: &SourceFile, bytes: Vec<u8>, injected: &[String]) -> (Option<Library>, Vec<Diagnostic>) {
     match parse(file, bytes) {
         Ok(parsed) => {
@@ -124,7 +125,7 @@ pub fn extract(file: &SourceFile, bytes: Vec<u8>, injected: &[String]) -> (Optio
 
 /// A file's text and syntax tree: parsed once, kept while the files of its library
 /// folder are extracted.
-pub struct ParsedFile {
+pub(crate) struct ParsedFile {
     text: String,
     module: ast::ModModule,
     relative_imports: bool,
@@ -139,7 +140,7 @@ impl ParsedFile {
 }
 
 /// Parses one file, or says why it cannot be read safely.
-pub fn parse(file: &SourceFile, bytes: Vec<u8>) -> Result<ParsedFile, Diagnostic> {
+pub(crate) fn parse(file: &SourceFile, bytes: Vec<u8>) -> Result<ParsedFile, Diagnostic> {
     let path = file.path.as_path();
     let refused = |err: SourceError| {
         let (line, col) = err.position();
@@ -166,7 +167,10 @@ pub fn parse(file: &SourceFile, bytes: Vec<u8>) -> Result<ParsedFile, Diagnostic
 /// Extracts the files of one library folder (or one loose file), each with its
 /// diagnostics, in the order given. A type a file imports relatively is looked up in
 /// the others' definitions, by file stem.
-pub fn extract_folder(files: &[(&SourceFile, &ParsedFile)], injected: &[String]) -> Vec<(Library, Vec<Diagnostic>)> {
+pub(crate) fn extract_folder(
+    files: &[(&SourceFile, &ParsedFile)],
+    injected: &[String],
+) -> Vec<(Library, Vec<Diagnostic>)> {
     let mut readers: Vec<Reader> = Vec::with_capacity(files.len());
     let mut modules: Vec<Module> = Vec::with_capacity(files.len());
     for &(file, parsed) in files {

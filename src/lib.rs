@@ -6,7 +6,7 @@
 //! - [`scan`]: folders and files → the tool files, in discovery order (SPEC §1).
 //! - [`source`]: a file's bytes → normalised text, or why it cannot be read safely.
 //! - [`extract`]: text → a [`extract::Library`] with its tools, providers, metadata and
-//!   hooks (SPEC §2), using [`docstring`] and [`schema`] (SPEC §3).
+//!   hooks (SPEC §2), using `docstring` and `schema` (SPEC §3).
 //! - [`registry`]: the whole pipeline over many files, in parallel, with the
 //!   first-wins rule for tool names.
 //! - [`export`]: the registry in each provider's format (SPEC §4).
@@ -21,7 +21,7 @@
 //! - [`testlane`]: `lcp test`, each tool called once per representative payload (SPEC §13).
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //! - [`path_json`]: how a path (UTF-8 or not) is written in JSON, losslessly.
-//!   [`suggest`]: the names near a name an unknown one is told.
+//!   `suggest`: the names near a name an unknown one is told.
 //!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
 //! never a panic. Nothing in this crate runs Python while discovering tools: only
@@ -35,10 +35,10 @@ pub mod cli;
 pub mod config;
 pub mod default_tools;
 pub mod diag;
-pub mod docstring;
+pub(crate) mod docstring;
 pub mod export;
 pub mod extract;
-pub mod located;
+pub(crate) mod located;
 #[cfg(feature = "python")]
 pub mod mcp;
 pub mod path_json;
@@ -47,10 +47,10 @@ pub mod profile;
 pub mod registry;
 pub mod runtime;
 pub mod scan;
-pub mod schema;
-pub mod shown;
+pub(crate) mod schema;
+pub(crate) mod shown;
 pub mod source;
-pub mod suggest;
+pub(crate) mod suggest;
 mod sync;
 #[cfg(feature = "python")]
 pub mod testlane;

@@ -233,7 +233,7 @@ pub fn from_json(table: &Value, base: &Path) -> (Declared, Vec<(String, String)>
 
 /// A library's declarations, read from the module-level literals.
 #[derive(Debug, Default)]
-pub struct LibraryPolicy {
+pub(crate) struct LibraryPolicy {
     /// `TOOL_POLICY`: the defaults of every tool of the file.
     pub defaults: Declared,
     /// `TOOL_POLICIES`: per tool, over the defaults, with the range of its key.
@@ -247,7 +247,7 @@ pub struct LibraryPolicy {
 /// Reads `TOOL_POLICY = {...}` and `TOOL_POLICIES = {"tool_x": {...}}` from their
 /// values; `literal` evaluates a literal expression to JSON (`None`: not a literal).
 /// `base` is the folder of the file, for `docs`.
-pub fn read_library(
+pub(crate) fn read_library(
     policy: Option<&Expr>,
     policies: Option<&Expr>,
     literal: impl Fn(&Expr) -> Option<Value>,

@@ -10,8 +10,10 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
+#[cfg(feature = "python")]
 /// Characters of a confirmation shown before the rest is summarised.
 pub const CONFIRMATION_LIMIT: usize = 20_000;
+#[cfg(feature = "python")]
 /// Consecutive empty lines shown as they are; more are counted instead.
 const EMPTY_LINES_SHOWN: usize = 2;
 
@@ -20,12 +22,14 @@ pub fn line(text: &str) -> Cow<'_, str> {
     escaped(text, false)
 }
 
+#[cfg(feature = "python")]
 /// `text` as lines (`\n` kept, every other control character escaped), for texts
 /// shown whole such as a file's content in a confirmation.
 pub fn lines(text: &str) -> Cow<'_, str> {
     escaped(text, true)
 }
 
+#[cfg(feature = "python")]
 /// A text a person is asked to approve: its lines escaped, runs of more than two
 /// empty lines counted rather than shown (so they cannot push the start off the
 /// screen), and past [`CONFIRMATION_LIMIT`] characters a count of what follows.
