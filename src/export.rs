@@ -506,8 +506,9 @@ fn write_libraries(registry: &Registry, layout: Layout, depth: usize, out: &mut 
     out.write_all(b"]")
 }
 
-/// Each provider's rule for tool names; `Err` says which rule a name breaks.
-fn check_name(format: Format, name: &str) -> Result<(), String> {
+/// Each provider's rule for tool names; `Err` says which rule a name breaks. The one
+/// copy of the rules: a profile's aliases are checked against every format's.
+pub(crate) fn check_name(format: Format, name: &str) -> Result<(), String> {
     let (max, extra, first_letter): (usize, &str, bool) = match format {
         Format::Openai { .. } | Format::OpenaiResponses { .. } => (64, "_-", false),
         Format::Anthropic => (128, "_-", false),

@@ -98,11 +98,10 @@ impl Profile {
     }
 }
 
-/// A name a tool may be given: what every export format accepts (SPEC §4's name rules).
+/// A name a tool may be given: what every export format accepts (SPEC §4's name
+/// rules, as `export` checks them).
 pub fn is_valid_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    first_ok && name.len() <= 64 && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    crate::export::Format::ALL.iter().all(|&format| crate::export::check_name(format, name).is_ok())
 }
 
 /// `[profiles.NAME]` at `here` of a config file; `base` is the folder for `docs`.
