@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::host_objects::{self, Callbacks, Offered};
 use super::{ToolResult, capture, python, workspace};
@@ -71,9 +71,10 @@ pub(crate) struct Job {
     pub max_output: Option<usize>,
 }
 
-/// A path as it crosses JSON (to `host.py`, to a worker): its text when it is UTF-8,
-/// else `{"hex": "<its bytes>"}`, which `host.py` turns into the path Python uses for
-/// those bytes (`os.fsdecode`). Nothing is lost either way.
+/// A path as it crosses JSON (to `host.py`, to a worker), in lcp's one path encoding
+/// ([`crate::path_json`]): its text, with `%` and the bytes that are not UTF-8
+/// percent-escaped, which `host.py` turns back into the path Python uses for those
+/// bytes (`os.fsdecode`). Nothing is lost either way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct WirePath(pub PathBuf);
 
@@ -87,37 +88,14 @@ impl std::ops::Deref for WirePath {
 
 impl Serialize for WirePath {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use std::os::unix::ffi::OsStrExt;
-        match self.0.to_str() {
-            Some(text) => serializer.serialize_str(text),
-            None => {
-                let hex: String = self.0.as_os_str().as_bytes().iter().map(|byte| format!("{byte:02x}")).collect();
-                json!({ "hex": hex }).serialize(serializer)
-            }
-        }
+        serializer.serialize_str(&crate::path_json::encode(&self.0))
     }
 }
 
 impl<'de> Deserialize<'de> for WirePath {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use std::os::unix::ffi::OsStringExt;
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Wire {
-            Text(String),
-            Bytes { hex: String },
-        }
-        match Wire::deserialize(deserializer)? {
-            Wire::Text(text) => Ok(WirePath(PathBuf::from(text))),
-            Wire::Bytes { hex } => {
-                let bytes = (0..hex.len())
-                    .step_by(2)
-                    .map(|i| hex.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
-                    .collect::<Option<Vec<u8>>>()
-                    .ok_or_else(|| serde::de::Error::custom("a path's bytes are not hex"))?;
-                Ok(WirePath(PathBuf::from(std::ffi::OsString::from_vec(bytes))))
-            }
-        }
+        let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Ok(WirePath(crate::path_json::decode(&text)))
     }
 }
 

@@ -43,6 +43,7 @@ import threading
 import traceback
 import types
 import typing
+import urllib.parse
 import uuid
 import weakref
 from pathlib import Path, PurePath
@@ -150,10 +151,10 @@ def _watched(change, before):
 
 
 def _path(wire):
-    """A path as the embedding sends it: text, or ``{"hex": bytes}`` for a path that is
-    not UTF-8, which becomes the path Python uses for those bytes."""
-    if isinstance(wire, dict):
-        return os.fsdecode(bytes.fromhex(wire["hex"]))
+    """A path as the embedding sends it (lcp's path encoding: ``%`` and the bytes that
+    are not UTF-8 percent-escaped): the path Python uses for those bytes."""
+    if "%" in wire:
+        return os.fsdecode(urllib.parse.unquote_to_bytes(wire))
     return wire
 
 

@@ -401,3 +401,21 @@ fn a_tool_in_a_file_whose_path_is_not_utf8_is_called_from_its_real_path() {
         assert_eq!(result["output"], json!(true), "{mode:?}: {result}");
     }
 }
+
+#[test]
+fn a_tool_in_a_folder_whose_name_has_a_percent_sign_runs_there_with_its_workspace() {
+    let dir = temp_dir("call-percent");
+    let folder = dir.join("50%25 done%");
+    let workspace = dir.join("work %41");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let code = "import os\n\ndef tool_where() -> list:\n    \"\"\"Its own file and its working directory.\"\"\"\n    return [__file__, os.getcwd()]\n";
+    write(&folder.join("where.py"), code);
+    let (folder_text, workspace_text) = (folder.to_str().unwrap(), workspace.to_str().unwrap());
+    for mode in [&[][..], &["--in-process"][..]] {
+        let args = [&["tool_where", folder_text, "--workspace", workspace_text][..], mode].concat();
+        let result = result(&lcp_call(&args), 0);
+        let file = folder.join("where.py").canonicalize().unwrap();
+        let expected = json!([file.to_str().unwrap(), workspace.canonicalize().unwrap().to_str().unwrap()]);
+        assert_eq!(result["output"], expected, "{mode:?}: {result}");
+    }
+}
