@@ -35,7 +35,7 @@ fn main() {
     let args = json!({"x": 1});
     let options = CallOptions::default();
     let started = Instant::now();
-    assert!(runtime.call(&trivial, "tool_noop", &args, &options).ok);
+    assert!(runtime.call(&trivial, "tool_noop", &args, &options).ok());
     println!("first call, one-line library:            {:>9.2} ms", ms(started.elapsed()));
 
     let builtin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("default_tools");
@@ -84,7 +84,7 @@ fn main() {
     let isolation = Isolation::Workers(WorkerSettings::new(program));
     let workers = Runtime::new(RuntimeConfig { venv: None, isolation, ..RuntimeConfig::default() }).expect("workers");
     let started = Instant::now();
-    assert!(workers.call(&trivial, "tool_noop", &args, &options).ok);
+    assert!(workers.call(&trivial, "tool_noop", &args, &options).ok());
     println!("worker: start + first call:              {:>9.2} ms", ms(started.elapsed()));
     for _ in 0..1000 {
         workers.call(&trivial, "tool_noop", &args, &options);

@@ -307,8 +307,14 @@ pub fn run(
                     tool: tool.name.clone(),
                     source: payload.source,
                     payload: payload.args,
-                    ok: result.ok,
-                    error: if result.ok { None } else { result.error.or(Some("the call failed".to_string())) },
+                    // A failure the tool reports because the lane could not give it
+                    // something (no user, no model) is a pass with a note.
+                    ok: result.ok() || unmet.is_some(),
+                    error: if result.ok() || unmet.is_some() {
+                        None
+                    } else {
+                        result.error.or(Some("the call failed".to_string()))
+                    },
                     unmet: unmet.as_ref().map(|(unmet, _)| *unmet),
                     note: unmet.map(|(_, note)| note),
                     seconds: (began.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
@@ -420,12 +426,10 @@ fn call(
     let Some((library, tool)) = registry.tool(real) else {
         return (ToolResult::failure(crate::suggest::unknown_tool(registry, real)), None);
     };
-    let mut result = runtime.call_checked(library, tool, &payload.args, &options);
-    let reported = !result.ok && result.traceback.is_none() && !result.output.is_null();
-    if let Some(unmet) = met.first().filter(|_| reported) {
-        let what = result.error.take().unwrap_or_default();
-        result.ok = true;
-        return (result, Some((unmet, unmet.note(&what))));
+    let result = runtime.call_checked(library, tool, &payload.args, &options);
+    if let Some(unmet) = met.first().filter(|_| result.outcome == crate::runtime::Outcome::Reported) {
+        let note = unmet.note(result.error.as_deref().unwrap_or_default());
+        return (result, Some((unmet, note)));
     }
     (result, None)
 }

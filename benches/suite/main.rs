@@ -562,7 +562,7 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let args = serde_json::json!({"x": 1});
     let options = CallOptions::default();
     let first = runtime.call(&registry, "tool_noop", &args, &options);
-    assert!(first.ok && first.output == 1, "the trivial tool runs: {first:?}");
+    assert!(first.ok() && first.output == 1, "the trivial tool runs: {first:?}");
     // Calls per sample: per-call times are a batch's time divided by this.
     let calls = if setup.quick { 2_000 } else { 20_000 };
     let direct = format!(
@@ -575,7 +575,7 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let me = std::env::current_exe().expect("the bench knows its own path");
     let workers = worker_runtime(setup, None, false);
     let first = workers.call(&registry, "tool_noop", &args, &options);
-    assert!(first.ok && first.output == 1, "the trivial tool runs in a worker: {first:?}");
+    assert!(first.ok() && first.output == 1, "the trivial tool runs in a worker: {first:?}");
     let timed = CallOptions { timeout: Some(std::time::Duration::from_secs(60)), ..CallOptions::default() };
     let mut contenders = vec![
         Contender::new("call", reps, || {
@@ -772,7 +772,7 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
                     (0..count).map(|_| scope.spawn(|| runtime.call(&registry, tool, &args, &options))).collect();
                 for call in calls {
                     let result = call.join().expect("the call's thread ends");
-                    assert!(result.ok, "{tool} runs: {result:?}");
+                    assert!(result.ok(), "{tool} runs: {result:?}");
                 }
             });
         })
@@ -790,15 +790,16 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let noop = serde_json::json!({"x": 1});
     // A CPU-bound tool of about one second: its work measured alone, in a worker.
     let probe = 2_000_000u64;
-    let took = seconds(|| assert!(two.call(&registry, "tool_burn", &serde_json::json!({"turns": probe}), &options).ok));
+    let took =
+        seconds(|| assert!(two.call(&registry, "tool_burn", &serde_json::json!({"turns": probe}), &options).ok()));
     let turns = ((probe as f64) / took.max(1e-3)) as u64;
     let burn = serde_json::json!({"turns": turns});
     let reps = setup.reps(7);
     // A crash, then the time to the next call's result.
     let crash_then_next = |runtime: &Runtime| {
         let crashed = runtime.call(&registry, "tool_crash", &Value::Object(Default::default()), &options);
-        assert!(!crashed.ok, "the crash is a failed call");
-        let took = seconds(|| assert!(runtime.call(&registry, "tool_noop", &noop, &options).ok));
+        assert!(!crashed.ok(), "the crash is a failed call");
+        let took = seconds(|| assert!(runtime.call(&registry, "tool_noop", &noop, &options).ok()));
         // The worker replacing it starts now: not during the next row's work.
         std::thread::sleep(std::time::Duration::from_millis(500));
         took

@@ -93,7 +93,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
             let result = runtime.call(&registry, &tool, &args, &options);
             let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
             write_out(&mut stdout, &text)?;
-            Ok(if result.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if result.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Command::Serve {
             sources,

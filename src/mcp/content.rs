@@ -43,7 +43,8 @@ pub(super) enum Media {
 /// schema it is an error result (a success must carry the structured content its
 /// schema describes).
 pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -> CallToolResult {
-    let ToolResult { ok, output, error, traceback, stdout, stderr, output_cut_from } = result;
+    let ok = result.ok();
+    let ToolResult { outcome: _, output, error, traceback, stdout, stderr, output_cut_from } = result;
     let mut blocks = Vec::new();
     let (text, structured) = match (output, error) {
         (Value::Null, Some(error)) if !ok => {
@@ -251,6 +252,7 @@ fn marked(start: &str, total: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Outcome;
 
     fn check(result: ToolResult, max: usize, expected: Value) {
         assert_eq!(serde_json::to_value(tool_result(result, max, Shape::Free)).unwrap(), expected);
@@ -258,7 +260,7 @@ mod tests {
 
     fn ok(output: Value) -> ToolResult {
         ToolResult {
-            ok: true,
+            outcome: Outcome::Returned,
             output,
             error: None,
             traceback: None,
@@ -281,7 +283,11 @@ mod tests {
             json!({"resultType": "complete", "content": [{"type": "text", "text": "[1,2]"}], "structuredContent": {"result": [1, 2]}, "isError": false}),
         );
         check(
-            ToolResult { ok: false, error: Some("no".into()), ..ok(json!({"success": false, "error": "no"})) },
+            ToolResult {
+                outcome: Outcome::Reported,
+                error: Some("no".into()),
+                ..ok(json!({"success": false, "error": "no"}))
+            },
             100,
             json!({"resultType": "complete", "content": [{"type": "text", "text": "{\"success\":false,\"error\":\"no\"}"}], "isError": true}),
         );
@@ -357,7 +363,11 @@ mod tests {
         assert_eq!(wrapped["structuredContent"], json!({"result": {"a": 1}}));
         let object = serde_json::to_value(tool_result(ok(json!({"a": 1})), 100, Shape::Object)).unwrap();
         assert_eq!(object["structuredContent"], json!({"a": 1}));
-        let failed = ToolResult { ok: false, error: Some("no".into()), ..ok(json!({"success": false, "error": "no"})) };
+        let failed = ToolResult {
+            outcome: Outcome::Reported,
+            error: Some("no".into()),
+            ..ok(json!({"success": false, "error": "no"}))
+        };
         let failed = serde_json::to_value(tool_result(failed, 100, Shape::Wrapped)).unwrap();
         assert!(failed.get("structuredContent").is_none(), "an error result carries none: {failed}");
     }

@@ -52,12 +52,12 @@ use crate::sync;
 ///
 /// let runtime = Runtime::new(RuntimeConfig::default())?;
 /// let result = runtime.call(&registry, "tool_add", &json!({"a": 2, "b": 3}), &CallOptions::default());
-/// assert!(result.ok, "{result:?}");
+/// assert!(result.ok(), "{result:?}");
 /// assert_eq!(result.output, json!(5));
 ///
 /// // Arguments the schema refuses never reach Python.
 /// let refused = runtime.call(&registry, "tool_add", &json!({"a": "two"}), &CallOptions::default());
-/// assert!(!refused.ok);
+/// assert!(!refused.ok());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Runtime {
@@ -242,7 +242,7 @@ impl Runtime {
     fn provide(&self, library: &Library, provider: &str, options: &CallOptions) -> Result<String, String> {
         let timeout = options.timeout.or(self.config.provider_timeout);
         let result = self.run(library, provider, Kind::Provider, &Value::Null, options, timeout, false);
-        match (result.ok, result.output) {
+        match (result.ok(), result.output) {
             (true, Value::String(text)) if !text.trim().is_empty() => Ok(text),
             (true, _) => Err("it returned an empty description".to_string()),
             (false, _) => Err(result.error.unwrap_or_default()),

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::host_objects::{self, Callbacks, Offered};
-use super::{ToolResult, capture, python, workspace};
+use super::{Outcome, ToolResult, capture, python, workspace};
 use crate::diag::{Diagnostic, Level};
 use crate::registry::FastMap;
 use crate::sync;
@@ -258,7 +258,7 @@ impl Engine {
                 return Direct::Declined;
             }
             Ok(python::DirectOutcome::Returned { output, stdout, stderr }) => ToolResult {
-                ok: true,
+                outcome: Outcome::Returned,
                 output,
                 error: None,
                 traceback: None,
@@ -378,7 +378,7 @@ fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult,
     match reply {
         Ok(reply) => {
             let result = ToolResult {
-                ok: reply.ok,
+                outcome: Outcome::of_reply(reply.ok, reply.traceback.as_deref(), &reply.output),
                 output: reply.output,
                 error: reply.error,
                 traceback: reply.traceback,
@@ -425,20 +425,24 @@ fn execute_with_deadline(
     let message = format!("`{function}` timed out after {} s", limit.as_secs_f64());
     match late {
         // Told to stop, it failed with an error of its own: say so, with that error.
-        Ok((mut result, false)) if !result.ok && result.error.is_some() => {
+        Ok((mut result, false)) if !result.ok() && result.error.is_some() => {
             let own = result.error.take().unwrap_or_default();
             result.error = Some(format!("{message}; told to stop, it failed with an error of its own: {own}"));
+            result.outcome = Outcome::TimedOut;
             result
         }
         Ok((mut result, _)) => {
-            result.ok = false;
+            result.outcome = Outcome::TimedOut;
             result.error = Some(format!("{message} and was stopped"));
             result
         }
-        Err(_) => ToolResult::failure(format!(
-            "{message}; it could not be stopped (it is blocked outside Python code) and goes on in the background, \
+        Err(_) => ToolResult::ended(
+            Outcome::TimedOut,
+            format!(
+                "{message}; it could not be stopped (it is blocked outside Python code) and goes on in the background, \
              its result will be dropped (run lcp with worker processes to end such a tool)"
-        )),
+            ),
+        ),
     }
 }
 

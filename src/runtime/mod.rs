@@ -109,18 +109,59 @@ impl Cancel {
     }
 }
 
-/// The outcome of a call (SPEC §5): `{"ok", "output", "error"?, "traceback"?, "stdout", "stderr"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// How a call ended, said once where it is known (SPEC §5, §8) and read by every
+/// surface from here: never told apart by field combinations or message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool returned; `output` is its value.
+    Returned,
+    /// The tool returned a failure it reports itself (`{"success": false, "error": …}`);
+    /// `output` is that value, `error` its message.
+    Reported,
+    /// The tool (or its library's import or init) raised: `error` is `Type: message`,
+    /// `traceback` the formatted traceback.
+    Raised,
+    /// Nothing of the tool ran: an unknown tool, invalid arguments, a policy rule, no
+    /// worker to take the call.
+    Refused,
+    /// It returned a value its return annotation (output schema) refuses.
+    Invalid,
+    /// Stopped by its time limit.
+    TimedOut,
+    /// Stopped because the caller cancelled it.
+    Cancelled,
+    /// It ran out of the memory its worker may use (`--memory-limit`).
+    OutOfMemory,
+    /// Its worker process died under it (or was left unusable by it).
+    Died,
+}
+
+impl Outcome {
+    /// What `host.py`'s reply says: a value, a reported failure (a value and an
+    /// error), an exception (a traceback), or a call it refused (an error alone).
+    pub(crate) fn of_reply(ok: bool, traceback: Option<&str>, output: &Value) -> Outcome {
+        match (ok, traceback, output) {
+            (true, _, _) => Outcome::Returned,
+            (false, Some(_), _) => Outcome::Raised,
+            (false, None, Value::Null) => Outcome::Refused,
+            (false, None, _) => Outcome::Reported,
+        }
+    }
+}
+
+/// The result of a call; as JSON, SPEC §5's `{"ok", "output", "error"?, "traceback"?,
+/// "stdout", "stderr"}`, where `ok` is whether the tool returned (the outcome itself
+/// crosses to lcp from a worker beside it).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
-    /// Whether the tool succeeded.
-    pub ok: bool,
+    /// How the call ended.
+    pub outcome: Outcome,
     /// The return value as JSON (`null` when there is none).
     pub output: Value,
     /// Why it failed: `Type: message` for an exception.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The formatted traceback of the exception, if one was raised.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceback: Option<String>,
     /// What the tool printed on standard output, up to a bound.
     pub stdout: String,
@@ -128,15 +169,70 @@ pub struct ToolResult {
     pub stderr: String,
     /// When the output's text was longer than [`CallOptions::max_output`]: its length
     /// in bytes, and `output` holds the start of that text (a string) and no more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_cut_from: Option<usize>,
 }
 
+impl Serialize for ToolResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut fields = serializer.serialize_struct("ToolResult", 7)?;
+        fields.serialize_field("ok", &self.ok())?;
+        fields.serialize_field("output", &self.output)?;
+        if let Some(error) = &self.error {
+            fields.serialize_field("error", error)?;
+        }
+        if let Some(traceback) = &self.traceback {
+            fields.serialize_field("traceback", traceback)?;
+        }
+        fields.serialize_field("stdout", &self.stdout)?;
+        fields.serialize_field("stderr", &self.stderr)?;
+        if let Some(total) = self.output_cut_from {
+            fields.serialize_field("output_cut_from", &total)?;
+        }
+        fields.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The JSON form, whose fields say the outcome.
+        #[derive(Deserialize)]
+        struct Written {
+            ok: bool,
+            output: Value,
+            #[serde(default)]
+            error: Option<String>,
+            #[serde(default)]
+            traceback: Option<String>,
+            stdout: String,
+            stderr: String,
+            #[serde(default)]
+            output_cut_from: Option<usize>,
+        }
+        let written = Written::deserialize(deserializer)?;
+        let outcome = Outcome::of_reply(written.ok, written.traceback.as_deref(), &written.output);
+        Ok(ToolResult {
+            outcome,
+            output: written.output,
+            error: written.error,
+            traceback: written.traceback,
+            stdout: written.stdout,
+            stderr: written.stderr,
+            output_cut_from: written.output_cut_from,
+        })
+    }
+}
+
 impl ToolResult {
-    /// A failed call that ran no tool code.
+    /// A call that ran nothing of the tool ([`Outcome::Refused`]).
     pub fn failure(error: impl Into<String>) -> ToolResult {
+        ToolResult::ended(Outcome::Refused, error)
+    }
+
+    /// A call that ended as `outcome`, for the reason `error`, with no value.
+    pub fn ended(outcome: Outcome, error: impl Into<String>) -> ToolResult {
         ToolResult {
-            ok: false,
+            outcome,
             output: Value::Null,
             error: Some(error.into()),
             traceback: None,
@@ -144,6 +240,11 @@ impl ToolResult {
             stderr: String::new(),
             output_cut_from: None,
         }
+    }
+
+    /// Whether the tool returned a value ([`Outcome::Returned`]).
+    pub fn ok(&self) -> bool {
+        self.outcome == Outcome::Returned
     }
 
     /// Cuts the output's text (a string as it is, anything else as JSON text) to

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::channel::{self, Connection};
 use super::engine::{self, Job, WirePath};
 use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
-use super::{Cancel, ToolResult, WorkerSettings};
+use super::{Cancel, Outcome, ToolResult, WorkerSettings};
 use crate::sync;
 
 /// How long a call that was told to stop gets before its worker is ended.
@@ -119,7 +119,8 @@ pub(crate) enum FromWorker {
     Ask(HostRequest),
     /// The tool tells the host (progress, a log record) and goes on.
     Notify(Notice),
-    Done(ToolResult),
+    /// How the call ended, and its result.
+    Done(Outcome, ToolResult),
 }
 
 /// The worker processes of every pool of this process, by pid: the children a
@@ -604,7 +605,8 @@ impl Inner {
                 (None, None) => deadline,
             };
             match connection.recv::<FromWorker>(wait) {
-                Ok(Some(FromWorker::Done(result))) => {
+                Ok(Some(FromWorker::Done(outcome, mut result))) => {
+                    result.outcome = outcome;
                     sync::lock(&worker.idle).push(connection);
                     if stopping.is_some() {
                         self.set_draining(worker, false);
@@ -655,12 +657,13 @@ impl Inner {
     /// The result the worker sent, said as what happened when lcp stopped the call.
     fn finished(&self, mut result: ToolResult, job: &Job, stopped: Option<Stopped>) -> ToolResult {
         if let Some(why) = stopped {
-            result.ok = false;
+            result.outcome = why.outcome();
             result.error = Some(format!("{} and was stopped", why.message(&job.function)));
-        } else if !result.ok
+        } else if result.outcome == Outcome::Raised
             && let Some(mib) = self.settings.memory_limit_mib
             && result.error.as_deref().is_some_and(|error| error.starts_with("MemoryError"))
         {
+            result.outcome = Outcome::OutOfMemory;
             let error = result.error.get_or_insert_default();
             error.push_str(&format!(" (the tool ran out of memory: each worker may use {mib} MiB, --memory-limit)"));
         }
@@ -713,7 +716,7 @@ impl Inner {
                 error
             }
         };
-        let mut result = ToolResult::failure(error);
+        let mut result = ToolResult::ended(stopped.map_or(Outcome::Died, Stopped::outcome), error);
         result.stdout = journal.out.clone();
         result.stderr = journal.err.clone();
         if innocent && job.rerun { Attempt::Again(result) } else { Attempt::Done(result) }
@@ -728,6 +731,13 @@ enum Stopped {
 }
 
 impl Stopped {
+    fn outcome(self) -> Outcome {
+        match self {
+            Stopped::TimedOut(_) => Outcome::TimedOut,
+            Stopped::Cancelled => Outcome::Cancelled,
+        }
+    }
+
     fn message(self, function: &str) -> String {
         match self {
             Stopped::TimedOut(limit) => format!("`{function}` timed out after {} s", limit.as_secs_f64()),

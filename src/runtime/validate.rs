@@ -84,7 +84,7 @@ pub fn check_output(schema: &Value, output: &Value) -> Vec<String> {
 pub fn check_result(result: &mut super::ToolResult, tool: &crate::extract::Tool) {
     let Some(schema) = &tool.output else { return };
     // A cut output is only the start of its text: what shows it says it was cut.
-    if !result.ok || result.output_cut_from.is_some() {
+    if !result.ok() || result.output_cut_from.is_some() {
         return;
     }
     // As pydantic validates a return value: unknown keys of a closed object (a
@@ -102,7 +102,7 @@ pub fn check_result(result: &mut super::ToolResult, tool: &crate::extract::Tool)
         text.push_str("\n- ");
         text.push_str(&problem);
     }
-    result.ok = false;
+    result.outcome = super::Outcome::Invalid;
     result.output = Value::Null;
     result.error = Some(text);
 }

@@ -23,7 +23,7 @@ use super::channel::{self, Connection};
 use super::engine::{self, Engine, WirePath};
 use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Notice, Offered, refused};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Report, Stream, ToWorker, WORKER_ARGUMENT};
-use super::{Confirmation, capture, process_tree, python};
+use super::{Confirmation, Outcome, capture, process_tree, python};
 use crate::registry::FastMap;
 use crate::sync;
 
@@ -237,14 +237,14 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         if !closed.is_empty() {
             // The process is no longer what the next call expects: it is replaced.
             RETIRING.store(true, Ordering::Release);
-            result.ok = false;
+            result.outcome = Outcome::Died;
             result.error = Some(format!(
                 "`{}` closed its process's standard streams (fd {}); lcp replaces its worker process",
                 job.function,
                 closed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
             ));
         }
-        let sent = link.send(&FromWorker::Done(result));
+        let sent = link.send(&FromWorker::Done(result.outcome, result));
         if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
             if RETIRING.load(Ordering::Acquire) {
                 process_tree::end_own_descendants();

@@ -138,7 +138,7 @@ fn runtimes() -> Vec<Runtime> {
 }
 
 fn ok(result: ToolResult) -> Value {
-    assert!(result.ok, "the call failed: {result:?}");
+    assert!(result.ok(), "the call failed: {result:?}");
     result.output
 }
 
@@ -208,7 +208,7 @@ fn a_calls_own_callbacks_win_and_a_host_without_them_gives_clear_errors() {
     let registry = registry();
     for runtime in runtimes() {
         let failed = runtime.call(&registry, "tool_ask", &json!({}), &CallOptions::default());
-        assert!(!failed.ok);
+        assert!(!failed.ok());
         assert!(failed.error.as_deref().unwrap().contains("no user interaction handler"), "{failed:?}");
         let failed = runtime.call(&registry, "tool_generate", &json!({"prompt": "x"}), &CallOptions::default());
         assert!(failed.error.as_deref().unwrap().contains("no model"), "{failed:?}");

@@ -53,7 +53,7 @@ fn workers(count: usize) -> Runtime {
 
 fn pid(runtime: &Runtime, registry: &Registry) -> u32 {
     let result = runtime.call(registry, "tool_pid", &json!({}), &CallOptions::default());
-    assert!(result.ok, "{result:?}");
+    assert!(result.ok(), "{result:?}");
     result.output.as_u64().unwrap() as u32
 }
 
@@ -402,7 +402,7 @@ fn versions_at_once(runtime: &Runtime, registry: &Registry, count: usize) -> Vec
             .map(|_| {
                 scope.spawn(|| {
                     let result = runtime.call(registry, "tool_version", &json!({"wait": 0.4}), &CallOptions::default());
-                    assert!(result.ok, "{result:?}");
+                    assert!(result.ok(), "{result:?}");
                     (result.output["version"].as_str().unwrap().to_string(), result.output["pid"].as_u64().unwrap())
                 })
             })
@@ -438,4 +438,56 @@ fn a_catalog_rescan_that_changes_a_file_is_seen_by_the_next_call_in_every_worker
     let pids_after: std::collections::BTreeSet<u64> = after.iter().map(|(_, pid)| *pid).collect();
     assert_eq!(pids_after, pids, "the same workers answered: {after:?}");
     assert!(after.iter().all(|(v, _)| v == "second, longer"), "every worker reads the new file: {after:?}");
+}
+
+/// Every way a call ends is one `Outcome`, said where it is known: in the worker
+/// (returned, reported, raised, an invalid return value), before any code runs
+/// (refused), or by the supervisor (time limit, cancellation, memory, a death).
+#[test]
+fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
+    use lcp::runtime::Outcome;
+    let dir = temp_dir("outcomes");
+    let code = "def tool_value() -> int:\n    \"\"\"Returns.\"\"\"\n    return 1\n\n\
+        def tool_reports() -> dict:\n    \"\"\"Reports a failure.\"\"\"\n    return {\"success\": False, \"error\": \"no data\"}\n\n\
+        def tool_raises() -> int:\n    \"\"\"Raises.\"\"\"\n    raise ValueError(\"bad\")\n\n\
+        def tool_breaks_its_annotation() -> int:\n    \"\"\"Returns text.\"\"\"\n    return \"text\"\n";
+    write(&dir.join("ends.py"), code);
+    let ends = Registry::load(&Sources { folders: vec![dir], files: vec![] }, &Options::default());
+    let faults = registry();
+    let mut settings = WorkerSettings::new(env!("CARGO_BIN_EXE_lcp"));
+    settings.workers = 2;
+    settings.memory_limit_mib = Some(256);
+    let limited =
+        Runtime::new(RuntimeConfig { venv: None, isolation: Isolation::Workers(settings), ..RuntimeConfig::default() })
+            .unwrap();
+    let in_process = Runtime::new(RuntimeConfig { venv: None, ..RuntimeConfig::default() }).unwrap();
+    let plain = CallOptions::default();
+    let short = CallOptions { timeout: Some(Duration::from_millis(300)), ..CallOptions::default() };
+    for runtime in [&limited, &in_process] {
+        let outcome = |registry: &Registry, tool: &str, args: Value, options: &CallOptions| {
+            runtime.call(registry, tool, &args, options).outcome
+        };
+        assert_eq!(outcome(&ends, "tool_value", json!({}), &plain), Outcome::Returned);
+        assert_eq!(outcome(&ends, "tool_reports", json!({}), &plain), Outcome::Reported);
+        assert_eq!(outcome(&ends, "tool_raises", json!({}), &plain), Outcome::Raised);
+        assert_eq!(outcome(&ends, "tool_breaks_its_annotation", json!({}), &plain), Outcome::Invalid);
+        assert_eq!(outcome(&ends, "tool_value", json!({"extra": 1}), &plain), Outcome::Refused);
+        assert_eq!(outcome(&ends, "tool_missing", json!({}), &plain), Outcome::Refused);
+        assert_eq!(outcome(&faults, "tool_spin", json!({}), &short), Outcome::TimedOut);
+    }
+    let outcome = |tool: &str, args: Value, options: &CallOptions| limited.call(&faults, tool, &args, options).outcome;
+    assert_eq!(outcome("tool_allocate", json!({"mib": 4096}), &plain), Outcome::OutOfMemory);
+    assert_eq!(outcome("tool_segfault", json!({}), &plain), Outcome::Died);
+    let cancel = lcp::runtime::Cancel::default();
+    let cancelling = cancel.clone();
+    let started = temp_dir("outcome-cancel").join("started");
+    let marker = started.clone();
+    let canceller = std::thread::spawn(move || {
+        assert!(wait_for_file(&marker), "the tool never started");
+        cancelling.cancel();
+    });
+    let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
+    let arguments = json!({"length": 60, "started": started.to_str().unwrap()});
+    assert_eq!(outcome("tool_backtrack", arguments, &options), Outcome::Cancelled);
+    canceller.join().unwrap();
 }

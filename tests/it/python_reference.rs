@@ -244,7 +244,7 @@ fn validation_before_a_call_agrees_with_pydantic_on_formats() {
     for (tool, kind, values) in &cases {
         for (value, pydantic) in values.as_array().unwrap().iter().zip(verdicts[kind].as_array().unwrap()) {
             let result = runtime.call(&registry, tool, &json!({ "value": value }), &CallOptions::default());
-            let refused = !result.ok && result.error.as_deref().unwrap_or_default().starts_with("invalid arguments");
+            let refused = !result.ok() && result.error.as_deref().unwrap_or_default().starts_with("invalid arguments");
             compared += 1;
             if pydantic.as_bool() != Some(!refused) {
                 let lcp = if refused { result.error.unwrap_or_default() } else { "accepted".to_string() };

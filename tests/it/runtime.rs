@@ -42,12 +42,12 @@ fn call(runtime: &Runtime, registry: &Registry, tool: &str, args: Value) -> Tool
 
 /// The output of a call that must succeed.
 fn output(result: ToolResult) -> Value {
-    assert!(result.ok, "the call failed: {result:#?}");
+    assert!(result.ok(), "the call failed: {result:#?}");
     result.output
 }
 
 fn error(result: &ToolResult) -> &str {
-    assert!(!result.ok, "the call succeeded: {result:#?}");
+    assert!(!result.ok(), "the call succeeded: {result:#?}");
     result.error.as_deref().unwrap_or_default()
 }
 
@@ -810,7 +810,7 @@ fn both_paths(runtime: &Runtime, registry: &Registry, tool: &str, args: &str, ex
     let args: Value = serde_json::from_str(args).expect("the arguments are JSON");
     for path in ["host.py", "direct"] {
         let result = call(runtime, registry, tool, args.clone());
-        assert!(result.ok, "{path}: {result:?}");
+        assert!(result.ok(), "{path}: {result:?}");
         assert_eq!(result.output, expected, "{path}");
         assert_eq!(serde_json::to_string(&result.output).unwrap(), expected.to_string(), "{path}: the digits");
     }

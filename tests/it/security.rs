@@ -85,7 +85,7 @@ fn kill_during(
         std::thread::sleep(Duration::from_micros(200));
     }
     let result = caller.join().expect("the call returns");
-    killed && !result.ok
+    killed && !result.ok()
 }
 
 #[test]
@@ -169,11 +169,11 @@ fn a_folder_swapped_for_a_link_to_outside_is_never_read_or_written_through() {
     for attempt in 0..300 {
         let read = runtime.call(&registry, "tool_read_file", &json!({"path": "inside/notes.txt"}), &options);
         assert!(!output(&read).to_string().contains("SECRET"), "attempt {attempt}: {:?}", read.output);
-        reads += usize::from(read.ok);
+        reads += usize::from(read.ok());
         let name = format!("inside/new-{attempt}.txt");
         let args = json!({"path": name, "content": "x", "create_dirs": false});
         let written = runtime.call(&registry, "tool_write_file", &args, &options);
-        writes += usize::from(written.ok);
+        writes += usize::from(written.ok());
         let searched = runtime.call(&registry, "tool_search_files", &json!({"query": "SECRET"}), &options);
         assert_eq!(searched.output["output"]["total_matches"], 0, "attempt {attempt}: {:?}", searched.output);
         let listed =
@@ -219,7 +219,7 @@ fn links_inside_the_workspace_are_followed_and_links_out_refused() {
         &json!({"path": "out", "content": "x", "overwrite": true}),
         &options,
     );
-    assert!(!written.ok, "{:?}", written.output);
+    assert!(!written.ok(), "{:?}", written.output);
     assert_eq!(std::fs::read_to_string(base.join("secret.txt")).unwrap(), "SECRET\n");
     let long = runtime.call(&registry, "tool_read_file", &json!({"path": "a/".repeat(2500)}), &options);
     assert!(long.error.unwrap_or_default().contains("at most 4096"), "{:?}", long.output);
@@ -234,7 +234,7 @@ fn a_stored_secret_never_reaches_the_reading_and_searching_tools() {
     let options = in_workspace(&workspace);
     let stored =
         runtime.call(&registry, "tool_store_secret", &json!({"name": "API_KEY", "purpose": "the test"}), &options);
-    assert!(stored.ok, "{:?}", stored.output);
+    assert!(stored.ok(), "{:?}", stored.output);
     assert!(!stored.output.to_string().contains("hunter2"));
     let env = std::fs::read_to_string(workspace.join(".env")).unwrap();
     assert_eq!(env, "API_KEY=\"hunter2-TOKEN\"\n");
@@ -262,13 +262,13 @@ fn a_stored_secret_never_reaches_the_reading_and_searching_tools() {
         if tool == "tool_search_files" {
             assert_eq!(result.output["output"]["total_matches"], 0, "{tool} {args}: {:?}", result.output);
         } else {
-            assert!(!result.ok, "{tool} {args}: {:?}", result.output);
+            assert!(!result.ok(), "{tool} {args}: {:?}", result.output);
         }
     }
     // A link to the env file is the env file.
     symlink(".env", workspace.join("innocent.txt")).unwrap();
     let through_link = runtime.call(&registry, "tool_read_file", &json!({"path": "innocent.txt"}), &options);
-    assert!(!through_link.ok && !through_link.output.to_string().contains("hunter2"), "{:?}", through_link.output);
+    assert!(!through_link.ok() && !through_link.output.to_string().contains("hunter2"), "{:?}", through_link.output);
 }
 
 #[test]
@@ -280,7 +280,7 @@ fn a_catastrophic_regular_expression_is_answered_at_once() {
     // Backtracking would outlast any limit; a call that hangs times out and fails.
     let options = CallOptions { timeout: Some(Duration::from_secs(60)), ..in_workspace(&workspace) };
     let searched = runtime.call(&registry, "tool_search_files", &json!({"query": "(a+)+$", "regex": true}), &options);
-    assert!(searched.ok, "{:?}", searched.output);
+    assert!(searched.ok(), "{:?}", searched.output);
     assert_eq!(searched.output["output"]["total_matches"], 0);
     let refused = runtime.call(&registry, "tool_search_files", &json!({"query": r"(a)\1", "regex": true}), &options);
     assert!(refused.error.unwrap_or_default().contains("Invalid regular expression"), "{:?}", refused.output);
@@ -384,7 +384,7 @@ fn a_crash_fails_only_its_own_call_reruns_declared_ones_and_names_the_crasher_to
     for call in calls {
         let (tool, result) = call.join().unwrap();
         match tool {
-            "tool_steady" | "tool_reader" => assert!(result.ok, "{tool} runs again: {:?}", result.error),
+            "tool_steady" | "tool_reader" => assert!(result.ok(), "{tool} runs again: {:?}", result.error),
             _ => {
                 let error = result.error.unwrap_or_default();
                 assert!(
@@ -408,7 +408,7 @@ fn a_worker_ended_while_a_forked_child_holds_its_channel_is_reported_as_its_end(
     let error = result.error.unwrap_or_default();
     assert!(error.contains("exited with status 3") && !error.contains("timed out"), "{error}");
     let next = runtime.call(&registry, "tool_steady", &json!({"seconds": 0}), &CallOptions::default());
-    assert!(next.ok, "{:?}", next.error);
+    assert!(next.ok(), "{:?}", next.error);
 }
 
 /// Processes whose command line has `marker`, for processes started with unique
@@ -448,7 +448,7 @@ fn processes_a_tool_leaves_behind_end_with_its_call_even_in_a_session_of_their_o
     let pid_file = folder.join("pids");
     let result =
         runtime.call(&registry, "tool_leave_processes", &json!({"pid_file": pid_file}), &CallOptions::default());
-    assert!(result.ok, "{:?}", result.error);
+    assert!(result.ok(), "{:?}", result.error);
     let pids = std::fs::read_to_string(&pid_file).unwrap();
     assert_eq!(pids.split_whitespace().count(), 2, "{pids}");
     for marker in ["61.5", "62.5"] {
@@ -625,7 +625,7 @@ fn the_database_tools_refuse_pragmas_that_point_sqlite_elsewhere_and_a_nul_in_a_
         &json!({"database_name": "shop.db", "statement": "CREATE TABLE t(x)"}),
         &options,
     );
-    assert!(created.ok, "{:?}", created.output);
+    assert!(created.ok(), "{:?}", created.output);
     for pragma in ["PRAGMA temp_store_directory = '/tmp'", "PRAGMA data_store_directory = '/tmp'"] {
         let refused =
             runtime.call(&registry, "tool_execute_query", &json!({"database_name": "shop", "query": pragma}), &options);
@@ -637,7 +637,7 @@ fn the_database_tools_refuse_pragmas_that_point_sqlite_elsewhere_and_a_nul_in_a_
         &json!({"database_name": "shop", "query": "SELECT count(*) FROM t"}),
         &options,
     );
-    assert!(counted.ok, "{:?}", counted.output);
+    assert!(counted.ok(), "{:?}", counted.output);
     let nul = runtime.call(&registry, "tool_run_command", &json!({"command": "echo a\u{0}b"}), &options);
     assert!(nul.error.unwrap_or_default().contains("NUL character"), "{:?}", nul.output);
 }
