@@ -29,6 +29,9 @@ const HOST_FILE: &CStr = c"<lcp host>";
 /// The module every tool may import for confined, atomic file operations (SPEC §17).
 const FILES_SOURCE: &str = include_str!("lcp_files.py");
 const FILES_FILE: &CStr = c"<lcp files>";
+/// `host.py`'s argument plans and conversions, loaded before it.
+const ARGUMENTS_SOURCE: &str = include_str!("_lcp_arguments.py");
+const ARGUMENTS_FILE: &CStr = c"<lcp arguments>";
 
 struct Host {
     call: Py<PyAny>,
@@ -94,6 +97,9 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
         )
         .and_then(|function| files.setattr("_search_lines", function))
         .map_err(|err| exception_text(py, err))?;
+        let arguments = CString::new(ARGUMENTS_SOURCE).map_err(|err| err.to_string())?;
+        PyModule::from_code(py, &arguments, ARGUMENTS_FILE, c"_lcp_arguments")
+            .map_err(|err| exception_text(py, err))?;
         let source = CString::new(HOST_SOURCE).map_err(|err| err.to_string())?;
         let module =
             PyModule::from_code(py, &source, HOST_FILE, c"_lcp_host").map_err(|err| exception_text(py, err))?;
