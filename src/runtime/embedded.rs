@@ -319,7 +319,7 @@ impl Runtime {
         };
         match &self.place {
             Place::InProcess(engine) => {
-                let mut result = engine.run(&job, callbacks, timeout);
+                let mut result = engine.run(&job, callbacks, timeout, options.cancel.as_ref());
                 if let Some(max) = job.max_output {
                     result.bound(max);
                 }

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::host_objects::{self, Callbacks, Offered};
-use super::{Outcome, ToolResult, capture, python, workspace};
+use super::{Cancel, Outcome, ToolResult, capture, python, workspace};
 use crate::diag::{Diagnostic, Level};
 use crate::registry::FastMap;
 use crate::sync;
@@ -191,14 +191,21 @@ impl Engine {
     }
 
     /// Runs a job; `timeout` stops it from inside the process (the gentle way only).
-    pub(crate) fn run(&self, job: &Job, callbacks: Callbacks, timeout: Option<Duration>) -> ToolResult {
+    pub(crate) fn run(
+        &self,
+        job: &Job,
+        callbacks: Callbacks,
+        timeout: Option<Duration>,
+        cancel: Option<&Cancel>,
+    ) -> ToolResult {
         if job.kind == Kind::Tool
             && timeout.is_none()
+            && cancel.is_none()
             && let Direct::Ran(result) = self.call_direct(job, &callbacks)
         {
             return result;
         }
-        let result = self.run_hosted(job, callbacks, timeout);
+        let result = self.run_hosted(job, callbacks, timeout, cancel);
         LOG_LEVEL.store(job.host.log_level, Ordering::Release);
         if job.kind == Kind::Tool {
             self.resolve(job);
@@ -294,7 +301,13 @@ impl Engine {
     }
 
     /// `host.py`'s path, on this thread or, with a timeout, on a thread of its own.
-    fn run_hosted(&self, job: &Job, callbacks: Callbacks, timeout: Option<Duration>) -> ToolResult {
+    fn run_hosted(
+        &self,
+        job: &Job,
+        callbacks: Callbacks,
+        timeout: Option<Duration>,
+        cancel: Option<&Cancel>,
+    ) -> ToolResult {
         forget_dropped_modules();
         let request = Request {
             call_id: job.id,
@@ -314,11 +327,11 @@ impl Engine {
             Ok(text) => text,
             Err(err) => return ToolResult::failure(format!("cannot encode the call: {err}")),
         };
-        match timeout {
-            None => execute(job.id, &request, callbacks, job.workspace.as_deref()).0,
-            Some(limit) => {
+        match (timeout, cancel) {
+            (None, None) => execute(job.id, &request, callbacks, job.workspace.as_deref()).0,
+            (limit, cancel) => {
                 let workspace = job.workspace.as_ref().map(|dir| dir.0.clone());
-                execute_with_deadline(job.id, request, callbacks, workspace, limit, &job.function)
+                execute_bounded(job.id, request, callbacks, workspace, Bounds { limit, cancel }, &job.function)
             }
         }
     }
@@ -396,15 +409,25 @@ fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult,
     }
 }
 
-/// Runs the call on its own thread and waits at most `limit`. A call still running
-/// then is stopped (the timeout exception is raised in its thread); one that cannot
-/// be stopped (blocked outside Python code) is left running and its result dropped.
-fn execute_with_deadline(
+/// What may stop an in-process call: its time limit, its caller's cancellation.
+struct Bounds<'c> {
+    limit: Option<Duration>,
+    cancel: Option<&'c Cancel>,
+}
+
+/// How often a bounded call looks at its cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// Runs the call on its own thread and waits until it ends, its time limit passes
+/// or its caller cancels it. A call still running then is stopped (the stop
+/// exception is raised in its thread); one that cannot be stopped (blocked outside
+/// Python code) is left running and its result dropped.
+fn execute_bounded(
     id: u64,
     request: String,
     callbacks: Callbacks,
     workspace: Option<PathBuf>,
-    limit: Duration,
+    bounds: Bounds<'_>,
     function: &str,
 ) -> ToolResult {
     let (sender, receiver) = mpsc::channel();
@@ -414,30 +437,45 @@ fn execute_with_deadline(
     if let Err(err) = worker {
         return ToolResult::failure(format!("cannot start a thread for the call: {err}"));
     }
-    let late = match receiver.recv_timeout(limit) {
-        Ok((result, _)) => return result,
-        Err(RecvTimeoutError::Disconnected) => return ToolResult::failure("the call ended without a result"),
-        Err(RecvTimeoutError::Timeout) => {
-            python::stop(id);
-            receiver.recv_timeout(GRACE)
+    let deadline = bounds.limit.map(|limit| std::time::Instant::now() + limit);
+    let (outcome, message) = loop {
+        let now = std::time::Instant::now();
+        if let (Some(deadline), Some(limit)) = (deadline, bounds.limit)
+            && now >= deadline
+        {
+            break (Outcome::TimedOut, format!("`{function}` timed out after {} s", limit.as_secs_f64()));
+        }
+        if bounds.cancel.is_some_and(Cancel::is_cancelled) {
+            break (Outcome::Cancelled, format!("`{function}` was cancelled"));
+        }
+        let wait = match (deadline, bounds.cancel) {
+            (Some(deadline), None) => deadline - now,
+            (Some(deadline), Some(_)) => (deadline - now).min(CANCEL_POLL),
+            (None, _) => CANCEL_POLL,
+        };
+        match receiver.recv_timeout(wait) {
+            Ok((result, _)) => return result,
+            Err(RecvTimeoutError::Disconnected) => return ToolResult::failure("the call ended without a result"),
+            Err(RecvTimeoutError::Timeout) => {}
         }
     };
-    let message = format!("`{function}` timed out after {} s", limit.as_secs_f64());
+    python::stop(id);
+    let late = receiver.recv_timeout(GRACE);
     match late {
         // Told to stop, it failed with an error of its own: say so, with that error.
         Ok((mut result, false)) if !result.ok() && result.error.is_some() => {
             let own = result.error.take().unwrap_or_default();
             result.error = Some(format!("{message}; told to stop, it failed with an error of its own: {own}"));
-            result.outcome = Outcome::TimedOut;
+            result.outcome = outcome;
             result
         }
         Ok((mut result, _)) => {
-            result.outcome = Outcome::TimedOut;
+            result.outcome = outcome;
             result.error = Some(format!("{message} and was stopped"));
             result
         }
         Err(_) => ToolResult::ended(
-            Outcome::TimedOut,
+            outcome,
             format!(
                 "{message}; it could not be stopped (it is blocked outside Python code) and goes on in the background, \
              its result will be dropped (run lcp with worker processes to end such a tool)"

@@ -78,8 +78,9 @@ pub struct CallOptions {
     pub workspace: Option<PathBuf>,
     /// Time limit; a tool still running then is stopped and the call fails.
     pub timeout: Option<Duration>,
-    /// Stops the call when cancelled (with worker processes; in-process, a cancelled
-    /// call is only no longer waited for by whoever cancelled it).
+    /// Stops the call when cancelled: a worker's call always (its worker is ended
+    /// when the tool does not stop); in-process, a tool running Python code is
+    /// stopped, one blocked in C code is left running and its result dropped.
     pub cancel: Option<Cancel>,
     /// What answers this call's confirmations, questions to the user and
     /// `generate_text`, and hears its progress and log records; each one missing is

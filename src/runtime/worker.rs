@@ -226,7 +226,7 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         sync::lock(&LINKS).insert(job.id, Arc::clone(&link));
         let callbacks = asking(&link, job.host);
         CURRENT_CALL.set(job.id);
-        let mut result = engine.run(&job, callbacks, None);
+        let mut result = engine.run(&job, callbacks, None, None);
         CURRENT_CALL.set(0);
         if let Some(max) = job.max_output {
             // Cut here: lcp never reads more of an output than it may show.

@@ -450,7 +450,8 @@ fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
     let code = "def tool_value() -> int:\n    \"\"\"Returns.\"\"\"\n    return 1\n\n\
         def tool_reports() -> dict:\n    \"\"\"Reports a failure.\"\"\"\n    return {\"success\": False, \"error\": \"no data\"}\n\n\
         def tool_raises() -> int:\n    \"\"\"Raises.\"\"\"\n    raise ValueError(\"bad\")\n\n\
-        def tool_breaks_its_annotation() -> int:\n    \"\"\"Returns text.\"\"\"\n    return \"text\"\n";
+        def tool_breaks_its_annotation() -> int:\n    \"\"\"Returns text.\"\"\"\n    return \"text\"\n\n\
+        def tool_waits(started: str) -> int:\n    \"\"\"Says it started, then waits in Python code.\"\"\"\n    import time\n    open(started, \"w\").close()\n    while True:\n        time.sleep(0.01)\n";
     write(&dir.join("ends.py"), code);
     let ends = Registry::load(&Sources { folders: vec![dir], files: vec![] }, &Options::default());
     let faults = registry();
@@ -474,6 +475,20 @@ fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
         assert_eq!(outcome(&ends, "tool_value", json!({"extra": 1}), &plain), Outcome::Refused);
         assert_eq!(outcome(&ends, "tool_missing", json!({}), &plain), Outcome::Refused);
         assert_eq!(outcome(&faults, "tool_spin", json!({}), &short), Outcome::TimedOut);
+        // Cancelled while it runs, in a worker and in this process alike.
+        let cancel = lcp::runtime::Cancel::default();
+        let cancelling = cancel.clone();
+        let started = temp_dir("outcome-waits").join("started");
+        let marker = started.clone();
+        let canceller = std::thread::spawn(move || {
+            assert!(wait_for_file(&marker), "the tool never started");
+            cancelling.cancel();
+        });
+        let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
+        let result = runtime.call(&ends, "tool_waits", &json!({"started": started.to_str().unwrap()}), &options);
+        canceller.join().unwrap();
+        assert_eq!(result.outcome, Outcome::Cancelled, "{result:?}");
+        assert!(result.error.as_deref().unwrap_or_default().contains("`tool_waits` was cancelled"), "{result:?}");
     }
     let outcome = |tool: &str, args: Value, options: &CallOptions| limited.call(&faults, tool, &args, options).outcome;
     assert_eq!(outcome("tool_allocate", json!({"mib": 4096}), &plain), Outcome::OutOfMemory);
