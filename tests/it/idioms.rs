@@ -53,6 +53,30 @@ fn inspected(method: &[&str]) -> Value {
     inspector_cli(&[lcp_bin(), "serve", "--file", FILE, "--venv", &venv], method)
 }
 
+/// The tool's `inputSchema` as the official Python client (every protocol mode) and
+/// the Inspector CLI list it is the one `lcp export --format mcp` writes.
+fn assert_every_client_lists_the_exported_schema(tool: &str) {
+    let exported = input_schema(tool);
+    for results in served(&[json!("list")]) {
+        assert_eq!(listed_schema(&results[0], tool), exported, "the Python client's listing of {tool}");
+    }
+    assert_eq!(
+        listed_schema(&inspected(&["--method", "tools/list"]), tool),
+        exported,
+        "the Inspector's listing of {tool}"
+    );
+}
+
+/// `tools/call` of `tool` from the Inspector CLI, with its `--tool-arg key=value`s.
+fn inspector_call(tool: &str, args: &[&str]) -> Value {
+    let mut method = vec!["--method", "tools/call", "--tool-name", tool];
+    if !args.is_empty() {
+        method.push("--tool-arg");
+        method.extend_from_slice(args);
+    }
+    inspected(&method)
+}
+
 fn listed_schema(tools: &Value, tool: &str) -> Value {
     let tools = tools["tools"].as_array().unwrap_or_else(|| panic!("no tools in {tools}"));
     tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("no {tool}"))["inputSchema"].clone()
@@ -100,6 +124,8 @@ fn an_annotated_field_default_is_optional_and_an_ellipsis_default_is_required() 
     for results in served(&[call("tool_annotated_defaults", json!({"must": "ab", "ellipsis": 2}))]) {
         assert_ok(&results[0], expected.clone());
     }
+    assert_ok(&inspector_call("tool_annotated_defaults", &["must=ab", "ellipsis=2"]), expected);
+    assert_every_client_lists_the_exported_schema("tool_annotated_defaults");
 }
 
 #[test]
@@ -172,6 +198,9 @@ fn class_docstrings_attributes_sections_and_attribute_docstrings_describe_object
     for results in served(&[call("tool_classes", arguments)]) {
         assert_ok(&results[0], expected.clone());
     }
+    let reading = r#"reading={"sensor":"s1","value":2.5}"#;
+    assert_ok(&inspector_call("tool_classes", &[reading, r#"outer={"inner":{}}"#]), expected);
+    assert_every_client_lists_the_exported_schema("tool_classes");
 }
 
 #[test]
@@ -190,6 +219,11 @@ fn a_class_nested_in_another_class_body_is_resolved_by_its_name_and_its_dotted_p
     let refused =
         called("tool_classes", json!({"reading": {"sensor": "s", "value": 1}, "outer": {"inner": {"depth": "deep"}}}));
     assert!(refused["error"].as_str().unwrap().contains("outer.inner.depth"), "{refused}");
+    let nested =
+        json!({"reading": {"sensor": "s", "value": 1}, "outer": {"inner": {"depth": 3}, "again": {"depth": 4}}});
+    for results in served(&[call("tool_classes", nested)]) {
+        assert_ok(&results[0], json!({"sensor": "s", "unit": "C", "depth": 3}));
+    }
 }
 
 #[test]
@@ -221,6 +255,10 @@ fn pydantics_own_named_types_have_the_schema_pydantic_gives_them() {
     for results in served(&[call("tool_named_types", good)]) {
         assert_ok(&results[0], expected.clone());
     }
+    let args =
+        ["request_id=12345678-1234-4678-9234-567812345678", "when=2024-01-01T00:00:00Z", "local=2024-01-01T00:00:00"];
+    assert_ok(&inspector_call("tool_named_types", &args), expected);
+    assert_every_client_lists_the_exported_schema("tool_named_types");
 }
 
 #[test]
@@ -243,6 +281,8 @@ fn defaults_that_call_known_types_are_exported_as_pydantic_serialises_them() {
         assert_ok(&results[0], expected.clone());
         assert_ok(&results[1], expected.clone());
     }
+    assert_ok(&inspector_call("tool_call_defaults", &[]), expected);
+    assert_every_client_lists_the_exported_schema("tool_call_defaults");
 }
 
 #[test]
