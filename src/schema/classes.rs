@@ -98,21 +98,9 @@ impl<'a, 's> Converter<'a, 's> {
         depth: usize,
     ) -> (Value, Vec<(String, Value)>) {
         let mark = self.made_by_factory.len();
-        let schema = self.class_schema(module, class, path, range, depth);
-        (schema, self.made_by_factory.split_off(mark))
-    }
-
-    pub(super) fn class_schema(
-        &mut self,
-        module: Module<'a, 's>,
-        class: &'a ast::StmtClassDef,
-        path: String,
-        range: TextRange,
-        depth: usize,
-    ) -> Value {
         let name = class.name.as_str();
         let key = definition_key(module, &path);
-        self.in_module(module, range, |this| match this.class_kind(class, 0) {
+        let schema = self.in_module(module, range, |this| match this.class_kind(class, 0) {
             ClassKind::Enum => this.enum_class(class),
             ClassKind::Plain => {
                 this.warn(class.name.range, format!("class `{name}` is not an Enum, TypedDict, dataclass, BaseModel or NamedTuple: accepted as any JSON value"));
@@ -125,7 +113,8 @@ impl<'a, 's> Converter<'a, 's> {
                 }
                 schema
             }
-        })
+        });
+        (schema, self.made_by_factory.split_off(mark))
     }
 
     /// Records a class inlined as `schema` for [`named::hoist`], once per class.

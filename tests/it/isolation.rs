@@ -57,6 +57,22 @@ fn pid(runtime: &Runtime, registry: &Registry) -> u32 {
     result.output.as_u64().unwrap() as u32
 }
 
+/// `call` with a cancel flag and the path of a marker file the tool creates when it
+/// starts: the flag is raised once the marker is there (an event, not a delay).
+fn cancelled_once_started<T>(name: &str, call: impl FnOnce(&str, CallOptions) -> T) -> T {
+    let cancel = Cancel::default();
+    let cancelling = cancel.clone();
+    let started = temp_dir(name).join("started");
+    let marker = started.clone();
+    let canceller = std::thread::spawn(move || {
+        assert!(wait_for_file(&marker), "the tool never started");
+        cancelling.cancel();
+    });
+    let outcome = call(started.to_str().unwrap(), CallOptions { cancel: Some(cancel), ..CallOptions::default() });
+    canceller.join().unwrap();
+    outcome
+}
+
 /// Whether `path` appears within a minute (polled; a test's bounded wait for an event).
 fn wait_for_file(path: &Path) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -120,19 +136,10 @@ fn a_timeout_stops_pure_python_gently_without_ending_the_worker() {
 fn cancelling_a_call_blocked_in_c_ends_its_worker_and_the_next_call_gets_a_new_one() {
     let (runtime, registry) = (workers(1), registry());
     let before = pid(&runtime, &registry);
-    let cancel = Cancel::default();
-    let cancelling = cancel.clone();
-    let started = temp_dir("cancel-blocked").join("started");
-    let marker = started.clone();
     // Cancelled once the tool is inside the backtracking, not after a guessed delay.
-    let canceller = std::thread::spawn(move || {
-        assert!(wait_for_file(&marker), "the tool never started");
-        cancelling.cancel();
+    let result = cancelled_once_started("cancel-blocked", |started, options| {
+        runtime.call(&registry, "tool_backtrack", &json!({"length": 60, "started": started}), &options)
     });
-    let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
-    let arguments = json!({"length": 60, "started": started.to_str().unwrap()});
-    let result = runtime.call(&registry, "tool_backtrack", &arguments, &options);
-    canceller.join().unwrap();
     let error = result.error.as_deref().unwrap_or_default();
     assert!(error.contains("was cancelled") && error.contains("ended its worker process"), "{result:?}");
     assert!(!alive(before), "the worker running the cancelled call is gone");
@@ -476,33 +483,17 @@ fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
         assert_eq!(outcome(&ends, "tool_missing", json!({}), &plain), Outcome::Refused);
         assert_eq!(outcome(&faults, "tool_spin", json!({}), &short), Outcome::TimedOut);
         // Cancelled while it runs, in a worker and in this process alike.
-        let cancel = lcp::runtime::Cancel::default();
-        let cancelling = cancel.clone();
-        let started = temp_dir("outcome-waits").join("started");
-        let marker = started.clone();
-        let canceller = std::thread::spawn(move || {
-            assert!(wait_for_file(&marker), "the tool never started");
-            cancelling.cancel();
+        let result = cancelled_once_started("outcome-waits", |started, options| {
+            runtime.call(&ends, "tool_waits", &json!({"started": started}), &options)
         });
-        let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
-        let result = runtime.call(&ends, "tool_waits", &json!({"started": started.to_str().unwrap()}), &options);
-        canceller.join().unwrap();
         assert_eq!(result.outcome, Outcome::Cancelled, "{result:?}");
         assert!(result.error.as_deref().unwrap_or_default().contains("`tool_waits` was cancelled"), "{result:?}");
     }
     let outcome = |tool: &str, args: Value, options: &CallOptions| limited.call(&faults, tool, &args, options).outcome;
     assert_eq!(outcome("tool_allocate", json!({"mib": 4096}), &plain), Outcome::OutOfMemory);
     assert_eq!(outcome("tool_segfault", json!({}), &plain), Outcome::Died);
-    let cancel = lcp::runtime::Cancel::default();
-    let cancelling = cancel.clone();
-    let started = temp_dir("outcome-cancel").join("started");
-    let marker = started.clone();
-    let canceller = std::thread::spawn(move || {
-        assert!(wait_for_file(&marker), "the tool never started");
-        cancelling.cancel();
+    let cancelled = cancelled_once_started("outcome-cancel", |started, options| {
+        outcome("tool_backtrack", json!({"length": 60, "started": started}), &options)
     });
-    let options = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
-    let arguments = json!({"length": 60, "started": started.to_str().unwrap()});
-    assert_eq!(outcome("tool_backtrack", arguments, &options), Outcome::Cancelled);
-    canceller.join().unwrap();
+    assert_eq!(cancelled, Outcome::Cancelled);
 }
