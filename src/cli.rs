@@ -437,7 +437,7 @@ fn print_problems(errors: &[ConfigError]) {
 }
 
 /// `lcp check`'s view of the config: every profile's problems (the chosen one's
-/// only, with --profile) as errors, and `[tools.NAME]` tables naming no tool.
+/// only, with --profile) as errors, and `[tool_policies.NAME]` tables naming no tool.
 fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile>) -> Vec<Diagnostic> {
     let profiles: Vec<&Profile> = match chosen {
         Some(profile) => vec![profile],
@@ -457,11 +457,11 @@ fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile
             found.push(Diagnostic::new(file, 1, 1, Level::Warning, message));
         }
     }
-    for entry in &config.tools {
+    for entry in &config.tool_policies {
         if registry.tool(&entry.name).is_none() {
             let file = config.file().unwrap_or(Path::new("--config"));
             let message = format!(
-                "`tools.{}` names no tool: {}",
+                "`tool_policies.{}` names no tool: {}",
                 entry.name,
                 crate::suggest::unknown_tool(registry, &entry.name)
             );

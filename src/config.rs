@@ -14,7 +14,7 @@
 //! [profiles.writer]           # SPEC §11, read by `profile`
 //! tools = ["tool_read_file", "tool_write_file"]
 //!
-//! [tools.tool_write_file]     # SPEC §12: declarations that win over the library's
+//! [tool_policies.tool_write_file]  # SPEC §12: declarations that win over the library's
 //! destructive = true
 //!
 //! [policy]                    # SPEC §12, checked by `policy`
@@ -50,7 +50,7 @@ pub use crate::located::{ConfigError, Located, pointer};
 pub use auth::AuthConfig;
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 7] = ["autonomy_level", "libraries", "profiles", "tools", "policy", "mcp", "auth"];
+const KEYS: [&str; 7] = ["autonomy_level", "libraries", "profiles", "tool_policies", "policy", "mcp", "auth"];
 
 /// `[mcp]`: how tools are described to MCP clients.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub struct McpConfig {
     pub instructions: Option<String>,
 }
 
-/// A `[tools.NAME]` table.
+/// A `[tool_policies.NAME]` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolEntry {
     /// The tool, as the table names it.
@@ -86,8 +86,8 @@ pub struct Config {
     pub runtime: RuntimeConfig,
     /// `[profiles.*]`, then the kits not shadowed by one of them.
     pub profiles: Vec<Profile>,
-    /// `[tools.NAME]`, in the order of the file.
-    pub tools: Vec<ToolEntry>,
+    /// `[tool_policies.NAME]`, in the order of the file.
+    pub tool_policies: Vec<ToolEntry>,
     /// `[policy]`: what this host lets a tool do.
     pub policy: HostPolicy,
     /// `[mcp]`: how tools are described to MCP clients.
@@ -143,9 +143,9 @@ impl Config {
         self.profiles.iter().find(|profile| profile.name == name)
     }
 
-    /// What a tool declares once the config file's `[tools.NAME]` is laid over it.
+    /// What a tool declares once the config file's `[tool_policies.NAME]` is laid over it.
     pub fn declared(&self, tool: &Tool) -> Declared {
-        match self.tools.iter().find(|entry| entry.name == tool.name) {
+        match self.tool_policies.iter().find(|entry| entry.name == tool.name) {
             Some(entry) => entry.declared.over(&tool.policy),
             None => tool.policy.clone(),
         }
@@ -284,19 +284,38 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                 }
                 _ => errors.push(at.error(&here, "`profiles` must be a table keyed by profile name")),
             },
-            "tools" => match value {
+            "tool_policies" => match value {
                 Value::Object(tools) => {
                     for (name, table) in tools {
                         let entry = pointer(&here, &name);
                         let (declared, problems) = policy::from_json(&table, &base);
                         for (key, message) in problems {
                             let place = if key.is_empty() { entry.clone() } else { pointer(&entry, &key) };
-                            errors.push(at.error(&place, format!("`tools.{name}`: {message}")));
+                            errors.push(at.error(&place, format!("`tool_policies.{name}`: {message}")));
                         }
-                        config.tools.push(ToolEntry { name, declared, line: at.line(&entry) });
+                        config.tool_policies.push(ToolEntry { name, declared, line: at.line(&entry) });
                     }
                 }
-                _ => errors.push(at.error(&here, "`tools` must be a table keyed by tool name")),
+                _ => errors.push(at.error(&here, "`tool_policies` must be a table keyed by tool name")),
+            },
+            // Seed 000's `[[tools]]` (config-defined tools, SPEC §14); the tables that
+            // declared tools' policies under this key moved to `[tool_policies.NAME]`.
+            "tools" => match value {
+                Value::Object(tools) => {
+                    let names: Vec<&str> = tools.keys().map(String::as_str).collect();
+                    let first = names.first().copied().unwrap_or("NAME");
+                    errors.push(at.error(
+                        &here,
+                        format!(
+                            "`[tools.{first}]` tables are now `[tool_policies.{first}]` (`tools` is the `[[tools]]` array of config-defined tools); rename {}",
+                            names.iter().map(|n| format!("`[tools.{n}]`")).collect::<Vec<_>>().join(", ")
+                        ),
+                    ))
+                }
+                _ => errors.push(at.error(
+                    &here,
+                    "`[[tools]]` (tools defined in the config, SPEC §14) is not supported by this lcp yet",
+                )),
             },
             "policy" => {
                 let (policy, problems) = HostPolicy::from_json(&value);
@@ -450,8 +469,23 @@ mod tests {
         check(
             json!({"autonomy": 1}),
             Err(
-                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, policy, mcp, auth",
+                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tool_policies, policy, mcp, auth",
             ),
+        );
+        // `[tools.NAME]` declarations moved to `[tool_policies.NAME]` (SPEC §12).
+        check(
+            json!({"tools": {"tool_a": {"read_only": true}, "tool_b": {}}}),
+            Err(
+                "`[tools.tool_a]` tables are now `[tool_policies.tool_a]` (`tools` is the `[[tools]]` array of config-defined tools); rename `[tools.tool_a]`, `[tools.tool_b]`",
+            ),
+        );
+        check(
+            json!({"tools": [{"name": "x"}]}),
+            Err("`[[tools]]` (tools defined in the config, SPEC §14) is not supported by this lcp yet"),
+        );
+        check(
+            json!({"tool_policies": {"tool_a": {"read_only": 1}}}),
+            Err("`tool_policies.tool_a`: `read_only` must be true or false, not 1"),
         );
         check(
             json!({"policy": {"allow": true}}),

@@ -2,7 +2,7 @@
 //!
 //! Owns the declaration keys (`read_only`, `destructive`, `idempotent`, `open_world`,
 //! `grade`, `docs`), read from a library's `TOOL_POLICY` / `TOOL_POLICIES` literals and
-//! from the config file's `[tools.NAME]` tables; the MCP annotations they give; grades
+//! from the config file's `[tool_policies.NAME]` tables; the MCP annotations they give; grades
 //! and their element-wise maximum; and the host's `[policy]` rules with the check of
 //! one tool against them. It never runs Python and never guesses: what is not declared
 //! claims nothing, and counts as the highest grade.
@@ -213,7 +213,7 @@ fn grade(value: &Value, partial: bool) -> Result<(Grade, [Option<u8>; 2]), Decla
     Ok((Grade { w: given[0].unwrap_or(3), d: given[1].unwrap_or(3) }, given))
 }
 
-/// A declaration read from a JSON object (a config file's `[tools.NAME]`), with the
+/// A declaration read from a JSON object (a config file's `[tool_policies.NAME]`), with the
 /// problems of the keys it had to leave out, each with its key.
 pub fn from_json(table: &Value, base: &Path) -> (Declared, Vec<(String, String)>) {
     let mut declared = Declared::default();

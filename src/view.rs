@@ -1,6 +1,6 @@
 //! What a host shows of its tools and lets run (SPEC §11, §12).
 //!
-//! Owns the combination of the tools found, the config file's `[tools.NAME]`
+//! Owns the combination of the tools found, the config file's `[tool_policies.NAME]`
 //! declarations and `[policy]`, and the profile chosen: [`view`] is the registry every
 //! listing and export is made from (the profile's tools under their aliases, minus
 //! what the policy forbids, with their docs), and [`admit`] is the check every call
@@ -56,7 +56,7 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
     let selection = profile.map(|profile| profile::select(profile, registry));
     let mut view = View { selection, ..View::default() };
     let diagnostics = registry.diagnostics().to_vec();
-    if view.selection.is_none() && config.tools.is_empty() && config.policy.is_default() {
+    if view.selection.is_none() && config.tool_policies.is_empty() && config.policy.is_default() {
         // Nothing is left out, renamed or declared anew: the registry as it is.
         view.registry = Registry::from_libraries(registry.libraries().to_vec(), diagnostics);
         view.routes = registry.tools().map(|(_, tool)| (tool.name.clone(), tool.name.clone())).collect();

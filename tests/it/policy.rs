@@ -218,7 +218,7 @@ fn an_unknown_policy_key_or_a_grade_outside_0_to_3_in_the_config_is_a_usage_erro
     let output = lcp(&["call", "tool_count", "fixtures/policy/declared", "--config", "fixtures/policy/bad_grade.toml"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("fixtures/policy/bad_grade.toml:3: `tools.tool_count`: `grade.d` is 7"),
+        stderr(&output).contains("fixtures/policy/bad_grade.toml:3: `tool_policies.tool_count`: `grade.d` is 7"),
         "{}",
         stderr(&output)
     );
@@ -272,4 +272,25 @@ fn a_result_that_breaks_its_return_annotation_is_a_failed_call_saying_which_part
     // A failure the tool reports is not checked against the annotation.
     let reported = stdout_json(&call("tool_reported", "{}"));
     assert_eq!(reported["error"], "nothing to count");
+}
+
+#[test]
+fn config_declarations_under_the_old_tools_tables_are_an_error_naming_tool_policies() {
+    let dir = temp_dir("policy-old-tables");
+    let config = dir.join("old.toml");
+    write(&config, "[policy]\nallow_destructive = false\n\n[tools.tool_plain]\nread_only = true\n");
+    let config = config.to_str().unwrap();
+    for command in ["list", "check"] {
+        let output = lcp(&[command, "fixtures/policy/declared", "--config", config]);
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            said.contains(&format!("{config}:4: `[tools.tool_plain]` tables are now `[tool_policies.tool_plain]`")),
+            "{command}: {said}"
+        );
+    }
+    let renamed = dir.join("new.toml");
+    write(&renamed, "[policy]\nallow_destructive = false\n\n[tool_policies.tool_plain]\nread_only = true\n");
+    let output = lcp(&["list", "fixtures/policy/declared", "--config", renamed.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
