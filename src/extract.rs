@@ -21,7 +21,7 @@ use crate::policy::{self, Declared};
 use crate::scan::SourceFile;
 pub use crate::schema::SchemaText;
 use crate::schema::json::{Map, Value, json};
-use crate::schema::{self, Converter, FieldCall, Scope, Siblings};
+use crate::schema::{self, Converter, Scope, Siblings};
 use crate::source::{self, Prepared, SourceError};
 
 /// Parameters the host passes itself; they never appear in a schema.
@@ -444,12 +444,9 @@ impl<'t> Reader<'t> {
         injected: &[String],
     ) -> Tool {
         let name = function.name.as_str().to_string();
-        let (raw_doc, doc_range) = match function.body.first() {
-            Some(Stmt::Expr(e)) => match &*e.value {
-                Expr::StringLiteral(s) => (Some(s.value.to_str()), s.range),
-                _ => (None, function.name.range),
-            },
-            _ => (None, function.name.range),
+        let (raw_doc, doc_range) = match schema::docstring_of(&function.body) {
+            Some(s) => (Some(s.value.to_str()), s.range),
+            None => (None, function.name.range),
         };
         let mut doc = raw_doc.map(docstring::parse);
         let parameters = self.parameters(function, doc.as_mut(), scope, siblings, injected);
@@ -538,16 +535,7 @@ impl<'t> Reader<'t> {
             };
             // `x: T = Field(...)` (FastMCP's idiom), `Annotated[T, Field(default=...)]`,
             // `= ...` (required), or a plain default.
-            let mut field = match default {
-                None => annotation.and_then(|a| converter.annotated_field(a)).unwrap_or_default(),
-                Some(Expr::EllipsisLiteral(_)) => FieldCall::default(),
-                Some(value) => converter.field_of(value, &mut schema, &mut explicit_description).unwrap_or_else(|| {
-                    FieldCall { optional: true, default: converter.default(value), ..FieldCall::default() }
-                }),
-            };
-            if field.alias.is_none() && default.is_some() {
-                field.alias = annotation.and_then(|a| converter.annotated_field(a)).and_then(|f| f.alias);
-            }
+            let field = converter.field_spec(annotation, default, &mut schema, &mut explicit_description);
             if field.optional && field.default == Some(Value::Null) {
                 schema = schema::nullable(schema);
             }

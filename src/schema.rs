@@ -34,7 +34,7 @@ mod resolve;
 mod text;
 mod types;
 
-pub use classes::FieldCall;
+pub use classes::docstring_of;
 use classes::*;
 use json::{Map, Value, json};
 use resolve::*;

@@ -58,22 +58,26 @@ pub(super) fn class_keyword(class: &ast::StmtClassDef, name: &str) -> Option<Str
 }
 
 /// The docstring of a class or function body: its first statement, when a string.
-pub(super) fn docstring_of(body: &[Stmt]) -> Option<&str> {
-    match body.first() {
+pub fn docstring_of(body: &[Stmt]) -> Option<&ast::ExprStringLiteral> {
+    string_statement(body.first())
+}
+
+/// `stmt` when it is a string on its own (a docstring).
+fn string_statement(stmt: Option<&Stmt>) -> Option<&ast::ExprStringLiteral> {
+    match stmt {
         Some(Stmt::Expr(e)) => match &*e.value {
-            Expr::StringLiteral(s) => Some(s.value.to_str()),
+            Expr::StringLiteral(s) => Some(s),
             _ => None,
         },
         _ => None,
     }
 }
 
-/// The text of an attribute docstring: the string statement right after a field.
+/// The text of an attribute docstring (the string statement right after a field),
+/// its words joined with single spaces.
 pub(super) fn attribute_docstring(next: Option<&Stmt>) -> Option<String> {
-    let Some(Stmt::Expr(e)) = next else { return None };
-    let Expr::StringLiteral(s) = &*e.value else { return None };
-    let cleaned = crate::docstring::parse(s.value.to_str()).text;
-    Some(cleaned.split_whitespace().collect::<Vec<_>>().join(" "))
+    let text = string_statement(next)?.value.to_str();
+    Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 impl<'a, 's> Converter<'a, 's> {
@@ -256,8 +260,10 @@ impl<'a, 's> Converter<'a, 's> {
         let mut lineage = Vec::new();
         self.lineage(self.current.get(), class, &mut lineage, 0);
         let range = class.name.range;
+        let mut prose = String::new();
         for (module, ancestor) in lineage {
-            self.in_module(module, range, |this| {
+            // The class itself comes last: its docstring's prose describes the object.
+            prose = self.in_module(module, range, |this| {
                 let path = if std::ptr::eq(ancestor, class) { path.to_string() } else { ancestor.name.to_string() };
                 this.ancestor_fields(ancestor, path, kind, depth, &mut fields)
             });
@@ -268,11 +274,8 @@ impl<'a, 's> Converter<'a, 's> {
         if fields.forbid_extra {
             schema["additionalProperties"] = Value::Bool(false);
         }
-        if let Some(doc) = docstring_of(&class.body) {
-            let prose = crate::docstring::parse(doc).prose;
-            if !prose.is_empty() {
-                set_description(&mut schema, prose);
-            }
+        if !prose.is_empty() {
+            set_description(&mut schema, prose);
         }
         schema
     }
@@ -280,7 +283,7 @@ impl<'a, 's> Converter<'a, 's> {
     /// The fields one class of a lineage declares, in its own module's view. A model
     /// field's property is its alias; a field is described by its `Field` or
     /// `Annotated` text, else the string right after it, else its class docstring's
-    /// `Attributes` entry.
+    /// `Attributes` entry. Returns the prose of the class's docstring.
     pub(super) fn ancestor_fields(
         &mut self,
         ancestor: &'a ast::StmtClassDef,
@@ -288,12 +291,12 @@ impl<'a, 's> Converter<'a, 's> {
         kind: ClassKind,
         depth: usize,
         fields: &mut ClassFields,
-    ) {
+    ) -> String {
         let total = class_keyword(ancestor, "total").map(|v| v != "False").unwrap_or(true);
         if kind == ClassKind::BaseModel && self.model_forbids_extra(ancestor) {
             fields.forbid_extra = true;
         }
-        let documented = docstring_of(&ancestor.body).map(|doc| crate::docstring::parse(doc).attributes);
+        let doc = docstring_of(&ancestor.body).map(|doc| crate::docstring::parse(doc.value.to_str()));
         self.enclosing.push((self.current.get(), ancestor, path));
         for (index, stmt) in ancestor.body.iter().enumerate() {
             let Stmt::AnnAssign(field) = stmt else { continue };
@@ -307,31 +310,26 @@ impl<'a, 's> Converter<'a, 's> {
             }
             let mut description = None;
             let mut schema = self.convert(&field.annotation, depth + 1, &mut description);
-            let mut field_call =
-                match (kind, field.value.as_deref()) {
-                    (ClassKind::TypedDict, _) => {
-                        let optional = match self.required_marker(&field.annotation) {
-                            Some(is_required) => !is_required,
-                            None => !total,
-                        };
-                        FieldCall { optional, ..FieldCall::default() }
-                    }
-                    (_, None) => self.annotated_field(&field.annotation).unwrap_or_default(),
-                    (_, Some(Expr::EllipsisLiteral(_))) => FieldCall::default(),
-                    (_, Some(value)) => self.field_of(value, &mut schema, &mut description).unwrap_or_else(|| {
-                        FieldCall { optional: true, default: self.default(value), ..FieldCall::default() }
-                    }),
-                };
-            if field_call.alias.is_none() && field.value.is_some() {
-                field_call.alias = self.annotated_field(&field.annotation).and_then(|f| f.alias);
-            }
+            let field_call = match kind {
+                ClassKind::TypedDict => {
+                    let optional = match self.required_marker(&field.annotation) {
+                        Some(is_required) => !is_required,
+                        None => !total,
+                    };
+                    FieldCall { optional, ..FieldCall::default() }
+                }
+                _ => self.field_spec(Some(&field.annotation), field.value.as_deref(), &mut schema, &mut description),
+            };
             if let Some(default) = field_call.default {
                 schema["default"] = default;
             }
             let made_by_factory = field_call.made_by_factory;
             let description = description
                 .or_else(|| attribute_docstring(ancestor.body.get(index + 1)))
-                .or_else(|| documented.iter().flatten().find(|d| d.name == name).map(|d| d.description.clone()))
+                .or_else(|| {
+                    let documented = doc.iter().flat_map(|doc| &doc.attributes).find(|d| d.name == name);
+                    documented.map(|d| d.description.clone())
+                })
                 .filter(|text| !text.is_empty());
             if let Some(text) = description {
                 set_description(&mut schema, text);
@@ -350,6 +348,7 @@ impl<'a, 's> Converter<'a, 's> {
             fields.properties.insert(property, schema);
         }
         self.enclosing.pop();
+        doc.map(|doc| doc.prose).unwrap_or_default()
     }
 
     /// Base classes first (their fields come first), then the class; each with the
@@ -375,9 +374,37 @@ impl<'a, 's> Converter<'a, 's> {
         out.push((module, class));
     }
 
+    /// What a parameter's or a field's default and annotation say together:
+    /// `x: T = Field(...)`, `Annotated[T, Field(default=...)]`, `= ...` (required), a
+    /// plain default, or none; a `Field`'s description and bounds go on `schema`. A
+    /// default given by assignment wins over an `Annotated` one; the alias comes from
+    /// either.
+    pub fn field_spec(
+        &mut self,
+        annotation: Option<&Expr>,
+        value: Option<&Expr>,
+        schema: &mut Value,
+        description: &mut Option<String>,
+    ) -> FieldCall {
+        let annotated = annotation.and_then(|annotation| self.annotated_field(annotation));
+        let mut field = match value {
+            None => return annotated.unwrap_or_default(),
+            Some(Expr::EllipsisLiteral(_)) => FieldCall::default(),
+            Some(value) => self.field_of(value, schema, description).unwrap_or_else(|| FieldCall {
+                optional: true,
+                default: self.default(value),
+                ..FieldCall::default()
+            }),
+        };
+        if field.alias.is_none() {
+            field.alias = annotated.and_then(|annotated| annotated.alias);
+        }
+        field
+    }
+
     /// `Field(...)` / `field(...)` when `expr` is such a call: what it says, with its
     /// description, title, examples and bounds put on `schema`.
-    pub fn field_of(&mut self, expr: &Expr, schema: &mut Value, description: &mut Option<String>) -> Option<FieldCall> {
+    fn field_of(&mut self, expr: &Expr, schema: &mut Value, description: &mut Option<String>) -> Option<FieldCall> {
         let Expr::Call(call) = expr else { return None };
         let function = self.field_function(&call.func)?;
         Some(self.field_call(call, function, schema, description))
@@ -386,7 +413,7 @@ impl<'a, 's> Converter<'a, 's> {
     /// The `Field(...)` of an `Annotated[T, ..., Field(...)]` annotation (the last one,
     /// as pydantic merges them): its default, factory and alias. Its bounds and
     /// description are already part of the annotation's schema.
-    pub fn annotated_field(&mut self, annotation: &Expr) -> Option<FieldCall> {
+    fn annotated_field(&mut self, annotation: &Expr) -> Option<FieldCall> {
         let Expr::Subscript(sub) = annotation else { return None };
         if !self.is_qualified(&sub.value, "typing.Annotated") {
             return None;

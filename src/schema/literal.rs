@@ -61,37 +61,24 @@ pub(super) fn date_time_parts(
     }
     let part = |name: &str| names.iter().position(|n| *n == name).and_then(|i| parts[i]);
     let in_range = |value: Option<i64>, low: i64, high: i64| value.is_none_or(|v| (low..=high).contains(&v));
-    let date = match qualified {
-        "datetime.time" => None,
-        _ => {
-            let (year, month, day) = (part("year")?, part("month")?, part("day")?);
-            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-            let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-            let valid = (1..=9999).contains(&year)
-                && (1..=12).contains(&month)
-                && (1..=days[(month - 1) as usize]).contains(&day);
-            valid.then(|| format!("{year:04}-{month:02}-{day:02}"))?.into()
-        }
-    };
-    let clock = match qualified {
-        "datetime.date" => None,
-        _ => {
-            let (hour, minute, second, micro) = (part("hour"), part("minute"), part("second"), part("microsecond"));
-            let valid = in_range(hour, 0, 23)
-                && in_range(minute, 0, 59)
-                && in_range(second, 0, 59)
-                && in_range(micro, 0, 999_999);
-            let (h, m, s, us) = (hour.unwrap_or(0), minute.unwrap_or(0), second.unwrap_or(0), micro.unwrap_or(0));
-            let text = if us == 0 { format!("{h:02}:{m:02}:{s:02}") } else { format!("{h:02}:{m:02}:{s:02}.{us:06}") };
-            valid.then_some(text)?.into()
-        }
-    };
-    match (date, clock) {
-        (Some(date), Some(clock)) => Some(format!("{date}T{clock}")),
-        (Some(date), None) => Some(date),
-        (None, Some(clock)) => Some(clock),
-        (None, None) => None,
+    let mut text = Vec::new();
+    if qualified != "datetime.time" {
+        let (year, month, day) = (part("year")?, part("month")?, part("day")?);
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+        let valid =
+            (1..=9999).contains(&year) && (1..=12).contains(&month) && (1..=days[(month - 1) as usize]).contains(&day);
+        text.push(valid.then(|| format!("{year:04}-{month:02}-{day:02}"))?);
     }
+    if qualified != "datetime.date" {
+        let (hour, minute, second, micro) = (part("hour"), part("minute"), part("second"), part("microsecond"));
+        let valid =
+            in_range(hour, 0, 23) && in_range(minute, 0, 59) && in_range(second, 0, 59) && in_range(micro, 0, 999_999);
+        let (h, m, s, us) = (hour.unwrap_or(0), minute.unwrap_or(0), second.unwrap_or(0), micro.unwrap_or(0));
+        let clock = if us == 0 { format!("{h:02}:{m:02}:{s:02}") } else { format!("{h:02}:{m:02}:{s:02}.{us:06}") };
+        text.push(valid.then_some(clock)?);
+    }
+    Some(text.join("T"))
 }
 
 impl<'a, 's> Converter<'a, 's> {
@@ -187,6 +174,10 @@ impl<'a, 's> Converter<'a, 's> {
         if !matches!(kind, ClassKind::BaseModel | ClassKind::Dataclass | ClassKind::NamedTuple) {
             return None;
         }
+        // A model takes keywords only; a dataclass or named tuple its fields in order.
+        if kind == ClassKind::BaseModel && !call.arguments.args.is_empty() {
+            return None;
+        }
         // Reading the class for its defaults leaves no trace in the tool's schema.
         let (classes, warnings, conversions) = (self.classes.len(), self.warnings.len(), self.conversions);
         let (schema, made) = self.class_and_made(module, class, path, call.range(), 0);
@@ -194,16 +185,12 @@ impl<'a, 's> Converter<'a, 's> {
         self.warnings.truncate(warnings);
         self.conversions = conversions;
         let properties = schema.get("properties").and_then(Value::as_object)?;
-        // A model takes keywords only; a dataclass or named tuple its fields in order.
-        if kind == ClassKind::BaseModel && !call.arguments.args.is_empty() {
+        if call.arguments.args.len() > properties.len() {
             return None;
         }
         let mut given: Vec<(&str, &Expr)> = Vec::new();
         for (arg, (property, _)) in call.arguments.args.iter().zip(properties.iter()) {
             given.push((property.as_ref(), arg));
-        }
-        if call.arguments.args.len() > properties.len() {
-            return None;
         }
         for keyword in &call.arguments.keywords {
             given.push((keyword.arg.as_ref()?.as_str(), &keyword.value));
