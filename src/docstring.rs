@@ -15,9 +15,6 @@ pub struct Docstring {
     /// First paragraph: lines before the first blank line or the first section header, stripped
     /// and joined with single spaces. Empty if the docstring is empty.
     pub summary: String,
-    /// The paragraphs before the first section or field, each joined with single
-    /// spaces, separated by a blank line: a class's description.
-    pub prose: String,
     /// Documented parameters in the order they appear.
     pub params: Vec<ParamDoc>,
     /// Documented attributes (Google `Attributes:`, NumPy `Attributes` + dashes, reST
@@ -47,7 +44,6 @@ pub fn parse(raw: &str) -> Docstring {
     let expanded = expand_tabs(raw);
     let (text, lines) = clean(&expanded);
     let summary = summary(&lines);
-    let prose = prose(&lines);
     let mut parser = Parser::default();
     let mut skip_underline = false;
     for index in 0..lines.len() {
@@ -58,7 +54,17 @@ pub fn parse(raw: &str) -> Docstring {
         skip_underline = parser.line(&lines, index);
     }
     let (params, attributes, returns) = parser.finish();
-    Docstring { text, summary, prose, params, attributes, returns }
+    Docstring { text, summary, params, attributes, returns }
+}
+
+impl Docstring {
+    /// The paragraphs before the first section or field, each joined with single
+    /// spaces, separated by a blank line: a class's description. Made on demand (a
+    /// tool's description is its summary).
+    pub fn prose(&self) -> String {
+        let lines: Vec<Line<'_>> = self.text.lines().map(Line::new).collect();
+        prose(&lines)
+    }
 }
 
 /// `inspect.cleandoc` of an already tab-expanded docstring, except that
@@ -633,6 +639,10 @@ impl Parser {
         }
         // A copy sized exactly: the tool keeps it.
         let returns = self.returns.as_deref().map(normalize).filter(|text| !text.is_empty());
+        // Most docstrings document no attribute: their parameters are kept as they are.
+        if !self.kinds.contains(&Kind::Attributes) {
+            return (self.params, Vec::new(), returns);
+        }
         let (attributes, params): (Vec<_>, Vec<_>) =
             self.params.into_iter().zip(self.kinds).partition(|(_, kind)| *kind == Kind::Attributes);
         (params.into_iter().map(|(p, _)| p).collect(), attributes.into_iter().map(|(p, _)| p).collect(), returns)
@@ -684,7 +694,7 @@ mod tests {
         let google = parse(
             "A reading.\n\nMore prose.\n\nAttributes:\n    sensor (str): Which one.\n    value: How much,\n        in units.\n\nArgs:\n    sensor: A parameter.\n",
         );
-        assert_eq!(google.prose, "A reading.\n\nMore prose.");
+        assert_eq!(google.prose(), "A reading.\n\nMore prose.");
         let attributes: Vec<_> = google.attributes.iter().map(|a| (a.name.as_str(), a.description.as_str())).collect();
         assert_eq!(attributes, [("sensor", "Which one."), ("value", "How much, in units.")]);
         let params: Vec<_> = google.params.iter().map(|p| (p.name.as_str(), p.description.as_str())).collect();
@@ -694,7 +704,7 @@ mod tests {
             numpy.attributes.iter().map(|a| (a.name.as_str(), a.description.as_str())).collect::<Vec<_>>(),
             [("x", "Across.")]
         );
-        assert_eq!(numpy.prose, "Point.");
+        assert_eq!(numpy.prose(), "Point.");
         let rest = parse("Point.\n\n:ivar x: Across.\n:param y: Down.\n");
         assert_eq!(rest.attributes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["x"]);
         assert_eq!(rest.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["y"]);

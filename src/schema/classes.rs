@@ -260,10 +260,10 @@ impl<'a, 's> Converter<'a, 's> {
         let mut lineage = Vec::new();
         self.lineage(self.current.get(), class, &mut lineage, 0);
         let range = class.name.range;
-        let mut prose = String::new();
+        let mut doc = None;
         for (module, ancestor) in lineage {
             // The class itself comes last: its docstring's prose describes the object.
-            prose = self.in_module(module, range, |this| {
+            doc = self.in_module(module, range, |this| {
                 let path = if std::ptr::eq(ancestor, class) { path.to_string() } else { ancestor.name.to_string() };
                 this.ancestor_fields(ancestor, path, kind, depth, &mut fields)
             });
@@ -274,6 +274,7 @@ impl<'a, 's> Converter<'a, 's> {
         if fields.forbid_extra {
             schema["additionalProperties"] = Value::Bool(false);
         }
+        let prose = doc.map(|doc: crate::docstring::Docstring| doc.prose()).unwrap_or_default();
         if !prose.is_empty() {
             set_description(&mut schema, prose);
         }
@@ -283,7 +284,7 @@ impl<'a, 's> Converter<'a, 's> {
     /// The fields one class of a lineage declares, in its own module's view. A model
     /// field's property is its alias; a field is described by its `Field` or
     /// `Annotated` text, else the string right after it, else its class docstring's
-    /// `Attributes` entry. Returns the prose of the class's docstring.
+    /// `Attributes` entry. Returns the class's docstring, parsed.
     pub(super) fn ancestor_fields(
         &mut self,
         ancestor: &'a ast::StmtClassDef,
@@ -291,7 +292,7 @@ impl<'a, 's> Converter<'a, 's> {
         kind: ClassKind,
         depth: usize,
         fields: &mut ClassFields,
-    ) -> String {
+    ) -> Option<crate::docstring::Docstring> {
         let total = class_keyword(ancestor, "total").map(|v| v != "False").unwrap_or(true);
         if kind == ClassKind::BaseModel && self.model_forbids_extra(ancestor) {
             fields.forbid_extra = true;
@@ -348,7 +349,7 @@ impl<'a, 's> Converter<'a, 's> {
             fields.properties.insert(property, schema);
         }
         self.enclosing.pop();
-        doc.map(|doc| doc.prose).unwrap_or_default()
+        doc
     }
 
     /// Base classes first (their fields come first), then the class; each with the
