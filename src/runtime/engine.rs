@@ -440,17 +440,18 @@ fn execute_bounded(
     let deadline = bounds.limit.map(|limit| std::time::Instant::now() + limit);
     let (outcome, message) = loop {
         let now = std::time::Instant::now();
-        if let (Some(deadline), Some(limit)) = (deadline, bounds.limit)
-            && now >= deadline
-        {
-            break (Outcome::TimedOut, format!("`{function}` timed out after {} s", limit.as_secs_f64()));
+        let left = deadline.map(|deadline| deadline.saturating_duration_since(now));
+        if left == Some(Duration::ZERO) {
+            let limit = bounds.limit.unwrap_or_default().as_secs_f64();
+            break (Outcome::TimedOut, format!("`{function}` timed out after {limit} s"));
         }
         if bounds.cancel.is_some_and(Cancel::is_cancelled) {
             break (Outcome::Cancelled, format!("`{function}` was cancelled"));
         }
-        let wait = match (deadline, bounds.cancel) {
-            (Some(deadline), None) => deadline - now,
-            (Some(deadline), Some(_)) => (deadline - now).min(CANCEL_POLL),
+        // Without a cancel flag to look at, the whole time left in one wait.
+        let wait = match (left, bounds.cancel) {
+            (Some(left), None) => left,
+            (Some(left), Some(_)) => left.min(CANCEL_POLL),
             (None, _) => CANCEL_POLL,
         };
         match receiver.recv_timeout(wait) {

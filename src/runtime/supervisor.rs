@@ -91,7 +91,7 @@ pub(crate) enum ToWorker {
 /// [`ToWorker::Call`] as it is sent: the job borrowed, the same JSON.
 #[derive(Serialize)]
 enum Sending<'a> {
-    Call(&'a Job, Vec<(u64, WirePath)>),
+    Call(&'a Job, &'a [(u64, WirePath)]),
 }
 
 /// Where a tool printed.
@@ -562,13 +562,14 @@ impl Inner {
             let stale = sync::lock(&worker.stale).clone();
             let stream = connection.stream().try_clone().ok();
             sync::lock(&worker.running).push(Running { id: job.id, function: job.function.clone(), stream });
-            connection.send(&Sending::Call(job, stale.clone())).ok().map(|()| (connection, stale))
+            let carried = stale.iter().map(|(n, _)| *n).max();
+            connection.send(&Sending::Call(job, &stale)).ok().map(|()| (connection, carried))
         });
         let attempt = match sent {
-            Some((connection, stale)) => {
+            Some((connection, carried)) => {
                 let attempt = self.follow(worker, connection, &mut journal, job, callbacks, timeout, cancel);
                 // The worker applied what this call carried before running it.
-                if let (Attempt::Done(_), Some(carried)) = (&attempt, stale.iter().map(|(n, _)| *n).max()) {
+                if let (Attempt::Done(_), Some(carried)) = (&attempt, carried) {
                     sync::lock(&worker.stale).retain(|(n, _)| *n > carried);
                 }
                 attempt

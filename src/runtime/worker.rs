@@ -191,10 +191,10 @@ static APPLIED: Mutex<u64> = Mutex::new(0);
 fn apply_stale(stale: Vec<(u64, WirePath)>) {
     let mut applied = sync::lock(&APPLIED);
     let last = *applied;
-    let fresh: Vec<WirePath> = stale.iter().filter(|(n, _)| *n > last).map(|(_, file)| file.clone()).collect();
     if let Some(newest) = stale.iter().map(|(n, _)| *n).max() {
         *applied = newest.max(last);
     }
+    let fresh: Vec<WirePath> = stale.into_iter().filter(|(n, _)| *n > last).map(|(_, file)| file).collect();
     if !fresh.is_empty() {
         engine::drop_modules(fresh);
     }
