@@ -62,16 +62,17 @@ class _Plan:
 class _FieldDefault:
     """The default of a parameter that a pydantic ``FieldInfo`` gives."""
 
-    __slots__ = ("field",)
+    __slots__ = ("field", "takes_data")
 
     def __init__(self, field):
         self.field = field
+        # pydantic 2.10 added `validated_data` (for factories that take it).
+        self.takes_data = "validated_data" in inspect.signature(field.get_default).parameters
 
     def value(self):
-        try:
+        if self.takes_data:
             return self.field.get_default(call_default_factory=True, validated_data={})
-        except TypeError:  # pydantic before 2.10
-            return self.field.get_default(call_default_factory=True)
+        return self.field.get_default(call_default_factory=True)
 
 
 def _field_info(default, hint):
