@@ -409,7 +409,11 @@ fn load_host(sources: &SourceArgs, host: &HostArgs) -> Result<(Registry, Config,
         Some(choice) => Some(choice.profile(&config.profiles).map_err(|err| err.to_string())?),
         None => None,
     };
-    Ok((load(sources)?, config, profile))
+    let mut registry = load(sources)?;
+    if !config.tools.is_empty() {
+        registry.define(&config);
+    }
+    Ok((registry, config, profile))
 }
 
 fn choice(host: &HostArgs) -> Option<Choice> {
@@ -601,7 +605,7 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
             cell(library.name.as_deref().unwrap_or(&library.stem), Cut::End),
             cell(&parameters.join(", "), Cut::End),
             grade,
-            cell(&format!("{}:{}", library.path.display(), tool.line), Cut::Start),
+            cell(&source_cell(library, tool), Cut::Start),
             cell(descriptions.of(tool), Cut::End),
         ]);
     }
@@ -615,6 +619,15 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
     let mut out = columns(&rows);
     out.push_str(&tools_in_libraries(registry));
     out
+}
+
+/// Where a tool is: its file and line, with the source named when it is not a file
+/// (`config:lcp.toml:4`).
+fn source_cell(library: &crate::extract::Library, tool: &crate::extract::Tool) -> String {
+    match library.origin {
+        crate::extract::Origin::File => format!("{}:{}", library.path.display(), tool.line),
+        ref other => format!("{}:{}:{}", other.source(), library.path.display(), tool.line),
+    }
 }
 
 /// The width of the terminal `lcp list` prints to: `$COLUMNS` when set, else the

@@ -45,12 +45,15 @@ use crate::runtime::{Autonomy, RuntimeConfig};
 use crate::sync;
 
 pub mod auth;
+mod tools;
 
 pub use crate::located::{ConfigError, Located, pointer};
 pub use auth::AuthConfig;
+pub use tools::{DefinedArg, DefinedTool};
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 7] = ["autonomy_level", "libraries", "profiles", "tool_policies", "policy", "mcp", "auth"];
+const KEYS: [&str; 9] =
+    ["autonomy_level", "libraries", "profiles", "tools", "tool_policies", "python", "policy", "mcp", "auth"];
 
 /// `[mcp]`: how tools are described to MCP clients.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,6 +89,11 @@ pub struct Config {
     pub runtime: RuntimeConfig,
     /// `[profiles.*]`, then the kits not shadowed by one of them.
     pub profiles: Vec<Profile>,
+    /// `[[tools]]`: the tools the file defines (SPEC §14), in its order.
+    pub tools: Vec<DefinedTool>,
+    /// `[python] path`: where their modules are imported from, absolute when the
+    /// file's path is.
+    pub python_path: Vec<PathBuf>,
     /// `[tool_policies.NAME]`, in the order of the file.
     pub tool_policies: Vec<ToolEntry>,
     /// `[policy]`: what this host lets a tool do.
@@ -312,11 +320,9 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                         ),
                     ))
                 }
-                _ => errors.push(at.error(
-                    &here,
-                    "`[[tools]]` (tools defined in the config, SPEC §14) is not supported by this lcp yet",
-                )),
+                other => config.tools = tools::read(&other, at, &here, &base, &mut errors),
             },
+            "python" => config.python_path = tools::read_python(&value, at, &here, &base, &mut errors),
             "policy" => {
                 let (policy, problems) = HostPolicy::from_json(&value);
                 for (key, message) in problems {
@@ -481,8 +487,21 @@ mod tests {
         );
         check(
             json!({"tools": [{"name": "x"}]}),
-            Err("`[[tools]]` (tools defined in the config, SPEC §14) is not supported by this lcp yet"),
+            Err("`[[tools]]` `x`: needs `module` (the module to import, as `os.path`)"),
         );
+        check(
+            json!({"tools": [{"name": "x", "module": "m", "function": "f", "grade_w": 4}]}),
+            Err("`[[tools]]` `x`: `grade_w` is 4; a grade level is an integer from 0 to 3"),
+        );
+        check(
+            json!({"tools": [{"name": "x", "module": "m", "function": "f", "args": [{"name": "a b"}]}]}),
+            Err("`[[tools]]` `x`: `args[0].name` `a b` is not a Python identifier"),
+        );
+        check(
+            json!({"tools": [{"name": "x", "module": "m", "function": "f", "provider": "mcp"}]}),
+            Err("`[[tools]]` `x`: unknown provider `mcp`; the only one is `python`"),
+        );
+        check(json!({"python": {"path": [1]}}), Err("`python.path` entries are folders (strings), not 1"));
         check(
             json!({"tool_policies": {"tool_a": {"read_only": 1}}}),
             Err("`tool_policies.tool_a`: `read_only` must be true or false, not 1"),

@@ -402,6 +402,7 @@ fn entry(
             "description": description,
             "parameters": parameters,
             "library": library.stem,
+            "source": library.origin.source(),
             "path": path_json::encode(&library.path),
             "line": tool.line,
             "is_async": tool.is_async,
@@ -472,6 +473,7 @@ fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
 fn manifest_library(library: &Library) -> Value {
     json!({
         "path": path_json::encode(&library.path),
+        "source": library.origin.source(),
         "stem": library.stem,
         "name": library.name,
         "description": library.description,

@@ -60,6 +60,40 @@ pub struct Library {
     pub prompt_provider: Option<String>,
     /// Its tools, in source order.
     pub tools: Vec<Tool>,
+    /// Where its tools come from and how a call reaches them (SPEC §14).
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// The source a library's tools come from (SPEC §14).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// A Python tool file of the sources (SPEC §1): a call imports the file.
+    #[default]
+    File,
+    /// A `[[tools]]` entry of the config file (the library's `path`): a call imports
+    /// `module` and calls its `function`.
+    Config {
+        /// The module, as `importlib.import_module` takes it.
+        module: String,
+        /// The function of the module.
+        function: String,
+        /// Where the module is looked for before the venv and the standard library:
+        /// the config file's folder, then its `[python] path`, absolute.
+        path: Vec<PathBuf>,
+        /// The declared arguments, in their order.
+        parameters: Vec<String>,
+    },
+}
+
+impl Origin {
+    /// How the manifest and `lcp list` name it: `file`, `config`.
+    pub fn source(&self) -> &'static str {
+        match self {
+            Origin::File => "file",
+            Origin::Config { .. } => "config",
+        }
+    }
 }
 
 /// The host hooks a library defines (SPEC §5).
@@ -259,6 +293,7 @@ impl<'t> Reader<'t> {
             hooks: Hooks::default(),
             prompt_provider: None,
             tools: Vec::with_capacity(tools),
+            origin: Origin::File,
         };
         for stmt in &module.metadata {
             self.metadata(stmt, &mut library);

@@ -34,6 +34,7 @@
 pub mod cli;
 pub mod config;
 pub mod default_tools;
+mod defined;
 pub mod diag;
 pub(crate) mod docstring;
 pub mod export;

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, Library, ParsedFile, Tool};
+use crate::extract::{self, Library, Origin, ParsedFile, Tool};
 use crate::scan::{self, SourceFile};
 use crate::source::{MAX_FILE_BYTES, SourceError};
 
@@ -57,6 +57,11 @@ pub struct Registry {
     /// What each file contributed, with the size and modification time it had then.
     files: FastMap<PathBuf, CachedFile>,
     scan_diagnostics: Vec<Diagnostic>,
+    /// The files of the last walk, in discovery order.
+    listed: Vec<SourceFile>,
+    /// The config's `[[tools]]` (SPEC §14), laid out before the files, and their problems.
+    defined: Vec<Arc<Library>>,
+    defined_diagnostics: Vec<Diagnostic>,
     /// Tool name → (library index, tool index), built on the first lookup after the
     /// libraries were laid out: a call finds its tool in O(1), and a rescan pays
     /// nothing for it.
@@ -269,9 +274,19 @@ impl Registry {
         let unchanged = changes.is_empty() && scan_diagnostics == self.scan_diagnostics;
         if !unchanged {
             self.scan_diagnostics = scan_diagnostics;
-            self.rebuild(&files);
+            self.listed = files;
+            self.rebuild();
         }
         changes
+    }
+
+    /// Adds the tools `config` defines (`[[tools]]`, SPEC §14) with their problems,
+    /// in place of any it had: they come first, so their bare names win over the files'.
+    pub fn define(&mut self, config: &crate::config::Config) {
+        let (libraries, diagnostics) = crate::defined::libraries(config, &self.options.injected);
+        self.defined = libraries.into_iter().map(Arc::new).collect();
+        self.defined_diagnostics = diagnostics;
+        self.rebuild();
     }
 
     /// The files to read, grouped by library folder (a loose file is a group of its
@@ -310,18 +325,23 @@ impl Registry {
         groups
     }
 
-    /// Lays out libraries and diagnostics in discovery order from the per-file cache.
-    fn rebuild(&mut self, files: &[SourceFile]) {
+    /// Lays out libraries and diagnostics from the config's tools, then the per-file
+    /// cache in discovery order.
+    fn rebuild(&mut self) {
         // Released first, so that the cached libraries are unshared and a sibling's
         // folder metadata is written in place instead of into a copy.
         self.libraries.clear();
-        self.inherit_folder_metadata(files);
-        self.diagnostics = self.scan_diagnostics.clone();
-        for file in files {
+        let files = std::mem::take(&mut self.listed);
+        self.inherit_folder_metadata(&files);
+        self.libraries.extend(self.defined.iter().cloned());
+        self.diagnostics = self.defined_diagnostics.clone();
+        self.diagnostics.extend(self.scan_diagnostics.iter().cloned());
+        for file in &files {
             let Some(cached) = self.files.get(&file.path) else { continue };
             self.diagnostics.extend(cached.diagnostics.iter().cloned());
             self.libraries.extend(cached.library.clone());
         }
+        self.listed = files;
         self.drop_duplicate_tools();
         self.index = OnceLock::new();
     }
@@ -396,11 +416,23 @@ impl Registry {
                 match first_seen.entry(tool.name.as_str()) {
                     Entry::Occupied(seen) => {
                         let first = *seen.get();
-                        let message = format!(
-                            "tool `{}` is already defined in {}; this one is ignored",
-                            tool.name,
-                            self.libraries[first].path.display()
-                        );
+                        let winner = &self.libraries[first];
+                        let message = match (&winner.origin, &library.origin) {
+                            (Origin::File, Origin::File) => format!(
+                                "tool `{}` is already defined in {}; this one is ignored",
+                                tool.name,
+                                winner.path.display()
+                            ),
+                            _ => format!(
+                                "tool `{}` ({} source) is shadowed by `{}` of the {} source at {}:{}; this one is ignored",
+                                tool.name,
+                                library.origin.source(),
+                                tool.name,
+                                winner.origin.source(),
+                                winner.path.display(),
+                                winner.tools.iter().find(|t| t.name == tool.name).map_or(1, |t| t.line),
+                            ),
+                        };
                         self.diagnostics.push(Diagnostic::new(&library.path, tool.line, 1, Level::Warning, message));
                         dropped.push((index, tool.name.clone()));
                     }

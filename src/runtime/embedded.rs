@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::engine::{self, Engine, Job, Kind, WirePath};
+use super::engine::{self, Engine, Job, Kind, ModuleTarget, WirePath};
 use super::host_objects::{self, Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
 use super::{
     CallOptions, ConfirmRequest, Confirmation, Isolation, RuntimeConfig, RuntimeError, ToolResult, capture,
     library_key, process_tree, python, supervisor, validate, workspace,
 };
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{Library, Tool};
+use crate::extract::{Library, Origin, Tool};
 use crate::registry::{Changes, Descriptions, Registry};
 use crate::sync;
 
@@ -189,7 +189,19 @@ impl Runtime {
         options: &CallOptions,
     ) -> ToolResult {
         let rerun = tool.policy.idempotent == Some(true) || tool.policy.read_only == Some(true);
-        let mut result = self.run(library, &tool.name, Kind::Tool, args, options, options.timeout, rerun);
+        let (function, filled);
+        let args = match &library.origin {
+            Origin::Config { function: name, parameters, .. } => {
+                function = name;
+                filled = with_defaults(tool, parameters, args);
+                &filled
+            }
+            Origin::File => {
+                function = &tool.name;
+                args
+            }
+        };
+        let mut result = self.run(library, function, Kind::Tool, args, options, options.timeout, rerun);
         validate::check_result(&mut result, tool);
         result
     }
@@ -316,6 +328,14 @@ impl Runtime {
             host: callbacks.offered(options.log_level.unwrap_or(host_objects::level::INFO)),
             rerun,
             max_output: options.max_output,
+            module: match &library.origin {
+                Origin::Config { module, path, parameters, .. } => Some(Box::new(ModuleTarget {
+                    name: module.clone(),
+                    path: path.iter().map(|dir| absolute(&self.base, dir)).collect(),
+                    parameters: parameters.clone(),
+                })),
+                Origin::File => None,
+            },
         };
         match &self.place {
             Place::InProcess(engine) => {
@@ -329,6 +349,20 @@ impl Runtime {
             Place::Workers(pool) => pool.run(&job, callbacks, timeout, options.cancel.as_ref()),
         }
     }
+}
+
+/// A config-defined tool's arguments in their declared order, each one not given
+/// taking its declared default: the function may take them by position (SPEC §14).
+fn with_defaults(tool: &Tool, parameters: &[String], args: &Value) -> Value {
+    let schema = tool.parameters.value();
+    let mut filled = serde_json::Map::new();
+    for name in parameters {
+        let value = args.get(name).or_else(|| schema["properties"][name].get("default"));
+        if let Some(value) = value {
+            filled.insert(name.clone(), value.clone());
+        }
+    }
+    Value::Object(filled)
 }
 
 /// `path` from `base`, without `.` components: the key of a file's module.

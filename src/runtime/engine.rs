@@ -69,6 +69,20 @@ pub(crate) struct Job {
     /// Cut the output's text to this many bytes before it leaves the process.
     #[serde(default)]
     pub max_output: Option<usize>,
+    /// A `[[tools]]` tool (SPEC §14): the module to import instead of `file`.
+    #[serde(default)]
+    pub module: Option<Box<ModuleTarget>>,
+}
+
+/// Where a config-defined tool's function is: `function` of `name`, imported from
+/// `path` first, then the venv and the standard library.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ModuleTarget {
+    pub name: String,
+    pub path: Vec<WirePath>,
+    /// The declared arguments, in order: passed by name when the function has
+    /// parameters of those names, else by position in this order.
+    pub parameters: Vec<String>,
 }
 
 /// A path as it crosses JSON (to `host.py`, to a worker), in lcp's one path encoding
@@ -198,7 +212,9 @@ impl Engine {
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
+        // A module's function is found by `host.py` on each call (it keys nothing by file).
         if job.kind == Kind::Tool
+            && job.module.is_none()
             && timeout.is_none()
             && cancel.is_none()
             && let Direct::Ran(result) = self.call_direct(job, &callbacks)
@@ -207,7 +223,7 @@ impl Engine {
         }
         let result = self.run_hosted(job, callbacks, timeout, cancel);
         LOG_LEVEL.store(job.host.log_level, Ordering::Release);
-        if job.kind == Kind::Tool {
+        if job.kind == Kind::Tool && job.module.is_none() {
             self.resolve(job);
         }
         result
@@ -322,6 +338,7 @@ impl Engine {
             host: &job.host,
             injected: &self.settings.injected,
             workspace_path: job.workspace.as_deref(),
+            module: job.module.as_deref(),
         };
         let request = match serde_json::to_string(&request) {
             Ok(text) => text,
@@ -353,6 +370,7 @@ struct Request<'a> {
     injected: &'a [String],
     /// For `tool_context.workspace_path` (the directory itself is leased in Rust).
     workspace_path: Option<&'a Path>,
+    module: Option<&'a ModuleTarget>,
 }
 
 /// `host.py`'s answer.

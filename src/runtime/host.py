@@ -234,7 +234,8 @@ def rebind():
     try:
         for path, library in list(_libraries.items()):
             hook = getattr(library.module, "set_confirm_handler", None)
-            if library.module is None or not callable(hook):
+            # A config-defined tool's module is no tool library: it has no bridge.
+            if library.module is None or library.bridge is None or not callable(hook):
                 continue
             try:
                 hook(library.bridge)
@@ -338,6 +339,8 @@ def _run(request, current):
         return {"ok": False, "output": None, "error": library.error, "traceback": library.traceback}
     function = getattr(library.module, request["function"], None)
     if not callable(function):
+        if request.get("module"):
+            return _failure(f"the module `{request['module']['name']}` has no function `{request['function']}`")
         return _failure(f"`{request['function']}` is not a function of {request['file']} once the module has run")
     if request.get("kind") == "provider":
         return _provide(function, current)
@@ -347,7 +350,11 @@ def _run(request, current):
 def _tool(function, request, current):
     try:
         objects = _HostObjects(request.get("library"), request.get("workspace_path"))
-        positional, keywords = _arguments(function, request.get("args") or {}, request.get("injected") or (), objects)
+        args, injected = request.get("args") or {}, request.get("injected") or ()
+        if request.get("module"):
+            positional, keywords = _module_arguments(function, args, request["module"]["parameters"], injected, objects)
+        else:
+            positional, keywords = _arguments(function, args, injected, objects)
     except _ArgumentError as exc:
         return _failure(str(exc))
     try:
@@ -358,6 +365,29 @@ def _tool(function, request, current):
     except BaseException as exc:
         return _raised(exc)
     return _outcome(value)
+
+
+def _module_arguments(function, args, parameters, injected, objects):
+    """A config-defined tool's arguments (SPEC §14): by name when the function has
+    parameters of every name given (or takes ``**kwargs``), converted by its own
+    annotations; else by position in the declared order. Host objects it names are
+    passed by name either way."""
+    try:
+        signature = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        signature = None
+    if signature is not None:
+        by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        takes_keywords = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in signature.values())
+        if takes_keywords or all(name in signature and signature[name].kind in by_name for name in args):
+            return _arguments(function, args, injected, objects)
+    positional = [args[name] for name in parameters if name in args]
+    keywords = {}
+    if signature is not None and objects is not None:
+        for name in _HOST_OBJECTS:
+            if name in injected and name in signature:
+                keywords[name] = objects.get(name)
+    return positional, keywords
 
 
 def _raised(exc):
@@ -590,8 +620,13 @@ class _Library:
 def _library(request, current):
     """The loaded (or rejected) library of the request's file; loads it once per process.
 
-    Returns ``(library, timed_out)``; a load stopped by a timeout is not remembered.
+    Returns ``(library, timed_out)``; a load stopped by a timeout is not remembered. A
+    config-defined tool's module (``request["module"]``) is imported by name: one
+    that does not import is not remembered either, so installing it is enough.
     """
+    target = request.get("module")
+    if target:
+        return _module_library(target, current)
     path = request["file"]
     library = _libraries.get(path)
     if library is not None:
@@ -612,6 +647,30 @@ def _library(request, current):
             current.stoppable = False
         _libraries[path] = library
         return library, False
+
+
+def _module_library(target, current):
+    name = target["name"]
+    library = _libraries.get(("module", name))
+    if library is not None:
+        return library, False
+    with _lock:
+        for folder in reversed([_path(entry) for entry in target.get("path") or ()]):
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+    current.stoppable = True
+    try:
+        module = importlib.import_module(name)
+        _settle()
+    except Timeout:
+        return None, True
+    except BaseException as exc:
+        return _Library(error=f"the module `{name}` could not be imported: {_message(exc)}", traceback=_traceback(exc)), False
+    finally:
+        current.stoppable = False
+    library = _Library(module=module)
+    _libraries[("module", name)] = library
+    return library, False
 
 
 def _load(request):

@@ -26,5 +26,6 @@ mod rescan;
 mod robustness;
 mod runtime;
 mod security;
+mod sources;
 mod testlane;
 mod types;

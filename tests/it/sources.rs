@@ -1,0 +1,180 @@
+//! SPEC §14, tool sources: tools defined in the config file (`[[tools]]`), beside the
+//! Python files, through listing, every export, `lcp call` (workers and in-process),
+//! `lcp test` and `lcp serve` with the official Python client. Fixture:
+//! `fixtures/sources/config_tools/` (its `lcp.toml`, the `lib/helpers.py` module it
+//! names, and a `tools/` folder with a tool the config shadows).
+
+use serde_json::{Value, json};
+
+use crate::mcp::{MODES, assert_error, session};
+use crate::support::*;
+
+const CONFIG: &str = "fixtures/sources/config_tools/lcp.toml";
+const FOLDER: &str = "fixtures/sources/config_tools/tools";
+
+fn manifest() -> Value {
+    stdout_json(&lcp(&["export", "--format", "manifest", "--config", CONFIG, FOLDER]))
+}
+
+fn tool<'m>(manifest: &'m Value, name: &str) -> &'m Value {
+    let tools = manifest["tools"].as_array().expect("a tools list");
+    tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name} in {manifest}"))
+}
+
+fn called(tool: &str, args: Value, extra: &[&str]) -> Value {
+    let args = args.to_string();
+    let mut command = vec!["call", tool, "--config", CONFIG, "--args", &args];
+    command.extend_from_slice(extra);
+    command.push(FOLDER);
+    stdout_json(&lcp(&command))
+}
+
+#[test]
+fn config_tools_are_listed_from_their_annotations_without_importing_anything() {
+    let manifest = manifest();
+    let greet = tool(&manifest, "greet");
+    assert_eq!(greet["source"], "config");
+    assert_eq!(greet["description"], "Greets someone, in a style");
+    assert_eq!(
+        greet["parameters"],
+        json!({
+            "type": "object",
+            "properties": {
+                "who": {"type": "string", "description": "Who to greet"},
+                "style": {"type": "string", "enum": ["plain", "loud"], "default": "plain"},
+                "times": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 1},
+            },
+            "required": ["who"],
+            "additionalProperties": false,
+        })
+    );
+    assert_eq!(greet["output_schema"], json!({"type": "string"}));
+    assert_eq!(greet["policy"]["declared"], json!({"read_only": true}));
+    assert_eq!(greet["line"], 17, "the line of its [[tools]] entry");
+    let join = tool(&manifest, "join_words");
+    assert_eq!(join["parameters"]["properties"]["words"], json!({"type": "array", "items": {"type": "string"}}));
+    let size = tool(&manifest, "file_size");
+    assert_eq!(size["policy"]["grade"], json!({"w": 1, "d": 0}), "grade_w and effects_ceiling");
+    assert_eq!(size["output_schema"], json!({"type": "integer"}));
+    assert_eq!(tool(&manifest, "tool_folder_only")["source"], "file");
+    // `--static` imports nothing, so a module that cannot be imported lists all the same.
+    assert_eq!(tool(&manifest, "not_importable")["source"], "config");
+}
+
+#[test]
+fn a_config_tool_wins_the_bare_name_and_the_shadowed_tool_is_reported_with_both_sources() {
+    let manifest = manifest();
+    let shadowed = tool(&manifest, "tool_shadowed");
+    assert_eq!(shadowed["source"], "config");
+    let names: Vec<&Value> = manifest["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
+    assert_eq!(names.iter().filter(|n| **n == "tool_shadowed").count(), 1, "{names:?}");
+    let warnings: Vec<&Value> = manifest["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["message"].as_str().unwrap_or_default().contains("shadowed"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let warning = warnings[0];
+    assert_eq!(warning["level"], "warning");
+    assert!(warning["path"].as_str().unwrap().ends_with("tools/shadow.py"), "{warning}");
+    let message = warning["message"].as_str().unwrap();
+    assert!(message.contains("(file source) is shadowed by `tool_shadowed` of the config source"), "{message}");
+    assert!(message.contains("config_tools/lcp.toml:44"), "{message}");
+
+    let listed = lcp(&["list", "--config", CONFIG, FOLDER]);
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    let row = stdout.lines().find(|line| line.starts_with("greet ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("config:fixtures/sources/config_tools/lcp.toml:17"), "{row}");
+    assert!(String::from_utf8_lossy(&listed.stderr).contains("is shadowed by"), "the warning is printed");
+}
+
+#[test]
+fn a_config_tool_call_imports_its_module_and_passes_arguments_by_name_or_by_position() {
+    for extra in [&[][..], &["--in-process"][..]] {
+        // `helpers.greet(who, style, times)` takes its arguments by name; a default fills
+        // what the call leaves out.
+        let result = called("greet", json!({"who": "ada", "times": 2}), extra);
+        assert_eq!(result["output"], "hello ada hello ada", "{extra:?}: {result}");
+        let result = called("greet", json!({"who": "ada", "style": "loud"}), extra);
+        assert_eq!(result["output"], "HELLO ADA", "{extra:?}: {result}");
+        // `os.path.getsize(filename)` has no parameter `path`: by position.
+        let result = called("file_size", json!({"path": "fixtures/sources/config_tools/lib/helpers.py"}), extra);
+        let size = std::fs::metadata(root().join("fixtures/sources/config_tools/lib/helpers.py")).unwrap().len();
+        assert_eq!(result["output"], json!(size), "{extra:?}: {result}");
+        // The config's tool, not the folder's.
+        assert_eq!(called("tool_shadowed", json!({"who": "x"}), extra)["output"], "hello x", "{extra:?}");
+        assert_eq!(called("tool_folder_only", json!({"x": 4}), extra)["output"], 4, "{extra:?}");
+    }
+}
+
+#[test]
+fn a_config_tool_gets_the_host_objects_its_function_names() {
+    let workspace = temp_dir("config-tool-workspace");
+    let workspace_text = workspace.display().to_string();
+    let result = called("where_am_i", json!({}), &["--workspace", &workspace_text]);
+    assert_eq!(result["ok"], true, "{result}");
+    let reported = std::fs::canonicalize(result["output"].as_str().unwrap()).unwrap();
+    assert_eq!(reported, std::fs::canonicalize(&workspace).unwrap());
+}
+
+#[test]
+fn a_module_that_does_not_import_or_lacks_the_function_is_a_failed_call_saying_so() {
+    let result = called("not_importable", json!({}), &[]);
+    assert_eq!(result["ok"], false, "{result}");
+    let error = result["error"].as_str().unwrap();
+    assert!(error.contains("the module `no_such_module_anywhere` could not be imported"), "{error}");
+    assert!(error.contains("No module named 'no_such_module_anywhere'"), "{error}");
+    let result = called("no_such_function", json!({}), &[]);
+    assert_eq!(result["error"], "the module `helpers` has no function `missing`", "{result}");
+    // Arguments are checked against the declared schema before anything is imported.
+    let result = called("greet", json!({"who": "ada", "style": "quiet"}), &[]);
+    assert_eq!(result["ok"], false, "{result}");
+    assert!(result["error"].as_str().unwrap().contains("style"), "{result}");
+}
+
+#[test]
+fn config_tools_are_served_over_mcp_and_tested_by_the_test_lane() {
+    for mode in MODES {
+        let serve = ["--config", CONFIG, FOLDER];
+        let steps = json!(["list", {"call": "greet", "arguments": {"who": "mcp"}}, {"call": "not_importable", "arguments": {}}]);
+        let report = session(mode, "none", &serve, steps);
+        let results = report["results"].as_array().unwrap();
+        let listed: Vec<&Value> = results[0]["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
+        assert!(listed.contains(&&json!("greet")) && listed.contains(&&json!("file_size")), "{mode}: {listed:?}");
+        assert_eq!(results[1]["isError"], false, "{mode}: {}", results[1]);
+        assert_eq!(results[1]["structuredContent"], json!({"result": "hello mcp"}), "{mode}: {}", results[1]);
+        assert_error(&results[2], &["could not be imported"]);
+    }
+    let tested = lcp(&["test", "--config", CONFIG, "--tool", "join_words", FOLDER]);
+    let stdout = String::from_utf8_lossy(&tested.stdout);
+    assert!(tested.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&tested.stderr));
+    assert!(stdout.contains("join_words"), "{stdout}");
+}
+
+#[test]
+fn a_bad_config_tool_is_reported_at_its_entry() {
+    let dir = temp_dir("config-tool-errors");
+    let config = dir.join("lcp.toml");
+    write(
+        &config,
+        "[[tools]]\nname = \"ok\"\nmodule = \"m\"\nfunction = \"f\"\n\n[[tools]]\nname = \"bad\"\nmodule = \"m\"\nfunction = \"f\"\nargs = [{ name = \"x\", type = \"int) -> None:\\n    pass\\ndef g(y: int\" }]\n",
+    );
+    let config = config.display().to_string();
+    let checked = lcp(&["check", "--config", &config, FOLDER]);
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert!(!checked.status.success(), "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("`bad`")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("lcp.toml:6:1: error: `[[tools]]` `bad`: `args[0].type`"), "{line}");
+    assert!(line.contains("is not an annotation"), "{line}");
+    let written = lcp(&["export", "--format", "manifest", "--config", &config, FOLDER]);
+    let names: Vec<Value> =
+        stdout_json(&written)["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+    assert!(names.contains(&json!("ok")) && !names.contains(&json!("bad")), "{names:?}");
+
+    write(&dir.join("lcp.toml"), "[[tools]]\nname = \"x\"\nmodule = \"m\"\nfunction = \"f\"\ncolour = 1\n");
+    let listed = lcp(&["list", "--config", &config, FOLDER]);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(!listed.status.success());
+    assert!(stderr.contains("lcp.toml:5: `[[tools]]` `x`: unknown key `colour`"), "{stderr}");
+}
