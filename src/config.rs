@@ -475,7 +475,7 @@ mod tests {
         check(
             json!({"autonomy": 1}),
             Err(
-                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tool_policies, policy, mcp, auth",
+                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, tool_policies, python, policy, mcp, auth",
             ),
         );
         // `[tools.NAME]` declarations moved to `[tool_policies.NAME]` (SPEC §12).
