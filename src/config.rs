@@ -487,7 +487,9 @@ mod tests {
         );
         check(
             json!({"tools": [{"name": "x"}]}),
-            Err("`[[tools]]` `x`: needs `module` (the module to import, as `os.path`)"),
+            Err(
+                "`[[tools]]` `x`: needs `module` (the module to import, as `os.path`)\nlcp.json: `[[tools]]` `x`: needs `function` (the module's function to call)",
+            ),
         );
         check(
             json!({"tools": [{"name": "x", "module": "m", "function": "f", "grade_w": 4}]}),
