@@ -304,7 +304,7 @@ pub fn main() -> ExitCode {
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
         Command::List { sources, host, static_only, wide } => {
-            let (registry, config, profile) = load_host(&sources, &host)?;
+            let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
@@ -318,7 +318,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     "--strict is OpenAI's strict mode: --format openai and openai-responses have it, {format} has not"
                 ));
             }
-            let (registry, config, profile) = load_host(&sources, &host)?;
+            let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
@@ -349,7 +349,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         #[cfg(feature = "python")]
         command @ (Command::Call { .. } | Command::Serve { .. } | Command::Test { .. }) => run::command(command),
         Command::Check { sources, host, format } => {
-            let (registry, config, profile) = load_host(&sources, &host)?;
+            let (registry, config, profile, _servers) = load_host_with(&sources, &host, Servers::Start)?;
             let mut diagnostics = registry.diagnostics().to_vec();
             diagnostics.extend(config_problems(&registry, &config, profile.as_ref()));
             let tools = registry.tools().count();
@@ -401,6 +401,33 @@ fn without_python(command: &str) -> String {
 /// The registry, the config (from `--config`, else none) and the profile chosen.
 /// A config file or profile that cannot be read is a usage error naming where.
 fn load_host(sources: &SourceArgs, host: &HostArgs) -> Result<(Registry, Config, Option<Profile>), String> {
+    let (registry, config, profile, _) = load_host_with(sources, host, Servers::Static)?;
+    Ok((registry, config, profile))
+}
+
+/// Whether the config's MCP servers are started to list their tools (SPEC §14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Servers {
+    /// Started: their tools are listed (and callable while the value lives).
+    Start,
+    /// Not started (`--static`): their tools are left out, with one note naming them.
+    Static,
+}
+
+/// The connected MCP servers of a config, while their tools are listed or called.
+#[cfg(feature = "python")]
+pub(crate) type Upstreams = Option<std::sync::Arc<crate::mcp::upstream::Upstreams>>;
+/// Without the MCP client there are never any.
+#[cfg(not(feature = "python"))]
+pub(crate) type Upstreams = Option<std::convert::Infallible>;
+
+/// The registry with every source of the config (SPEC §14): its `[[tools]]`, the
+/// folders and files, then its MCP servers' tools when `servers` says to start them.
+fn load_host_with(
+    sources: &SourceArgs,
+    host: &HostArgs,
+    servers: Servers,
+) -> Result<(Registry, Config, Option<Profile>, Upstreams), String> {
     let config = match &host.config {
         Some(path) => Config::read(Path::new(path)).map_err(|errors| problems_text(&errors))?,
         None => Config::without_file(),
@@ -413,7 +440,42 @@ fn load_host(sources: &SourceArgs, host: &HostArgs) -> Result<(Registry, Config,
     if !config.tools.is_empty() {
         registry.define(&config);
     }
-    Ok((registry, config, profile))
+    let upstreams = connect_servers(&mut registry, &config, servers);
+    Ok((registry, config, profile, upstreams))
+}
+
+#[cfg(feature = "python")]
+fn connect_servers(registry: &mut Registry, config: &Config, servers: Servers) -> Upstreams {
+    use crate::mcp::upstream;
+    if config.servers.is_empty() {
+        return None;
+    }
+    if servers == Servers::Static {
+        eprintln!(
+            "lcp: note: the MCP servers {} are not started (--static): their tools are left out",
+            upstream::names(&config.servers)
+        );
+        return None;
+    }
+    let (upstreams, libraries, diagnostics) = upstream::Upstreams::connect(&config.servers);
+    registry.set_server_tools(libraries, diagnostics);
+    Some(std::sync::Arc::new(upstreams))
+}
+
+#[cfg(not(feature = "python"))]
+fn connect_servers(_: &mut Registry, config: &Config, _: Servers) -> Upstreams {
+    if !config.servers.is_empty() {
+        let names: Vec<String> = config.servers.iter().map(|entry| format!("`{}`", entry.name)).collect();
+        eprintln!(
+            "lcp: note: the MCP servers {} are not started: this lcp is built without the `python` feature, which has the MCP client",
+            names.join(", ")
+        );
+    }
+    None
+}
+
+fn servers(static_only: bool) -> Servers {
+    if static_only { Servers::Static } else { Servers::Start }
 }
 
 fn choice(host: &HostArgs) -> Option<Choice> {

@@ -45,15 +45,27 @@ use crate::runtime::{Autonomy, RuntimeConfig};
 use crate::sync;
 
 pub mod auth;
+mod servers;
 mod tools;
 
 pub use crate::located::{ConfigError, Located, pointer};
 pub use auth::AuthConfig;
+pub use servers::{ServerEntry, Transport};
 pub use tools::{DefinedArg, DefinedTool};
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 9] =
-    ["autonomy_level", "libraries", "profiles", "tools", "tool_policies", "python", "policy", "mcp", "auth"];
+const KEYS: [&str; 10] = [
+    "autonomy_level",
+    "libraries",
+    "profiles",
+    "tools",
+    "tool_policies",
+    "python",
+    "mcp_servers",
+    "policy",
+    "mcp",
+    "auth",
+];
 
 /// `[mcp]`: how tools are described to MCP clients.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,6 +106,9 @@ pub struct Config {
     /// `[python] path`: where their modules are imported from, absolute when the
     /// file's path is.
     pub python_path: Vec<PathBuf>,
+    /// `[mcp_servers.NAME]` in the file's order, then the servers of `[mcp]
+    /// host_configs`, file by file: the MCP servers whose tools are a source.
+    pub servers: Vec<ServerEntry>,
     /// `[tool_policies.NAME]`, in the order of the file.
     pub tool_policies: Vec<ToolEntry>,
     /// `[policy]`: what this host lets a tool do.
@@ -258,6 +273,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
     let mut config = Config::default();
     let mut errors = Vec::new();
     let base = at.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut host_configs = Vec::new();
     for (key, value) in top {
         let here = pointer("", &key);
         match key.as_str() {
@@ -323,6 +339,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                 other => config.tools = tools::read(&other, at, &here, &base, &mut errors),
             },
             "python" => config.python_path = tools::read_python(&value, at, &here, &base, &mut errors),
+            "mcp_servers" => config.servers = servers::read(&value, at, &here, &base, &mut errors),
             "policy" => {
                 let (policy, problems) = HostPolicy::from_json(&value);
                 for (key, message) in problems {
@@ -352,13 +369,30 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                                 config.mcp.name = Some(text.trim().to_string());
                             }
                             ("instructions", Value::String(text)) => config.mcp.instructions = Some(text),
+                            ("host_configs", Value::Array(paths)) => {
+                                for path in paths {
+                                    match path.as_str() {
+                                        Some(text) if !text.trim().is_empty() => {
+                                            host_configs.push(servers::host_config_path(text.trim(), &base))
+                                        }
+                                        _ => errors.push(at.error(
+                                            &pointer(&here, &name),
+                                            format!("`mcp.host_configs` entries are paths (strings), not {path}"),
+                                        )),
+                                    }
+                                }
+                            }
+                            ("host_configs", other) => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp.host_configs` is {other}; expected a list of paths"),
+                            )),
                             ("name" | "instructions", other) => errors.push(at.error(
                                 &pointer(&here, &name),
                                 format!("`mcp.{name}` is {other}; expected a non-empty string"),
                             )),
                             _ => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name or instructions"),
+                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions or host_configs"),
                             )),
                         }
                     }
@@ -368,6 +402,8 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
             _ => errors.push(at.error(&here, format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")))),
         }
     }
+    let imported = servers::read_host_configs(&host_configs, &mut errors);
+    config.servers.extend(imported);
     if errors.is_empty() { Ok(config) } else { Err(errors) }
 }
 
@@ -469,13 +505,13 @@ mod tests {
         check(json!({"mcp": {"inline_refs": 1}}), Err("`mcp.inline_refs` is 1; expected true or false"));
         check(
             json!({"mcp": {"inline": true}}),
-            Err("`mcp`: unknown key `inline`; expected inline_refs, name or instructions"),
+            Err("`mcp`: unknown key `inline`; expected inline_refs, name, instructions or host_configs"),
         );
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));
         check(
             json!({"autonomy": 1}),
             Err(
-                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, tool_policies, python, policy, mcp, auth",
+                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, tool_policies, python, mcp_servers, policy, mcp, auth",
             ),
         );
         // `[tools.NAME]` declarations moved to `[tool_policies.NAME]` (SPEC §12).

@@ -84,14 +84,22 @@ pub enum Origin {
         /// The declared arguments, in their order.
         parameters: Vec<String>,
     },
+    /// A tool of an MCP server of the config (`[mcp_servers.NAME]` or a host
+    /// config's): a call is forwarded to it.
+    Mcp {
+        /// The server's name; a tool's name there is its name here without the
+        /// server's `prefix`.
+        server: String,
+    },
 }
 
 impl Origin {
-    /// How the manifest and `lcp list` name it: `file`, `config`.
-    pub fn source(&self) -> &'static str {
+    /// How the manifest and `lcp list` name it: `file`, `config`, `mcp:<server>`.
+    pub fn source(&self) -> std::borrow::Cow<'_, str> {
         match self {
-            Origin::File => "file",
-            Origin::Config { .. } => "config",
+            Origin::File => "file".into(),
+            Origin::Config { .. } => "config".into(),
+            Origin::Mcp { server } => format!("mcp:{server}").into(),
         }
     }
 }

@@ -62,6 +62,9 @@ pub struct Registry {
     /// The config's `[[tools]]` (SPEC §14), laid out before the files, and their problems.
     defined: Vec<Arc<Library>>,
     defined_diagnostics: Vec<Diagnostic>,
+    /// The tools of the config's MCP servers (SPEC §14), laid out after the files.
+    served: Vec<Arc<Library>>,
+    served_diagnostics: Vec<Diagnostic>,
     /// Tool name → (library index, tool index), built on the first lookup after the
     /// libraries were laid out: a call finds its tool in O(1), and a rescan pays
     /// nothing for it.
@@ -325,6 +328,15 @@ impl Registry {
         groups
     }
 
+    /// Adds the tools MCP servers listed (one library per server, made by
+    /// `mcp::upstream`) with the problems of the servers that did not, in place of any
+    /// it had: they come after the files, so a file's tool wins a name they share.
+    pub fn set_server_tools(&mut self, libraries: Vec<Library>, diagnostics: Vec<Diagnostic>) {
+        self.served = libraries.into_iter().map(Arc::new).collect();
+        self.served_diagnostics = diagnostics;
+        self.rebuild();
+    }
+
     /// Lays out libraries and diagnostics from the config's tools, then the per-file
     /// cache in discovery order.
     fn rebuild(&mut self) {
@@ -342,6 +354,8 @@ impl Registry {
             self.libraries.extend(cached.library.clone());
         }
         self.listed = files;
+        self.libraries.extend(self.served.iter().cloned());
+        self.diagnostics.extend(self.served_diagnostics.iter().cloned());
         self.drop_duplicate_tools();
         self.index = OnceLock::new();
     }

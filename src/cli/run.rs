@@ -39,7 +39,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 }
                 _ => None,
             };
-            let (registry, config, profile) = load_host(&sources, &host)?;
+            let (registry, config, profile, upstreams) = load_host_with(&sources, &host, Servers::Start)?;
             print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let args: Value = serde_json::from_str(&args).map_err(|err| format!("--args is not JSON: {err}"))?;
             if !args.is_object() {
@@ -89,6 +89,9 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
             runtime.set_user_interaction_handler(move |interaction| host::interact(interaction, &answers));
             runtime.set_model(host::generate, false);
             runtime.set_progress_handler(host::progress);
+            if let Some(upstreams) = &upstreams {
+                runtime.set_forwarder(upstreams.forwarder());
+            }
             let options = CallOptions { workspace, timeout, ..CallOptions::default() };
             let result = runtime.call(&registry, &tool, &args, &options);
             let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
@@ -117,7 +120,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 Runtime::adopt_orphans();
             }
             let timeout = parse_timeout(Some(timeout))?;
-            let (registry, config, profile) = load_host(&sources, &host)?;
+            let (registry, config, profile, upstreams) = load_host_with(&sources, &host, Servers::Start)?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             eprintln!("lcp: {}", tools_in_libraries(&view.registry));
@@ -135,13 +138,14 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 config: std::sync::Arc::new(crate::config::Watched::new(config)),
                 profile: choice(&host),
                 allow_unauthenticated,
+                upstreams,
             };
             mcp::serve(registry, settings).map_err(|err| err.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { sources, host, tools, format, yes, timeout, isolation, venv } => {
             let timeout = parse_timeout(timeout)?;
-            let (registry, config, profile) = load_host(&sources, &host)?;
+            let (registry, config, profile, upstreams) = load_host_with(&sources, &host, Servers::Start)?;
             print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let view = expose(&registry, &config, profile.as_ref())?;
             for name in &tools {
@@ -157,6 +161,9 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
             let settings = RuntimeConfig { isolation: isolation.isolation()?, venv, ..config.runtime.clone() };
             let in_process = settings.isolation == Isolation::InProcess;
             let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
+            if let Some(upstreams) = &upstreams {
+                runtime.set_forwarder(upstreams.forwarder());
+            }
             let mut stdout: Box<dyn Write> = if in_process {
                 Box::new(Runtime::claim_stdout().map_err(|err| format!("cannot keep stdout for the report: {err}"))?)
             } else {

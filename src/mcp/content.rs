@@ -12,7 +12,7 @@
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
-use crate::runtime::ToolResult;
+use crate::runtime::{Outcome, ToolResult};
 
 /// The keys of a result dict that carry content for the model (SPEC §10).
 use crate::runtime::CONTENT_KEYS;
@@ -43,6 +43,15 @@ pub(super) enum Media {
 /// schema it is an error result (a success must carry the structured content its
 /// schema describes).
 pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -> CallToolResult {
+    // Another server's result goes on as it sent it (SPEC §14).
+    if let Outcome::Relayed { .. } = result.outcome
+        && let Ok(mut relayed) = serde_json::from_value::<CallToolResult>(result.output.clone())
+    {
+        // Complete whatever the server's own protocol version said (it may not say);
+        // rmcp leaves the field out again for clients of older versions.
+        relayed.result_type = Some(rmcp::model::ResultType::COMPLETE);
+        return relayed;
+    }
     let ok = result.ok();
     let ToolResult { outcome: _, output, error, traceback, stdout, stderr, output_cut_from } = result;
     let mut blocks = Vec::new();

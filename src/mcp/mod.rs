@@ -29,6 +29,7 @@ mod host;
 pub mod http;
 mod listing;
 mod stdio;
+pub mod upstream;
 mod watch;
 
 use std::fmt;
@@ -81,6 +82,8 @@ pub struct Settings {
     pub profile: Option<Choice>,
     /// Serve an address other machines reach without credentials (`--allow-unauthenticated`).
     pub allow_unauthenticated: bool,
+    /// The config's MCP servers, connected, whose tools the registry lists (SPEC §14).
+    pub upstreams: Option<Arc<upstream::Upstreams>>,
 }
 
 pub use crate::runtime::DEFAULT_MAX_OUTPUT;
@@ -252,6 +255,7 @@ struct Shared {
     change_pending: AtomicBool,
     settings: Settings,
     runtime_config: RuntimeConfig,
+    upstreams: Option<Arc<upstream::Upstreams>>,
     /// The runtime for prompt providers and for dropping changed modules; it exists
     /// once Python has started (by the first call or listing that needs it).
     python: OnceLock<Result<Runtime, String>>,
@@ -270,6 +274,7 @@ impl Server {
             notified: AtomicBool::new(false),
             change_pending: AtomicBool::new(false),
             runtime_config: settings.runtime.clone(),
+            upstreams: settings.upstreams.clone(),
             settings,
             python: OnceLock::new(),
             tools_changed,
@@ -341,6 +346,9 @@ impl Server {
             let runtime = Runtime::new(self.shared.runtime_config.clone()).map_err(|err| err.to_string())?;
             // Libraries loaded by a prompt provider must get the confirm bridge too.
             runtime.set_confirm_handler(|_| Confirmation::reject("a prompt provider cannot ask for confirmation"));
+            if let Some(upstreams) = &self.shared.upstreams {
+                runtime.set_forwarder(upstreams.forwarder());
+            }
             Ok(runtime)
         });
         started.as_ref().map_err(|err| format!("cannot start Python: {err}"))

@@ -64,8 +64,13 @@ pub struct Runtime {
     config: RuntimeConfig,
     base: PathBuf,
     callbacks: RwLock<Callbacks>,
+    forward: RwLock<Option<Forward>>,
     place: Place,
 }
+
+/// Runs the tools that are not Python's (an MCP server's, SPEC §14): the tool, its
+/// library (whose origin says where it is), arguments already checked, the options.
+pub type Forward = Arc<dyn Fn(&Library, &Tool, &Value, &CallOptions) -> ToolResult + Send + Sync>;
 
 /// Where this runtime's calls run.
 enum Place {
@@ -97,7 +102,7 @@ impl Runtime {
                 Place::Workers(supervisor::Pool::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
             }
         };
-        Ok(Runtime { config, base, callbacks: RwLock::default(), place })
+        Ok(Runtime { config, base, callbacks: RwLock::default(), forward: RwLock::default(), place })
     }
 
     /// Starts a worker process ahead of the first call, in the background (with
@@ -149,6 +154,13 @@ impl Runtime {
         sync::write(&self.callbacks).model = Some(Model { generate: Arc::new(generate), vision });
     }
 
+    /// Registers what runs the tools whose library's origin is an MCP server: every
+    /// surface's calls of them go through [`Runtime::call`] like any other, admission,
+    /// argument checks and all, and end here instead of in Python.
+    pub fn set_forwarder(&self, forward: Forward) {
+        *sync::write(&self.forward) = Some(forward);
+    }
+
     /// Registers what hears `tool_context.emit_progress` (SPEC §9).
     pub fn set_progress_handler(&self, handler: impl Fn(&Progress) + Send + Sync + 'static) {
         sync::write(&self.callbacks).progress = Some(Arc::new(handler));
@@ -188,6 +200,16 @@ impl Runtime {
         args: &Value,
         options: &CallOptions,
     ) -> ToolResult {
+        if let Origin::Mcp { server, .. } = &library.origin {
+            let forward = sync::read(&self.forward).clone();
+            return match forward {
+                Some(forward) => forward(library, tool, args, options),
+                None => ToolResult::failure(format!(
+                    "`{}` is a tool of the MCP server `{server}`, and this runtime has no connection to it",
+                    tool.name
+                )),
+            };
+        }
         let rerun = tool.policy.idempotent == Some(true) || tool.policy.read_only == Some(true);
         let (function, filled);
         let args = match &library.origin {
@@ -196,7 +218,7 @@ impl Runtime {
                 filled = with_defaults(tool, parameters, args);
                 &filled
             }
-            Origin::File => {
+            Origin::File | Origin::Mcp { .. } => {
                 function = &tool.name;
                 args
             }
@@ -334,7 +356,7 @@ impl Runtime {
                     path: path.iter().map(|dir| absolute(&self.base, dir)).collect(),
                     parameters: parameters.clone(),
                 })),
-                Origin::File => None,
+                Origin::File | Origin::Mcp { .. } => None,
             },
         };
         match &self.place {

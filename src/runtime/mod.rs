@@ -58,7 +58,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 #[cfg(feature = "python")]
-pub use embedded::{Runtime, python_build};
+pub use embedded::{Forward, Runtime, python_build};
 use host_objects::Callbacks;
 pub use settings::{Autonomy, Isolation, RuntimeConfig, RuntimeError, WorkerSettings, library_key};
 
@@ -136,6 +136,13 @@ pub enum Outcome {
     OutOfMemory,
     /// Its worker process died under it (or was left unusable by it).
     Died,
+    /// Another MCP server ran it (SPEC §14): `output` is the `CallToolResult` it sent,
+    /// content blocks and `structuredContent` as they were; with `is_error`, `error`
+    /// is its text.
+    Relayed {
+        /// The server's `isError`.
+        is_error: bool,
+    },
 }
 
 impl Outcome {
@@ -245,7 +252,7 @@ impl ToolResult {
 
     /// Whether the tool returned a value ([`Outcome::Returned`]).
     pub fn ok(&self) -> bool {
-        self.outcome == Outcome::Returned
+        matches!(self.outcome, Outcome::Returned | Outcome::Relayed { is_error: false })
     }
 
     /// Cuts the output's text (a string as it is, anything else as JSON text) to

@@ -178,3 +178,203 @@ fn a_bad_config_tool_is_reported_at_its_entry() {
     assert!(!listed.status.success());
     assert!(stderr.contains("lcp.toml:5: `[[tools]]` `x`: unknown key `colour`"), "{stderr}");
 }
+
+// MCP servers as sources: the official server-everything, the SDK's own server with a
+// tool that crashes it, `lcp serve` itself, and servers that never start.
+
+/// A config file of `[mcp_servers]` tables (TOML text) in a folder of its own.
+fn servers_config(name: &str, tables: &str) -> String {
+    let dir = temp_dir(name);
+    let config = dir.join("lcp.toml");
+    write(&config, tables);
+    config.display().to_string()
+}
+
+fn everything(prefix: &str) -> String {
+    format!(
+        "[mcp_servers.everything]\ncommand = {:?}\nprefix = {prefix:?}\n",
+        everything_server().display().to_string()
+    )
+}
+
+/// The processes whose command line holds `needle`, other than this test's own.
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(needle) && entry.file_name() != std::process::id().to_string().as_str() {
+            found.push(text);
+        }
+    }
+    found
+}
+
+#[test]
+fn an_mcp_servers_tools_keep_their_schemas_and_take_their_grade_from_their_annotations() {
+    let config = servers_config(
+        "mcp-everything",
+        &format!("{}\n[mcp_servers.everything.tools.echo]\ngrade = {{ w = 0, d = 0 }}\n", everything("ev_")),
+    );
+    let manifest = stdout_json(&lcp(&["export", "--format", "manifest", "--config", &config, FOLDER]));
+    let tools: Vec<&Value> =
+        manifest["tools"].as_array().unwrap().iter().filter(|t| t["source"] == "mcp:everything").collect();
+    assert!(tools.len() >= 10, "{tools:?}");
+    let sum = tools.iter().find(|t| t["name"] == "ev_get-sum").expect("ev_get-sum");
+    assert_eq!(sum["parameters"]["required"], json!(["a", "b"]), "{sum}");
+    let echo = tools.iter().find(|t| t["name"] == "ev_echo").expect("ev_echo");
+    assert_eq!(echo["policy"]["grade"], json!({"w": 0, "d": 0}), "the per-tool table wins: {echo}");
+    let structured = tools.iter().find(|t| t["name"] == "ev_get-structured-content").expect("structured");
+    assert!(structured["output_schema"]["properties"].is_object(), "its output schema is kept: {structured}");
+    // Every other tool's grade is §14's reading of its annotations, as the MCP export shows them.
+    let exported = stdout_json(&lcp(&["export", "--format", "mcp", "--config", &config, FOLDER]));
+    for tool in tools.iter().filter(|t| t["name"] != "ev_echo") {
+        let listed = exported["tools"].as_array().unwrap().iter().find(|t| t["name"] == tool["name"]).unwrap();
+        let hints = &listed["annotations"];
+        let d = if hints["readOnlyHint"] == true {
+            0
+        } else if hints["destructiveHint"] == false {
+            2
+        } else {
+            3
+        };
+        let w = if hints["openWorldHint"] == false { 1 } else { 3 };
+        assert_eq!(tool["policy"]["grade"], json!({"w": w, "d": d}), "{}: {hints}", tool["name"]);
+    }
+    // Every export takes them: OpenAI strict and Gemini lower their schemas like any other.
+    for format in [&["--format", "openai", "--strict"][..], &["--format", "gemini"][..], &["--format", "anthropic"][..]]
+    {
+        let mut args = vec!["export"];
+        args.extend_from_slice(format);
+        args.extend_from_slice(&["--config", &config, FOLDER]);
+        let written = lcp(&args);
+        let text = String::from_utf8_lossy(&written.stdout);
+        assert!(text.contains("ev_get-sum"), "{format:?}: {}", String::from_utf8_lossy(&written.stderr));
+    }
+    assert!(processes_with(&everything_server().display().to_string()).is_empty(), "no server is left running");
+}
+
+#[test]
+fn an_mcp_servers_tools_are_called_through_lcp_call_and_lcp_serve_with_results_as_the_server_sent_them() {
+    let config = servers_config("mcp-everything-calls", &everything(""));
+    let result = stdout_json(&lcp(&[
+        "call",
+        "get-structured-content",
+        "--config",
+        &config,
+        "--args",
+        r#"{"location": "New York"}"#,
+        FOLDER,
+    ]));
+    assert_eq!(result["ok"], true, "{result}");
+    let structured = &result["output"]["structuredContent"];
+    assert!(structured["temperature"].is_number(), "{result}");
+    assert_eq!(result["output"]["content"][0]["type"], "text");
+    let refused = stdout_json(&lcp(&["call", "get-sum", "--config", &config, "--args", r#"{"a": "x"}"#, FOLDER]));
+    assert_eq!(refused["ok"], false);
+    assert!(
+        refused["error"].as_str().unwrap().contains("missing required parameter `b`"),
+        "checked before it is sent: {refused}"
+    );
+    for mode in MODES {
+        let steps = json!([
+            {"call": "get-sum", "arguments": {"a": 2, "b": 3}},
+            {"call": "get-tiny-image", "arguments": {}},
+            {"call": "tool_folder_only", "arguments": {"x": 7}},
+        ]);
+        let report = session(mode, "none", &["--config", &config, FOLDER], steps);
+        let results = report["results"].as_array().unwrap();
+        assert_eq!(results[0]["content"][0]["text"], "The sum of 2 and 3 is 5.", "{mode}: {}", results[0]);
+        let kinds: Vec<&Value> = results[1]["content"].as_array().unwrap().iter().map(|b| &b["type"]).collect();
+        assert!(kinds.contains(&&json!("image")), "{mode}: the image block as sent: {}", results[1]);
+        assert_eq!(results[2]["structuredContent"], json!({"result": 7}), "{mode}: the files' tools beside them");
+    }
+    assert!(processes_with(&everything_server().display().to_string()).is_empty(), "no server is left running");
+}
+
+#[test]
+fn a_server_that_crashes_mid_call_fails_that_call_and_the_next_call_starts_it_again() {
+    let python = test_python().display().to_string();
+    let script = root().join("tests/python/crashing_mcp_server.py").display().to_string();
+    let config =
+        servers_config("mcp-crashy", &format!("[mcp_servers.crashy]\ncommand = {python:?}\nargs = [{script:?}]\n"));
+    for mode in MODES {
+        let steps = json!([{"call": "pid", "arguments": {}}, {"call": "crash", "arguments": {}}, {"call": "pid", "arguments": {}}]);
+        let report = session(mode, "none", &["--config", &config, FOLDER], steps);
+        let results = report["results"].as_array().unwrap();
+        let first = results[0]["structuredContent"]["result"].as_u64().unwrap_or_else(|| panic!("{}", results[0]));
+        assert_error(&results[1], &["`crash` of the MCP server `crashy` failed", "it ended during the call"]);
+        let second = results[2]["structuredContent"]["result"].as_u64().unwrap_or_else(|| panic!("{}", results[2]));
+        assert_ne!(first, second, "{mode}: a new server process");
+    }
+    assert!(processes_with(&script).is_empty(), "no server is left running");
+}
+
+#[test]
+fn a_server_that_cannot_start_or_never_answers_is_skipped_within_its_timeout_and_the_others_are_listed() {
+    let marker = "lcp-never-answers-98.125";
+    let config = servers_config(
+        "mcp-faults",
+        &format!(
+            "[mcp_servers.silent]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 97.5 # {marker}\"]\nstartup_timeout = 2\n\n[mcp_servers.missing]\ncommand = \"/no/such/server\"\n\n{}",
+            everything("ev_")
+        ),
+    );
+    let started = std::time::Instant::now();
+    let listed = lcp(&["list", "--config", &config, FOLDER]);
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(listed.status.success(), "{stderr}");
+    assert!(stdout.contains("ev_get-sum") && stdout.contains("tool_folder_only"), "{stdout}");
+    assert!(
+        stderr.contains("MCP server `silent`: it is skipped: it did not start and list its tools within 2s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("MCP server `missing`: it is skipped: `/no/such/server` could not be started"), "{stderr}");
+    assert_eq!(stderr.matches("MCP server `").count(), 2, "one diagnostic each: {stderr}");
+    // In parallel: the silent server's timeout, not the sum of every server's start.
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+    assert!(processes_with(marker).is_empty(), "the silent server was ended");
+
+    let listed = lcp(&["list", "--static", "--config", &config, FOLDER]);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        stderr.contains("the MCP servers `silent`, `missing`, `everything` are not started (--static)"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("ev_"), "their tools are left out");
+}
+
+#[test]
+fn lcp_serve_is_a_source_too_and_a_files_tool_wins_a_name_a_server_also_has() {
+    let lcp_bin = crate::mcp::lcp_bin();
+    let upstream = root().join(FOLDER).display().to_string();
+    let config = servers_config(
+        "mcp-lcp-upstream",
+        &format!("[mcp_servers.inner]\ncommand = {lcp_bin:?}\nargs = [\"serve\", {upstream:?}]\n"),
+    );
+    let manifest = stdout_json(&lcp(&["export", "--format", "manifest", "--config", &config, FOLDER]));
+    let sources: Vec<(&Value, &Value)> =
+        manifest["tools"].as_array().unwrap().iter().map(|t| (&t["name"], &t["source"])).collect();
+    assert!(sources.contains(&(&json!("tool_folder_only"), &json!("file"))), "{sources:?}");
+    assert!(!sources.iter().any(|(_, source)| **source == "mcp:inner"), "every inner tool is shadowed: {sources:?}");
+    let shadowed: Vec<&str> = manifest["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["message"].as_str())
+        .filter(|m| m.contains("(mcp:inner source) is shadowed by"))
+        .collect();
+    assert_eq!(shadowed.len(), 2, "{shadowed:?}");
+    assert!(shadowed[0].contains("of the file source at"), "{shadowed:?}");
+
+    // With a prefix nothing is shadowed, and a call goes through both servers.
+    let config = servers_config(
+        "mcp-lcp-upstream-prefixed",
+        &format!("[mcp_servers.inner]\ncommand = {lcp_bin:?}\nargs = [\"serve\", {upstream:?}]\nprefix = \"inner_\"\n"),
+    );
+    let result =
+        stdout_json(&lcp(&["call", "inner_tool_folder_only", "--config", &config, "--args", r#"{"x": 5}"#, FOLDER]));
+    assert_eq!(result["output"]["structuredContent"], json!({"result": 5}), "{result}");
+}

@@ -199,6 +199,15 @@ pub fn inspector() -> &'static Path {
     INSPECTOR.get_or_init(|| npm_package("@modelcontextprotocol/inspector@2.12.0", "inspector", "mcp-inspector"))
 }
 
+/// The official `@modelcontextprotocol/server-everything` (every MCP feature), installed
+/// on first use into `<target>/server-everything` with the machine's `npm`. Never skipped.
+pub fn everything_server() -> &'static Path {
+    static SERVER: OnceLock<PathBuf> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        npm_package("@modelcontextprotocol/server-everything@2026.8.31", "server-everything", "mcp-server-everything")
+    })
+}
+
 /// The official MCP conformance suite's launcher (`@modelcontextprotocol/conformance`,
 /// pinned to the last release that runs on Node 20), installed on first use into
 /// `<target>/conformance` with the machine's `npm`. Never skipped.

@@ -1,0 +1,394 @@
+//! lcp as a client of the MCP servers that are tool sources (SPEC §14).
+//!
+//! Owns connecting to each configured server (its command over stdio, in a process
+//! group of its own), listing its tools as libraries of the registry
+//! ([`Origin::Mcp`]: full input and output schemas, description, annotations, a grade
+//! from the annotations under the per-tool tables), and forwarding calls, whose
+//! results go back as the server sent them ([`Outcome::Relayed`]). Servers start in
+//! parallel, each within its `startup_timeout`; one that fails is skipped with one
+//! diagnostic naming it and why, and the others are unaffected. A server that dies
+//! is started again on the next call of one of its tools. Every server is ended
+//! (its whole process group) when [`Upstreams`] is dropped.
+//!
+//! Must never: let one server's fault reach another's tools, or leave a server running.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+use crate::config::{ServerEntry, Transport};
+use crate::diag::{Diagnostic, Level};
+use crate::extract::{Library, Origin, Returns, SchemaText, Tool};
+use crate::policy::{Declared, Grade};
+use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
+use crate::sync;
+
+/// How much of what a server writes to its stderr is kept, to say why it failed.
+const STDERR_KEPT: usize = 2048;
+
+/// The connected servers of a config, for as long as their tools may be called.
+pub struct Upstreams {
+    // Dropped first: each server's process group is ended while the runtime still runs.
+    servers: Vec<Arc<Upstream>>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Upstreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.servers.iter().map(|server| &server.entry.name)).finish()
+    }
+}
+
+struct Upstream {
+    entry: ServerEntry,
+    connection: tokio::sync::Mutex<Option<Connection>>,
+}
+
+/// A running session with a server, and its process.
+struct Connection {
+    service: RunningService<RoleClient, Client>,
+    /// The server's process group (stdio), ended with the connection.
+    group: Option<i32>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(group) = self.group {
+            // SAFETY: signals the process group lcp made for this server alone.
+            unsafe { libc::killpg(group, libc::SIGKILL) };
+        }
+    }
+}
+
+/// What lcp answers a server as its client.
+#[derive(Clone)]
+struct Client;
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.client_info = rmcp::model::Implementation::new("lcp", env!("CARGO_PKG_VERSION"));
+        info
+    }
+}
+
+impl Upstreams {
+    /// Connects to every server of `entries` in parallel and lists their tools: one
+    /// library per server that answered, and a diagnostic for each that did not.
+    pub fn connect(entries: &[ServerEntry]) -> (Upstreams, Vec<Library>, Vec<Diagnostic>) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("lcp-upstream")
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts");
+        let servers: Vec<Arc<Upstream>> = entries
+            .iter()
+            .map(|entry| Arc::new(Upstream { entry: entry.clone(), connection: tokio::sync::Mutex::new(None) }))
+            .collect();
+        let listed = runtime.block_on(async {
+            let tasks: Vec<_> = servers.iter().map(|server| tokio::spawn(Arc::clone(server).list())).collect();
+            let mut listed = Vec::with_capacity(tasks.len());
+            for task in tasks {
+                listed.push(task.await.unwrap_or_else(|err| Err(format!("its listing failed: {err}"))));
+            }
+            listed
+        });
+        let (mut libraries, mut diagnostics) = (Vec::new(), Vec::new());
+        for (server, listed) in servers.iter().zip(listed) {
+            match listed {
+                Ok(library) => libraries.push(library),
+                Err(why) => diagnostics.push(server.diagnostic(Level::Error, format!("it is skipped: {why}"))),
+            }
+        }
+        (Upstreams { servers, runtime }, libraries, diagnostics)
+    }
+
+    /// What [`crate::runtime::Runtime::set_forwarder`] takes: calls of these servers' tools.
+    pub fn forwarder(self: &Arc<Self>) -> Forward {
+        let upstreams = Arc::clone(self);
+        Arc::new(move |library, tool, args, options| upstreams.call(library, tool, args, options))
+    }
+
+    fn call(&self, library: &Library, tool: &Tool, args: &Value, options: &CallOptions) -> ToolResult {
+        let Origin::Mcp { server } = &library.origin else {
+            return ToolResult::failure(format!("`{}` is not a tool of an MCP server", tool.name));
+        };
+        let Some(upstream) = self.servers.iter().find(|s| &s.entry.name == server) else {
+            return ToolResult::failure(format!("no MCP server `{server}` is configured"));
+        };
+        // Its name on the server: lcp's without the server's `prefix`.
+        let name = tool.name.strip_prefix(upstream.entry.prefix.as_str()).unwrap_or(&tool.name).to_string();
+        let arguments = args.as_object().cloned().unwrap_or_default();
+        let timeout = options.timeout;
+        let cancel = options.cancel.clone();
+        let upstream = Arc::clone(upstream);
+        let server = upstream.entry.name.clone();
+        self.runtime.block_on(async move {
+            let call = upstream.call(name, arguments);
+            let stopped = async {
+                loop {
+                    if cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+                        return Outcome::Cancelled;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            };
+            let limit = async {
+                match timeout {
+                    Some(limit) => tokio::time::sleep(limit).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                result = call => result,
+                outcome = stopped => ToolResult::ended(outcome, "the call was cancelled".to_string()),
+                () = limit => ToolResult::ended(Outcome::TimedOut, format!(
+                    "the MCP server `{server}` did not answer within {:?}", timeout.unwrap_or_default()
+                )),
+            }
+        })
+    }
+}
+
+impl Upstream {
+    fn diagnostic(&self, level: Level, message: String) -> Diagnostic {
+        Diagnostic::new(
+            &self.entry.file,
+            self.entry.line.unwrap_or(1),
+            1,
+            level,
+            format!("MCP server `{}`: {message}", self.entry.name),
+        )
+    }
+
+    /// Connects (within the startup timeout) and lists the tools as a library.
+    async fn list(self: Arc<Self>) -> Result<Library, String> {
+        let limit = self.entry.startup_timeout;
+        let listed = tokio::time::timeout(limit, async {
+            let connection = connect(&self.entry).await?;
+            let tools = connection.service.peer().list_all_tools().await;
+            let tools = match tools {
+                Ok(tools) => tools,
+                Err(err) => return Err(with_stderr(format!("listing its tools failed: {err}"), &connection)),
+            };
+            *self.connection.lock().await = Some(connection);
+            Ok(tools)
+        })
+        .await
+        .map_err(|_| format!("it did not start and list its tools within {limit:?} (`startup_timeout`)"))??;
+        let tools =
+            listed.iter().filter_map(|tool| serde_json::to_value(tool).ok()).map(|tool| self.tool(&tool)).collect();
+        Ok(Library {
+            path: self.entry.file.clone(),
+            package: None,
+            stem: self.entry.name.clone(),
+            name: Some(self.entry.name.clone()),
+            description: None,
+            icon: None,
+            hooks: Default::default(),
+            prompt_provider: None,
+            tools,
+            origin: Origin::Mcp { server: self.entry.name.clone() },
+        })
+    }
+
+    /// One of its tools as lcp's: the schemas as the server gave them, the grade from
+    /// its annotations (SPEC §14) under what the server's `tools` tables declare.
+    fn tool(&self, listed: &Value) -> Tool {
+        let name = listed["name"].as_str().unwrap_or_default();
+        let annotations = &listed["annotations"];
+        let hint = |key: &str| annotations[key].as_bool();
+        let from_server = Declared {
+            read_only: hint("readOnlyHint"),
+            destructive: hint("destructiveHint"),
+            idempotent: hint("idempotentHint"),
+            open_world: hint("openWorldHint"),
+            grade: Some(grade(annotations)),
+            docs: None,
+        };
+        let policy = match self.entry.declared(name) {
+            Some(declared) => declared.over(&from_server),
+            None => from_server,
+        };
+        let schema = match &listed["inputSchema"] {
+            Value::Object(schema) => Value::Object(schema.clone()),
+            _ => json!({"type": "object", "properties": {}}),
+        };
+        Tool {
+            name: format!("{}{name}", self.entry.prefix),
+            description: listed["description"].as_str().unwrap_or(crate::extract::NO_DESCRIPTION).to_string(),
+            parameters: SchemaText::new(&schema),
+            parameters_with_defs: None,
+            line: self.entry.line.unwrap_or(1),
+            is_async: false,
+            docstring: None,
+            returns: Returns::default(),
+            prompt_provider: None,
+            output: listed.get("outputSchema").filter(|s| s.is_object()).map(SchemaText::new),
+            policy,
+        }
+    }
+
+    /// Forwards one call, connecting again first when the server is not running.
+    async fn call(self: Arc<Self>, tool: String, arguments: serde_json::Map<String, Value>) -> ToolResult {
+        let server = &self.entry.name;
+        let mut connection = self.connection.lock().await;
+        if connection.as_ref().is_none_or(|c| c.service.is_closed()) {
+            *connection = None;
+            match tokio::time::timeout(self.entry.startup_timeout, connect(&self.entry)).await {
+                Ok(Ok(started)) => *connection = Some(started),
+                Ok(Err(why)) => {
+                    return ToolResult::failure(format!("the MCP server `{server}` could not be started: {why}"));
+                }
+                Err(_) => {
+                    return ToolResult::failure(format!(
+                        "the MCP server `{server}` did not start within {:?}",
+                        self.entry.startup_timeout
+                    ));
+                }
+            }
+        }
+        let Some(live) = connection.as_ref() else {
+            return ToolResult::failure(format!("the MCP server `{server}` is not running"));
+        };
+        let peer = live.service.peer().clone();
+        // Several calls may run on one session: the lock guards starting it, not calling.
+        drop(connection);
+        let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
+        match peer.call_tool(params).await {
+            Ok(result) => {
+                let is_error = result.is_error == Some(true);
+                let output = serde_json::to_value(&result).unwrap_or(Value::Null);
+                let error = is_error.then(|| {
+                    let texts: Vec<&str> =
+                        result.content.iter().filter_map(|block| block.as_text().map(|t| t.text.as_str())).collect();
+                    if texts.is_empty() {
+                        format!("`{tool}` of the MCP server `{server}` failed")
+                    } else {
+                        texts.join("\n")
+                    }
+                });
+                ToolResult {
+                    outcome: Outcome::Relayed { is_error },
+                    output,
+                    error,
+                    ..ToolResult::failure(String::new())
+                }
+            }
+            Err(err) => {
+                let ended = matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_));
+                let mut connection = self.connection.lock().await;
+                let why = match connection.as_ref() {
+                    // The next call starts it again.
+                    Some(live) if ended => with_stderr(format!("it ended during the call ({err})"), live),
+                    _ => err.to_string(),
+                };
+                if ended {
+                    *connection = None;
+                }
+                let outcome = if ended { Outcome::Died } else { Outcome::Raised };
+                ToolResult::ended(outcome, format!("`{tool}` of the MCP server `{server}` failed: {why}"))
+            }
+        }
+    }
+}
+
+/// SPEC §14: `d` is 0 with `readOnlyHint: true`, else 2 with `destructiveHint: false`,
+/// else 3; `w` is 1 with `openWorldHint: false`, else 3.
+fn grade(annotations: &Value) -> Grade {
+    let d = if annotations["readOnlyHint"] == true {
+        0
+    } else if annotations["destructiveHint"] == false {
+        2
+    } else {
+        3
+    };
+    let w = if annotations["openWorldHint"] == false { 1 } else { 3 };
+    Grade { w, d }
+}
+
+async fn connect(entry: &ServerEntry) -> Result<Connection, String> {
+    match &entry.transport {
+        Transport::Stdio { command, args, env, cwd } => {
+            let mut process = tokio::process::Command::new(command);
+            process
+                .args(args)
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true);
+            if let Some(dir) = cwd {
+                process.current_dir(dir);
+            }
+            let mut child = process.spawn().map_err(|err| format!("`{command}` could not be started: {err}"))?;
+            let group = child.id().map(|pid| pid as i32);
+            let stderr = Arc::new(Mutex::new(VecDeque::new()));
+            if let Some(mut pipe) = child.stderr.take() {
+                let kept = Arc::clone(&stderr);
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 1024];
+                    while let Ok(n @ 1..) = pipe.read(&mut buffer).await {
+                        let mut kept = sync::lock(&kept);
+                        kept.extend(&buffer[..n]);
+                        let over = kept.len().saturating_sub(STDERR_KEPT);
+                        kept.drain(..over);
+                    }
+                });
+            }
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err("its standard input and output could not be opened".to_string());
+            };
+            // The child is ended through its group when the connection goes; tokio
+            // reaps it.
+            tokio::spawn(async move {
+                let _ = child.wait().await;
+            });
+            let mut connection_stderr = Some(stderr);
+            let service = match Client.serve((stdout, stdin)).await {
+                Ok(service) => service,
+                Err(err) => {
+                    if let Some(group) = group {
+                        // SAFETY: the process group made for this server alone.
+                        unsafe { libc::killpg(group, libc::SIGKILL) };
+                    }
+                    let kept = connection_stderr.take().map(|s| stderr_text(&s)).unwrap_or_default();
+                    return Err(if kept.is_empty() {
+                        format!("it did not initialize: {err}")
+                    } else {
+                        format!("it did not initialize: {err}; its stderr: {kept}")
+                    });
+                }
+            };
+            Ok(Connection { service, group, stderr: connection_stderr.take().unwrap_or_default() })
+        }
+        Transport::Http { url, .. } => {
+            Err(format!("`{url}`: Streamable HTTP servers are not supported by this lcp yet; run it over stdio"))
+        }
+    }
+}
+
+fn stderr_text(stderr: &Mutex<VecDeque<u8>>) -> String {
+    let kept = sync::lock(stderr);
+    let (a, b) = kept.as_slices();
+    String::from_utf8_lossy(&[a, b].concat()).trim().to_string()
+}
+
+fn with_stderr(message: String, connection: &Connection) -> String {
+    let kept = stderr_text(&connection.stderr);
+    if kept.is_empty() { message } else { format!("{message}; its stderr: {kept}") }
+}
+
+/// Where each configured server's tools come from, for the note `--static` prints.
+pub fn names(entries: &[ServerEntry]) -> String {
+    entries.iter().map(|entry| format!("`{}`", entry.name)).collect::<Vec<_>>().join(", ")
+}
