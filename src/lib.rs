@@ -16,8 +16,9 @@
 //!   a host shows of its tools and lets run, from the three.
 //! - [`runtime`]: running a tool in an embedded CPython when it is called, the host
 //!   hooks and host-side management (SPEC §5–§6); the only code that touches pyo3.
-//! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol; the only code
-//!   that touches rmcp.
+//! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol, and the client of
+//!   the MCP servers that are tool sources (SPEC §14); the only code that touches rmcp.
+//! - `defined`: the config's `[[tools]]` as libraries, read by §3's rules.
 //! - [`testlane`]: `lcp test`, each tool called once per representative payload (SPEC §13).
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //! - [`path_json`]: how a path (UTF-8 or not) is written in JSON, losslessly.

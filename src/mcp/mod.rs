@@ -14,6 +14,8 @@
 //! - `call.rs`: one call: confirmations as elicitations, cancellation, results.
 //! - `stdio.rs`: the protocol on private duplicates of fd 0 and 1.
 //! - `http.rs`: Streamable HTTP.
+//! - `upstream.rs`: lcp as a client of the config's MCP servers, whose tools are a
+//!   source (SPEC §14): listed into the registry, calls forwarded.
 //!
 //! What is listed and callable is the host's view (`crate::view`): the profile's
 //! tools under their aliases, minus what the policy forbids, with the config file read

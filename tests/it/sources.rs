@@ -378,3 +378,61 @@ fn lcp_serve_is_a_source_too_and_a_files_tool_wins_a_name_a_server_also_has() {
         stdout_json(&lcp(&["call", "inner_tool_folder_only", "--config", &config, "--args", r#"{"x": 5}"#, FOLDER]));
     assert_eq!(result["output"]["structuredContent"], json!({"result": 5}), "{result}");
 }
+
+#[test]
+fn a_desktop_assistants_servers_are_read_from_its_config_after_the_files_own_and_policy_and_profiles_apply() {
+    let dir = temp_dir("mcp-host-configs");
+    let claude = dir.join("claude_desktop_config.json");
+    let server = everything_server().display().to_string();
+    write(
+        &claude,
+        json!({"mcpServers": {
+            "desktop-everything": {"command": server, "args": []},
+            "off": {"command": "/no/such/server", "disabled": true},
+        }})
+        .to_string(),
+    );
+    let vscode = dir.join("mcp.json");
+    write(&vscode, json!({"servers": {"editor-everything": {"type": "stdio", "command": server}}}).to_string());
+    let config = dir.join("lcp.toml");
+    write(
+        &config,
+        format!(
+            "{}\n[mcp]\nhost_configs = [\"claude_desktop_config.json\", \"mcp.json\"]\n\n[policy]\nmax_grade = {{ d = 0 }}\n\n[profiles.sums]\ntools = [\"ev_get-sum\"]\n",
+            everything("ev_")
+        ),
+    );
+    let config = config.display().to_string();
+    let manifest = stdout_json(&lcp(&["export", "--format", "manifest", "--config", &config, FOLDER]));
+    let tools = manifest["tools"].as_array().unwrap();
+    let source_of = |name: &str| tools.iter().find(|t| t["name"] == name).map(|t| t["source"].clone());
+    assert_eq!(source_of("ev_get-sum"), Some(json!("mcp:everything")));
+    // The config's own server has a prefix, so the desktop's keeps the bare names, and
+    // the editor's, read after it, loses each of them to it.
+    assert_eq!(source_of("get-sum"), Some(json!("mcp:desktop-everything")), "{tools:?}");
+    let shadowed = manifest["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["message"].as_str())
+        .filter(|m| {
+            m.contains("(mcp:editor-everything source) is shadowed by")
+                && m.contains("of the mcp:desktop-everything source")
+        })
+        .count();
+    assert!(shadowed >= 10, "the editor's server lost every name to the desktop's: {shadowed}");
+    // `max_grade.d = 0` leaves out every tool that may change anything.
+    assert!(source_of("ev_toggle-simulated-logging").is_none(), "d = 2 is over the policy's ceiling");
+    let refused =
+        stdout_json(&lcp(&["call", "ev_toggle-simulated-logging", "--config", &config, "--args", "{}", FOLDER]));
+    assert_eq!(refused["ok"], false);
+    assert!(refused["error"].as_str().unwrap().contains("max_grade.d = 0"), "{refused}");
+    // A profile selects server tools like any others.
+    let listed = lcp(&["list", "--config", &config, "--profile", "sums", FOLDER]);
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(stdout.contains("ev_get-sum") && !stdout.contains("ev_echo"), "{stdout}");
+    // `lcp test` calls them too.
+    let tested = lcp(&["test", "--config", &config, "--tool", "ev_get-sum", FOLDER]);
+    assert!(tested.status.success(), "{}", String::from_utf8_lossy(&tested.stdout));
+    assert!(processes_with(&server).is_empty(), "no server is left running");
+}
