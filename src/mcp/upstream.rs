@@ -26,8 +26,26 @@ use crate::config::{ServerEntry, Transport};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Returns, SchemaText, Tool};
 use crate::policy::{Declared, Grade};
+use crate::runtime::host_objects::{
+    Answer, Callbacks, Generation, Interaction, InteractionKind, LogRecord, Progress, level,
+};
 use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
+
+/// Progress tokens, unique in this process.
+static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A call's place among its server's calls in progress, left when it ends however it ends.
+struct Registered {
+    calls: Arc<Mutex<Vec<Active>>>,
+    token: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        sync::lock(&self.calls).retain(|call| call.token != self.token);
+    }
+}
 
 /// How much of what a server writes to its stderr is kept, to say why it failed.
 const STDERR_KEPT: usize = 2048;
@@ -36,7 +54,50 @@ const STDERR_KEPT: usize = 2048;
 pub struct Upstreams {
     // Dropped first: each server's process group is ended while the runtime still runs.
     servers: Vec<Arc<Upstream>>,
-    runtime: tokio::runtime::Runtime,
+    runtime: Driver,
+}
+
+/// A single-threaded tokio runtime on a thread of its own: its tasks (the servers'
+/// sessions, their notifications, the calls) run in the order they were woken, so
+/// a server's notifications reach a call's callbacks in the order it sent them.
+struct Driver {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Driver {
+    fn start() -> Driver {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime starts");
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("lcp-upstream".to_string())
+            .spawn(move || {
+                let _ = runtime.block_on(stopped);
+            })
+            .expect("a thread starts");
+        Driver { handle, stop: Some(stop), thread: Some(thread) }
+    }
+
+    /// Runs `future` on the driver's thread and waits for it (from a thread that is
+    /// not the driver's).
+    fn run<T: Send + 'static>(&self, future: impl Future<Output = T> + Send + 'static) -> Result<T, String> {
+        let task = self.handle.spawn(future);
+        self.handle.block_on(task).map_err(|err| err.to_string())
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for Upstreams {
@@ -47,6 +108,7 @@ impl std::fmt::Debug for Upstreams {
 
 struct Upstream {
     entry: ServerEntry,
+    client: Client,
     connection: tokio::sync::Mutex<Option<Connection>>,
 }
 
@@ -67,15 +129,170 @@ impl Drop for Connection {
     }
 }
 
-/// What lcp answers a server as its client.
+/// What lcp answers a server as its client: what the server asks or tells during a
+/// call (progress, log messages, elicitation, sampling) goes to that call's host
+/// callbacks, exactly as a Python tool's would (SPEC §9, §14).
+#[derive(Clone, Default)]
+struct Client {
+    /// The calls in progress on this server, oldest first: progress finds its call by
+    /// token; a log message, an elicitation or a sampling request, which name no call,
+    /// goes to the newest.
+    calls: Arc<Mutex<Vec<Active>>>,
+}
+
 #[derive(Clone)]
-struct Client;
+struct Active {
+    token: u64,
+    tool: String,
+    callbacks: Callbacks,
+    log_level: u32,
+}
+
+impl Client {
+    fn newest(&self) -> Option<Active> {
+        sync::lock(&self.calls).last().cloned()
+    }
+}
+
+fn unavailable(message: String) -> rmcp::ErrorData {
+    rmcp::ErrorData::invalid_request(message, None)
+}
 
 impl ClientHandler for Client {
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::ClientConfig::default();
         info.client_info = rmcp::model::Implementation::new("lcp", env!("CARGO_PKG_VERSION"));
+        // What lcp's own host can answer: its user (elicitation) and its model (sampling).
+        if let Ok(capabilities) = serde_json::from_value(json!({"sampling": {}, "elicitation": {"form": {}}})) {
+            info.capabilities = capabilities;
+        }
         info
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let params = serde_json::to_value(&params).unwrap_or_default();
+        let calls = sync::lock(&self.calls).clone();
+        let Some(call) = calls.iter().find(|call| params["progressToken"] == json!(call.token)) else { return };
+        let Some(progress) = &call.callbacks.progress else { return };
+        let mut meta = serde_json::Map::new();
+        for key in ["progress", "total"] {
+            if let Some(value) = params.get(key).filter(|v| v.is_number()) {
+                meta.insert(key.to_string(), value.clone());
+            }
+        }
+        progress(&Progress {
+            tool: Some(call.tool.clone()),
+            text: params["message"].as_str().unwrap_or_default().to_string(),
+            progress: params["progress"].as_f64(),
+            total: params["total"].as_f64(),
+            meta,
+        });
+    }
+
+    #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what servers send.
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let params = serde_json::to_value(&params).unwrap_or_default();
+        let Some(call) = self.newest() else { return };
+        let Some(log) = &call.callbacks.log else { return };
+        let level = match params["level"].as_str().unwrap_or_default() {
+            "debug" => level::DEBUG,
+            "info" | "notice" => level::INFO,
+            "warning" => level::WARNING,
+            "error" => level::ERROR,
+            _ => level::CRITICAL,
+        };
+        if level < call.log_level {
+            return;
+        }
+        let message = match &params["data"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let logger = params["logger"].as_str().unwrap_or("root").to_string();
+        log(&LogRecord { tool: Some(call.tool.clone()), level, logger, message });
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let request = serde_json::to_value(&request).unwrap_or_default();
+        let call =
+            self.newest().ok_or_else(|| unavailable("no call of lcp's is in progress to ask for".to_string()))?;
+        let Some(interact) = call.callbacks.interact.clone() else {
+            return Err(unavailable("lcp's host cannot ask its user".to_string()));
+        };
+        let interaction = Interaction {
+            library: String::new(),
+            tool: Some(call.tool.clone()),
+            kind: InteractionKind::Form,
+            title: call.tool.clone(),
+            prompt: request["message"].as_str().unwrap_or_default().to_string(),
+            options: Vec::new(),
+            default: None,
+            schema: request.get("requestedSchema").cloned(),
+        };
+        // The host may block (a terminal prompt): off the async threads.
+        let answer = tokio::task::spawn_blocking(move || interact(&interaction))
+            .await
+            .map_err(|err| unavailable(format!("asking the user failed: {err}")))?;
+        let result = match answer {
+            Answer::Given(content) => json!({"action": "accept", "content": content}),
+            Answer::Declined => json!({"action": "decline"}),
+            Answer::Unavailable(why) => return Err(unavailable(why)),
+        };
+        serde_json::from_value(result)
+            .map_err(|err| unavailable(format!("the answer is not an elicitation result: {err}")))
+    }
+
+    #[allow(deprecated)] // Sampling (SEP-2577) is deprecated but still what servers ask.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&params).unwrap_or_default();
+        let call =
+            self.newest().ok_or_else(|| unavailable("no call of lcp's is in progress to sample for".to_string()))?;
+        let Some(model) = call.callbacks.model.clone() else {
+            return Err(unavailable("lcp's host has no model".to_string()));
+        };
+        let messages = params["messages"].as_array().cloned().unwrap_or_default();
+        let prompt = messages
+            .iter()
+            .filter_map(|message| {
+                message["content"]["text"].as_str().map(|text| (message["role"].as_str().unwrap_or("user"), text))
+            })
+            .map(|(role, text)| if messages.len() == 1 { text.to_string() } else { format!("{role}: {text}") })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let generation = Generation {
+            library: String::new(),
+            tool: Some(call.tool.clone()),
+            prompt,
+            images: Vec::new(),
+            n_predict: params["maxTokens"].as_u64(),
+            temperature: params["temperature"].as_f64(),
+            system_prompt: params["systemPrompt"].as_str().map(str::to_string),
+            extra: serde_json::Map::new(),
+        };
+        let generate = model.generate.clone();
+        let text = tokio::task::spawn_blocking(move || generate(&generation))
+            .await
+            .map_err(|err| unavailable(format!("the host's model failed: {err}")))?
+            .map_err(unavailable)?;
+        let result = json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "lcp-host"});
+        serde_json::from_value(result)
+            .map_err(|err| unavailable(format!("the model's answer is not a sampling result: {err}")))
     }
 }
 
@@ -83,24 +300,28 @@ impl Upstreams {
     /// Connects to every server of `entries` in parallel and lists their tools: one
     /// library per server that answered, and a diagnostic for each that did not.
     pub fn connect(entries: &[ServerEntry]) -> (Upstreams, Vec<Library>, Vec<Diagnostic>) {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("lcp-upstream")
-            .enable_all()
-            .build()
-            .expect("a tokio runtime starts");
+        let runtime = Driver::start();
         let servers: Vec<Arc<Upstream>> = entries
             .iter()
-            .map(|entry| Arc::new(Upstream { entry: entry.clone(), connection: tokio::sync::Mutex::new(None) }))
+            .map(|entry| {
+                Arc::new(Upstream {
+                    entry: entry.clone(),
+                    client: Client::default(),
+                    connection: tokio::sync::Mutex::new(None),
+                })
+            })
             .collect();
-        let listed = runtime.block_on(async {
-            let tasks: Vec<_> = servers.iter().map(|server| tokio::spawn(Arc::clone(server).list())).collect();
-            let mut listed = Vec::with_capacity(tasks.len());
-            for task in tasks {
-                listed.push(task.await.unwrap_or_else(|err| Err(format!("its listing failed: {err}"))));
-            }
-            listed
-        });
+        let listing: Vec<Arc<Upstream>> = servers.iter().map(Arc::clone).collect();
+        let listed = runtime
+            .run(async move {
+                let tasks: Vec<_> = listing.into_iter().map(|server| tokio::spawn(server.list())).collect();
+                let mut listed = Vec::with_capacity(tasks.len());
+                for task in tasks {
+                    listed.push(task.await.unwrap_or_else(|err| Err(format!("its listing failed: {err}"))));
+                }
+                listed
+            })
+            .unwrap_or_else(|err| vec![Err(format!("the listing failed: {err}")); servers.len()]);
         let (mut libraries, mut diagnostics) = (Vec::new(), Vec::new());
         for (server, listed) in servers.iter().zip(listed) {
             match listed {
@@ -131,8 +352,20 @@ impl Upstreams {
         let cancel = options.cancel.clone();
         let upstream = Arc::clone(upstream);
         let server = upstream.entry.name.clone();
-        self.runtime.block_on(async move {
-            let call = upstream.call(name, arguments);
+        let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let active = Active {
+            token,
+            tool: tool.name.clone(),
+            callbacks: options.callbacks.clone(),
+            log_level: options.log_level.unwrap_or(level::INFO),
+        };
+        sync::lock(&upstream.client.calls).push(active);
+        let _registered = Registered { calls: Arc::clone(&upstream.client.calls), token };
+        // On the runtime's own thread, where the server's notifications are handled: a
+        // notification sent before the result was queued before this call woke, and
+        // yielding lets it reach the call's callbacks before the call is over.
+        let forwarded = self.runtime.run(async move {
+            let call = upstream.call(name, arguments, token);
             let stopped = async {
                 loop {
                     if cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
@@ -147,14 +380,19 @@ impl Upstreams {
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
+            let result = tokio::select! {
                 result = call => result,
                 outcome = stopped => ToolResult::ended(outcome, "the call was cancelled".to_string()),
                 () = limit => ToolResult::ended(Outcome::TimedOut, format!(
                     "the MCP server `{server}` did not answer within {:?}", timeout.unwrap_or_default()
                 )),
+            };
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
             }
-        })
+            result
+        });
+        forwarded.unwrap_or_else(|err| ToolResult::failure(format!("the forwarded call failed: {err}")))
     }
 }
 
@@ -173,7 +411,7 @@ impl Upstream {
     async fn list(self: Arc<Self>) -> Result<Library, String> {
         let limit = self.entry.startup_timeout;
         let listed = tokio::time::timeout(limit, async {
-            let connection = connect(&self.entry).await?;
+            let connection = connect(&self.entry, self.client.clone()).await?;
             let tools = connection.service.peer().list_all_tools().await;
             let tools = match tools {
                 Ok(tools) => tools,
@@ -238,12 +476,12 @@ impl Upstream {
     }
 
     /// Forwards one call, connecting again first when the server is not running.
-    async fn call(self: Arc<Self>, tool: String, arguments: serde_json::Map<String, Value>) -> ToolResult {
+    async fn call(self: Arc<Self>, tool: String, arguments: serde_json::Map<String, Value>, token: u64) -> ToolResult {
         let server = &self.entry.name;
         let mut connection = self.connection.lock().await;
         if connection.as_ref().is_none_or(|c| c.service.is_closed()) {
             *connection = None;
-            match tokio::time::timeout(self.entry.startup_timeout, connect(&self.entry)).await {
+            match tokio::time::timeout(self.entry.startup_timeout, connect(&self.entry, self.client.clone())).await {
                 Ok(Ok(started)) => *connection = Some(started),
                 Ok(Err(why)) => {
                     return ToolResult::failure(format!("the MCP server `{server}` could not be started: {why}"));
@@ -262,7 +500,9 @@ impl Upstream {
         let peer = live.service.peer().clone();
         // Several calls may run on one session: the lock guards starting it, not calling.
         drop(connection);
-        let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
+        // The token the server's progress notifications name this call by.
+        params.meta = serde_json::from_value(json!({"progressToken": token})).ok();
         match peer.call_tool(params).await {
             Ok(result) => {
                 let is_error = result.is_error == Some(true);
@@ -315,7 +555,7 @@ fn grade(annotations: &Value) -> Grade {
     Grade { w, d }
 }
 
-async fn connect(entry: &ServerEntry) -> Result<Connection, String> {
+async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, String> {
     match &entry.transport {
         Transport::Stdio { command, args, env, cwd } => {
             let mut process = tokio::process::Command::new(command);
@@ -354,7 +594,7 @@ async fn connect(entry: &ServerEntry) -> Result<Connection, String> {
                 let _ = child.wait().await;
             });
             let mut connection_stderr = Some(stderr);
-            let service = match Client.serve((stdout, stdin)).await {
+            let service = match client.serve((stdout, stdin)).await {
                 Ok(service) => service,
                 Err(err) => {
                     if let Some(group) = group {

@@ -202,8 +202,11 @@ impl Runtime {
     ) -> ToolResult {
         if let Origin::Mcp { server, .. } = &library.origin {
             let forward = sync::read(&self.forward).clone();
+            // The server's requests reach the same callbacks a Python tool's would.
+            let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
+            let options = CallOptions { callbacks, ..options.clone() };
             return match forward {
-                Some(forward) => forward(library, tool, args, options),
+                Some(forward) => forward(library, tool, args, &options),
                 None => ToolResult::failure(format!(
                     "`{}` is a tool of the MCP server `{server}`, and this runtime has no connection to it",
                     tool.name

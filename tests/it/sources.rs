@@ -436,3 +436,45 @@ fn a_desktop_assistants_servers_are_read_from_its_config_after_the_files_own_and
     assert!(tested.status.success(), "{}", String::from_utf8_lossy(&tested.stdout));
     assert!(processes_with(&server).is_empty(), "no server is left running");
 }
+
+#[test]
+fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
+    let config = servers_config("mcp-bridged", &everything(""));
+    let form = json!([{"name": "Ada", "email": "ada@example.com", "age": 36, "favoriteColor": "red"}]).to_string();
+    for mode in MODES {
+        let steps = json!([
+            {"call": "trigger-elicitation-request", "arguments": {}},
+            {"call": "trigger-sampling-request", "arguments": {"prompt": "say hi"}},
+            {"call": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 2}, "progress": true},
+        ]);
+        let client = ["--elicit", "accept", "--content", form.as_str(), "--sample", "hi from the model"];
+        let report = crate::mcp::session_with(mode, &client, &["--config", &config, FOLDER], steps);
+        let results = report["results"].as_array().unwrap();
+        // The server's elicitation was the downstream client's to answer, and its answer went back.
+        assert_eq!(report["elicitations"].as_array().map(Vec::len), Some(1), "{mode}: {report}");
+        let answered = results[0].to_string();
+        assert!(answered.contains("ada@example.com"), "{mode}: {answered}");
+        // Its sampling request went to the downstream client's model, and the text came back.
+        assert_eq!(report["samplings"][0]["systemPrompt"], "You are a helpful test server.", "{mode}: {report}");
+        assert!(results[1].to_string().contains("hi from the model"), "{mode}: {}", results[1]);
+        // Its progress reached the client that asked for it.
+        let progress = report["progress"].as_array().unwrap();
+        assert_eq!(progress.len(), 2, "{mode}: {progress:?}");
+        assert_eq!(progress[1]["progress"], 2.0, "{mode}: {progress:?}");
+    }
+    let python = test_python().display().to_string();
+    let script = root().join("tests/python/crashing_mcp_server.py").display().to_string();
+    let config =
+        servers_config("mcp-chatty", &format!("[mcp_servers.chatty]\ncommand = {python:?}\nargs = [{script:?}]\n"));
+    let report = crate::mcp::session_with(
+        "legacy",
+        &["--log-level", "info"],
+        &["--config", &config, FOLDER],
+        json!([{"call": "chatty", "arguments": {}, "progress": true}]),
+    );
+    assert_eq!(report["logs"], json!([{"level": "info", "logger": "root", "data": "chatty is working"}]), "{report}");
+    let messages: Vec<&Value> = report["progress"].as_array().unwrap().iter().map(|p| &p["message"]).collect();
+    assert_eq!(messages, [&json!("half way"), &json!("done")], "{report}");
+    assert!(processes_with(&everything_server().display().to_string()).is_empty());
+    assert!(processes_with(&script).is_empty());
+}
