@@ -1,7 +1,7 @@
 //! lcp as a client of the MCP servers that are tool sources (SPEC §14).
 //!
 //! Owns connecting to each configured server (its command over stdio, in a process
-//! group of its own), listing its tools as libraries of the registry
+//! group of its own, or its Streamable HTTP endpoint), listing its tools as libraries of the registry
 //! ([`Origin::Mcp`]: full input and output schemas, description, annotations, a grade
 //! from the annotations under the per-tool tables), and forwarding calls, whose
 //! results go back as the server sent them ([`Outcome::Relayed`]). Servers start in
@@ -611,8 +611,26 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
             };
             Ok(Connection { service, group, stderr: connection_stderr.take().unwrap_or_default() })
         }
-        Transport::Http { url, .. } => {
-            Err(format!("`{url}`: Streamable HTTP servers are not supported by this lcp yet; run it over stdio"))
+        Transport::Http { url, headers } => {
+            use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
+            use rmcp::transport::streamable_http_client::{
+                StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+            };
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut custom = std::collections::HashMap::new();
+            for (name, value) in headers {
+                let header = HeaderName::try_from(name.as_str()).map_err(|err| format!("header `{name}`: {err}"))?;
+                if header == AUTHORIZATION {
+                    // rmcp writes `Authorization: Bearer <token>` itself.
+                    config = config.auth_header(value.strip_prefix("Bearer ").unwrap_or(value).trim());
+                    continue;
+                }
+                let value = HeaderValue::try_from(value.as_str()).map_err(|err| format!("header `{name}`: {err}"))?;
+                custom.insert(header, value);
+            }
+            let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+            let service = client.serve(transport).await.map_err(|err| format!("`{url}` did not initialize: {err}"))?;
+            Ok(Connection { service, group: None, stderr: Arc::default() })
         }
     }
 }

@@ -478,3 +478,29 @@ fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
     assert!(processes_with(&everything_server().display().to_string()).is_empty());
     assert!(processes_with(&script).is_empty());
 }
+
+#[test]
+fn a_streamable_http_server_is_a_source_with_its_url_from_the_environment() {
+    let upstream = crate::mcp::HttpServer::start(&[FOLDER]);
+    let config = servers_config(
+        "mcp-http-upstream",
+        "[mcp_servers.remote]\ntransport = \"http\"\nurl = \"${LCP_TEST_UPSTREAM_URL}\"\nheaders = { X-Caller = \"lcp-test\" }\nprefix = \"remote_\"\n\n[mcp_servers.gone]\nurl = \"http://127.0.0.1:9/mcp\"\nstartup_timeout = 5\n",
+    );
+    let env = [("LCP_TEST_UPSTREAM_URL", upstream.url.as_str())];
+    let args = ["call", "remote_tool_folder_only", "--config", &config, "--args", r#"{"x": 9}"#, FOLDER];
+    let called = lcp_with_env(&args, &env);
+    let result = stdout_json(&called);
+    assert_eq!(result["output"]["structuredContent"], json!({"result": 9}), "{result}");
+    let stderr = String::from_utf8_lossy(&called.stderr);
+    assert!(
+        stderr.contains("MCP server `gone`: it is skipped: `http://127.0.0.1:9/mcp` did not initialize"),
+        "{stderr}"
+    );
+    // Without the variable the config itself is refused, naming it.
+    let listed = lcp(&["list", "--config", &config, FOLDER]);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        stderr.contains("`mcp_servers.remote`: `url`: `${LCP_TEST_UPSTREAM_URL}` is not set in lcp's environment"),
+        "{stderr}"
+    );
+}
