@@ -437,9 +437,11 @@ fn load_host_with(
         None => None,
     };
     let mut registry = load(sources)?;
-    if !config.tools.is_empty() {
+    if !config.tools.is_empty() || !config.virtual_tools.is_empty() {
         registry.define(&config);
     }
+    // The command line has no resolver: every virtual tool is hidden (`lcp check` says so).
+    let mut registry = if config.virtual_tools.is_empty() { registry } else { registry.resolved(|_| false) };
     let upstreams = connect_servers(&mut registry, &config, servers);
     Ok((registry, config, profile, upstreams))
 }
@@ -533,6 +535,14 @@ fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile
             );
             found.push(Diagnostic::new(file, entry.line.unwrap_or(1), 1, Level::Warning, message));
         }
+    }
+    if let Some(first) = config.virtual_tools.first() {
+        let names: Vec<String> = config.virtual_tools.iter().map(|tool| format!("`{}`", tool.name)).collect();
+        let message = format!(
+            "the virtual tools {} are hidden: the command line has no resolver for them (a Rust host passes one, `Runtime::set_resolver`)",
+            names.join(", ")
+        );
+        found.push(Diagnostic::new(file, first.line, 1, Level::Warning, message));
     }
     found
 }

@@ -54,11 +54,12 @@ pub use servers::{ServerEntry, Transport};
 pub use tools::{DefinedArg, DefinedTool};
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 11] = [
     "autonomy_level",
     "libraries",
     "profiles",
     "tools",
+    "virtual_tools",
     "tool_policies",
     "python",
     "mcp_servers",
@@ -103,6 +104,9 @@ pub struct Config {
     pub profiles: Vec<Profile>,
     /// `[[tools]]`: the tools the file defines (SPEC §14), in its order.
     pub tools: Vec<DefinedTool>,
+    /// `[[virtual_tools]]`: tools the embedding host implements (SPEC §14), in the
+    /// file's order.
+    pub virtual_tools: Vec<DefinedTool>,
     /// `[python] path`: where their modules are imported from, absolute when the
     /// file's path is.
     pub python_path: Vec<PathBuf>,
@@ -336,8 +340,11 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                         ),
                     ))
                 }
-                other => config.tools = tools::read(&other, at, &here, &base, &mut errors),
+                other => config.tools = tools::read(tools::Array::Tools, &other, at, &here, &base, &mut errors),
             },
+            "virtual_tools" => {
+                config.virtual_tools = tools::read(tools::Array::Virtual, &value, at, &here, &base, &mut errors)
+            }
             "python" => config.python_path = tools::read_python(&value, at, &here, &base, &mut errors),
             "mcp_servers" => config.servers = servers::read(&value, at, &here, &base, &mut errors),
             "policy" => {
@@ -511,7 +518,7 @@ mod tests {
         check(
             json!({"autonomy": 1}),
             Err(
-                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, tool_policies, python, mcp_servers, policy, mcp, auth",
+                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, virtual_tools, tool_policies, python, mcp_servers, policy, mcp, auth",
             ),
         );
         // `[tools.NAME]` declarations moved to `[tool_policies.NAME]` (SPEC §12).

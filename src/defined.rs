@@ -1,4 +1,5 @@
-//! The tools a config file defines (`[[tools]]`, SPEC §14) as libraries of the registry.
+//! The tools a config file defines (`[[tools]]` and `[[virtual_tools]]`, SPEC §14) as
+//! libraries of the registry.
 //!
 //! Owns turning an entry into a tool by §3's rules, the same ones as a Python file's:
 //! the entry is written out as the Python signature it describes (keyword-only
@@ -39,7 +40,7 @@ pub(crate) fn libraries(config: &Config, injected: &[String]) -> (Vec<Library>, 
     let mut path = vec![absolute(&config.folder())];
     path.extend(config.python_path.iter().map(|entry| absolute(entry)));
     let (mut libraries, mut diagnostics) = (Vec::new(), Vec::new());
-    for tool in &config.tools {
+    for tool in config.tools.iter().chain(&config.virtual_tools) {
         match library(tool, file, &path, injected) {
             Ok((library, warnings)) => {
                 libraries.push(library);
@@ -57,8 +58,9 @@ fn library(
     path: &[PathBuf],
     injected: &[String],
 ) -> Result<(Library, Vec<Diagnostic>), Diagnostic> {
+    let array = if tool.host_implemented { "virtual_tools" } else { "tools" };
     let at = |level: Level, message: String| {
-        Diagnostic::new(file, tool.line, 1, level, format!("`[[tools]]` `{}`: {message}", tool.name))
+        Diagnostic::new(file, tool.line, 1, level, format!("`[[{array}]]` `{}`: {message}", tool.name))
     };
     let source = signature(tool).map_err(|message| at(Level::Error, message))?;
     let written = SourceFile { path: file.to_path_buf(), package: None };
@@ -78,11 +80,15 @@ fn library(
     made.policy = tool.declared.clone();
     library.stem = tool.name.clone();
     library.tools = vec![made];
-    library.origin = Origin::Config {
-        module: tool.module.clone(),
-        function: tool.function.clone(),
-        path: path.to_vec(),
-        parameters: tool.args.iter().map(|arg| arg.name.clone()).collect(),
+    library.origin = if tool.host_implemented {
+        Origin::Virtual
+    } else {
+        Origin::Config {
+            module: tool.module.clone(),
+            function: tool.function.clone(),
+            path: path.to_vec(),
+            parameters: tool.args.iter().map(|arg| arg.name.clone()).collect(),
+        }
     };
     Ok((library, problems))
 }

@@ -91,15 +91,19 @@ pub enum Origin {
         /// server's `prefix`.
         server: String,
     },
+    /// A `[[virtual_tools]]` entry: the embedding host's resolver supplies it, or it is
+    /// hidden.
+    Virtual,
 }
 
 impl Origin {
-    /// How the manifest and `lcp list` name it: `file`, `config`, `mcp:<server>`.
+    /// How the manifest and `lcp list` name it: `file`, `config`, `mcp:<server>`, `virtual`.
     pub fn source(&self) -> std::borrow::Cow<'_, str> {
         match self {
             Origin::File => "file".into(),
             Origin::Config { .. } => "config".into(),
             Origin::Mcp { server } => format!("mcp:{server}").into(),
+            Origin::Virtual => "virtual".into(),
         }
     }
 }

@@ -157,6 +157,20 @@ impl Registry {
         Registry { libraries, diagnostics, ..Registry::default() }
     }
 
+    /// This registry without the virtual tools (`[[virtual_tools]]`, SPEC §14) that
+    /// `supplies` says the host cannot supply now: what its listings and exports show.
+    pub fn resolved(&self, supplies: impl Fn(&str) -> bool) -> Registry {
+        let libraries = self
+            .libraries
+            .iter()
+            .filter(|library| {
+                library.origin != Origin::Virtual || library.tools.iter().all(|tool| supplies(&tool.name))
+            })
+            .cloned()
+            .collect();
+        Registry { libraries, index: OnceLock::new(), ..self.clone() }
+    }
+
     /// This registry with only the tools `keep` accepts; a library that keeps all of
     /// its tools is shared, not copied.
     #[cfg(feature = "python")]

@@ -1,4 +1,5 @@
-//! `[[tools]]` and `[python]`: tools defined in the config file (SPEC §14).
+//! `[[tools]]`, `[[virtual_tools]]` and `[python]`: tools defined in the config file
+//! (SPEC §14).
 //!
 //! Owns the entries' keys and their checks, each problem at the entry's line. What an
 //! entry's `type` and `returns` annotations mean is `defined`'s business (the same
@@ -40,10 +41,12 @@ pub struct DefinedTool {
     pub name: String,
     /// What the model is told it does.
     pub description: Option<String>,
-    /// The module, as `importlib.import_module` takes it.
+    /// The module, as `importlib.import_module` takes it (empty for a virtual tool).
     pub module: String,
-    /// The module's function that is the tool.
+    /// The module's function that is the tool (empty for a virtual tool).
     pub function: String,
+    /// A `[[virtual_tools]]` entry: the embedding host implements it (SPEC §14).
+    pub host_implemented: bool,
     /// Its arguments, in order.
     pub args: Vec<DefinedArg>,
     /// The return annotation, as text.
@@ -67,24 +70,50 @@ pub struct DefinedArg {
     pub default: Option<Value>,
 }
 
-/// Reads the `[[tools]]` array; `base` is the folder `docs` is relative to.
+/// Which array an entry is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Array {
+    /// `[[tools]]`: a module's function.
+    Tools,
+    /// `[[virtual_tools]]`: a tool the embedding host implements (no module).
+    Virtual,
+}
+
+impl Array {
+    fn key(self) -> &'static str {
+        match self {
+            Array::Tools => "tools",
+            Array::Virtual => "virtual_tools",
+        }
+    }
+
+    /// Whether an entry may have `key`.
+    fn takes(self, key: &str) -> bool {
+        KEYS.contains(&key) && !(self == Array::Virtual && ["provider", "module", "function"].contains(&key))
+    }
+}
+
+/// Reads the `[[tools]]` or `[[virtual_tools]]` array; `base` is the folder `docs` is
+/// relative to.
 pub(super) fn read(
+    array: Array,
     value: &Value,
     at: &Located,
     here: &str,
     base: &Path,
     errors: &mut Vec<ConfigError>,
 ) -> Vec<DefinedTool> {
+    let key = array.key();
     let Value::Array(entries) = value else {
-        errors.push(at.error(here, "`tools` must be an array of tables (`[[tools]]`)"));
+        errors.push(at.error(here, format!("`{key}` must be an array of tables (`[[{key}]]`)")));
         return Vec::new();
     };
     let mut tools: Vec<DefinedTool> = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let place = pointer(here, &i.to_string());
-        let Some(tool) = read_entry(entry, at, &place, base, errors) else { continue };
+        let Some(tool) = read_entry(array, entry, at, &place, base, errors) else { continue };
         if tools.iter().any(|other| other.name == tool.name) {
-            errors.push(at.error(&place, format!("`[[tools]]` defines `{}` twice", tool.name)));
+            errors.push(at.error(&place, format!("`[[{key}]]` defines `{}` twice", tool.name)));
             continue;
         }
         tools.push(tool);
@@ -93,6 +122,7 @@ pub(super) fn read(
 }
 
 fn read_entry(
+    array: Array,
     entry: &Value,
     at: &Located,
     place: &str,
@@ -100,12 +130,13 @@ fn read_entry(
     errors: &mut Vec<ConfigError>,
 ) -> Option<DefinedTool> {
     let before = errors.len();
+    let array_key = array.key();
     let Some(table) = entry.as_object() else {
-        errors.push(at.error(place, "a `[[tools]]` entry must be a table"));
+        errors.push(at.error(place, format!("a `[[{array_key}]]` entry must be a table")));
         return None;
     };
     let name = table.get("name").and_then(Value::as_str).map(str::trim).unwrap_or_default().to_string();
-    let label = if name.is_empty() { "`[[tools]]`".to_string() } else { format!("`[[tools]]` `{name}`") };
+    let label = if name.is_empty() { format!("`[[{array_key}]]`") } else { format!("`[[{array_key}]]` `{name}`") };
     let mut fail =
         |key: &str, message: String| errors.push(at.error(&pointer(place, key), format!("{label}: {message}")));
     if name.is_empty() {
@@ -129,10 +160,10 @@ fn read_entry(
     let module = text("module", &mut fail);
     let function = text("function", &mut fail);
     let returns = text("returns", &mut fail);
-    if module.is_none() && !table.contains_key("module") {
+    if array == Array::Tools && module.is_none() && !table.contains_key("module") {
         fail("module", "needs `module` (the module to import, as `os.path`)".to_string());
     }
-    if function.is_none() && !table.contains_key("function") {
+    if array == Array::Tools && function.is_none() && !table.contains_key("function") {
         fail("function", "needs `function` (the module's function to call)".to_string());
     }
     let mut declared = Declared::default();
@@ -148,8 +179,11 @@ fn read_entry(
                     fail(key, problem.to_string());
                 }
             }
-            _ if KEYS.contains(&key.as_str()) => {}
-            other => fail(other, format!("unknown key `{other}`; expected one of {}", KEYS.join(", "))),
+            _ if array.takes(key) => {}
+            other => {
+                let known: Vec<&str> = KEYS.iter().copied().filter(|key| array.takes(key)).collect();
+                fail(other, format!("unknown key `{other}`; expected one of {}", known.join(", ")))
+            }
         }
     }
     if grade.iter().any(Option::is_some) {
@@ -183,6 +217,7 @@ fn read_entry(
         description,
         module: module.unwrap_or_default(),
         function: function.unwrap_or_default(),
+        host_implemented: array == Array::Virtual,
         args,
         returns,
         declared,

@@ -65,8 +65,17 @@ pub struct Runtime {
     base: PathBuf,
     callbacks: RwLock<Callbacks>,
     forward: RwLock<Option<Forward>>,
+    resolver: RwLock<Option<Resolver>>,
     place: Place,
 }
+
+/// A virtual tool's implementation (`[[virtual_tools]]`, SPEC §14): the arguments,
+/// already checked against its schema, and the call's options, to its result.
+pub type VirtualTool = Arc<dyn Fn(&Value, &CallOptions) -> ToolResult + Send + Sync>;
+
+/// The embedding host's virtual tools: a name to its implementation, or `None` when the
+/// host cannot supply it now.
+pub type Resolver = Arc<dyn Fn(&str) -> Option<VirtualTool> + Send + Sync>;
 
 /// Runs the tools that are not Python's (an MCP server's, SPEC §14): the tool, its
 /// library (whose origin says where it is), arguments already checked, the options.
@@ -102,7 +111,14 @@ impl Runtime {
                 Place::Workers(supervisor::Pool::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
             }
         };
-        Ok(Runtime { config, base, callbacks: RwLock::default(), forward: RwLock::default(), place })
+        Ok(Runtime {
+            config,
+            base,
+            callbacks: RwLock::default(),
+            forward: RwLock::default(),
+            resolver: RwLock::default(),
+            place,
+        })
     }
 
     /// Starts a worker process ahead of the first call, in the background (with
@@ -161,6 +177,20 @@ impl Runtime {
         *sync::write(&self.forward) = Some(forward);
     }
 
+    /// Registers what supplies the config's virtual tools (SPEC §14). Show
+    /// [`Runtime::resolvable`] of a registry: a tool the host cannot supply is hidden,
+    /// and one withdrawn between a listing and a call is a failed call saying so.
+    pub fn set_resolver(&self, resolver: Resolver) {
+        *sync::write(&self.resolver) = Some(resolver);
+    }
+
+    /// `registry` without the virtual tools the resolver cannot supply now (all of
+    /// them, without a resolver).
+    pub fn resolvable(&self, registry: &Registry) -> Registry {
+        let resolver = sync::read(&self.resolver).clone();
+        registry.resolved(|name| resolver.as_ref().is_some_and(|resolve| resolve(name).is_some()))
+    }
+
     /// Registers what hears `tool_context.emit_progress` (SPEC §9).
     pub fn set_progress_handler(&self, handler: impl Fn(&Progress) + Send + Sync + 'static) {
         sync::write(&self.callbacks).progress = Some(Arc::new(handler));
@@ -213,6 +243,19 @@ impl Runtime {
                 )),
             };
         }
+        if library.origin == Origin::Virtual {
+            let resolver = sync::read(&self.resolver).clone();
+            let Some(implementation) = resolver.and_then(|resolve| resolve(&tool.name)) else {
+                return ToolResult::failure(format!(
+                    "`{}` is a virtual tool the host cannot supply now: it was withdrawn after it was listed",
+                    tool.name
+                ));
+            };
+            let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
+            let mut result = implementation(args, &CallOptions { callbacks, ..options.clone() });
+            validate::check_result(&mut result, tool);
+            return result;
+        }
         let rerun = tool.policy.idempotent == Some(true) || tool.policy.read_only == Some(true);
         let (function, filled);
         let args = match &library.origin {
@@ -221,7 +264,7 @@ impl Runtime {
                 filled = with_defaults(tool, parameters, args);
                 &filled
             }
-            Origin::File | Origin::Mcp { .. } => {
+            Origin::File | Origin::Mcp { .. } | Origin::Virtual => {
                 function = &tool.name;
                 args
             }
@@ -359,7 +402,7 @@ impl Runtime {
                     path: path.iter().map(|dir| absolute(&self.base, dir)).collect(),
                     parameters: parameters.clone(),
                 })),
-                Origin::File | Origin::Mcp { .. } => None,
+                Origin::File | Origin::Mcp { .. } | Origin::Virtual => None,
             },
         };
         match &self.place {

@@ -58,7 +58,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 #[cfg(feature = "python")]
-pub use embedded::{Forward, Runtime, python_build};
+pub use embedded::{Forward, Resolver, Runtime, VirtualTool, python_build};
 use host_objects::Callbacks;
 pub use settings::{Autonomy, Isolation, RuntimeConfig, RuntimeError, WorkerSettings, library_key};
 

@@ -504,3 +504,74 @@ fn a_streamable_http_server_is_a_source_with_its_url_from_the_environment() {
         "{stderr}"
     );
 }
+
+// Virtual tools: declared in the config, implemented by the embedding host.
+
+#[test]
+fn a_virtual_tool_is_listed_only_while_the_host_supplies_it_and_a_withdrawn_one_is_a_clean_failed_call() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use lcp::config::Config;
+    use lcp::registry::{Options, Registry, Sources};
+    use lcp::runtime::{CallOptions, Isolation, Outcome, Runtime, RuntimeConfig, ToolResult, VirtualTool};
+
+    let dir = temp_dir("virtual-tools");
+    let config_path = dir.join("lcp.toml");
+    write(
+        &config_path,
+        "[[virtual_tools]]\nname = \"lookup\"\ndescription = \"Looks a key up in the host's table\"\nreturns = \"str\"\nargs = [{ name = \"key\", type = \"Literal['a', 'b']\" }]\n\n[[virtual_tools]]\nname = \"never_there\"\n",
+    );
+    let config = Config::read(&config_path).expect("the config reads");
+    let mut registry =
+        Registry::load(&Sources { folders: vec![root().join(FOLDER)], files: vec![] }, &Options::default());
+    registry.define(&config);
+    let runtime = Runtime::new(RuntimeConfig { isolation: Isolation::InProcess, ..RuntimeConfig::default() }).unwrap();
+    // Without a resolver, no virtual tool is shown.
+    assert!(runtime.resolvable(&registry).tool("lookup").is_none());
+
+    let supplied = Arc::new(AtomicBool::new(true));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (supplying, counting) = (Arc::clone(&supplied), Arc::clone(&calls));
+    runtime.set_resolver(Arc::new(move |name: &str| {
+        let counting = Arc::clone(&counting);
+        let lookup: VirtualTool = Arc::new(move |args, _: &CallOptions| {
+            counting.fetch_add(1, Ordering::SeqCst);
+            ToolResult {
+                outcome: Outcome::Returned,
+                output: json!(format!("value of {}", args["key"])),
+                ..ToolResult::failure(String::new())
+            }
+        });
+        (name == "lookup" && supplying.load(Ordering::SeqCst)).then_some(lookup)
+    }));
+    let shown = runtime.resolvable(&registry);
+    assert!(shown.tool("lookup").is_some() && shown.tool("never_there").is_none(), "hidden while unresolvable");
+    assert_eq!(shown.tool("lookup").unwrap().0.origin.source(), "virtual");
+    let exported = lcp::export::export(&shown, &Default::default(), lcp::export::Format::Mcp { inline_refs: false });
+    let names: Vec<&Value> = exported.0["tools"].as_array().unwrap().iter().map(|t| &t["name"]).collect();
+    assert!(names.contains(&&json!("lookup")) && !names.contains(&&json!("never_there")), "{names:?}");
+
+    let result = runtime.call(&shown, "lookup", &json!({"key": "a"}), &CallOptions::default());
+    assert_eq!(result.output, json!("value of \"a\""), "{result:?}");
+    let refused = runtime.call(&shown, "lookup", &json!({"key": "z"}), &CallOptions::default());
+    assert!(!refused.ok() && calls.load(Ordering::SeqCst) == 1, "checked against its schema first: {refused:?}");
+
+    supplied.store(false, Ordering::SeqCst);
+    let withdrawn = runtime.call(&shown, "lookup", &json!({"key": "a"}), &CallOptions::default());
+    assert_eq!(withdrawn.outcome, Outcome::Refused);
+    assert!(
+        withdrawn.error.as_deref().unwrap().contains("`lookup` is a virtual tool the host cannot supply now"),
+        "{withdrawn:?}"
+    );
+    assert!(runtime.resolvable(&registry).tool("lookup").is_none());
+
+    // The command line has no resolver: `lcp check` says so once, listings leave them out.
+    let config_text = config_path.display().to_string();
+    let checked = lcp(&["check", "--config", &config_text, FOLDER]);
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert!(checked.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("the virtual tools `lookup`, `never_there` are hidden").count(), 1, "{stderr}");
+    let listed = lcp(&["list", "--config", &config_text, FOLDER]);
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("lookup"));
+}
