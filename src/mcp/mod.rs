@@ -337,6 +337,11 @@ impl Server {
         }
     }
 
+    /// The config's MCP servers, when it has any.
+    fn upstreams(&self) -> Option<&Arc<upstream::Upstreams>> {
+        self.shared.upstreams.as_ref()
+    }
+
     /// From now on, change notifications start every rescan.
     fn set_notified(&self) {
         self.shared.notified.store(true, Ordering::Release);
@@ -368,7 +373,13 @@ impl Server {
                 Some(Ok(python)) => python.rescan(&mut registry),
                 _ => registry.rescan(),
             };
-            if changes.is_empty() {
+            // An MCP server that said its tools changed is listed again (SPEC §14).
+            let relisted = server.shared.upstreams.as_ref().and_then(|upstreams| upstreams.relist());
+            let servers_changed = relisted.is_some();
+            if let Some((libraries, diagnostics)) = relisted {
+                registry.set_server_tools(libraries, diagnostics);
+            }
+            if changes.is_empty() && !servers_changed {
                 return None;
             }
             let read: Vec<&PathBuf> = changes.added.iter().chain(&changes.changed).collect();

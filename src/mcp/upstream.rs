@@ -110,6 +110,8 @@ struct Upstream {
     entry: ServerEntry,
     client: Client,
     connection: tokio::sync::Mutex<Option<Connection>>,
+    /// Its tools as last listed, or why it could not be.
+    listed: Mutex<Option<Result<Library, String>>>,
 }
 
 /// A running session with a server, and its process.
@@ -138,7 +140,14 @@ struct Client {
     /// token; a log message, an elicitation or a sampling request, which name no call,
     /// goes to the newest.
     calls: Arc<Mutex<Vec<Active>>>,
+    /// Set by the server's `notifications/tools/list_changed`: list it again.
+    changed: Arc<std::sync::atomic::AtomicBool>,
+    /// Told of each such change ([`Upstreams::on_change`]); shared by every server.
+    wake: Arc<Mutex<Option<Wake>>>,
 }
+
+/// What hears that a server's tools changed.
+type Wake = Arc<dyn Fn() + Send + Sync>;
 
 #[derive(Clone)]
 struct Active {
@@ -167,6 +176,14 @@ impl ClientHandler for Client {
             info.capabilities = capabilities;
         }
         info
+    }
+
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        self.changed.store(true, std::sync::atomic::Ordering::Release);
+        let wake = sync::lock(&self.wake).clone();
+        if let Some(wake) = wake {
+            wake();
+        }
     }
 
     async fn on_progress(
@@ -301,13 +318,16 @@ impl Upstreams {
     /// library per server that answered, and a diagnostic for each that did not.
     pub fn connect(entries: &[ServerEntry]) -> (Upstreams, Vec<Library>, Vec<Diagnostic>) {
         let runtime = Driver::start();
+        let wake: Arc<Mutex<Option<Wake>>> = Arc::default();
         let servers: Vec<Arc<Upstream>> = entries
             .iter()
             .map(|entry| {
+                let client = Client { wake: Arc::clone(&wake), ..Client::default() };
                 Arc::new(Upstream {
                     entry: entry.clone(),
-                    client: Client::default(),
+                    client,
                     connection: tokio::sync::Mutex::new(None),
+                    listed: Mutex::new(None),
                 })
             })
             .collect();
@@ -322,14 +342,49 @@ impl Upstreams {
                 listed
             })
             .unwrap_or_else(|err| vec![Err(format!("the listing failed: {err}")); servers.len()]);
-        let (mut libraries, mut diagnostics) = (Vec::new(), Vec::new());
         for (server, listed) in servers.iter().zip(listed) {
-            match listed {
-                Ok(library) => libraries.push(library),
-                Err(why) => diagnostics.push(server.diagnostic(Level::Error, format!("it is skipped: {why}"))),
+            *sync::lock(&server.listed) = Some(listed);
+        }
+        let upstreams = Upstreams { servers, runtime };
+        let (libraries, diagnostics) = upstreams.libraries();
+        (upstreams, libraries, diagnostics)
+    }
+
+    /// Every server's tools as last listed, and a diagnostic for each that could not be.
+    fn libraries(&self) -> (Vec<Library>, Vec<Diagnostic>) {
+        let (mut libraries, mut diagnostics) = (Vec::new(), Vec::new());
+        for server in &self.servers {
+            match sync::lock(&server.listed).clone() {
+                Some(Ok(library)) => libraries.push(library),
+                Some(Err(why)) => diagnostics.push(server.diagnostic(Level::Error, format!("it is skipped: {why}"))),
+                None => {}
             }
         }
-        (Upstreams { servers, runtime }, libraries, diagnostics)
+        (libraries, diagnostics)
+    }
+
+    /// Calls `wake` whenever a server says its tools changed (`list_changed`); then
+    /// [`Upstreams::relist`] has the new lists.
+    pub fn on_change(&self, wake: impl Fn() + Send + Sync + 'static) {
+        if let Some(server) = self.servers.first() {
+            *sync::lock(&server.client.wake) = Some(Arc::new(wake));
+        }
+    }
+
+    /// Lists again the servers that said their tools changed: every server's tools
+    /// and problems, or `None` when none did.
+    pub fn relist(&self) -> Option<(Vec<Library>, Vec<Diagnostic>)> {
+        use std::sync::atomic::Ordering;
+        let changed: Vec<Arc<Upstream>> =
+            self.servers.iter().filter(|s| s.client.changed.swap(false, Ordering::AcqRel)).cloned().collect();
+        if changed.is_empty() {
+            return None;
+        }
+        for server in changed {
+            let listed = self.runtime.run(Arc::clone(&server).list()).unwrap_or_else(Err);
+            *sync::lock(&server.listed) = Some(listed);
+        }
+        Some(self.libraries())
     }
 
     /// What [`crate::runtime::Runtime::set_forwarder`] takes: calls of these servers' tools.
@@ -411,14 +466,17 @@ impl Upstream {
     async fn list(self: Arc<Self>) -> Result<Library, String> {
         let limit = self.entry.startup_timeout;
         let listed = tokio::time::timeout(limit, async {
-            let connection = connect(&self.entry, self.client.clone()).await?;
-            let tools = connection.service.peer().list_all_tools().await;
-            let tools = match tools {
-                Ok(tools) => tools,
-                Err(err) => return Err(with_stderr(format!("listing its tools failed: {err}"), &connection)),
-            };
-            *self.connection.lock().await = Some(connection);
-            Ok(tools)
+            // The running session when there is one (a list_changed), else a new one.
+            let mut connection = self.connection.lock().await;
+            if connection.as_ref().is_none_or(|c| c.service.is_closed()) {
+                *connection = None;
+                *connection = Some(connect(&self.entry, self.client.clone()).await?);
+            }
+            let Some(live) = connection.as_ref() else { return Err("it is not running".to_string()) };
+            match live.service.peer().list_all_tools().await {
+                Ok(tools) => Ok(tools),
+                Err(err) => Err(with_stderr(format!("listing its tools failed: {err}"), live)),
+            }
         })
         .await
         .map_err(|_| format!("it did not start and list its tools within {limit:?} (`startup_timeout`)"))??;

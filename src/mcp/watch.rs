@@ -26,6 +26,13 @@ const SETTLE: Duration = Duration::from_millis(50);
 pub async fn watch(server: Server) {
     let sources = server.registry().sources().clone();
     let (wake, mut woken) = mpsc::channel::<()>(1);
+    // An MCP server's `list_changed` wakes a rescan too, which lists it again.
+    if let Some(upstreams) = server.upstreams() {
+        let wake = wake.clone();
+        upstreams.on_change(move || {
+            let _ = wake.try_send(());
+        });
+    }
     let watcher = match notifications(&sources, wake) {
         Ok(watcher) => watcher,
         Err(err) => {

@@ -575,3 +575,32 @@ fn a_virtual_tool_is_listed_only_while_the_host_supplies_it_and_a_withdrawn_one_
     let listed = lcp(&["list", "--config", &config_text, FOLDER]);
     assert!(!String::from_utf8_lossy(&listed.stdout).contains("lookup"));
 }
+
+#[test]
+fn a_servers_list_changed_reaches_lcps_clients_with_its_new_tools() {
+    let inner = temp_dir("list-changed-inner");
+    let outer = temp_dir("list-changed-outer");
+    let lcp_bin = crate::mcp::lcp_bin();
+    let config = servers_config(
+        "list-changed-config",
+        &format!("[mcp_servers.inner]\ncommand = {lcp_bin:?}\nargs = [\"serve\", {:?}]\n", inner.display().to_string()),
+    );
+    for mode in MODES {
+        let mut command = std::process::Command::new(test_python());
+        command
+            .arg(root().join("tests/python/mcp_client_list_changed.py"))
+            .args(["--mode", mode, "--drop", "fixtures/mcp/dropped/late_tool.py", "--into"])
+            .arg(&inner)
+            .args(["--call", "tool_late", "--arguments", r#"{"x": 21}"#, "--", lcp_bin, "serve", "--config", &config])
+            .arg(&outer)
+            .current_dir(root());
+        let output = output_within(&mut command, b"", std::time::Duration::from_secs(600));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{mode}: {stderr}");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| panic!("{err}: {stderr}"));
+        assert_eq!(report["before"], json!([]), "{mode}");
+        assert_eq!(report["after_drop"], json!(["tool_late"]), "{mode}: the inner server's new tool");
+        assert_eq!(report["call"]["structuredContent"], json!({"result": 42}), "{mode}: {}", report["call"]);
+        assert_eq!(report["after_remove"], json!([]), "{mode}");
+    }
+}
