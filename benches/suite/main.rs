@@ -166,6 +166,13 @@ fn main() {
         }
         if wanted(8) {
             serve::rows(&mut table, &setup.lcp, &large.root, large.tools, setup.quick);
+            serve::forwarded_rows(
+                &mut table,
+                &setup.lcp,
+                &setup.root,
+                &setup.target.join("bench-scratch"),
+                setup.quick,
+            );
         }
     }
 

@@ -23,9 +23,14 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(lcp: &Path, folder: &Path) -> HttpServer {
+        HttpServer::start_with(lcp, &[folder.as_os_str()])
+    }
+
+    /// `lcp serve --http 127.0.0.1:0 ARGS`.
+    fn start_with(lcp: &Path, args: &[&std::ffi::OsStr]) -> HttpServer {
         let mut child = Command::new(lcp)
             .args(["serve", "--http", "127.0.0.1:0"])
-            .arg(folder)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -211,6 +216,49 @@ pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: b
         &Samples(vec![idle]),
         &format!("{} of the 0.1% target", ratio(idle, 1e-3)),
         &verdict(idle < 1e-3, "< 0.1% of a core"),
+    );
+}
+
+/// A `tools/call` forwarded by `lcp serve` to an MCP server it gathers tools from
+/// (SPEC §14), against the same call made to that server directly: both servers are
+/// `lcp serve --http` on loopback, the upstream over `fixtures/mcp/results`, the
+/// gateway with it as `[mcp_servers.inner]` and no tools of its own.
+pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path, quick: bool) {
+    eprintln!("lcp serve as a gateway ...");
+    let upstream = HttpServer::start(lcp, &root.join("fixtures/mcp/results"));
+    let config = scratch.join("gateway.toml");
+    let empty = scratch.join("gateway-tools");
+    std::fs::create_dir_all(&empty).expect("the gateway's tool folder is creatable");
+    let table_text = format!(
+        "[mcp_servers.inner]\ntransport = \"http\"\nurl = \"http://{}/mcp\"\nprefix = \"inner_\"\n",
+        upstream.address
+    );
+    std::fs::write(&config, table_text).expect("the gateway's config is writable");
+    let gateway = HttpServer::start_with(lcp, &["--config".as_ref(), config.as_os_str(), empty.as_os_str()]);
+    let calls = if quick { 200 } else { 2000 };
+    let timed = |address: &str, tool: &str| {
+        let mut client = Client::connect(address);
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {"a": 1, "b": 2}}});
+        let check = |body: &[u8]| {
+            let answer = message(body);
+            assert_eq!(answer["result"]["structuredContent"], json!({"result": 3}), "{tool}: {answer}");
+        };
+        // Warm: the upstream's first call starts Python and imports the library.
+        check(&client.request(&call));
+        Samples((0..calls).map(|_| seconds(|| check(&client.request(&call)))).collect())
+    };
+    let direct = timed(&upstream.address, "tool_add");
+    let forwarded = timed(&gateway.address, "inner_tool_add");
+    drop(gateway);
+    drop(upstream);
+    let overhead = forwarded.median() - direct.median();
+    table.section("8b. lcp serve as a gateway: a forwarded tools/call");
+    table.time("tools/call of the upstream server directly (HTTP, loopback)", &direct, "", "");
+    table.time(
+        "the same call through lcp serve forwarding it (HTTP to HTTP)",
+        &forwarded,
+        &format!("overhead {} ({} of direct)", duration(overhead), ratio(forwarded.median(), direct.median())),
+        &verdict(overhead < 200e-6, "overhead median < 200 µs"),
     );
 }
 

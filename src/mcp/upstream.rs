@@ -16,8 +16,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::model::{CallToolRequestParams, CancelledNotificationParam, ClientRequest, RequestId, ServerResult};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
@@ -44,6 +44,26 @@ struct Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         sync::lock(&self.calls).retain(|call| call.token != self.token);
+    }
+}
+
+/// A request sent and not answered yet: dropped before its answer, it tells the
+/// server the request is cancelled.
+struct Abandoned {
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else { return };
+        let params = CancelledNotificationParam::new(Some(self.id.clone()), Some("the call was stopped".to_string()));
+        // Dropped on the driver's thread (the call's task is), where a task may start.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
     }
 }
 
@@ -118,16 +138,18 @@ struct Upstream {
 struct Connection {
     service: RunningService<RoleClient, Client>,
     /// The server's process group (stdio), ended with the connection.
-    group: Option<i32>,
+    _group: Option<Group>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
 }
 
-impl Drop for Connection {
+/// A server's process group, made for it alone: ended (every process in it) when
+/// dropped, so a start that fails, times out or is abandoned leaves nothing behind.
+struct Group(i32);
+
+impl Drop for Group {
     fn drop(&mut self) {
-        if let Some(group) = self.group {
-            // SAFETY: signals the process group lcp made for this server alone.
-            unsafe { libc::killpg(group, libc::SIGKILL) };
-        }
+        // SAFETY: signals the process group lcp made for this server alone.
+        unsafe { libc::killpg(self.0, libc::SIGKILL) };
     }
 }
 
@@ -151,7 +173,10 @@ type Wake = Arc<dyn Fn() + Send + Sync>;
 
 #[derive(Clone)]
 struct Active {
+    /// The call's key among its server's calls.
     token: u64,
+    /// The progress token of its `tools/call` request (chosen by rmcp when it is sent).
+    progress: Option<Value>,
     tool: String,
     callbacks: Callbacks,
     log_level: u32,
@@ -193,7 +218,9 @@ impl ClientHandler for Client {
     ) {
         let params = serde_json::to_value(&params).unwrap_or_default();
         let calls = sync::lock(&self.calls).clone();
-        let Some(call) = calls.iter().find(|call| params["progressToken"] == json!(call.token)) else { return };
+        let Some(call) = calls.iter().find(|call| call.progress.as_ref() == Some(&params["progressToken"])) else {
+            return;
+        };
         let Some(progress) = &call.callbacks.progress else { return };
         let mut meta = serde_json::Map::new();
         for key in ["progress", "total"] {
@@ -410,6 +437,7 @@ impl Upstreams {
         let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let active = Active {
             token,
+            progress: None,
             tool: tool.name.clone(),
             callbacks: options.callbacks.clone(),
             log_level: options.log_level.unwrap_or(level::INFO),
@@ -558,10 +586,30 @@ impl Upstream {
         let peer = live.service.peer().clone();
         // Several calls may run on one session: the lock guards starting it, not calling.
         drop(connection);
-        let mut params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
-        // The token the server's progress notifications name this call by.
-        params.meta = serde_json::from_value(json!({"progressToken": token})).ok();
-        match peer.call_tool(params).await {
+        let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let sent = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await;
+        let answered = match sent {
+            Ok(handle) => {
+                // The server's progress notifications name the call by this token.
+                let progress = serde_json::to_value(&handle.progress_token).ok();
+                if let Some(call) = sync::lock(&self.client.calls).iter_mut().find(|call| call.token == token) {
+                    call.progress = progress;
+                }
+                // A call stopped before its answer (cancelled, timed out) is cancelled
+                // on the server too.
+                let mut abandoned = Abandoned { peer: Some(peer.clone()), id: handle.id.clone() };
+                let answer = handle.await_response().await;
+                abandoned.peer = None;
+                answer
+            }
+            Err(err) => Err(err),
+        };
+        let answered = answered.and_then(|result| match result {
+            ServerResult::CallToolResult(result) => Ok(result),
+            _ => Err(ServiceError::UnexpectedResponse),
+        });
+        match answered {
             Ok(result) => {
                 let is_error = result.is_error == Some(true);
                 let output = serde_json::to_value(&result).unwrap_or(Value::Null);
@@ -629,7 +677,8 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
                 process.current_dir(dir);
             }
             let mut child = process.spawn().map_err(|err| format!("`{command}` could not be started: {err}"))?;
-            let group = child.id().map(|pid| pid as i32);
+            // From here on, however the start ends, the server's processes end with it.
+            let group = child.id().map(|pid| Group(pid as i32));
             let stderr = Arc::new(Mutex::new(VecDeque::new()));
             if let Some(mut pipe) = child.stderr.take() {
                 let kept = Arc::clone(&stderr);
@@ -655,10 +704,7 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
             let service = match client.serve((stdout, stdin)).await {
                 Ok(service) => service,
                 Err(err) => {
-                    if let Some(group) = group {
-                        // SAFETY: the process group made for this server alone.
-                        unsafe { libc::killpg(group, libc::SIGKILL) };
-                    }
+                    drop(group);
                     let kept = connection_stderr.take().map(|s| stderr_text(&s)).unwrap_or_default();
                     return Err(if kept.is_empty() {
                         format!("it did not initialize: {err}")
@@ -667,7 +713,7 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
                     });
                 }
             };
-            Ok(Connection { service, group, stderr: connection_stderr.take().unwrap_or_default() })
+            Ok(Connection { service, _group: group, stderr: connection_stderr.take().unwrap_or_default() })
         }
         Transport::Http { url, headers } => {
             use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
@@ -688,7 +734,7 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
             }
             let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
             let service = client.serve(transport).await.map_err(|err| format!("`{url}` did not initialize: {err}"))?;
-            Ok(Connection { service, group: None, stderr: Arc::default() })
+            Ok(Connection { service, _group: None, stderr: Arc::default() })
         }
     }
 }

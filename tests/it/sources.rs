@@ -190,21 +190,24 @@ fn servers_config(name: &str, tables: &str) -> String {
     config.display().to_string()
 }
 
-fn everything(prefix: &str) -> String {
+/// server-everything as `[mcp_servers.everything]`, its processes marked with `mark`.
+fn everything(prefix: &str, mark: &str) -> String {
     format!(
-        "[mcp_servers.everything]\ncommand = {:?}\nprefix = {prefix:?}\n",
+        "[mcp_servers.everything]\ncommand = {:?}\nprefix = {prefix:?}\nenv = {{ LCP_TEST_MARK = {mark:?} }}\n",
         everything_server().display().to_string()
     )
 }
 
-/// The processes whose command line holds `needle`, other than this test's own.
-fn processes_with(needle: &str) -> Vec<String> {
+/// The processes whose environment has `LCP_TEST_MARK=mark`: a test's servers and
+/// whatever they started, and no other test's.
+fn processes_marked(mark: &str) -> Vec<String> {
+    let wanted = format!("LCP_TEST_MARK={mark}");
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if text.contains(needle) && entry.file_name() != std::process::id().to_string().as_str() {
-            found.push(text);
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+        if environ.split(|&b| b == 0).any(|var| var == wanted.as_bytes()) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
         }
     }
     found
@@ -214,7 +217,10 @@ fn processes_with(needle: &str) -> Vec<String> {
 fn an_mcp_servers_tools_keep_their_schemas_and_take_their_grade_from_their_annotations() {
     let config = servers_config(
         "mcp-everything",
-        &format!("{}\n[mcp_servers.everything.tools.echo]\ngrade = {{ w = 0, d = 0 }}\n", everything("ev_")),
+        &format!(
+            "{}\n[mcp_servers.everything.tools.echo]\ngrade = {{ w = 0, d = 0 }}\n",
+            everything("ev_", "mcp-everything")
+        ),
     );
     let manifest = stdout_json(&lcp(&["export", "--format", "manifest", "--config", &config, FOLDER]));
     let tools: Vec<&Value> =
@@ -251,12 +257,12 @@ fn an_mcp_servers_tools_keep_their_schemas_and_take_their_grade_from_their_annot
         let text = String::from_utf8_lossy(&written.stdout);
         assert!(text.contains("ev_get-sum"), "{format:?}: {}", String::from_utf8_lossy(&written.stderr));
     }
-    assert!(processes_with(&everything_server().display().to_string()).is_empty(), "no server is left running");
+    assert!(processes_marked("mcp-everything").is_empty(), "no server is left running");
 }
 
 #[test]
 fn an_mcp_servers_tools_are_called_through_lcp_call_and_lcp_serve_with_results_as_the_server_sent_them() {
-    let config = servers_config("mcp-everything-calls", &everything(""));
+    let config = servers_config("mcp-everything-calls", &everything("", "mcp-everything-calls"));
     let result = stdout_json(&lcp(&[
         "call",
         "get-structured-content",
@@ -289,15 +295,19 @@ fn an_mcp_servers_tools_are_called_through_lcp_call_and_lcp_serve_with_results_a
         assert!(kinds.contains(&&json!("image")), "{mode}: the image block as sent: {}", results[1]);
         assert_eq!(results[2]["structuredContent"], json!({"result": 7}), "{mode}: the files' tools beside them");
     }
-    assert!(processes_with(&everything_server().display().to_string()).is_empty(), "no server is left running");
+    assert!(processes_marked("mcp-everything-calls").is_empty(), "no server is left running");
 }
 
 #[test]
 fn a_server_that_crashes_mid_call_fails_that_call_and_the_next_call_starts_it_again() {
     let python = test_python().display().to_string();
     let script = root().join("tests/python/crashing_mcp_server.py").display().to_string();
-    let config =
-        servers_config("mcp-crashy", &format!("[mcp_servers.crashy]\ncommand = {python:?}\nargs = [{script:?}]\n"));
+    let config = servers_config(
+        "mcp-crashy",
+        &format!(
+            "[mcp_servers.crashy]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = \"mcp-crashy\" }}\n"
+        ),
+    );
     for mode in MODES {
         let steps = json!([{"call": "pid", "arguments": {}}, {"call": "crash", "arguments": {}}, {"call": "pid", "arguments": {}}]);
         let report = session(mode, "none", &["--config", &config, FOLDER], steps);
@@ -307,7 +317,7 @@ fn a_server_that_crashes_mid_call_fails_that_call_and_the_next_call_starts_it_ag
         let second = results[2]["structuredContent"]["result"].as_u64().unwrap_or_else(|| panic!("{}", results[2]));
         assert_ne!(first, second, "{mode}: a new server process");
     }
-    assert!(processes_with(&script).is_empty(), "no server is left running");
+    assert!(processes_marked("mcp-crashy").is_empty(), "no server is left running");
 }
 
 #[test]
@@ -316,8 +326,8 @@ fn a_server_that_cannot_start_or_never_answers_is_skipped_within_its_timeout_and
     let config = servers_config(
         "mcp-faults",
         &format!(
-            "[mcp_servers.silent]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 97.5 # {marker}\"]\nstartup_timeout = 2\n\n[mcp_servers.missing]\ncommand = \"/no/such/server\"\n\n{}",
-            everything("ev_")
+            "[mcp_servers.silent]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 97.5 # {marker}\"]\nstartup_timeout = 2\nenv = {{ LCP_TEST_MARK = \"mcp-faults\" }}\n\n[mcp_servers.missing]\ncommand = \"/no/such/server\"\n\n{}",
+            everything("ev_", "mcp-faults")
         ),
     );
     let started = std::time::Instant::now();
@@ -335,7 +345,7 @@ fn a_server_that_cannot_start_or_never_answers_is_skipped_within_its_timeout_and
     assert_eq!(stderr.matches("MCP server `").count(), 2, "one diagnostic each: {stderr}");
     // In parallel: the silent server's timeout, not the sum of every server's start.
     assert!(took < std::time::Duration::from_secs(30), "{took:?}");
-    assert!(processes_with(marker).is_empty(), "the silent server was ended");
+    assert!(processes_marked("mcp-faults").is_empty(), "the silent server (and every other) was ended");
 
     let listed = lcp(&["list", "--static", "--config", &config, FOLDER]);
     let stderr = String::from_utf8_lossy(&listed.stderr);
@@ -387,19 +397,19 @@ fn a_desktop_assistants_servers_are_read_from_its_config_after_the_files_own_and
     write(
         &claude,
         json!({"mcpServers": {
-            "desktop-everything": {"command": server, "args": []},
+            "desktop-everything": {"command": server, "args": [], "env": {"LCP_TEST_MARK": "mcp-host-configs"}},
             "off": {"command": "/no/such/server", "disabled": true},
         }})
         .to_string(),
     );
     let vscode = dir.join("mcp.json");
-    write(&vscode, json!({"servers": {"editor-everything": {"type": "stdio", "command": server}}}).to_string());
+    write(&vscode, json!({"servers": {"editor-everything": {"type": "stdio", "command": server, "env": {"LCP_TEST_MARK": "mcp-host-configs"}}}}).to_string());
     let config = dir.join("lcp.toml");
     write(
         &config,
         format!(
             "{}\n[mcp]\nhost_configs = [\"claude_desktop_config.json\", \"mcp.json\"]\n\n[policy]\nmax_grade = {{ d = 0 }}\n\n[profiles.sums]\ntools = [\"ev_get-sum\"]\n",
-            everything("ev_")
+            everything("ev_", "mcp-host-configs")
         ),
     );
     let config = config.display().to_string();
@@ -434,12 +444,12 @@ fn a_desktop_assistants_servers_are_read_from_its_config_after_the_files_own_and
     // `lcp test` calls them too.
     let tested = lcp(&["test", "--config", &config, "--tool", "ev_get-sum", FOLDER]);
     assert!(tested.status.success(), "{}", String::from_utf8_lossy(&tested.stdout));
-    assert!(processes_with(&server).is_empty(), "no server is left running");
+    assert!(processes_marked("mcp-host-configs").is_empty(), "no server is left running");
 }
 
 #[test]
 fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
-    let config = servers_config("mcp-bridged", &everything(""));
+    let config = servers_config("mcp-bridged", &everything("", "mcp-bridged"));
     let form = json!([{"name": "Ada", "email": "ada@example.com", "age": 36, "favoriteColor": "red"}]).to_string();
     for mode in MODES {
         let steps = json!([
@@ -464,8 +474,12 @@ fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
     }
     let python = test_python().display().to_string();
     let script = root().join("tests/python/crashing_mcp_server.py").display().to_string();
-    let config =
-        servers_config("mcp-chatty", &format!("[mcp_servers.chatty]\ncommand = {python:?}\nargs = [{script:?}]\n"));
+    let config = servers_config(
+        "mcp-chatty",
+        &format!(
+            "[mcp_servers.chatty]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = \"mcp-chatty\" }}\n"
+        ),
+    );
     let report = crate::mcp::session_with(
         "legacy",
         &["--log-level", "info"],
@@ -475,8 +489,7 @@ fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
     assert_eq!(report["logs"], json!([{"level": "info", "logger": "root", "data": "chatty is working"}]), "{report}");
     let messages: Vec<&Value> = report["progress"].as_array().unwrap().iter().map(|p| &p["message"]).collect();
     assert_eq!(messages, [&json!("half way"), &json!("done")], "{report}");
-    assert!(processes_with(&everything_server().display().to_string()).is_empty());
-    assert!(processes_with(&script).is_empty());
+    assert!(processes_marked("mcp-bridged").is_empty() && processes_marked("mcp-chatty").is_empty());
 }
 
 #[test]
