@@ -455,7 +455,7 @@ fn connect_servers(registry: &mut Registry, config: &Config, servers: Servers) -
     if servers == Servers::Static {
         eprintln!(
             "lcp: note: the MCP servers {} are not started (--static): their tools are left out",
-            upstream::names(&config.servers)
+            crate::config::server_names(&config.servers)
         );
         return None;
     }
@@ -467,10 +467,9 @@ fn connect_servers(registry: &mut Registry, config: &Config, servers: Servers) -
 #[cfg(not(feature = "python"))]
 fn connect_servers(_: &mut Registry, config: &Config, _: Servers) -> Upstreams {
     if !config.servers.is_empty() {
-        let names: Vec<String> = config.servers.iter().map(|entry| format!("`{}`", entry.name)).collect();
         eprintln!(
             "lcp: note: the MCP servers {} are not started: this lcp is built without the `python` feature, which has the MCP client",
-            names.join(", ")
+            crate::config::server_names(&config.servers)
         );
     }
     None

@@ -50,7 +50,7 @@ mod tools;
 
 pub use crate::located::{ConfigError, Located, pointer};
 pub use auth::AuthConfig;
-pub use servers::{ServerEntry, Transport};
+pub use servers::{ServerEntry, Transport, names as server_names};
 pub use tools::{DefinedArg, DefinedTool};
 
 /// The top-level keys of a config file.

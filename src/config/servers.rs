@@ -70,6 +70,11 @@ impl ServerEntry {
     }
 }
 
+/// The servers' names as a message shows them: `` `a`, `b` ``.
+pub fn names(entries: &[ServerEntry]) -> String {
+    entries.iter().map(|entry| format!("`{}`", entry.name)).collect::<Vec<_>>().join(", ")
+}
+
 /// `[mcp_servers]`: a table of servers keyed by name, in the file's order.
 pub(super) fn read(
     value: &Value,

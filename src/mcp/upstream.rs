@@ -74,6 +74,8 @@ const STDERR_KEPT: usize = 2048;
 pub struct Upstreams {
     // Dropped first: each server's process group is ended while the runtime still runs.
     servers: Vec<Arc<Upstream>>,
+    /// What hears a server's `list_changed`; every server's client holds it.
+    wake: Arc<Mutex<Option<Wake>>>,
     runtime: Driver,
 }
 
@@ -217,10 +219,11 @@ impl ClientHandler for Client {
         _: rmcp::service::NotificationContext<RoleClient>,
     ) {
         let params = serde_json::to_value(&params).unwrap_or_default();
-        let calls = sync::lock(&self.calls).clone();
-        let Some(call) = calls.iter().find(|call| call.progress.as_ref() == Some(&params["progressToken"])) else {
-            return;
-        };
+        let call = sync::lock(&self.calls)
+            .iter()
+            .find(|call| call.progress.as_ref() == Some(&params["progressToken"]))
+            .cloned();
+        let Some(call) = call else { return };
         let Some(progress) = &call.callbacks.progress else { return };
         let mut meta = serde_json::Map::new();
         for key in ["progress", "total"] {
@@ -372,7 +375,7 @@ impl Upstreams {
         for (server, listed) in servers.iter().zip(listed) {
             *sync::lock(&server.listed) = Some(listed);
         }
-        let upstreams = Upstreams { servers, runtime };
+        let upstreams = Upstreams { servers, wake, runtime };
         let (libraries, diagnostics) = upstreams.libraries();
         (upstreams, libraries, diagnostics)
     }
@@ -393,9 +396,7 @@ impl Upstreams {
     /// Calls `wake` whenever a server says its tools changed (`list_changed`); then
     /// [`Upstreams::relist`] has the new lists.
     pub fn on_change(&self, wake: impl Fn() + Send + Sync + 'static) {
-        if let Some(server) = self.servers.first() {
-            *sync::lock(&server.client.wake) = Some(Arc::new(wake));
-        }
+        *sync::lock(&self.wake) = Some(Arc::new(wake));
     }
 
     /// Lists again the servers that said their tools changed: every server's tools
@@ -748,9 +749,4 @@ fn stderr_text(stderr: &Mutex<VecDeque<u8>>) -> String {
 fn with_stderr(message: String, connection: &Connection) -> String {
     let kept = stderr_text(&connection.stderr);
     if kept.is_empty() { message } else { format!("{message}; its stderr: {kept}") }
-}
-
-/// Where each configured server's tools come from, for the note `--static` prints.
-pub fn names(entries: &[ServerEntry]) -> String {
-    entries.iter().map(|entry| format!("`{}`", entry.name)).collect::<Vec<_>>().join(", ")
 }

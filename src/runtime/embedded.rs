@@ -233,8 +233,7 @@ impl Runtime {
         if let Origin::Mcp { server, .. } = &library.origin {
             let forward = sync::read(&self.forward).clone();
             // The server's requests reach the same callbacks a Python tool's would.
-            let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
-            let options = CallOptions { callbacks, ..options.clone() };
+            let options = CallOptions { callbacks: self.callbacks_of(options), ..options.clone() };
             return match forward {
                 Some(forward) => forward(library, tool, args, &options),
                 None => ToolResult::failure(format!(
@@ -251,8 +250,8 @@ impl Runtime {
                     tool.name
                 ));
             };
-            let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
-            let mut result = implementation(args, &CallOptions { callbacks, ..options.clone() });
+            let mut result =
+                implementation(args, &CallOptions { callbacks: self.callbacks_of(options), ..options.clone() });
             validate::check_result(&mut result, tool);
             return result;
         }
@@ -383,7 +382,7 @@ impl Runtime {
         timeout: Option<Duration>,
         rerun: bool,
     ) -> ToolResult {
-        let callbacks = options.callbacks.clone().or(&sync::read(&self.callbacks));
+        let callbacks = self.callbacks_of(options);
         let job = Job {
             id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
             kind,
@@ -431,6 +430,13 @@ fn with_defaults(tool: &Tool, parameters: &[String], args: &Value) -> Value {
         }
     }
     Value::Object(filled)
+}
+
+impl Runtime {
+    /// A call's host callbacks: its own, else the runtime's.
+    fn callbacks_of(&self, options: &CallOptions) -> Callbacks {
+        options.callbacks.clone().or(&sync::read(&self.callbacks))
+    }
 }
 
 /// `path` from `base`, without `.` components: the key of a file's module.
