@@ -198,9 +198,21 @@ fn everything(prefix: &str, mark: &str) -> String {
     )
 }
 
-/// The processes whose environment has `LCP_TEST_MARK=mark`: a test's servers and
-/// whatever they started, and no other test's.
+/// The processes whose environment has `LCP_TEST_MARK=mark` (a test's servers and
+/// whatever they started, and no other test's), once those lcp ended have had up to
+/// 5 s to die of the SIGKILL lcp sent their process group.
 fn processes_marked(mark: &str) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let found = marked_now(mark);
+        if found.is_empty() || std::time::Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn marked_now(mark: &str) -> Vec<String> {
     let wanted = format!("LCP_TEST_MARK={mark}");
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
