@@ -22,6 +22,7 @@
 //!
 //! [mcp]                       # `tools/list` and `lcp export --format mcp`
 //! inline_refs = true          # named classes inlined, for clients that cannot resolve `$ref`
+//! docs_tools = true           # `lcp serve` adds `docs_index` and `resolve_doc`
 //! ```
 //!
 //! `kits/NAME.kit` files beside the config file (beside the current directory without
@@ -79,6 +80,8 @@ pub struct McpConfig {
     /// What the server tells clients about its tools (`instructions`). Default: each
     /// library's `TOOL_LIBRARY_DESC`, a line each.
     pub instructions: Option<String>,
+    /// `lcp serve` adds seed 000's `docs_index` and `resolve_doc` tools. Default: false.
+    pub docs_tools: bool,
 }
 
 /// A `[tool_policies.NAME]` table.
@@ -368,9 +371,10 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                     for (name, value) in table {
                         match (name.as_str(), value) {
                             ("inline_refs", Value::Bool(inline)) => config.mcp.inline_refs = inline,
-                            ("inline_refs", other) => errors.push(at.error(
+                            ("docs_tools", Value::Bool(docs)) => config.mcp.docs_tools = docs,
+                            ("inline_refs" | "docs_tools", other) => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp.inline_refs` is {other}; expected true or false"),
+                                format!("`mcp.{name}` is {other}; expected true or false"),
                             )),
                             ("name", Value::String(text)) if !text.trim().is_empty() => {
                                 config.mcp.name = Some(text.trim().to_string());
@@ -399,7 +403,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                             )),
                             _ => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions or host_configs"),
+                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions, host_configs or docs_tools"),
                             )),
                         }
                     }
@@ -512,7 +516,7 @@ mod tests {
         check(json!({"mcp": {"inline_refs": 1}}), Err("`mcp.inline_refs` is 1; expected true or false"));
         check(
             json!({"mcp": {"inline": true}}),
-            Err("`mcp`: unknown key `inline`; expected inline_refs, name, instructions or host_configs"),
+            Err("`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs or docs_tools"),
         );
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));
         check(

@@ -205,7 +205,12 @@ pub(super) async fn call_tool(
             let tool = match server.admit(&registry, name) {
                 Admission::Run(tool) => tool,
                 Admission::Refused(rule) => return Ok(failure(&rule).into()),
-                Admission::Unknown(message) => return Err(ErrorData::invalid_params(message, None)),
+                Admission::Unknown(message) => {
+                    return match server.docs_call(&registry, name, request.arguments.as_ref()).await {
+                        Some(result) => Ok(result.into()),
+                        None => Err(ErrorData::invalid_params(message, None)),
+                    };
+                }
             };
             let level = server.log_level(&context);
             let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };

@@ -12,6 +12,7 @@
 //! - `listing.rs`: the serialized `tools/list`, kept per registry generation and
 //!   configuration, and spliced into responses by the transports.
 //! - `call.rs`: one call: confirmations as elicitations, cancellation, results.
+//! - `docs.rs`: `docs_index` and `resolve_doc` (`[mcp] docs_tools`).
 //! - `stdio.rs`: the protocol on private duplicates of fd 0 and 1.
 //! - `http.rs`: Streamable HTTP.
 //! - `upstream.rs`: lcp as a client of the config's MCP servers, whose tools are a
@@ -27,6 +28,7 @@
 mod auth;
 mod call;
 mod content;
+mod docs;
 mod host;
 pub mod http;
 mod listing;
@@ -452,6 +454,15 @@ impl Server {
         // The array's brackets are the response's own.
         text.pop();
         text.remove(0);
+        if config.mcp.docs_tools {
+            let shown: Vec<&str> = registry.tools().map(|(_, tool)| tool.name.as_str()).collect();
+            for tool in docs::tools(&shown) {
+                if !text.is_empty() {
+                    text.push(b',');
+                }
+                serde_json::to_writer(&mut text, &tool).expect("a tool serializes");
+            }
+        }
         text
     }
 
@@ -497,6 +508,27 @@ impl Server {
                 }
             },
         }
+    }
+
+    /// The answer of lcp's own docs tools to a call of `name` that no tool shown
+    /// has, when `[mcp] docs_tools` lists them; `None` otherwise.
+    async fn docs_call(
+        &self,
+        registry: &Arc<Registry>,
+        name: &str,
+        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Option<rmcp::model::CallToolResult> {
+        let config = self.shared.settings.config.current();
+        if !config.mcp.docs_tools || ![docs::INDEX, docs::RESOLVE].contains(&name) {
+            return None;
+        }
+        let (server, registry, name) = (self.clone(), Arc::clone(registry), name.to_string());
+        let arguments = arguments.cloned().unwrap_or_default();
+        let answer = tokio::task::spawn_blocking(move || {
+            let docs = server.view_with(&registry, &config).docs;
+            docs::call(&name, &arguments, &docs, &config.folder())
+        });
+        answer.await.ok().flatten()
     }
 
     /// The check of one call before any code runs (SPEC §11, §12), with the config

@@ -745,6 +745,52 @@ fn docs_of_the_profile_and_its_tools_are_resources_read_when_asked() {
 }
 
 #[test]
+fn docs_tools_index_the_docs_and_read_only_what_they_list() {
+    let dir = temp_dir("mcp-docs-tools");
+    let fixture = std::fs::read_to_string(root().join("fixtures/profiles/lcp.toml")).unwrap();
+    write(&dir.join("lcp.toml"), format!("{fixture}\n[mcp]\ndocs_tools = true\n"));
+    write(&dir.join("docs/writer.md"), "# The writer profile\n");
+    write(&dir.join("secret.txt"), "not documentation\n");
+    let tool_doc = root().join("fixtures/profiles/tools/docs/read_note.md");
+    let (config, tools) = (dir.join("lcp.toml"), root().join("fixtures/profiles/tools"));
+    let serve = [tools.to_str().unwrap(), "--config", config.to_str().unwrap(), "--profile", "writer"];
+    let steps = json!([
+        "list",
+        call("docs_index", json!({})),
+        call("resolve_doc", json!({"path": "docs/writer.md"})),
+        call("resolve_doc", json!({"path": tool_doc.to_str().unwrap()})),
+        call("resolve_doc", json!({"path": "secret.txt"})),
+        call("resolve_doc", json!({"path": "docs/../secret.txt"})),
+    ]);
+    for mode in MODES {
+        let results = &session(mode, "none", &serve, steps.clone())["results"];
+        let tools = results[0]["tools"].as_array().unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert!(names.ends_with(&["docs_index", "resolve_doc"]), "{mode}: {names:?}");
+        assert_eq!(tools[names.len() - 1]["annotations"]["readOnlyHint"], true, "{mode}");
+        // The client checks structuredContent against docs_index's outputSchema.
+        assert_ok(
+            &results[1],
+            json!({
+                "tool_docs": {"tool_read_note": tool_doc.to_str().unwrap()},
+                "profile_docs": {"writer": "docs/writer.md"},
+            }),
+        );
+        assert_eq!(text(&results[2]), "# The writer profile\n", "{mode}");
+        assert!(text(&results[3]).starts_with("# tool_read_note"), "{mode}: {}", results[3]);
+        for refused in &results.as_array().unwrap()[4..] {
+            assert_error(refused, &["reads only the paths docs_index lists"]);
+        }
+    }
+    let without = ["fixtures/profiles/tools", "--config", "fixtures/profiles/lcp.toml", "--profile", "writer"];
+    let results = &session("legacy", "none", &without, json!(["list", call("docs_index", json!({}))]))["results"];
+    let names: Vec<&str> =
+        results[0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(!names.contains(&"docs_index"), "{names:?}");
+    assert!(results[1]["error"]["message"].as_str().unwrap().contains("docs_index"), "{}", results[1]);
+}
+
+#[test]
 fn an_edited_tool_file_declaration_applies_to_the_next_call() {
     let tool = |destructive: &str| {
         format!(
