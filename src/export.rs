@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{Library, Tool};
+use crate::extract::{Library, Origin, Tool};
 use crate::path_json;
 use crate::policy;
 use crate::registry::{Descriptions, Registry};
@@ -328,20 +328,24 @@ fn lower(
     carried: Value,
 ) -> Result<Value, Vec<Diagnostic>> {
     let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
+    // A server's tool is named with its server: the config file alone does not say which.
+    let named = match &library.origin {
+        Origin::Mcp { server } => format!("tool `{}` of the MCP server `{server}`", tool.name),
+        _ => format!("tool `{}`", tool.name),
+    };
     if let Err(rule) = check_name(format, &tool.name) {
-        return Err(vec![error(format!("tool `{}` cannot be exported to {format}: its name {rule}", tool.name))]);
+        return Err(vec![error(format!("{named} cannot be exported to {format}: its name {rule}"))]);
     }
     match entry(format, library, tool, description, carried) {
         // A schema spliced in as text is a leaf here; such a schema is as it was made,
         // bounded far below this (`schema::MAX_SCHEMA_DEPTH`).
         Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
-            "tool `{}` cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
-            tool.name
+            "{named} cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep"
         ))]),
         Ok(entry) => Ok(entry),
         Err(problems) => Err(problems
             .into_iter()
-            .map(|problem| error(format!("tool `{}` cannot be exported to {format} --strict: {problem}", tool.name)))
+            .map(|problem| error(format!("{named} cannot be exported to {format} --strict: {problem}")))
             .collect()),
     }
 }

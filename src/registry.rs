@@ -547,7 +547,10 @@ fn read_all(
     groups: &[Group],
     injected: &[String],
 ) -> Vec<(usize, FileResult)> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(groups.len()).max(1);
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(groups.len());
     let next = AtomicUsize::new(0);
     type Slot = Mutex<Option<Vec<(usize, FileResult)>>>;
     let results: Vec<Slot> = groups.iter().map(|_| Mutex::new(None)).collect();

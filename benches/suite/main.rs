@@ -173,6 +173,17 @@ fn main() {
                 &setup.target.join("bench-scratch"),
                 setup.quick,
             );
+            if !setup.lcp_only {
+                serve::export_with_server_rows(
+                    &mut table,
+                    &setup.lcp,
+                    &setup.root,
+                    &setup.scratch,
+                    &setup.python.executable,
+                    &setup.scripts,
+                    setup.quick,
+                );
+            }
         }
     }
 

@@ -262,6 +262,73 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
     );
 }
 
+/// `lcp export` with one stdio MCP server configured (SPEC §14), against `lcp export`
+/// without it and against that server's own start-and-list as the official Python
+/// client measures it: the server is `lcp serve` over `fixtures/mcp/results`, the
+/// export's folder is empty, so the difference is the server's share.
+pub fn export_with_server_rows(
+    table: &mut Table,
+    lcp: &Path,
+    root: &Path,
+    scratch: &Path,
+    python: &Path,
+    scripts: &Path,
+    quick: bool,
+) {
+    eprintln!("lcp export with an MCP server ...");
+    let runs = if quick { 10 } else { 40 };
+    let upstream = root.join("fixtures/mcp/results");
+    let empty = scratch.join("export-server-tools");
+    std::fs::create_dir_all(&empty).expect("the export's tool folder is creatable");
+    let config = scratch.join("export-server.toml");
+    let table_text = format!(
+        "[mcp_servers.inner]\ncommand = {:?}\nargs = [\"serve\", {:?}]\n",
+        lcp.display().to_string(),
+        upstream.display().to_string()
+    );
+    std::fs::write(&config, table_text).expect("the export's config is writable");
+    let export = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(lcp)
+            .args(["export", "--format", "mcp"])
+            .args(args)
+            .arg(&empty)
+            .stdin(Stdio::null())
+            .output()
+            .expect("lcp export runs");
+        assert!(out.status.success(), "lcp export: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let listed = export(&["--config".as_ref(), config.as_os_str()]);
+    assert!(String::from_utf8_lossy(&listed).contains("\"tool_add\""), "the server's tools are exported");
+    let alone = Samples((0..runs).map(|_| seconds(|| drop(export(&[])))).collect());
+    let with =
+        Samples((0..runs).map(|_| seconds(|| drop(export(&["--config".as_ref(), config.as_os_str()])))).collect());
+    let out = Command::new(python)
+        .arg(scripts.join("start_and_list.py"))
+        .arg(runs.to_string())
+        .arg(lcp)
+        .args(["serve".as_ref(), upstream.as_os_str()])
+        .output()
+        .expect("the Python client runs");
+    assert!(out.status.success(), "start_and_list.py: {}", String::from_utf8_lossy(&out.stderr));
+    let client =
+        Samples(String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim().parse().expect("seconds")).collect());
+    let over = with.median() - alone.median();
+    table.section("8c. lcp export with one stdio MCP server (lcp serve) configured");
+    table.time("lcp export --format mcp, an empty folder, no server", &alone, "", "");
+    table.time("the server's start-and-list, official Python client (mcp)", &client, "", "");
+    table.time(
+        "lcp export --format mcp with the server configured",
+        &with,
+        &format!(
+            "over the export alone {} ({} of the client's start-and-list)",
+            duration(over),
+            ratio(over, client.median())
+        ),
+        &verdict(over <= client.median() * 1.1, "over <= start-and-list + 10%"),
+    );
+}
+
 /// Starts `lcp serve FOLDER` over stdio, drops a tool file into the folder and
 /// returns the time until `notifications/tools/list_changed` arrives; the file is
 /// then removed and its removal waited for too.

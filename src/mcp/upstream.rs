@@ -733,11 +733,26 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
                 let value = HeaderValue::try_from(value.as_str()).map_err(|err| format!("header `{name}`: {err}"))?;
                 custom.insert(header, value);
             }
-            let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+            let transport = StreamableHttpClientTransport::with_client(http_client(), config.custom_headers(custom));
             let service = client.serve(transport).await.map_err(|err| format!("`{url}` did not initialize: {err}"))?;
             Ok(Connection { service, _group: None, stderr: Arc::default() })
         }
     }
+}
+
+/// The HTTP client of a server over Streamable HTTP: rmcp's, redirects as rmcp
+/// follows them (307 and 308 to the same origin, at most 10), except that it keeps
+/// its connections to the server between requests.
+fn http_client() -> reqwest::Client {
+    let redirects = reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin || attempt.previous().len() > 10 { attempt.stop() } else { attempt.follow() }
+    });
+    reqwest::Client::builder().redirect(redirects).build().expect("an HTTP client builds")
 }
 
 fn stderr_text(stderr: &Mutex<VecDeque<u8>>) -> String {

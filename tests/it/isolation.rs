@@ -73,18 +73,6 @@ fn cancelled_once_started<T>(name: &str, call: impl FnOnce(&str, CallOptions) ->
     outcome
 }
 
-/// Whether `path` appears within a minute (polled; a test's bounded wait for an event).
-fn wait_for_file(path: &Path) -> bool {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !path.exists() {
-        if std::time::Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    true
-}
-
 fn alive(pid: u32) -> bool {
     // A zombie is not alive: it ran to its end and waits to be reaped.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))

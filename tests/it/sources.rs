@@ -225,6 +225,14 @@ fn marked_now(mark: &str) -> Vec<String> {
     found
 }
 
+/// The official Python SDK's server of `tests/python/crashing_mcp_server.py` as
+/// `[mcp_servers.NAME]`, its processes marked with `mark`.
+fn sdk_server(name: &str, mark: &str) -> String {
+    let python = test_python().display().to_string();
+    let script = root().join("tests/python/crashing_mcp_server.py").display().to_string();
+    format!("[mcp_servers.{name}]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = {mark:?} }}\n")
+}
+
 #[test]
 fn an_mcp_servers_tools_keep_their_schemas_and_take_their_grade_from_their_annotations() {
     let config = servers_config(
@@ -312,14 +320,7 @@ fn an_mcp_servers_tools_are_called_through_lcp_call_and_lcp_serve_with_results_a
 
 #[test]
 fn a_server_that_crashes_mid_call_fails_that_call_and_the_next_call_starts_it_again() {
-    let python = test_python().display().to_string();
-    let script = root().join("tests/python/crashing_mcp_server.py").display().to_string();
-    let config = servers_config(
-        "mcp-crashy",
-        &format!(
-            "[mcp_servers.crashy]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = \"mcp-crashy\" }}\n"
-        ),
-    );
+    let config = servers_config("mcp-crashy", &sdk_server("crashy", "mcp-crashy"));
     for mode in MODES {
         let steps = json!([{"call": "pid", "arguments": {}}, {"call": "crash", "arguments": {}}, {"call": "pid", "arguments": {}}]);
         let report = session(mode, "none", &["--config", &config, FOLDER], steps);
@@ -484,14 +485,7 @@ fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
         assert_eq!(progress.len(), 2, "{mode}: {progress:?}");
         assert_eq!(progress[1]["progress"], 2.0, "{mode}: {progress:?}");
     }
-    let python = test_python().display().to_string();
-    let script = root().join("tests/python/crashing_mcp_server.py").display().to_string();
-    let config = servers_config(
-        "mcp-chatty",
-        &format!(
-            "[mcp_servers.chatty]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = \"mcp-chatty\" }}\n"
-        ),
-    );
+    let config = servers_config("mcp-chatty", &sdk_server("chatty", "mcp-chatty"));
     let report = crate::mcp::session_with(
         "legacy",
         &["--log-level", "info"],
@@ -628,4 +622,135 @@ fn a_servers_list_changed_reaches_lcps_clients_with_its_new_tools() {
         assert_eq!(report["call"]["structuredContent"], json!({"result": 42}), "{mode}: {}", report["call"]);
         assert_eq!(report["after_remove"], json!([]), "{mode}");
     }
+}
+
+#[test]
+fn a_server_tool_a_format_cannot_take_is_left_out_of_that_format_alone_naming_its_server() {
+    let config = servers_config("mcp-formats", &sdk_server("crashy", "mcp-formats"));
+    let exported = |format: &[&str]| {
+        let mut args = vec!["export"];
+        args.extend_from_slice(format);
+        args.extend_from_slice(&["--config", &config, FOLDER]);
+        let written = lcp(&args);
+        (String::from_utf8_lossy(&written.stdout).into_owned(), String::from_utf8_lossy(&written.stderr).into_owned())
+    };
+    // `files.count`: a dot, which OpenAI refuses in a name; the server's other tools stay.
+    let (openai, stderr) = exported(&["--format", "openai"]);
+    assert!(!openai.contains("files.count") && openai.contains("\"tally\"") && openai.contains("\"pid\""), "{openai}");
+    assert!(
+        stderr.contains("tool `files.count` of the MCP server `crashy` cannot be exported to openai: its name has `.`"),
+        "{stderr}"
+    );
+    // `tally`: an open mapping, which OpenAI's strict mode cannot express.
+    let (strict, stderr) = exported(&["--format", "openai", "--strict"]);
+    assert!(!strict.contains("\"tally\"") && strict.contains("\"pid\""), "{strict}");
+    assert!(
+        stderr.contains("tool `tally` of the MCP server `crashy` cannot be exported to openai --strict: parameters.counts is an open mapping"),
+        "{stderr}"
+    );
+    // Formats that take them carry both.
+    for format in ["gemini", "mcp"] {
+        let (text, stderr) = exported(&["--format", format]);
+        assert!(text.contains("\"files.count\"") && text.contains("\"tally\""), "{format}: {text}\n{stderr}");
+        assert!(!stderr.contains("crashy"), "{format}: {stderr}");
+    }
+    assert!(processes_marked("mcp-formats").is_empty(), "no server is left running");
+}
+
+#[test]
+fn a_call_cancelled_by_lcps_client_is_cancelled_on_the_server_and_the_server_goes_on() {
+    let config = servers_config("mcp-cancelled", &sdk_server("crashy", "mcp-cancelled"));
+    let marker = temp_dir("mcp-cancelled").join("call").display().to_string();
+    let mut server = crate::mcp::RawServer::start(&["--config", &config, FOLDER]);
+    server.initialize();
+    let before = server.call(2, "pid")["structuredContent"]["result"].clone();
+    assert!(before.is_u64(), "{before}");
+    server.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "wait_for_cancel", "arguments": {"marker": marker}}}));
+    assert!(wait_for_file(std::path::Path::new(&format!("{marker}.started"))), "the call never reached the server");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}));
+    // The server heard of it: its handler was cancelled (it writes the marker then).
+    assert!(
+        wait_for_file(std::path::Path::new(&format!("{marker}.cancelled"))),
+        "the server was never told the call was cancelled"
+    );
+    // Only that call ended: the same server process answers the next one.
+    let after = server.call(4, "pid")["structuredContent"]["result"].clone();
+    assert_eq!(after, before, "the server was not restarted");
+    let stdout = server.finish();
+    assert!(!stdout.contains("\"id\":3"), "the cancelled call was answered: {stdout}");
+    assert!(processes_marked("mcp-cancelled").is_empty(), "no server is left running");
+}
+
+#[test]
+fn server_filesystems_tools_are_graded_from_their_annotations_governed_by_policy_and_called() {
+    let dir = temp_dir("mcp-filesystem");
+    let allowed = dir.join("allowed");
+    std::fs::create_dir_all(&allowed).unwrap();
+    write(&allowed.join("notes.txt"), "hello from a file");
+    let tables = format!(
+        "[mcp_servers.files]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ LCP_TEST_MARK = \"mcp-filesystem\" }}\n",
+        filesystem_server().display().to_string(),
+        allowed.display().to_string()
+    );
+    let config = servers_config("mcp-filesystem-config", &tables);
+    let manifest = stdout_json(&lcp(&["export", "--format", "manifest", "--config", &config, FOLDER]));
+    let grade = |name: &str| tool(&manifest, name)["policy"]["grade"].clone();
+    assert_eq!(grade("read_text_file"), json!({"w": 1, "d": 0}), "readOnlyHint, openWorldHint: false");
+    assert_eq!(grade("create_directory"), json!({"w": 1, "d": 2}), "destructiveHint: false");
+    assert_eq!(grade("write_file"), json!({"w": 1, "d": 3}), "destructiveHint: true");
+    assert_eq!(tool(&manifest, "write_file")["source"], "mcp:files");
+
+    let notes = allowed.join("notes.txt").display().to_string();
+    let read = stdout_json(&lcp(&[
+        "call",
+        "read_text_file",
+        "--config",
+        &config,
+        "--args",
+        &json!({"path": notes}).to_string(),
+        FOLDER,
+    ]));
+    assert_eq!(read["ok"], true, "{read}");
+    assert_eq!(read["output"]["content"][0]["text"], "hello from a file", "{read}");
+
+    // The host's policy stands in front of a server's tools as of any other.
+    let guarded = format!("{tables}\n[policy]\nallow_destructive = false\n");
+    let guarded = servers_config("mcp-filesystem-guarded", &guarded);
+    let made = allowed.join("made").display().to_string();
+    let written = allowed.join("written.txt");
+    for mode in MODES {
+        let steps = json!([
+            {"call": "create_directory", "arguments": {"path": made}},
+            {"call": "write_file", "arguments": {"path": written.display().to_string(), "content": "x"}},
+            {"call": "read_text_file", "arguments": {"path": "/etc/hostname"}},
+        ]);
+        let report = session(mode, "none", &["--config", &guarded, FOLDER], steps);
+        let results = report["results"].as_array().unwrap();
+        assert_eq!(results[0]["isError"], false, "{mode}: {}", results[0]);
+        assert_error(&results[1], &["the host's policy `allow_destructive = false` refuses `write_file`"]);
+        // The server's own refusal comes back as it sent it.
+        assert_eq!(results[2]["isError"], true, "{mode}: {}", results[2]);
+        assert!(crate::mcp::text(&results[2]).contains("outside allowed directories"), "{mode}: {}", results[2]);
+    }
+    assert!(allowed.join("made").is_dir(), "create_directory ran on the server");
+    assert!(!written.exists(), "the refused call never reached the server");
+    assert!(processes_marked("mcp-filesystem").is_empty(), "no server is left running");
+}
+
+#[test]
+fn the_inspector_lists_and_calls_a_servers_tools_through_lcp_serve() {
+    let config = servers_config("mcp-inspected", &everything("ev_", "mcp-inspected"));
+    // The Inspector takes `--config` for its own: lcp's command line reaches it as one word.
+    let command = format!("exec {:?} serve --config {config:?} {FOLDER}", crate::mcp::lcp_bin());
+    let serve = ["sh", "-c", command.as_str()];
+    let listed = crate::mcp::inspector_cli(&serve, &["--method", "tools/list"]);
+    let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"ev_get-sum") && names.contains(&"tool_folder_only"), "{names:?}");
+    let called = crate::mcp::inspector_cli(
+        &serve,
+        &["--method", "tools/call", "--tool-name", "ev_get-sum", "--tool-arg", "a=2", "b=3"],
+    );
+    assert_eq!(crate::mcp::text(&called), "The sum of 2 and 3 is 5.", "{called}");
+    assert!(processes_marked("mcp-inspected").is_empty(), "no server is left running");
 }

@@ -208,6 +208,16 @@ pub fn everything_server() -> &'static Path {
     })
 }
 
+/// The official `@modelcontextprotocol/server-filesystem` (file tools confined to the
+/// folders it is given, with annotations), installed on first use into
+/// `<target>/server-filesystem` with the machine's `npm`. Never skipped.
+pub fn filesystem_server() -> &'static Path {
+    static SERVER: OnceLock<PathBuf> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        npm_package("@modelcontextprotocol/server-filesystem@2026.8.31", "server-filesystem", "mcp-server-filesystem")
+    })
+}
+
 /// The official MCP conformance suite's launcher (`@modelcontextprotocol/conformance`,
 /// pinned to the last release that runs on Node 20), installed on first use into
 /// `<target>/conformance` with the machine's `npm`. Never skipped.
@@ -302,4 +312,16 @@ pub fn children_of(pid: u32) -> Vec<(u32, char)> {
         }
     }
     children
+}
+
+/// Whether `path` appears within a minute (polled; a test's bounded wait for an event).
+pub fn wait_for_file(path: &Path) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !path.exists() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    true
 }

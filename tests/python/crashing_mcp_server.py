@@ -1,8 +1,12 @@
 """An MCP server (the official SDK's MCPServer, over stdio) with a tool that ends the
-server's process mid-call, and one that logs and reports progress: lcp's upstream
-restart and bridging are tested against it."""
+server's process mid-call, one that logs and reports progress, one that waits until it
+is cancelled, and two that some export formats cannot take: lcp's upstream restart,
+bridging, cancellation and export are tested against it."""
 
 import os
+from pathlib import Path
+
+import anyio
 
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -28,6 +32,30 @@ async def chatty(ctx: Context) -> str:
     await ctx.report_progress(1, 2, "half way")
     await ctx.report_progress(2, 2, "done")
     return "said it all"
+
+
+@server.tool()
+async def wait_for_cancel(marker: str) -> str:
+    """Writes `marker`.started, then waits; cancelled, it writes `marker`.cancelled."""
+    Path(marker + ".started").write_text("started")
+    try:
+        await anyio.sleep(120)
+    except anyio.get_cancelled_exc_class():
+        Path(marker + ".cancelled").write_text("cancelled")
+        raise
+    return "never cancelled"
+
+
+@server.tool()
+def tally(counts: dict[str, int]) -> int:
+    """The sum of counts by name (an open mapping, which OpenAI's strict mode cannot take)."""
+    return sum(counts.values())
+
+
+@server.tool(name="files.count")
+def files_count(folder: str) -> int:
+    """The entries of a folder (a dotted name, which OpenAI and Anthropic refuse)."""
+    return len(os.listdir(folder))
 
 
 if __name__ == "__main__":
