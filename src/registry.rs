@@ -216,12 +216,16 @@ impl Registry {
         self.sources = sources;
     }
 
-    /// Whether `path` (a file this registry read) still has the size and modification
-    /// time it had then: one `stat`, for checking before a call that its tool is as
-    /// read. A file it never read is not current.
-    pub fn is_current(&self, path: &Path) -> bool {
-        let Some(cached) = self.files.get(path) else { return false };
-        std::fs::metadata(path).is_ok_and(|meta| cached.stamp == Some(Stamp::of(&meta)))
+    /// Whether `library`'s tools are as this registry read them, for checking before a
+    /// call: a file's library when the file still has the size and modification time it
+    /// had then (one `stat`; a file it never read is not current); a library of the
+    /// config, an MCP server or the host always (its source tells of its own changes).
+    pub fn is_current(&self, library: &Library) -> bool {
+        if !matches!(library.origin, Origin::File) {
+            return true;
+        }
+        let Some(cached) = self.files.get(&library.path) else { return false };
+        std::fs::metadata(&library.path).is_ok_and(|meta| cached.stamp == Some(Stamp::of(&meta)))
     }
 
     /// Walks the sources again and re-reads only files that are new or whose size or

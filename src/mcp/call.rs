@@ -34,7 +34,6 @@ use tokio::sync::mpsc;
 use super::Server;
 use super::content;
 use super::host::{self, Able};
-use crate::extract::Origin;
 use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, level, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
@@ -191,14 +190,10 @@ pub(super) async fn call_tool(
             let name = request.name.as_ref();
             // Every call is checked against the profile and the policy as the config
             // and the tool's file are now (SPEC §12), before any code runs: the folders
-            // are read again when that file changed or the tool is not known. A tool of
-            // the config or of an MCP server has no file of the folders to read again:
-            // the config's and the servers' changes are heard of as they happen.
+            // are read again when that file changed or the tool is not known.
             let current = server.snapshot();
             let fresh = match server.admit(&current, name) {
-                Admission::Run(tool) => current.tool(&tool).is_some_and(|(library, _)| {
-                    !matches!(library.origin, Origin::File) || current.is_current(&library.path)
-                }),
+                Admission::Run(tool) => current.tool(&tool).is_some_and(|(library, _)| current.is_current(library)),
                 _ => false,
             };
             if !fresh {

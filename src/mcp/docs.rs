@@ -18,6 +18,8 @@ use crate::view::Doc;
 pub(super) const INDEX: &str = "docs_index";
 /// The reading tool.
 pub(super) const RESOLVE: &str = "resolve_doc";
+/// Both, as a call names them.
+pub(super) const NAMES: [&str; 2] = [INDEX, RESOLVE];
 
 /// The definitions of the tools not shadowed by one in `shown`, as `tools/list`
 /// carries them; a shadowed one is named on stderr.

@@ -519,7 +519,7 @@ impl Server {
         arguments: Option<&serde_json::Map<String, serde_json::Value>>,
     ) -> Option<rmcp::model::CallToolResult> {
         let config = self.shared.settings.config.current();
-        if !config.mcp.docs_tools || ![docs::INDEX, docs::RESOLVE].contains(&name) {
+        if !config.mcp.docs_tools || !docs::NAMES.contains(&name) {
             return None;
         }
         let (server, registry, name) = (self.clone(), Arc::clone(registry), name.to_string());
