@@ -436,19 +436,31 @@ fn load_host_with(
         Some(choice) => Some(choice.profile(&config.profiles).map_err(|err| err.to_string())?),
         None => None,
     };
-    let mut registry = load(sources)?;
+    // The servers start while the folders are read: neither waits for the other.
+    let (loaded, started) = std::thread::scope(|scope| {
+        let started = scope.spawn(|| start_servers(&config, servers));
+        let loaded = load(sources);
+        (loaded, started.join().expect("starting the MCP servers does not panic"))
+    });
+    let mut registry = loaded?;
     if !config.tools.is_empty() || !config.virtual_tools.is_empty() {
         registry.define(&config);
     }
     // The command line has no resolver: every virtual tool is hidden (`lcp check` says so).
     let mut registry = if config.virtual_tools.is_empty() { registry } else { registry.resolved(|_| false) };
-    let upstreams = connect_servers(&mut registry, &config, servers);
+    let upstreams = attach_servers(&mut registry, started);
     Ok((registry, config, profile, upstreams))
 }
 
+/// The config's MCP servers, started and listed, with their tools and problems.
 #[cfg(feature = "python")]
-fn connect_servers(registry: &mut Registry, config: &Config, servers: Servers) -> Upstreams {
-    use crate::mcp::upstream;
+type Started = Option<(crate::mcp::upstream::Upstreams, Vec<crate::extract::Library>, Vec<crate::diag::Diagnostic>)>;
+/// Without the MCP client none are ever started.
+#[cfg(not(feature = "python"))]
+type Started = ();
+
+#[cfg(feature = "python")]
+fn start_servers(config: &Config, servers: Servers) -> Started {
     if config.servers.is_empty() {
         return None;
     }
@@ -459,19 +471,29 @@ fn connect_servers(registry: &mut Registry, config: &Config, servers: Servers) -
         );
         return None;
     }
-    let (upstreams, libraries, diagnostics) = upstream::Upstreams::connect(&config.servers);
+    Some(crate::mcp::upstream::Upstreams::connect(&config.servers))
+}
+
+/// The started servers' tools added after every other source's (SPEC §14).
+#[cfg(feature = "python")]
+fn attach_servers(registry: &mut Registry, started: Started) -> Upstreams {
+    let (upstreams, libraries, diagnostics) = started?;
     registry.set_server_tools(libraries, diagnostics);
     Some(std::sync::Arc::new(upstreams))
 }
 
 #[cfg(not(feature = "python"))]
-fn connect_servers(_: &mut Registry, config: &Config, _: Servers) -> Upstreams {
+fn start_servers(config: &Config, _: Servers) -> Started {
     if !config.servers.is_empty() {
         eprintln!(
             "lcp: note: the MCP servers {} are not started: this lcp is built without the `python` feature, which has the MCP client",
             crate::config::server_names(&config.servers)
         );
     }
+}
+
+#[cfg(not(feature = "python"))]
+fn attach_servers(_: &mut Registry, (): Started) -> Upstreams {
     None
 }
 

@@ -8,7 +8,8 @@
 //! parallel, each within its `startup_timeout`; one that fails is skipped with one
 //! diagnostic naming it and why, and the others are unaffected. A server that dies
 //! is started again on the next call of one of its tools. Every server is ended
-//! (its whole process group) when [`Upstreams`] is dropped.
+//! when [`Upstreams`] is dropped, as MCP ends a stdio server: its input closed, a
+//! moment to exit, `SIGTERM`, a moment more, then `SIGKILL` to its whole process group.
 //!
 //! Must never: let one server's fault reach another's tools, or leave a server running.
 
@@ -72,7 +73,7 @@ const STDERR_KEPT: usize = 2048;
 
 /// The connected servers of a config, for as long as their tools may be called.
 pub struct Upstreams {
-    // Dropped first: each server's process group is ended while the runtime still runs.
+    // Ended first (see `Drop`), while the runtime still runs.
     servers: Vec<Arc<Upstream>>,
     /// What hears a server's `list_changed`; every server's client holds it.
     wake: Arc<Mutex<Option<Wake>>>,
@@ -122,6 +123,27 @@ impl Drop for Driver {
     }
 }
 
+impl Drop for Upstreams {
+    fn drop(&mut self) {
+        let servers = std::mem::take(&mut self.servers);
+        let ending = async move {
+            let ends: Vec<_> = servers
+                .iter()
+                // A server still starting is ended with its start, when the runtime stops.
+                .filter_map(|server| server.connection.try_lock().ok().and_then(|mut live| live.take()))
+                .map(|connection| tokio::spawn(connection.end()))
+                .collect();
+            for end in ends {
+                let _ = end.await;
+            }
+        };
+        // On a thread of its own: `Driver::run` waits, which a runtime's thread may not.
+        std::thread::scope(|scope| {
+            let _ = scope.spawn(|| self.runtime.run(ending)).join();
+        });
+    }
+}
+
 impl std::fmt::Debug for Upstreams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.servers.iter().map(|server| &server.entry.name)).finish()
@@ -140,18 +162,46 @@ struct Upstream {
 struct Connection {
     service: RunningService<RoleClient, Client>,
     /// The server's process group (stdio), ended with the connection.
-    _group: Option<Group>,
+    group: Option<Group>,
+    /// Told when the server's process has exited (stdio).
+    exited: Option<tokio::sync::oneshot::Receiver<()>>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
+}
+
+/// How long a server is given to exit once told to (its input closed, then `SIGTERM`).
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+impl Connection {
+    /// Ends the server as MCP's stdio lifecycle says: its input closed, then
+    /// `SIGTERM` if it has not exited within [`EXIT_GRACE`], then `SIGKILL` to its
+    /// process group (which also ends whatever it started and left behind).
+    async fn end(self) {
+        let Connection { service, group, exited, .. } = self;
+        // The session's end drops the transport, which closes the server's input.
+        let _ = tokio::time::timeout(EXIT_GRACE, service.cancel()).await;
+        if let (Some(group), Some(mut exited)) = (&group, exited)
+            && tokio::time::timeout(EXIT_GRACE, &mut exited).await.is_err()
+        {
+            group.signal(libc::SIGTERM);
+            let _ = tokio::time::timeout(EXIT_GRACE, exited).await;
+        }
+    }
 }
 
 /// A server's process group, made for it alone: ended (every process in it) when
 /// dropped, so a start that fails, times out or is abandoned leaves nothing behind.
 struct Group(i32);
 
+impl Group {
+    fn signal(&self, signal: libc::c_int) {
+        // SAFETY: signals the process group lcp made for this server alone.
+        unsafe { libc::killpg(self.0, signal) };
+    }
+}
+
 impl Drop for Group {
     fn drop(&mut self) {
-        // SAFETY: signals the process group lcp made for this server alone.
-        unsafe { libc::killpg(self.0, libc::SIGKILL) };
+        self.signal(libc::SIGKILL);
     }
 }
 
@@ -697,9 +747,11 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
                 return Err("its standard input and output could not be opened".to_string());
             };
             // The child is ended through its group when the connection goes; tokio
-            // reaps it.
+            // reaps it, and the connection hears of its exit.
+            let (exit, exited) = tokio::sync::oneshot::channel();
             tokio::spawn(async move {
                 let _ = child.wait().await;
+                let _ = exit.send(());
             });
             let mut connection_stderr = Some(stderr);
             let service = match client.serve((stdout, stdin)).await {
@@ -714,7 +766,12 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
                     });
                 }
             };
-            Ok(Connection { service, _group: group, stderr: connection_stderr.take().unwrap_or_default() })
+            Ok(Connection {
+                service,
+                group,
+                exited: Some(exited),
+                stderr: connection_stderr.take().unwrap_or_default(),
+            })
         }
         Transport::Http { url, headers } => {
             use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
@@ -735,7 +792,7 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
             }
             let transport = StreamableHttpClientTransport::with_client(http_client(), config.custom_headers(custom));
             let service = client.serve(transport).await.map_err(|err| format!("`{url}` did not initialize: {err}"))?;
-            Ok(Connection { service, _group: None, stderr: Arc::default() })
+            Ok(Connection { service, group: None, exited: None, stderr: Arc::default() })
         }
     }
 }

@@ -754,3 +754,25 @@ fn the_inspector_lists_and_calls_a_servers_tools_through_lcp_serve() {
     assert_eq!(crate::mcp::text(&called), "The sum of 2 and 3 is 5.", "{called}");
     assert!(processes_marked("mcp-inspected").is_empty(), "no server is left running");
 }
+
+#[test]
+fn servers_are_stopped_with_lcp_by_closing_their_input_as_mcp_ends_a_stdio_server() {
+    let marker = temp_dir("mcp-stopped").join("exited");
+    let table = sdk_server("crashy", "mcp-stopped")
+        .replace("env = { ", &format!("env = {{ LCP_TEST_EXIT_MARKER = {:?}, ", marker.display().to_string()));
+    let config = servers_config("mcp-stopped-config", &table);
+    for command in [&["list"][..], &["export", "--format", "mcp"][..]] {
+        let _ = std::fs::remove_file(&marker);
+        let mut args = command.to_vec();
+        args.extend_from_slice(&["--config", &config, FOLDER]);
+        let output = lcp(&args);
+        assert!(output.status.success(), "{command:?}: {}", String::from_utf8_lossy(&output.stderr));
+        // Its exit handlers ran: it ended by itself, not by a signal.
+        assert_eq!(
+            std::fs::read_to_string(&marker).ok().as_deref(),
+            Some("exited by itself"),
+            "{command:?}: the server was not let to exit"
+        );
+    }
+    assert!(processes_marked("mcp-stopped").is_empty(), "no server is left running");
+}

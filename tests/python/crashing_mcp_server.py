@@ -3,6 +3,7 @@ server's process mid-call, one that logs and reports progress, one that waits un
 is cancelled, and two that some export formats cannot take: lcp's upstream restart,
 bridging, cancellation and export are tested against it."""
 
+import atexit
 import os
 from pathlib import Path
 
@@ -11,6 +12,10 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("crashy")
+
+# Written when the process ends by itself (its input closed), never when it is killed.
+if os.environ.get("LCP_TEST_EXIT_MARKER"):
+    atexit.register(Path(os.environ["LCP_TEST_EXIT_MARKER"]).write_text, "exited by itself")
 
 
 @server.tool()
