@@ -161,11 +161,16 @@ struct Upstream {
 /// A running session with a server, and its process.
 struct Connection {
     service: RunningService<RoleClient, Client>,
-    /// The server's process group (stdio), ended with the connection.
-    group: Option<Group>,
-    /// Told when the server's process has exited (stdio).
-    exited: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// The server's process (stdio), ended with the connection.
+    process: Option<Process>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
+}
+
+/// A stdio server's process.
+struct Process {
+    group: Group,
+    /// Told when the process has exited.
+    exited: tokio::sync::oneshot::Receiver<()>,
 }
 
 /// How long a server is given to exit once told to (its input closed, then `SIGTERM`).
@@ -176,10 +181,10 @@ impl Connection {
     /// `SIGTERM` if it has not exited within [`EXIT_GRACE`], then `SIGKILL` to its
     /// process group (which also ends whatever it started and left behind).
     async fn end(self) {
-        let Connection { service, group, exited, .. } = self;
+        let Connection { service, process, .. } = self;
         // The session's end drops the transport, which closes the server's input.
         let _ = tokio::time::timeout(EXIT_GRACE, service.cancel()).await;
-        if let (Some(group), Some(mut exited)) = (&group, exited)
+        if let Some(Process { group, mut exited }) = process
             && tokio::time::timeout(EXIT_GRACE, &mut exited).await.is_err()
         {
             group.signal(libc::SIGTERM);
@@ -766,12 +771,8 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
                     });
                 }
             };
-            Ok(Connection {
-                service,
-                group,
-                exited: Some(exited),
-                stderr: connection_stderr.take().unwrap_or_default(),
-            })
+            let process = group.map(|group| Process { group, exited });
+            Ok(Connection { service, process, stderr: connection_stderr.take().unwrap_or_default() })
         }
         Transport::Http { url, headers } => {
             use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
@@ -792,7 +793,7 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
             }
             let transport = StreamableHttpClientTransport::with_client(http_client(), config.custom_headers(custom));
             let service = client.serve(transport).await.map_err(|err| format!("`{url}` did not initialize: {err}"))?;
-            Ok(Connection { service, group: None, exited: None, stderr: Arc::default() })
+            Ok(Connection { service, process: None, stderr: Arc::default() })
         }
     }
 }
