@@ -119,11 +119,24 @@ fn tool_doc(name: &str, path: &std::path::Path) -> Doc {
     Doc { uri: format!("docs://tools/{name}"), name: name.to_string(), path: path.to_path_buf() }
 }
 
+/// A call the host's profile and policy let through: the tool's name in the registry.
+/// Only [`admit`] makes one, so a call made with it (`Runtime::call_admitted`) was
+/// checked before any code ran; the compiler, not each caller's memory, keeps it so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted(String);
+
+impl Admitted {
+    /// The tool's name in the registry (the profile's alias resolved).
+    pub fn tool(&self) -> &str {
+        &self.0
+    }
+}
+
 /// What becomes of a call of `name`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
-    /// Run this tool (the name it has in the registry).
-    Run(String),
+    /// Run this tool.
+    Run(Admitted),
     /// The host's policy refuses it; the text names the rule.
     Refused(String),
     /// No tool shown has that name; the text says why, with the closest names.
@@ -155,7 +168,7 @@ pub fn admit(registry: &Registry, config: &Config, profile: Option<&Profile>, na
     };
     match config.policy.forbids(name, &config.declared(found)) {
         Some(rule) => Admission::Refused(rule),
-        None => Admission::Run(tool),
+        None => Admission::Run(Admitted(tool)),
     }
 }
 

@@ -57,8 +57,8 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                     return Ok(ExitCode::from(1));
                 }
             };
-            let Some((library, _)) = registry.tool(&tool) else {
-                return Err(crate::suggest::unknown_tool(&registry, &tool));
+            let Some((library, _)) = registry.tool(tool.tool()) else {
+                return Err(crate::suggest::unknown_tool(&registry, tool.tool()));
             };
             let mut settings = config.runtime.clone();
             settings.isolation = isolation.isolation()?;
@@ -93,7 +93,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 runtime.set_forwarder(upstreams.forwarder());
             }
             let options = CallOptions { workspace, timeout, ..CallOptions::default() };
-            let result = runtime.call(&registry, &tool, &args, &options);
+            let result = runtime.call_admitted(&registry, &tool, &args, &options);
             let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
             write_out(&mut stdout, &text)?;
             Ok(if result.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -37,7 +37,7 @@ use super::host::{self, Able};
 use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, level, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
-use crate::view::Admission;
+use crate::view::{Admission, Admitted};
 
 /// How long a call parked on a question waits for the client to answer.
 const PARKED_FOR: Duration = Duration::from_secs(600);
@@ -193,7 +193,9 @@ pub(super) async fn call_tool(
             // are read again when that file changed or the tool is not known.
             let current = server.snapshot();
             let fresh = match server.admit(&current, name) {
-                Admission::Run(tool) => current.tool(&tool).is_some_and(|(library, _)| current.is_current(library)),
+                Admission::Run(tool) => {
+                    current.tool(tool.tool()).is_some_and(|(library, _)| current.is_current(library))
+                }
                 _ => false,
             };
             if !fresh {
@@ -242,7 +244,7 @@ fn able(server: &Server, context: &RequestContext<RoleServer>) -> Able {
 fn start(
     server: &Server,
     registry: Arc<crate::registry::Registry>,
-    tool: &str,
+    tool: &Admitted,
     arguments: Map<String, Value>,
     able: Able,
     log_level: u32,
@@ -287,11 +289,11 @@ fn start(
         max_output: Some(settings.max_output),
     };
     let server = server.clone();
-    let tool = tool.to_string();
+    let tool = tool.clone();
     tokio::task::spawn_blocking(move || {
         let result = match server.python() {
             Err(err) => ToolResult::failure(err),
-            Ok(runtime) => runtime.call(&registry, &tool, &Value::Object(arguments), &options),
+            Ok(runtime) => runtime.call_admitted(&registry, &tool, &Value::Object(arguments), &options),
         };
         let _ = events.send(Event::Done(result));
     });

@@ -548,7 +548,7 @@ impl Server {
     /// `structuredContent` (SPEC §12).
     fn output_shape(&self, registry: &Registry, name: &str) -> content::Shape {
         let Admission::Run(tool) = self.admit(registry, name) else { return content::Shape::Free };
-        match registry.tool(&tool).and_then(|(_, tool)| tool.output.as_ref()) {
+        match registry.tool(tool.tool()).and_then(|(_, tool)| tool.output.as_ref()) {
             None => content::Shape::Free,
             Some(schema) if export::mcp_output_schema(schema.value()).1 => content::Shape::Wrapped,
             Some(_) => content::Shape::Object,

@@ -202,10 +202,24 @@ impl Runtime {
         sync::write(&self.callbacks).log = Some(Arc::new(handler));
     }
 
+    /// Runs a tool the host's view admitted ([`crate::view::admit`]: the profile shows
+    /// it, the policy allows it), as [`Runtime::call`] does. `lcp call` and `lcp serve`
+    /// call through here, so neither can run a tool it did not admit.
+    pub fn call_admitted(
+        &self,
+        registry: &Registry,
+        admitted: &crate::view::Admitted,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
+        self.call(registry, admitted.tool(), args, options)
+    }
+
     /// Runs a tool: validates `args` against its schema (nothing runs when they are
     /// invalid), loads its library on first use, converts the arguments, calls it, and
     /// checks what it returned against its output schema ([`validate::check_result`]).
-    /// Every surface (`lcp call`, `lcp serve`, `lcp test`) calls through here.
+    /// Every surface ends here: `lcp call` and `lcp serve` through
+    /// [`Runtime::call_admitted`], `lcp test` with the tools of its view.
     pub fn call(&self, registry: &Registry, tool: &str, args: &Value, options: &CallOptions) -> ToolResult {
         let Some((library, found)) = registry.tool(tool) else {
             return ToolResult::failure(crate::suggest::unknown_tool(registry, tool));
@@ -333,7 +347,7 @@ impl Runtime {
     pub fn forget(&self, files: &[PathBuf]) {
         let files: Vec<WirePath> = files.iter().map(|path| absolute(&self.base, path)).collect();
         match &self.place {
-            Place::InProcess(_) => engine::drop_modules(files),
+            Place::InProcess(engine) => engine.drop_modules(files),
             Place::Workers(pool) => pool.forget(files),
         }
     }

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::host_objects::{self, Callbacks, Offered};
-use super::{Cancel, Outcome, ToolResult, capture, python, workspace};
+use super::{Cancel, Carried, Outcome, ToolResult, capture, python, workspace};
 use crate::diag::{Diagnostic, Level};
 use crate::registry::FastMap;
 use crate::sync;
@@ -153,9 +153,6 @@ enum Direct {
     Declined,
 }
 
-/// Counts the times loaded modules were dropped: a resolution made before is stale.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
     /// Calls running on this thread: a call made while another one runs here (from a
     /// confirm handler) takes `host.py`'s path, which keeps the outer call's state.
@@ -186,12 +183,69 @@ impl Drop for CallScope {
     }
 }
 
-/// The callbacks of each call in progress, by call id.
-static HANDLERS: LazyLock<Mutex<HashMap<u64, Callbacks>>> = LazyLock::new(Default::default);
+/// What belongs to this process's interpreter rather than to one [`Engine`]: there
+/// is one interpreter per process, so its loaded modules, the callbacks `host.py`
+/// reaches by call id and the log level it last set are one object, [`INTERPRETER`].
+struct Interpreter {
+    /// Counts the times loaded modules were dropped: a resolution made before is stale.
+    generation: AtomicU64,
+    /// The callbacks of each call in progress, by call id.
+    handlers: LazyLock<Mutex<HashMap<u64, Callbacks>>>,
+    /// The log level `host.py` last gave Python's root logger (set by each call through
+    /// `host.py`): a direct call of a job with another level goes through `host.py`.
+    log_level: AtomicU32,
+    /// Files whose loaded modules are out of date, waiting for the next call to drop them.
+    dropped: Mutex<Vec<WirePath>>,
+    any_dropped: AtomicBool,
+    /// Held while modules are dropped: a call that finds some marked waits until they
+    /// are gone, so it never runs the old module while another thread drops it.
+    forgetting: Mutex<()>,
+}
 
-/// The log level `host.py` last gave Python's root logger (set by each call through
-/// `host.py`): a direct call of a job with another level goes through `host.py`.
-static LOG_LEVEL: AtomicU32 = AtomicU32::new(u32::MAX);
+static INTERPRETER: Interpreter = Interpreter {
+    generation: AtomicU64::new(0),
+    handlers: LazyLock::new(Default::default),
+    log_level: AtomicU32::new(u32::MAX),
+    dropped: Mutex::new(Vec::new()),
+    any_dropped: AtomicBool::new(false),
+    forgetting: Mutex::new(()),
+};
+
+impl Interpreter {
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Marks modules as out of date: the next call drops them.
+    fn drop_modules(&self, paths: impl IntoIterator<Item = WirePath>) {
+        let mut dropped = sync::lock(&self.dropped);
+        dropped.extend(paths);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.any_dropped.store(!dropped.is_empty(), Ordering::Release);
+    }
+
+    /// Drops the modules marked out of date, before a call through `host.py`.
+    fn forget_dropped_modules(&self) {
+        if !self.any_dropped.load(Ordering::Acquire) {
+            return;
+        }
+        let _one_at_a_time = sync::lock(&self.forgetting);
+        let paths = std::mem::take(&mut *sync::lock(&self.dropped));
+        if !paths.is_empty()
+            && let Ok(json) = serde_json::to_string(&paths)
+        {
+            let _ = python::forget(&json);
+        }
+        let dropped = sync::lock(&self.dropped);
+        self.any_dropped.store(!dropped.is_empty(), Ordering::Release);
+    }
+
+    /// Whether a call may take the direct path as far as the process is concerned: no
+    /// modules wait to be dropped and `host.py` last set the level the job logs at.
+    fn allows_direct(&self, log_level: u32) -> bool {
+        !self.any_dropped.load(Ordering::Acquire) && self.log_level.load(Ordering::Acquire) == log_level
+    }
+}
 
 impl Engine {
     /// Starts the interpreter (once per process) and adds the virtual environment's
@@ -222,7 +276,7 @@ impl Engine {
             return result;
         }
         let result = self.run_hosted(job, callbacks, timeout, cancel);
-        LOG_LEVEL.store(job.host.log_level, Ordering::Release);
+        INTERPRETER.log_level.store(job.host.log_level, Ordering::Release);
         if job.kind == Kind::Tool && job.module.is_none() {
             self.resolve(job);
         }
@@ -248,15 +302,12 @@ impl Engine {
     /// The direct path (see the module doc).
     fn call_direct(&self, job: &Job, callbacks: &Callbacks) -> Direct {
         let Value::Object(args) = &job.args else { return Direct::Declined };
-        if DEPTH.get() > 0
-            || ANY_DROPPED.load(Ordering::Acquire)
-            || LOG_LEVEL.load(Ordering::Acquire) != job.host.log_level
-        {
+        if DEPTH.get() > 0 || !INTERPRETER.allows_direct(job.host.log_level) {
             return Direct::Declined;
         }
         let direct = {
             let resolved = sync::read(&self.resolved);
-            let entry = resolved.get(&job.function).filter(|e| e.holds(&job.file, GENERATION.load(Ordering::Acquire)));
+            let entry = resolved.get(&job.function).filter(|e| e.holds(&job.file, INTERPRETER.generation()));
             match entry.and_then(|entry| entry.direct.clone()) {
                 Some(direct) => direct,
                 None => return Direct::Declined,
@@ -290,18 +341,18 @@ impl Engine {
                 output_cut_from: None,
             },
             Ok(python::DirectOutcome::Replied { reply, stdout, stderr }) => {
-                let mut result = read_reply(Ok(reply), raw_stdout).0;
+                let mut result = read_reply(Ok(reply), raw_stdout);
                 result.stdout.insert_str(0, &stdout);
                 result.stderr.insert_str(0, &stderr);
                 result
             }
-            Err(err) => read_reply(Err(err), raw_stdout).0,
+            Err(err) => read_reply(Err(err), raw_stdout),
         })
     }
 
     /// Records how the job's function is called from now on, unless known.
     fn resolve(&self, job: &Job) {
-        let generation = GENERATION.load(Ordering::Acquire);
+        let generation = INTERPRETER.generation();
         let resolved = sync::read(&self.resolved);
         if resolved.get(&job.function).is_some_and(|entry| entry.holds(&job.file, generation)) {
             return;
@@ -324,7 +375,7 @@ impl Engine {
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
-        forget_dropped_modules();
+        INTERPRETER.forget_dropped_modules();
         let request = Request {
             call_id: job.id,
             kind: job.kind,
@@ -345,7 +396,7 @@ impl Engine {
             Err(err) => return ToolResult::failure(format!("cannot encode the call: {err}")),
         };
         match (timeout, cancel) {
-            (None, None) => execute(job.id, &request, callbacks, job.workspace.as_deref()).0,
+            (None, None) => execute(job.id, &request, callbacks, job.workspace.as_deref()),
             (limit, cancel) => {
                 let workspace = job.workspace.as_ref().map(|dir| dir.0.clone());
                 execute_bounded(job.id, request, callbacks, workspace, Bounds { limit, cancel }, &job.function)
@@ -373,28 +424,12 @@ struct Request<'a> {
     module: Option<&'a ModuleTarget>,
 }
 
-/// `host.py`'s answer.
-#[derive(Deserialize)]
-struct Reply {
-    ok: bool,
-    #[serde(default)]
-    output: Value,
-    error: Option<String>,
-    traceback: Option<String>,
-    #[serde(default)]
-    stdout: String,
-    #[serde(default)]
-    stderr: String,
-    #[serde(default)]
-    timed_out: bool,
-}
-
 /// Runs the call on this thread, in the working directory `workspace` (the host's
-/// own when `None`); returns the result and whether it was stopped.
-fn execute(id: u64, request: &str, callbacks: Callbacks, workspace: Option<&Path>) -> (ToolResult, bool) {
+/// own when `None`).
+fn execute(id: u64, request: &str, callbacks: Callbacks, workspace: Option<&Path>) -> ToolResult {
     let _scope = match CallScope::enter(id, callbacks, workspace) {
         Ok(scope) => scope,
-        Err(err) => return (ToolResult::failure(err), false),
+        Err(err) => return ToolResult::failure(err),
     };
     let capture = capture::begin(id);
     let reply = python::call(request);
@@ -402,27 +437,20 @@ fn execute(id: u64, request: &str, callbacks: Callbacks, workspace: Option<&Path
     read_reply(reply, raw_stdout)
 }
 
-/// A result from `host.py`'s reply and what reached fd 1; also whether the call was stopped.
-fn read_reply(reply: Result<String, String>, raw_stdout: String) -> (ToolResult, bool) {
+/// A result from `host.py`'s reply and what reached fd 1.
+fn read_reply(reply: Result<String, String>, raw_stdout: String) -> ToolResult {
     let reply =
-        reply.and_then(|text| serde_json::from_str::<Reply>(&text).map_err(|err| format!("unreadable reply: {err}")));
+        reply.and_then(|text| serde_json::from_str::<Carried>(&text).map_err(|err| format!("unreadable reply: {err}")));
     match reply {
         Ok(reply) => {
-            let result = ToolResult {
-                outcome: Outcome::of_reply(reply.ok, reply.traceback.as_deref(), &reply.output),
-                output: reply.output,
-                error: reply.error,
-                traceback: reply.traceback,
-                stdout: reply.stdout + &raw_stdout,
-                stderr: reply.stderr,
-                output_cut_from: None,
-            };
-            (result, reply.timed_out)
+            let mut result = ToolResult::from(reply);
+            result.stdout.push_str(&raw_stdout);
+            result
         }
         Err(err) => {
             let mut result = ToolResult::failure(format!("lcp's Python host failed: {err}"));
             result.stdout = raw_stdout;
-            (result, false)
+            result
         }
     }
 }
@@ -473,7 +501,7 @@ fn execute_bounded(
             (None, _) => CANCEL_POLL,
         };
         match receiver.recv_timeout(wait) {
-            Ok((result, _)) => return result,
+            Ok(result) => return result,
             Err(RecvTimeoutError::Disconnected) => return ToolResult::failure("the call ended without a result"),
             Err(RecvTimeoutError::Timeout) => {}
         }
@@ -482,13 +510,13 @@ fn execute_bounded(
     let late = receiver.recv_timeout(GRACE);
     match late {
         // Told to stop, it failed with an error of its own: say so, with that error.
-        Ok((mut result, false)) if !result.ok() && result.error.is_some() => {
+        Ok(mut result) if result.outcome != Outcome::TimedOut && !result.ok() && result.error.is_some() => {
             let own = result.error.take().unwrap_or_default();
             result.error = Some(format!("{message}; told to stop, it failed with an error of its own: {own}"));
             result.outcome = outcome;
             result
         }
-        Ok((mut result, _)) => {
+        Ok(mut result) => {
             result.outcome = outcome;
             result.error = Some(format!("{message} and was stopped"));
             result
@@ -514,51 +542,28 @@ struct Registration(u64);
 
 impl Registration {
     fn new(id: u64, callbacks: Callbacks) -> Registration {
-        sync::lock(&HANDLERS).insert(id, callbacks);
+        sync::lock(&INTERPRETER.handlers).insert(id, callbacks);
         Registration(id)
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        sync::lock(&HANDLERS).remove(&self.0);
+        sync::lock(&INTERPRETER.handlers).remove(&self.0);
     }
 }
 
-/// Files whose loaded modules are out of date, waiting for the next call to drop them.
-static DROPPED: Mutex<Vec<WirePath>> = Mutex::new(Vec::new());
-static ANY_DROPPED: AtomicBool = AtomicBool::new(false);
-
-/// Marks modules as out of date: the next call drops them (modules belong to the
-/// process, like the interpreter).
-pub(crate) fn drop_modules(paths: impl IntoIterator<Item = WirePath>) {
-    let mut dropped = sync::lock(&DROPPED);
-    dropped.extend(paths);
-    GENERATION.fetch_add(1, Ordering::AcqRel);
-    ANY_DROPPED.store(!dropped.is_empty(), Ordering::Release);
-}
-
-/// Held while modules are dropped: a call that finds some marked waits until they
-/// are gone, so it never runs the old module while another thread drops it.
-static FORGETTING: Mutex<()> = Mutex::new(());
-
-fn forget_dropped_modules() {
-    if !ANY_DROPPED.load(Ordering::Acquire) {
-        return;
+impl Engine {
+    /// Marks the modules of these files as out of date: the next call drops them.
+    /// Modules belong to the process, like the interpreter: every engine of this
+    /// process stops using them.
+    pub(crate) fn drop_modules(&self, paths: impl IntoIterator<Item = WirePath>) {
+        INTERPRETER.drop_modules(paths);
     }
-    let _one_at_a_time = sync::lock(&FORGETTING);
-    let paths = std::mem::take(&mut *sync::lock(&DROPPED));
-    if !paths.is_empty()
-        && let Ok(json) = serde_json::to_string(&paths)
-    {
-        let _ = python::forget(&json);
-    }
-    let dropped = sync::lock(&DROPPED);
-    ANY_DROPPED.store(!dropped.is_empty(), Ordering::Release);
 }
 
 /// `host.py`'s requests and notices (SPEC §9): answered with the callbacks of the
 /// call they belong to.
 fn answer_host(text: &str) -> String {
-    host_objects::answer_wire(text, |call| call.and_then(|id| sync::lock(&HANDLERS).get(&id).cloned()))
+    host_objects::answer_wire(text, |call| call.and_then(|id| sync::lock(&INTERPRETER.handlers).get(&id).cloned()))
 }

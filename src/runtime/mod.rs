@@ -7,8 +7,9 @@
 //! - [`catalog`]: a registry that changes while the host runs: mounted libraries,
 //!   tools registered from code, rescans that re-read only changed files (SPEC §6).
 //! - `engine`: runs a job in this process's interpreter (in-process, and inside each
-//!   worker). `python`: the only code in lcp that touches pyo3. `host.py`: the Python
-//!   side (loading, hooks, conversion, capture).
+//!   worker). `python`: the only code in lcp that touches pyo3. `host/`: the Python
+//!   side, a package of modules (`host.py`'s entry points, loading and hooks; calls and
+//!   capture; results; host objects; argument conversion; `lcp_files`).
 //! - `supervisor`: the worker processes: starting, dispatching, time limits,
 //!   cancellation, noticing a death and naming its cause. `worker`: a worker's side.
 //!   `channel`: the private sockets between them.
@@ -132,7 +133,8 @@ pub enum Outcome {
     TimedOut,
     /// Stopped because the caller cancelled it.
     Cancelled,
-    /// It ran out of the memory its worker may use (`--memory-limit`).
+    /// It ran out of memory (`MemoryError`): with worker processes, of what its worker
+    /// may use (`--memory-limit`).
     OutOfMemory,
     /// Its worker process died under it (or was left unusable by it).
     Died,
@@ -145,22 +147,9 @@ pub enum Outcome {
     },
 }
 
-impl Outcome {
-    /// What `host.py`'s reply says: a value, a reported failure (a value and an
-    /// error), an exception (a traceback), or a call it refused (an error alone).
-    pub(crate) fn of_reply(ok: bool, traceback: Option<&str>, output: &Value) -> Outcome {
-        match (ok, traceback, output) {
-            (true, _, _) => Outcome::Returned,
-            (false, Some(_), _) => Outcome::Raised,
-            (false, None, Value::Null) => Outcome::Refused,
-            (false, None, _) => Outcome::Reported,
-        }
-    }
-}
-
 /// The result of a call; as JSON, SPEC §5's `{"ok", "output", "error"?, "traceback"?,
 /// "stdout", "stderr"}`, where `ok` is whether the tool returned (the outcome itself
-/// crosses to lcp from a worker beside it).
+/// crosses from Python and from a worker with the other fields: `Carried`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
     /// How the call ended.
@@ -201,33 +190,36 @@ impl Serialize for ToolResult {
     }
 }
 
-impl<'de> Deserialize<'de> for ToolResult {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// The JSON form, whose fields say the outcome.
-        #[derive(Deserialize)]
-        struct Written {
-            ok: bool,
-            output: Value,
-            #[serde(default)]
-            error: Option<String>,
-            #[serde(default)]
-            traceback: Option<String>,
-            stdout: String,
-            stderr: String,
-            #[serde(default)]
-            output_cut_from: Option<usize>,
-        }
-        let written = Written::deserialize(deserializer)?;
-        let outcome = Outcome::of_reply(written.ok, written.traceback.as_deref(), &written.output);
-        Ok(ToolResult {
-            outcome,
-            output: written.output,
-            error: written.error,
-            traceback: written.traceback,
-            stdout: written.stdout,
-            stderr: written.stderr,
-            output_cut_from: written.output_cut_from,
-        })
+/// A result as it is made in Python and crosses from a worker: every field, the
+/// outcome included (`host.py` says it where it is known).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Carried {
+    outcome: Outcome,
+    #[serde(default)]
+    output: Value,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    traceback: Option<String>,
+    #[serde(default)]
+    stdout: String,
+    #[serde(default)]
+    stderr: String,
+    #[serde(default)]
+    output_cut_from: Option<usize>,
+}
+
+impl From<ToolResult> for Carried {
+    fn from(result: ToolResult) -> Carried {
+        let ToolResult { outcome, output, error, traceback, stdout, stderr, output_cut_from } = result;
+        Carried { outcome, output, error, traceback, stdout, stderr, output_cut_from }
+    }
+}
+
+impl From<Carried> for ToolResult {
+    fn from(carried: Carried) -> ToolResult {
+        let Carried { outcome, output, error, traceback, stdout, stderr, output_cut_from } = carried;
+        ToolResult { outcome, output, error, traceback, stdout, stderr, output_cut_from }
     }
 }
 

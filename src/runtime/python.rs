@@ -24,14 +24,19 @@ pub const EXECUTABLE: &str = env!("LCP_PYTHON_EXECUTABLE");
 /// Its `major.minor` version.
 pub const VERSION: &str = env!("LCP_PYTHON_VERSION");
 
-const HOST_SOURCE: &str = include_str!("host.py");
-const HOST_FILE: &CStr = c"<lcp host>";
-/// The module every tool may import for confined, atomic file operations (SPEC §17).
-const FILES_SOURCE: &str = include_str!("lcp_files.py");
-const FILES_FILE: &CStr = c"<lcp files>";
-/// `host.py`'s argument plans and conversions, loaded before it.
-const ARGUMENTS_SOURCE: &str = include_str!("_lcp_arguments.py");
-const ARGUMENTS_FILE: &CStr = c"<lcp arguments>";
+/// lcp's Python modules (`host/`), loaded once in this order, each under its name and
+/// a file name that marks its frames as lcp's in tracebacks: the module every tool may
+/// import for confined, atomic file operations (SPEC §17); the calls in progress and
+/// what they print; results as plain data; the host objects (SPEC §9); argument
+/// plans and conversions; and `host.py`, the entry points, built on the others.
+const MODULES: [(&CStr, &CStr, &str); 6] = [
+    (c"lcp_files", c"<lcp files>", include_str!("host/lcp_files.py")),
+    (c"_lcp_calls", c"<lcp calls>", include_str!("host/_lcp_calls.py")),
+    (c"_lcp_results", c"<lcp results>", include_str!("host/_lcp_results.py")),
+    (c"_lcp_host_objects", c"<lcp host objects>", include_str!("host/_lcp_host_objects.py")),
+    (c"_lcp_arguments", c"<lcp arguments>", include_str!("host/_lcp_arguments.py")),
+    (c"_lcp_host", c"<lcp host>", include_str!("host/host.py")),
+];
 
 struct Host {
     call: Py<PyAny>,
@@ -82,8 +87,12 @@ fn host() -> Result<&'static Host, String> {
 fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result<Host, String> {
     initialize()?;
     Python::attach(|py| {
-        let files = CString::new(FILES_SOURCE).map_err(|err| err.to_string())?;
-        let files = PyModule::from_code(py, &files, FILES_FILE, c"lcp_files").map_err(|err| exception_text(py, err))?;
+        let mut modules = Vec::with_capacity(MODULES.len());
+        for (name, file, source) in MODULES {
+            let source = CString::new(source).map_err(|err| err.to_string())?;
+            modules.push(PyModule::from_code(py, &source, file, name).map_err(|err| exception_text(py, err))?);
+        }
+        let [files, calls, _, _, _, module] = &modules[..] else { unreachable!("MODULES has six entries") };
         PyCFunction::new_closure(
             py,
             Some(c"_search_lines"),
@@ -97,12 +106,6 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
         )
         .and_then(|function| files.setattr("_search_lines", function))
         .map_err(|err| exception_text(py, err))?;
-        let arguments = CString::new(ARGUMENTS_SOURCE).map_err(|err| err.to_string())?;
-        PyModule::from_code(py, &arguments, ARGUMENTS_FILE, c"_lcp_arguments")
-            .map_err(|err| exception_text(py, err))?;
-        let source = CString::new(HOST_SOURCE).map_err(|err| err.to_string())?;
-        let module =
-            PyModule::from_code(py, &source, HOST_FILE, c"_lcp_host").map_err(|err| exception_text(py, err))?;
         let bridge = PyCFunction::new_closure(
             py,
             Some(c"host"),
@@ -143,9 +146,12 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
             .getattr("install")
             .and_then(|install| install.call1((bridge, chdir_hook, printed_hook)))
             .map_err(|err| exception_text(py, err))?;
-        let function = |name: &str| module.getattr(name).map(Bound::unbind).map_err(|err| exception_text(py, err));
+        let of = |module: &Bound<'_, PyModule>, name: &str| {
+            module.getattr(name).map(Bound::unbind).map_err(|err| exception_text(py, err))
+        };
+        let function = |name: &str| of(module, name);
         let dict = |name: &str| {
-            module
+            calls
                 .getattr(name)
                 .and_then(|d| Ok(d.cast_into::<PyDict>()?.unbind()))
                 .map_err(|err| exception_text(py, err))
@@ -160,14 +166,14 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
             direct: function("direct")?,
             direct_markers: dict("_direct")?,
             direct_calls: dict("_direct_calls")?,
-            direct_captured: function("_direct_captured")?,
+            direct_captured: of(calls, "_direct_captured")?,
             direct_result: function("_direct_result")?,
             direct_failure: function("_direct_failure")?,
-            restore_streams: function("_restore_streams")?,
+            restore_streams: of(calls, "_restore_streams")?,
             sys: py.import("sys").map(|sys| sys.dict().unbind()).map_err(|err| exception_text(py, err))?,
             streams: [
-                (PyString::intern(py, "stdout").unbind(), function("_STDOUT")?),
-                (PyString::intern(py, "stderr").unbind(), function("_STDERR")?),
+                (PyString::intern(py, "stdout").unbind(), of(calls, "_STDOUT")?),
+                (PyString::intern(py, "stderr").unbind(), of(calls, "_STDERR")?),
             ],
         })
     })

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::channel::{self, Connection};
 use super::engine::{self, Job, WirePath};
 use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
-use super::{Cancel, Outcome, ToolResult, WorkerSettings};
+use super::{Cancel, Carried, Outcome, ToolResult, WorkerSettings};
 use crate::sync;
 
 /// How long a call that was told to stop gets before its worker is ended.
@@ -119,8 +119,8 @@ pub(crate) enum FromWorker {
     Ask(HostRequest),
     /// The tool tells the host (progress, a log record) and goes on.
     Notify(Notice),
-    /// How the call ended, and its result.
-    Done(Outcome, ToolResult),
+    /// The call's result, with how it ended.
+    Done(Carried),
 }
 
 /// The worker processes of every pool of this process, by pid: the children a
@@ -606,13 +606,12 @@ impl Inner {
                 (None, None) => deadline,
             };
             match connection.recv::<FromWorker>(wait) {
-                Ok(Some(FromWorker::Done(outcome, mut result))) => {
-                    result.outcome = outcome;
+                Ok(Some(FromWorker::Done(result))) => {
                     sync::lock(&worker.idle).push(connection);
                     if stopping.is_some() {
                         self.set_draining(worker, false);
                     }
-                    return Attempt::Done(self.finished(result, job, stopping.map(|(_, why)| why)));
+                    return Attempt::Done(self.finished(result.into(), job, stopping.map(|(_, why)| why)));
                 }
                 Ok(Some(FromWorker::Printed(stream, text))) => journal.add(stream, &text),
                 Ok(Some(FromWorker::Ask(request))) => {
@@ -660,11 +659,9 @@ impl Inner {
         if let Some(why) = stopped {
             result.outcome = why.outcome();
             result.error = Some(format!("{} and was stopped", why.message(&job.function)));
-        } else if result.outcome == Outcome::Raised
+        } else if result.outcome == Outcome::OutOfMemory
             && let Some(mib) = self.settings.memory_limit_mib
-            && result.error.as_deref().is_some_and(|error| error.starts_with("MemoryError"))
         {
-            result.outcome = Outcome::OutOfMemory;
             let error = result.error.get_or_insert_default();
             error.push_str(&format!(" (the tool ran out of memory: each worker may use {mib} MiB, --memory-limit)"));
         }

@@ -188,7 +188,7 @@ static APPLIED: Mutex<u64> = Mutex::new(0);
 
 /// Marks the modules of the changes not applied yet, before the call that brought
 /// them runs; a call that arrives on another connection at the same moment waits.
-fn apply_stale(stale: Vec<(u64, WirePath)>) {
+fn apply_stale(engine: &Engine, stale: Vec<(u64, WirePath)>) {
     let mut applied = sync::lock(&APPLIED);
     let last = *applied;
     if let Some(newest) = stale.iter().map(|(n, _)| *n).max() {
@@ -196,7 +196,7 @@ fn apply_stale(stale: Vec<(u64, WirePath)>) {
     }
     let fresh: Vec<WirePath> = stale.into_iter().filter(|(n, _)| *n > last).map(|(_, file)| file).collect();
     if !fresh.is_empty() {
-        engine::drop_modules(fresh);
+        engine.drop_modules(fresh);
     }
 }
 
@@ -212,7 +212,7 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         let next = sync::lock(&link.reader).recv::<ToWorker>(None);
         let job = match next {
             Ok(Some(ToWorker::Call(job, stale))) => {
-                apply_stale(stale);
+                apply_stale(engine, stale);
                 job
             }
             Ok(Some(ToWorker::Answer(_))) => continue,
@@ -244,7 +244,7 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
                 closed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
             ));
         }
-        let sent = link.send(&FromWorker::Done(result.outcome, result));
+        let sent = link.send(&FromWorker::Done(result.into()));
         if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
             if RETIRING.load(Ordering::Acquire) {
                 process_tree::end_own_descendants();

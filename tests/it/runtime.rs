@@ -779,7 +779,7 @@ fn unregister_tools_by_prefix_forgets_dynamic_tools_and_hides_file_tools() {
 fn host_py_runs_outside_the_embedding_process() {
     let script = r#"
 import json, os, sys
-sys.path.insert(0, "src/runtime")
+sys.path.insert(0, "src/runtime/host")
 import host
 host.install(lambda request: json.dumps({"decision": "allow", "reason": "standalone " + json.loads(request)["tool"]}))
 def call(function, file, args=None):

@@ -1,0 +1,127 @@
+"""A call's result as plain data: how it ended, its value or its error.
+
+Loaded once as ``_lcp_results``. It owns the reply every entry point gives Rust,
+``{"outcome", "output", "error"?, "traceback"?}``, with the outcome said here where it
+is known (``returned``, ``reported``, ``raised``, ``refused``, ``invalid``,
+``timed_out``, ``out_of_memory``); a value as JSON data, or what JSON cannot carry and
+where; an exception's message and its traceback without lcp's own frames.
+Never: runs tool code.
+"""
+
+import json
+import math
+import os
+import re
+import traceback
+
+
+# Problems listed when a return value cannot be carried by JSON.
+_MAX_PROBLEMS = 10
+# The folder of lcp's modules when they run from their files (no embedding).
+_HERE = None if __file__.startswith("<") else os.path.dirname(os.path.abspath(__file__))
+
+
+def _outcome(value):
+    """The result of a tool that returned ``value``."""
+    problems = []
+    try:
+        output = _jsonable(value, "output", problems)
+    except RecursionError:
+        problems = ["`output` is nested too deeply or contains itself"]
+    if problems:
+        return _ended(
+            "invalid",
+            "the tool's return value cannot be carried by JSON: " + "; ".join(problems[:_MAX_PROBLEMS])
+            + (f"; and {len(problems) - _MAX_PROBLEMS} more" if len(problems) > _MAX_PROBLEMS else "")
+        )
+    if isinstance(value, dict) and (value.get("success") is False or value.get("error")):
+        reported = value.get("error")
+        if not reported:
+            reported = "the tool reported a failure (success: false)"
+        elif not isinstance(reported, str):
+            reported = _dumps(output.get("error"))
+        return {"outcome": "reported", "output": output, "error": reported}
+    return {"outcome": "returned", "output": output}
+
+
+def _raised(exc):
+    """The result of a tool that raised ``exc``."""
+    if isinstance(exc, SystemExit):
+        return _ended("raised", f"the tool tried to exit the process (SystemExit: {exc.code!r}); lcp kept running", exc)
+    return _ended("out_of_memory" if isinstance(exc, MemoryError) else "raised", _message(exc), exc)
+
+
+def _timed_out(request, exc=None):
+    return _ended("timed_out", f"`{request.get('function')}` timed out", exc)
+
+
+def _ended(outcome, message, exc=None):
+    """A result without a value: how the call ended, why, and the traceback of ``exc``."""
+    result = {"outcome": outcome, "output": None, "error": message}
+    if exc is not None:
+        result["traceback"] = _traceback(exc)
+    return result
+
+
+def _message(exc):
+    """``Type: message``, or the type alone when the message is empty."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _traceback(exc):
+    """The formatted traceback, starting at the first frame that is not lcp's or importlib's."""
+    tb = exc.__traceback__
+    while tb is not None and _is_machinery(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _is_machinery(filename):
+    """A frame of lcp's modules (``<lcp …>`` when embedded, this folder's files when
+    run on their own) or of the import system."""
+    if filename.startswith(("<lcp ", "<frozen importlib")):
+        return True
+    return _HERE is not None and os.path.dirname(filename) == _HERE
+
+
+def _dumps(value):
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _jsonable(value, where, problems):
+    """``value`` as plain JSON data (tuples become arrays); what JSON cannot carry is
+    added to ``problems`` with the place it sits."""
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            problems.append(f"`{where}` is {value!r}, which JSON cannot represent")
+            return None
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item, f"{where}[{i}]", problems) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            if isinstance(key, str):
+                key = str.__str__(key)
+            elif isinstance(key, int) and not isinstance(key, bool):
+                key = str(int(key))
+            else:
+                problems.append(f"`{where}` has a key {key!r} of type {type(key).__name__} (keys must be strings)")
+                continue
+            result[key] = _jsonable(item, f"{where}[{json.dumps(key, ensure_ascii=False)}]", problems)
+        return result
+    if isinstance(value, (set, frozenset)):
+        problems.append(f"`{where}` is a {type(value).__name__} (JSON has no sets: return a list)")
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        problems.append(f"`{where}` is {type(value).__name__} (decode it to text or encode it as base64)")
+    else:
+        module = re.sub(r"_lcp_\d+_", "", type(value).__module__)
+        problems.append(f"`{where}` is a {module}.{type(value).__qualname__} object")
+    return None
