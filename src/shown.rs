@@ -111,19 +111,24 @@ fn hidden(c: char, keep_lines: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{confirmation, line, lines};
+    use super::line;
+    #[cfg(feature = "python")]
+    use super::{confirmation, lines};
 
     #[test]
     fn control_characters_escape_sequences_and_bidi_marks_are_shown_escaped() {
         assert_eq!(line("touch pwned #\r\x1b[2K    git status"), "touch pwned #\\r\\x1b[2K    git status");
         assert_eq!(line("a\u{202e}txt.exe"), "a\\u{202e}txt.exe");
         assert_eq!(line("bad\nother.py:1:1: error: FORGED"), "bad\\nother.py:1:1: error: FORGED");
+        #[cfg(feature = "python")]
         assert_eq!(lines("one\ntwo\r\n\x07"), "one\ntwo\\r\n\\x07");
         assert_eq!(line("\u{9b}31m \u{7f} \u{feff}"), "\\x9b31m \\x7f \\u{feff}");
         assert!(matches!(line("plain text, tabs\tno"), std::borrow::Cow::Owned(_)));
+        #[cfg(feature = "python")]
         assert!(matches!(lines("plain\ttext\n"), std::borrow::Cow::Borrowed(_)));
     }
 
+    #[cfg(feature = "python")]
     #[test]
     fn many_empty_lines_are_counted_so_they_cannot_push_the_start_away() {
         let text = format!("{}rm -rf ~", "\n".repeat(80));
@@ -132,6 +137,7 @@ mod tests {
         assert_eq!(confirmation("a\n\n\n\n\nb"), "a\n[4 empty lines]\nb");
     }
 
+    #[cfg(feature = "python")]
     #[test]
     fn a_very_long_text_says_how_much_follows() {
         let text = "x".repeat(super::CONFIRMATION_LIMIT + 5);
