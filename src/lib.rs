@@ -19,7 +19,7 @@
 //! - [`mcp`]: `lcp serve`, the tools over the Model Context Protocol, and the client of
 //!   the MCP servers that are tool sources (SPEC §14); the only code that touches rmcp.
 //! - `defined`: the config's `[[tools]]` as libraries, read by §3's rules.
-//! - [`testlane`]: `lcp test`, each tool called once per representative payload (SPEC §13).
+//! - `testlane`: `lcp test`, each tool called once per representative payload (SPEC §13).
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //! - [`path_json`]: how a path (UTF-8 or not) is written in JSON, losslessly.
 //!   `suggest`: the names near a name an unknown one is told.
@@ -55,5 +55,5 @@ pub mod source;
 pub(crate) mod suggest;
 mod sync;
 #[cfg(feature = "python")]
-pub mod testlane;
+pub(crate) mod testlane;
 pub mod view;

@@ -217,7 +217,7 @@ impl Runtime {
 
     /// Runs a tool: validates `args` against its schema (nothing runs when they are
     /// invalid), loads its library on first use, converts the arguments, calls it, and
-    /// checks what it returned against its output schema ([`validate::check_result`]).
+    /// checks what it returned against its output schema (`validate::check_result`).
     /// Every surface ends here: `lcp call` and `lcp serve` through
     /// [`Runtime::call_admitted`], `lcp test` with the tools of its view.
     pub fn call(&self, registry: &Registry, tool: &str, args: &Value, options: &CallOptions) -> ToolResult {

@@ -44,7 +44,8 @@ mod python;
 mod settings;
 #[cfg(feature = "python")]
 mod supervisor;
-pub mod validate;
+#[cfg(feature = "python")]
+pub(crate) mod validate;
 #[cfg(feature = "python")]
 pub mod worker;
 #[cfg(feature = "python")]
