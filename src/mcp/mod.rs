@@ -92,6 +92,11 @@ pub struct Settings {
 
 pub use crate::runtime::DEFAULT_MAX_OUTPUT;
 
+/// How long `lcp serve` runs before it starts a worker ahead of the first call: a
+/// session that only lists and ends (a client or a gateway listing its servers) starts
+/// no Python at all, and a call that comes sooner starts its worker itself.
+const WARM_UP_AFTER: Duration = Duration::from_millis(100);
+
 /// Serves until the client closes stdin (stdio) or the process is stopped (HTTP).
 pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
     // Before anything else: from here on, fd 1 is stderr for everyone but the protocol.
@@ -110,10 +115,14 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
     let result = runtime.block_on(async {
         tokio::spawn(watch::watch(server.clone()));
         let warming = server.clone();
-        tokio::task::spawn_blocking(move || {
-            if let Ok(python) = warming.python() {
-                python.warm_up();
-            }
+        tokio::spawn(async move {
+            tokio::time::sleep(WARM_UP_AFTER).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                if let Ok(python) = warming.python() {
+                    python.warm_up();
+                }
+            })
+            .await;
         });
         let serving = async {
             match (stdio, settings.http) {

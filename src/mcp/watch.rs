@@ -22,8 +22,16 @@ const POLL_EVERY: Duration = Duration::from_secs(1);
 /// complete by then, and a change is still seen well within a second.
 const SETTLE: Duration = Duration::from_millis(50);
 
+/// How long a server runs before its folders are watched. A session that lists and
+/// ends at once (a client, or a gateway such as `lcp export`, listing its servers) then
+/// never makes a watch, whose release at exit waits for the kernel's grace period
+/// (about 15 ms for inotify); the rescan once the watch is set up sees a change made
+/// before it, and a call checks its tool's file itself (`mcp::call`).
+const WATCH_AFTER: Duration = Duration::from_millis(250);
+
 /// Rescans `server`'s registry whenever its sources change, for as long as it runs.
 pub async fn watch(server: Server) {
+    tokio::time::sleep(WATCH_AFTER).await;
     let sources = server.registry().sources().clone();
     let (wake, mut woken) = mpsc::channel::<()>(1);
     // An MCP server's `list_changed` wakes a rescan too, which lists it again.

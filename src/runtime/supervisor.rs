@@ -156,6 +156,9 @@ struct State {
     background: usize,
     /// Calls waiting for a worker.
     waiting: usize,
+    /// The processes of the workers being started, before they say they are ready:
+    /// closing the pool ends them too, so none outlives it while Python starts.
+    launching: Vec<Arc<Worker>>,
     closed: bool,
 }
 
@@ -291,14 +294,15 @@ impl Drop for Pool {
 impl Pool {
     /// Ends every worker and waits for each (no zombie); later calls fail.
     pub(crate) fn close(&self) {
-        let slots = {
+        let (slots, launching) = {
             let mut state = self.inner.lock();
             state.closed = true;
-            std::mem::take(&mut state.slots)
+            (std::mem::take(&mut state.slots), std::mem::take(&mut state.launching))
         };
-        for slot in slots {
-            slot.worker.kill("the runtime was dropped");
-            slot.worker.reap();
+        let workers = slots.into_iter().map(|slot| slot.worker).chain(launching);
+        for worker in workers {
+            worker.kill("the runtime was dropped");
+            worker.reap();
         }
         end_orphans();
     }
@@ -513,11 +517,22 @@ impl Inner {
         });
         // `child` is reaped by `Worker::reap`, never by `Child`.
         drop(child);
+        {
+            let mut state = self.lock();
+            if state.closed {
+                drop(state);
+                worker.kill("the runtime is shutting down");
+                worker.reap();
+                return Err("the runtime is shutting down".to_string());
+            }
+            state.launching.push(Arc::clone(&worker));
+        }
         let started = channel::send_packet(&worker.control, &Control::Hello(self.engine.clone()), None)
             .map_err(|err| err.to_string())
             .and_then(|()| {
                 channel::recv_packet::<Report>(&worker.control, &mut Vec::new()).map_err(|err| err.to_string())
             });
+        self.lock().launching.retain(|launching| !Arc::ptr_eq(launching, &worker));
         match started {
             Ok(Some((Report::Ready, _))) => {}
             Ok(Some((Report::Crashing(_), _))) => {

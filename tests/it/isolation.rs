@@ -485,3 +485,36 @@ fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
     });
     assert_eq!(cancelled, Outcome::Cancelled);
 }
+
+#[test]
+fn lcp_serve_ends_a_worker_still_starting_when_it_ends() {
+    use std::io::{BufRead, Write};
+    let mark = "serve-ends-a-starting-worker";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(["serve", FOLDER])
+        .current_dir(root())
+        .env("LCP_TEST_MARK", mark)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("lcp serve starts");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    let mut output = std::io::BufReader::new(child.stdout.take().expect("stdout is piped"));
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(input, "{initialize}").expect("the request is written");
+    let mut line = String::new();
+    output.read_line(&mut line).expect("initialize is answered");
+    // A moment after it began, lcp serve starts a worker ahead of the first call; the
+    // session ends while that worker is still starting Python.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !marked_now(mark).iter().any(|process| process.contains("__worker")) {
+        assert!(std::time::Instant::now() < deadline, "no worker was started ahead of the first call");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(input);
+    let status = child.wait().expect("lcp serve ends");
+    assert!(status.success(), "{status}");
+    assert_eq!(marked_now(mark), Vec::<String>::new(), "a worker outlived lcp serve");
+}

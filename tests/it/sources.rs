@@ -198,33 +198,6 @@ fn everything(prefix: &str, mark: &str) -> String {
     )
 }
 
-/// The processes whose environment has `LCP_TEST_MARK=mark` (a test's servers and
-/// whatever they started, and no other test's), once those lcp ended have had up to
-/// 5 s to die of the SIGKILL lcp sent their process group.
-fn processes_marked(mark: &str) -> Vec<String> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let found = marked_now(mark);
-        if found.is_empty() || std::time::Instant::now() > deadline {
-            return found;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-fn marked_now(mark: &str) -> Vec<String> {
-    let wanted = format!("LCP_TEST_MARK={mark}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-        if environ.split(|&b| b == 0).any(|var| var == wanted.as_bytes()) {
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
-        }
-    }
-    found
-}
-
 /// The official Python SDK's server of `tests/python/crashing_mcp_server.py` as
 /// `[mcp_servers.NAME]`, its processes marked with `mark`.
 fn sdk_server(name: &str, mark: &str) -> String {
