@@ -435,8 +435,9 @@ fn a_catalog_rescan_that_changes_a_file_is_seen_by_the_next_call_in_every_worker
     assert!(after.iter().all(|(v, _)| v == "second, longer"), "every worker reads the new file: {after:?}");
 }
 
-/// Every way a call ends is one `Outcome`, said where it is known: in the worker
-/// (returned, reported, raised, an invalid return value), before any code runs
+/// Every way a call ends is one `Outcome`, said where it is known: in Python
+/// (returned, reported, raised, a value JSON cannot carry, out of memory), after it
+/// (a value its annotation refuses), before any code runs
 /// (refused), or by the supervisor (time limit, cancellation, memory, a death).
 #[test]
 fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
@@ -446,6 +447,8 @@ fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
         def tool_reports() -> dict:\n    \"\"\"Reports a failure.\"\"\"\n    return {\"success\": False, \"error\": \"no data\"}\n\n\
         def tool_raises() -> int:\n    \"\"\"Raises.\"\"\"\n    raise ValueError(\"bad\")\n\n\
         def tool_breaks_its_annotation() -> int:\n    \"\"\"Returns text.\"\"\"\n    return \"text\"\n\n\
+        def tool_returns_a_set() -> list:\n    \"\"\"Returns what JSON cannot carry.\"\"\"\n    return {1, 2}\n\n\
+        def tool_out_of_memory() -> int:\n    \"\"\"Runs out of memory.\"\"\"\n    raise MemoryError()\n\n\
         def tool_waits(started: str) -> int:\n    \"\"\"Says it started, then waits in Python code.\"\"\"\n    import time\n    open(started, \"w\").close()\n    while True:\n        time.sleep(0.01)\n";
     write(&dir.join("ends.py"), code);
     let ends = Registry::load(&Sources { folders: vec![dir], files: vec![] }, &Options::default());
@@ -467,6 +470,8 @@ fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
         assert_eq!(outcome(&ends, "tool_reports", json!({}), &plain), Outcome::Reported);
         assert_eq!(outcome(&ends, "tool_raises", json!({}), &plain), Outcome::Raised);
         assert_eq!(outcome(&ends, "tool_breaks_its_annotation", json!({}), &plain), Outcome::Invalid);
+        assert_eq!(outcome(&ends, "tool_returns_a_set", json!({}), &plain), Outcome::Invalid);
+        assert_eq!(outcome(&ends, "tool_out_of_memory", json!({}), &plain), Outcome::OutOfMemory);
         assert_eq!(outcome(&ends, "tool_value", json!({"extra": 1}), &plain), Outcome::Refused);
         assert_eq!(outcome(&ends, "tool_missing", json!({}), &plain), Outcome::Refused);
         assert_eq!(outcome(&faults, "tool_spin", json!({}), &short), Outcome::TimedOut);
