@@ -117,12 +117,11 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
         let warming = server.clone();
         tokio::spawn(async move {
             tokio::time::sleep(WARM_UP_AFTER).await;
-            let _ = tokio::task::spawn_blocking(move || {
+            tokio::task::spawn_blocking(move || {
                 if let Ok(python) = warming.python() {
                     python.warm_up();
                 }
-            })
-            .await;
+            });
         });
         let serving = async {
             match (stdio, settings.http) {

@@ -283,6 +283,13 @@ impl Engine {
         result
     }
 
+    /// Marks the modules of these files as out of date: the next call drops them.
+    /// Modules belong to the process, like the interpreter: every engine of this
+    /// process stops using them.
+    pub(crate) fn drop_modules(&self, paths: impl IntoIterator<Item = WirePath>) {
+        INTERPRETER.drop_modules(paths);
+    }
+
     /// Calls `set_confirm_handler` again on every loaded library that defines it.
     /// Returns the hooks that failed.
     pub(crate) fn rebind(&self) -> Vec<Diagnostic> {
@@ -550,15 +557,6 @@ impl Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         sync::lock(&INTERPRETER.handlers).remove(&self.0);
-    }
-}
-
-impl Engine {
-    /// Marks the modules of these files as out of date: the next call drops them.
-    /// Modules belong to the process, like the interpreter: every engine of this
-    /// process stops using them.
-    pub(crate) fn drop_modules(&self, paths: impl IntoIterator<Item = WirePath>) {
-        INTERPRETER.drop_modules(paths);
     }
 }
 
