@@ -353,13 +353,22 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let mut diagnostics = registry.diagnostics().to_vec();
             diagnostics.extend(config_problems(&registry, &config, profile.as_ref()));
             let tools = registry.tools().count();
+            let (prompts, resources) = (registry.prompts().count(), registry.resources().count());
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             let warnings = diagnostics.iter().filter(|d| d.level == Level::Warning).count();
             match format {
                 CheckFormat::Text => {
                     print_diagnostics(&diagnostics);
+                    let mut members = String::new();
+                    if prompts + resources > 0 {
+                        members = format!(
+                            ", {}, {}",
+                            counted(prompts, "prompt", "prompts"),
+                            counted(resources, "resource", "resources")
+                        );
+                    }
                     eprintln!(
-                        "{}, {}, {}, {}",
+                        "{}, {}{members}, {}, {}",
                         counted(libraries_with_tools(&registry), "library", "libraries"),
                         counted(tools, "tool", "tools"),
                         counted(errors, "error", "errors"),
@@ -370,6 +379,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     let report = json!({
                         "libraries": registry.libraries().len(),
                         "tools": tools,
+                        "prompts": prompts,
+                        "resources": resources,
                         "errors": errors,
                         "warnings": warnings,
                         "diagnostics": diagnostics,
@@ -710,7 +721,54 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
         fit(&mut rows, width, &narrowing);
     }
     let mut out = columns(&rows);
+    out.push_str(&members_table(registry));
     out.push_str(&tools_in_libraries(registry));
+    out
+}
+
+/// The prompts and resources of `registry` (SPEC §15), a table each after the tools'
+/// (`PROMPT  ARGUMENTS  SOURCE  DESCRIPTION`, `RESOURCE  URI  MIME TYPE  SOURCE
+/// DESCRIPTION`); empty when it has neither.
+fn members_table(registry: &Registry) -> String {
+    let mut out = String::new();
+    let mut prompts = vec![["PROMPT", "ARGUMENTS", "SOURCE", "DESCRIPTION"].map(String::from)];
+    for (library, prompt) in registry.prompts() {
+        let schema = prompt.parameters.value();
+        let required = crate::extract::required_names(prompt);
+        let arguments: Vec<String> = schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, _)| if required.contains(name) { name.clone() } else { format!("{name}?") })
+            .collect();
+        prompts.push([
+            cell(&prompt.name, Cut::End),
+            cell(&arguments.join(", "), Cut::End),
+            cell(&source_cell(library, prompt), Cut::Start),
+            cell(&prompt.description, Cut::End),
+        ]);
+    }
+    if prompts.len() > 1 {
+        out.push('\n');
+        out.push_str(&columns(&prompts));
+    }
+    let mut resources = vec![["RESOURCE", "URI", "MIME TYPE", "SOURCE", "DESCRIPTION"].map(String::from)];
+    for (library, resource) in registry.resources() {
+        resources.push([
+            cell(&resource.function.name, Cut::End),
+            cell(&resource.uri, Cut::End),
+            cell(resource.mime_type.as_deref().unwrap_or("-"), Cut::End),
+            cell(&source_cell(library, &resource.function), Cut::Start),
+            cell(resource.description(), Cut::End),
+        ]);
+    }
+    if resources.len() > 1 {
+        out.push('\n');
+        out.push_str(&columns(&resources));
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
     out
 }
 

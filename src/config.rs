@@ -23,6 +23,7 @@
 //! [mcp]                       # `tools/list` and `lcp export --format mcp`
 //! inline_refs = true          # named classes inlined, for clients that cannot resolve `$ref`
 //! docs_tools = true           # `lcp serve` adds `docs_index` and `resolve_doc`
+//! state_key = "..."           # signs `requestState` (SPEC §16); else `$LCP_STATE_KEY`
 //! ```
 //!
 //! `kits/NAME.kit` files beside the config file (beside the current directory without
@@ -82,6 +83,10 @@ pub struct McpConfig {
     pub instructions: Option<String>,
     /// `lcp serve` adds seed 000's `docs_index` and `resolve_doc` tools. Default: false.
     pub docs_tools: bool,
+    /// The key that signs the `requestState` of a question (SPEC §16): replicas that
+    /// share it continue each other's calls. Default: `$LCP_STATE_KEY`, else one made
+    /// at start.
+    pub state_key: Option<String>,
 }
 
 /// A `[tool_policies.NAME]` table.
@@ -380,6 +385,13 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                                 config.mcp.name = Some(text.trim().to_string());
                             }
                             ("instructions", Value::String(text)) => config.mcp.instructions = Some(text),
+                            ("state_key", Value::String(text)) if text.len() >= 16 => {
+                                config.mcp.state_key = Some(text);
+                            }
+                            ("state_key", _) => errors.push(at.error(
+                                &pointer(&here, &name),
+                                "`mcp.state_key` is a secret string of at least 16 bytes".to_string(),
+                            )),
                             ("host_configs", Value::Array(paths)) => {
                                 for path in paths {
                                     match path.as_str() {
@@ -403,7 +415,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                             )),
                             _ => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions, host_configs or docs_tools"),
+                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions, host_configs, docs_tools or state_key"),
                             )),
                         }
                     }
@@ -516,7 +528,9 @@ mod tests {
         check(json!({"mcp": {"inline_refs": 1}}), Err("`mcp.inline_refs` is 1; expected true or false"));
         check(
             json!({"mcp": {"inline": true}}),
-            Err("`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs or docs_tools"),
+            Err(
+                "`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs, docs_tools or state_key",
+            ),
         );
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));
         check(

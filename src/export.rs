@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{Library, Origin, Tool};
+use crate::extract::{Library, Origin, Resource, Tool};
 use crate::path_json;
 use crate::policy;
 use crate::registry::{Descriptions, Registry};
@@ -311,7 +311,11 @@ fn takes_schema_unchanged(format: Format) -> bool {
 fn document(registry: &Registry, format: Format, libraries: Value, entries: Value) -> Value {
     match format {
         Format::Gemini => json!({ "functionDeclarations": entries }),
-        Format::Mcp { .. } => json!({ "tools": entries }),
+        Format::Mcp { .. } => {
+            let mut document = json!({ "tools": entries });
+            add_members(&mut document, registry);
+            document
+        }
         Format::Manifest => manifest(registry, libraries, entries),
         _ => entries,
     }
@@ -470,12 +474,67 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
 }
 
 fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
-    json!({ "libraries": libraries, "tools": tools, "diagnostics": registry.diagnostics() })
+    let mut document = json!({ "libraries": libraries, "tools": tools });
+    add_members(&mut document, registry);
+    document["diagnostics"] = json!(registry.diagnostics());
+    document
+}
+
+/// The registry's prompts, resources and resource templates as MCP lists them (SPEC
+/// §15), each list added to `document` when it is not empty.
+fn add_members(document: &mut Value, registry: &Registry) {
+    let prompts: Vec<Value> = registry.prompts().map(|(_, prompt)| mcp_prompt(prompt)).collect();
+    let (templates, resources): (Vec<&Resource>, Vec<&Resource>) =
+        registry.resources().map(|(_, resource)| resource).partition(|resource| resource.is_template());
+    let lists = [
+        ("prompts", prompts),
+        ("resources", resources.into_iter().map(mcp_resource).collect()),
+        ("resourceTemplates", templates.into_iter().map(mcp_resource).collect()),
+    ];
+    for (key, list) in lists {
+        if !list.is_empty() {
+            document[key] = Value::Array(list);
+        }
+    }
+}
+
+/// One prompt as `prompts/list` lists it: its name, description and arguments (each
+/// parameter, with its description and whether it is required).
+pub fn mcp_prompt(prompt: &Tool) -> Value {
+    let schema = prompt.parameters.value();
+    let required = crate::extract::required_names(prompt);
+    let arguments: Vec<Value> = schema["properties"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, property)| {
+            let mut argument = json!({ "name": name, "required": required.contains(name) });
+            if let Some(description) = property.get("description").and_then(Value::as_str) {
+                argument["description"] = json!(description);
+            }
+            argument
+        })
+        .collect();
+    json!({ "name": prompt.name, "description": prompt.description, "arguments": arguments })
+}
+
+/// One resource as `resources/list` lists it (`uri`), or one resource template as
+/// `resources/templates/list` does (`uriTemplate`).
+pub fn mcp_resource(resource: &Resource) -> Value {
+    let key = if resource.is_template() { "uriTemplate" } else { "uri" };
+    let mut entry = json!({ key: resource.uri, "name": resource.shown_name(), "description": resource.description() });
+    if let Some(title) = &resource.title {
+        entry["title"] = json!(title);
+    }
+    if let Some(mime_type) = &resource.mime_type {
+        entry["mimeType"] = json!(mime_type);
+    }
+    entry
 }
 
 /// One library of the manifest.
 fn manifest_library(library: &Library) -> Value {
-    json!({
+    let mut entry = json!({
         "path": path_json::encode(&library.path),
         "source": library.origin.source(),
         "stem": library.stem,
@@ -486,7 +545,14 @@ fn manifest_library(library: &Library) -> Value {
         "dynamic_prompt": library.prompt_provider.is_some(),
         "prompt_provider": library.prompt_provider,
         "tools": library.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-    })
+    });
+    if !library.prompts.is_empty() {
+        entry["prompts"] = json!(library.prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>());
+    }
+    if !library.resources.is_empty() {
+        entry["resources"] = json!(library.resources.iter().map(|r| r.function.name.as_str()).collect::<Vec<_>>());
+    }
+    entry
 }
 
 /// The manifest's libraries at `depth`, one at a time.

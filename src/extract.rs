@@ -1,4 +1,5 @@
-//! One file's contribution: tools, prompt providers, metadata and hooks (SPEC §2–§3).
+//! One file's contribution: tools, prompt providers, metadata and hooks (SPEC §2–§3),
+//! prompts, resources and completion functions (SPEC §15, `members`).
 //!
 //! Owns parsing with `ruff_python_parser`, the module-scope walk (what is reachable as
 //! a module attribute), the symbol table the schema needs, and the tool records. The
@@ -23,6 +24,12 @@ pub use crate::schema::SchemaText;
 use crate::schema::json::{Map, Value, json};
 use crate::schema::{self, Converter, Scope, Siblings};
 use crate::source::{self, Prepared, SourceError};
+
+mod members;
+pub use members::{COMPLETE_PREFIX, Resource};
+pub(crate) use members::required_names;
+#[cfg(feature = "python")]
+pub(crate) use members::{listed_values, parameter_names};
 
 /// Parameters the host passes itself; they never appear in a schema.
 pub const DEFAULT_INJECTED: &[&str] =
@@ -60,6 +67,15 @@ pub struct Library {
     pub prompt_provider: Option<String>,
     /// Its tools, in source order.
     pub tools: Vec<Tool>,
+    /// Its prompts (`prompt_*`, SPEC §15), in source order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<Tool>,
+    /// Its resources and resource templates (`resource_*`, SPEC §15), in source order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<Resource>,
+    /// Its completion functions (`complete_<prompt or resource>`, SPEC §15).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub completers: Vec<String>,
     /// Where its tools come from and how a call reaches them (SPEC §14).
     #[serde(skip)]
     pub origin: Origin,
@@ -269,17 +285,20 @@ struct Module<'a> {
     functions: Vec<&'a ast::StmtFunctionDef>,
     scope: Scope<'a>,
     metadata: Vec<&'a Stmt>,
-    /// The values of `TOOL_POLICY` and `TOOL_POLICIES` (the first assignment of each).
+    /// The values of `TOOL_POLICY`, `TOOL_POLICIES` and `TOOL_RESOURCES` (the first
+    /// assignment of each).
     policy: Option<&'a Expr>,
     policies: Option<&'a Expr>,
+    resources: Option<&'a Expr>,
 }
 
 impl<'a> Module<'a> {
-    /// Where the value of `TOOL_POLICY` / `TOOL_POLICIES` goes.
-    fn policy_slot(&mut self, name: &str) -> Option<&mut Option<&'a Expr>> {
+    /// Where the value of `TOOL_POLICY` / `TOOL_POLICIES` / `TOOL_RESOURCES` goes.
+    fn declaration_slot(&mut self, name: &str) -> Option<&mut Option<&'a Expr>> {
         match name {
             "TOOL_POLICY" => Some(&mut self.policy),
             "TOOL_POLICIES" => Some(&mut self.policies),
+            "TOOL_RESOURCES" => Some(&mut self.resources),
             _ => None,
         }
     }
@@ -305,6 +324,9 @@ impl<'t> Reader<'t> {
             hooks: Hooks::default(),
             prompt_provider: None,
             tools: Vec::with_capacity(tools),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            completers: Vec::new(),
             origin: Origin::File,
         };
         for stmt in &module.metadata {
@@ -340,6 +362,39 @@ impl<'t> Reader<'t> {
                     let tool = self.tool(function, &module.scope, siblings, injected);
                     library.tools.push(tool);
                 }
+                _ if name.starts_with(members::PROMPT_PREFIX) && name.len() > members::PROMPT_PREFIX.len() => {
+                    if let Some(first) = library.prompts.iter().find(|t| t.name == name) {
+                        let message =
+                            format!("`{name}` is defined again; the first definition (line {}) is kept", first.line);
+                        self.warning(function.name.range, message);
+                        continue;
+                    }
+                    let prompt = self.tool(function, &module.scope, siblings, injected);
+                    library.prompts.push(prompt);
+                }
+                _ if name.starts_with(members::RESOURCE_PREFIX) && name.len() > members::RESOURCE_PREFIX.len() => {
+                    if let Some(first) = library.resources.iter().find(|r| r.function.name == name) {
+                        let message = format!(
+                            "`{name}` is defined again; the first definition (line {}) is kept",
+                            first.function.line
+                        );
+                        self.warning(function.name.range, message);
+                        continue;
+                    }
+                    let function = self.tool(function, &module.scope, siblings, injected);
+                    let uri = members::default_uri(&stem, &function);
+                    library.resources.push(Resource {
+                        function,
+                        uri,
+                        name: None,
+                        title: None,
+                        mime_type: None,
+                        description: None,
+                    });
+                }
+                _ if name.starts_with(members::COMPLETE_PREFIX) && !library.completers.iter().any(|c| c == name) => {
+                    library.completers.push(name.to_string());
+                }
                 _ => {}
             }
         }
@@ -363,12 +418,69 @@ impl<'t> Reader<'t> {
                 self.warning(provider.name.range, message);
             }
         }
-        self.policies(module, &mut library.tools);
+        self.resources(module, &mut library.resources);
+        self.policies(module, &mut library);
+        for completer in &library.completers {
+            let target = &completer[members::COMPLETE_PREFIX.len()..];
+            let known = library.prompts.iter().any(|p| p.name == target)
+                || library.resources.iter().any(|r| r.function.name == target);
+            if !known && let Some(function) = module.functions.iter().find(|f| f.name.as_str() == completer) {
+                let message = format!(
+                    "completion function `{completer}` matches no prompt or resource `{target}` of this file: ignored"
+                );
+                self.warning(function.name.range, message);
+            }
+        }
         library
     }
 
-    /// Lays `TOOL_POLICY` and `TOOL_POLICIES` over the tools (SPEC §12).
-    fn policies(&mut self, module: &Module, tools: &mut [Tool]) {
+    /// Lays `TOOL_RESOURCES` over the resources (SPEC §15); a resource whose URI
+    /// cannot serve it is left out with an error.
+    fn resources(&mut self, module: &Module, resources: &mut Vec<Resource>) {
+        if let Some(declarations) = module.resources {
+            let converter = Converter::new(&module.scope);
+            match converter.literal(declarations).map(serde_json::Value::from) {
+                Some(serde_json::Value::Object(entries)) => {
+                    for (name, value) in &entries {
+                        let Some(resource) = resources.iter_mut().find(|r| &r.function.name == name) else {
+                            let message =
+                                format!("`TOOL_RESOURCES` names `{name}`, which is not a resource of this file");
+                            self.warning(declarations.range(), message);
+                            continue;
+                        };
+                        let (declared, problems) = members::read_declaration(name, value);
+                        for problem in problems {
+                            self.warning(declarations.range(), problem);
+                        }
+                        resource.uri = declared.uri.unwrap_or(std::mem::take(&mut resource.uri));
+                        resource.name = declared.name;
+                        resource.title = declared.title;
+                        resource.mime_type = declared.mime_type;
+                        resource.description = declared.description;
+                    }
+                }
+                _ => self.warning(
+                    declarations.range(),
+                    "`TOOL_RESOURCES` is not a literal dict of resource names to dicts: ignored".to_string(),
+                ),
+            }
+        }
+        let mut problems = Vec::new();
+        resources.retain(|resource| match members::uri_problem(&resource.function, &resource.uri) {
+            Some(problem) => {
+                problems.push((resource.function.line, format!("{problem}: the resource is not served")));
+                false
+            }
+            None => true,
+        });
+        for (line, message) in problems {
+            self.diagnostics.push(Diagnostic::new(self.path, line, 1, Level::Error, message));
+        }
+    }
+
+    /// Lays `TOOL_POLICY` and `TOOL_POLICIES` over the tools, prompts and resources
+    /// (SPEC §12, §15).
+    fn policies(&mut self, module: &Module, library: &mut Library) {
         if module.policy.is_none() && module.policies.is_none() {
             return;
         }
@@ -387,11 +499,17 @@ impl<'t> Reader<'t> {
             let (line, col) = self.lines.position(range);
             self.diagnostics.push(Diagnostic::new(self.path, line, col, Level::Error, message));
         }
-        for tool in tools.iter_mut() {
+        let mut functions: Vec<&mut Tool> = library
+            .tools
+            .iter_mut()
+            .chain(library.prompts.iter_mut())
+            .chain(library.resources.iter_mut().map(|resource| &mut resource.function))
+            .collect();
+        for tool in functions.iter_mut() {
             tool.policy = read.defaults.clone();
         }
         for (name, range, declared) in read.tools {
-            match tools.iter_mut().find(|tool| tool.name == name) {
+            match functions.iter_mut().find(|tool| tool.name == name) {
                 Some(tool) => tool.policy = declared.over(&read.defaults),
                 None => {
                     self.warning(range, format!("`TOOL_POLICIES` names `{name}`, which is not a tool of this file"))
@@ -419,7 +537,7 @@ impl<'t> Reader<'t> {
                     if let [Expr::Name(target)] = assign.targets.as_slice() {
                         if target.id.starts_with("TOOL_LIBRARY_") {
                             module.metadata.push(stmt);
-                        } else if let Some(slot) = module.policy_slot(&target.id) {
+                        } else if let Some(slot) = module.declaration_slot(&target.id) {
                             slot.get_or_insert(&assign.value);
                         } else if looks_like_type(&assign.value) {
                             module.scope.aliases.entry(target.id.as_str()).or_insert(alias_value(&assign.value));
@@ -430,7 +548,7 @@ impl<'t> Reader<'t> {
                     if let (Expr::Name(target), Some(value)) = (&*assign.target, &assign.value) {
                         if target.id.starts_with("TOOL_LIBRARY_") {
                             module.metadata.push(stmt);
-                        } else if let Some(slot) = module.policy_slot(&target.id) {
+                        } else if let Some(slot) = module.declaration_slot(&target.id) {
                             slot.get_or_insert(value);
                         } else if is_type_alias_annotation(&assign.annotation) {
                             module.scope.aliases.entry(target.id.as_str()).or_insert(value);

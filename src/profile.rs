@@ -391,7 +391,7 @@ pub fn select(profile: &Profile, registry: &Registry) -> Selection {
     };
     for entry in &profile.entries {
         let (alias, tool) = (&entry.alias, &entry.tool);
-        if registry.tool(tool).is_none() {
+        if !registry.has_member(tool) {
             let close: Vec<String> =
                 crate::suggest::closest_names(registry, tool).iter().map(|n| format!("`{n}`")).collect();
             let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
@@ -412,7 +412,7 @@ pub fn select(profile: &Profile, registry: &Registry) -> Selection {
             }
             None => {}
         }
-        if alias != tool && registry.tool(alias).is_some() {
+        if alias != tool && registry.has_member(alias) {
             let message = format!("alias `{alias}` (for `{tool}`) is the name of another tool");
             selection.problems.push(profile.error(entry, message));
             continue;

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, Library, Origin, ParsedFile, Tool};
+use crate::extract::{self, Library, Origin, ParsedFile, Resource, Tool};
 use crate::scan::{self, SourceFile};
 use crate::source::{MAX_FILE_BYTES, SourceError};
 
@@ -375,6 +375,7 @@ impl Registry {
         self.libraries.extend(self.served.iter().cloned());
         self.diagnostics.extend(self.served_diagnostics.iter().cloned());
         self.drop_duplicate_tools();
+        self.drop_duplicate_members();
         self.index = OnceLock::new();
     }
 
@@ -436,6 +437,99 @@ impl Registry {
         let &(l, t) = index.get(name)?;
         let library = &self.libraries[l];
         Some((&**library, &library.tools[t]))
+    }
+
+    /// Every prompt (SPEC §15) in discovery order, with its library.
+    pub fn prompts(&self) -> impl Iterator<Item = (&Library, &Tool)> {
+        self.libraries.iter().flat_map(|library| library.prompts.iter().map(move |prompt| (&**library, prompt)))
+    }
+
+    /// Every resource and resource template (SPEC §15) in discovery order, with its library.
+    pub fn resources(&self) -> impl Iterator<Item = (&Library, &Resource)> {
+        self.libraries.iter().flat_map(|library| library.resources.iter().map(move |resource| (&**library, resource)))
+    }
+
+    /// The prompt named `name`.
+    pub fn prompt(&self, name: &str) -> Option<(&Library, &Tool)> {
+        self.prompts().find(|(_, prompt)| prompt.name == name)
+    }
+
+    /// The resource whose function is named `name`.
+    pub fn resource(&self, name: &str) -> Option<(&Library, &Resource)> {
+        self.resources().find(|(_, resource)| resource.function.name == name)
+    }
+
+    /// Whether `name` is a tool, a prompt or a resource: what a profile may name.
+    pub fn has_member(&self, name: &str) -> bool {
+        self.tool(name).is_some() || self.prompt(name).is_some() || self.resource(name).is_some()
+    }
+
+    /// Prompt names and resource URIs are unique, as tool names are: the first
+    /// discovery wins.
+    fn drop_duplicate_members(&mut self) {
+        let mut prompts: FastMap<String, PathBuf> = FastMap::default();
+        let mut uris: FastMap<String, PathBuf> = FastMap::default();
+        for index in 0..self.libraries.len() {
+            let library = &self.libraries[index];
+            if library.prompts.is_empty() && library.resources.is_empty() {
+                continue;
+            }
+            let mut problems = Vec::new();
+            let keep_prompt: Vec<bool> = library
+                .prompts
+                .iter()
+                .map(|prompt| match prompts.get(&prompt.name) {
+                    Some(first) => {
+                        let message = format!(
+                            "prompt `{}` is already defined in {}; this one is ignored",
+                            prompt.name,
+                            first.display()
+                        );
+                        problems.push(Diagnostic::new(&library.path, prompt.line, 1, Level::Warning, message));
+                        false
+                    }
+                    None => {
+                        prompts.insert(prompt.name.clone(), library.path.clone());
+                        true
+                    }
+                })
+                .collect();
+            let keep_resource: Vec<bool> = library
+                .resources
+                .iter()
+                .map(|resource| match uris.get(&resource.uri) {
+                    Some(first) => {
+                        let message = format!(
+                            "resource `{}` has the URI `{}` of a resource of {}; this one is ignored",
+                            resource.function.name,
+                            resource.uri,
+                            first.display()
+                        );
+                        problems.push(Diagnostic::new(
+                            &library.path,
+                            resource.function.line,
+                            1,
+                            Level::Warning,
+                            message,
+                        ));
+                        false
+                    }
+                    None => {
+                        uris.insert(resource.uri.clone(), library.path.clone());
+                        true
+                    }
+                })
+                .collect();
+            if problems.is_empty() {
+                continue;
+            }
+            self.diagnostics.extend(problems);
+            let library = Arc::make_mut(&mut self.libraries[index]);
+            let mut keep = keep_prompt.into_iter();
+            library.prompts.retain(|_| keep.next().unwrap_or(true));
+            let mut keep = keep_resource.into_iter();
+            library.resources.retain(|_| keep.next().unwrap_or(true));
+        }
     }
 
     /// Tool names are unique: the first discovery wins (SPEC §1).

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::extract::Library;
+use crate::extract::{Library, Tool};
 use crate::policy::Grade;
 use crate::profile::{self, Profile, Selection};
 use crate::registry::Registry;
@@ -60,6 +60,9 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
         // Nothing is left out, renamed or declared anew: the registry as it is.
         view.registry = Registry::from_libraries(registry.libraries().to_vec(), diagnostics);
         view.routes = registry.tools().map(|(_, tool)| (tool.name.clone(), tool.name.clone())).collect();
+        let members =
+            registry.prompts().map(|(_, prompt)| prompt).chain(registry.resources().map(|(_, r)| &r.function));
+        view.routes.extend(members.map(|member| (member.name.clone(), member.name.clone())));
         view.docs =
             registry.tools().filter_map(|(_, tool)| Some(tool_doc(&tool.name, tool.policy.docs.as_ref()?))).collect();
         return view;
@@ -74,12 +77,7 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
     for library in registry.libraries() {
         let mut shown = Vec::new();
         for tool in &library.tools {
-            let names: Vec<&str> = match &view.selection {
-                Some(selection) => {
-                    selection.routes.iter().filter(|(_, t)| *t == tool.name).map(|(alias, _)| alias.as_str()).collect()
-                }
-                None => vec![tool.name.as_str()],
-            };
+            let names = shown_names(view.selection.as_ref(), &tool.name);
             if names.is_empty() {
                 continue;
             }
@@ -102,33 +100,105 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
                 shown.push(tool);
             }
         }
-        if shown.is_empty() && view.selection.is_some() {
+        let prompts = shown_members(&mut view, config, &library.prompts, |prompt| prompt, |prompt| prompt);
+        let resources = shown_members(&mut view, config, &library.resources, |r| &r.function, |r| &mut r.function);
+        if shown.is_empty() && prompts.is_empty() && resources.is_empty() && view.selection.is_some() {
             continue;
         }
-        if shown == library.tools {
+        if shown == library.tools && prompts == library.prompts && resources == library.resources {
             libraries.push(Arc::clone(library));
         } else {
-            libraries.push(Arc::new(Library { tools: shown, ..(**library).clone() }));
+            libraries.push(Arc::new(Library { tools: shown, prompts, resources, ..(**library).clone() }));
         }
     }
     view.registry = Registry::from_libraries(libraries, diagnostics);
     view
 }
 
+/// The names the profile shows the tool, prompt or resource named `name` under.
+fn shown_names<'s>(selection: Option<&'s Selection>, name: &'s str) -> Vec<&'s str> {
+    match selection {
+        Some(selection) => {
+            selection.routes.iter().filter(|(_, t)| *t == name).map(|(alias, _)| alias.as_str()).collect()
+        }
+        None => vec![name],
+    }
+}
+
+/// The prompts or resources of a library the view shows, under their aliases, with
+/// the routes to them added to `view`: as tools are shown (SPEC §15).
+fn shown_members<T: Clone>(
+    view: &mut View,
+    config: &Config,
+    members: &[T],
+    function: impl Fn(&T) -> &Tool,
+    function_mut: impl Fn(&mut T) -> &mut Tool,
+) -> Vec<T> {
+    let mut shown = Vec::new();
+    for member in members {
+        let tool = function(member);
+        let names: Vec<String> =
+            shown_names(view.selection.as_ref(), &tool.name).into_iter().map(str::to_string).collect();
+        let declared = config.declared(tool);
+        for name in names {
+            if let Some(rule) = config.policy.forbids(&name, &declared) {
+                view.refused.push((name, rule));
+                continue;
+            }
+            let mut member = member.clone();
+            let renamed = function_mut(&mut member);
+            view.routes.push((name.clone(), std::mem::replace(&mut renamed.name, name)));
+            renamed.policy = declared.clone();
+            shown.push(member);
+        }
+    }
+    shown
+}
+
 fn tool_doc(name: &str, path: &std::path::Path) -> Doc {
     Doc { uri: format!("docs://tools/{name}"), name: name.to_string(), path: path.to_path_buf() }
 }
 
-/// A call the host's profile and policy let through: the tool's name in the registry.
-/// Only [`admit`] makes one, so a call made with it (`Runtime::call_admitted`) was
-/// checked before any code ran; the compiler, not each caller's memory, keeps it so.
+/// What a name stands for: a tool, a prompt or a resource (SPEC §15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member {
+    /// A `tool_*` function, a config tool, a server's tool, a virtual tool.
+    Tool,
+    /// A `prompt_*` function.
+    Prompt,
+    /// A `resource_*` function.
+    Resource,
+}
+
+impl Member {
+    fn noun(self) -> &'static str {
+        match self {
+            Member::Tool => "tool",
+            Member::Prompt => "prompt",
+            Member::Resource => "resource",
+        }
+    }
+}
+
+/// A call the host's profile and policy let through: the name in the registry of
+/// the tool, prompt or resource. Only [`admit`] and [`admit_member`] make one, so a
+/// call made with it (`Runtime::call_admitted`) was checked before any code ran; the
+/// compiler, not each caller's memory, keeps it so.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Admitted(String);
+pub struct Admitted {
+    name: String,
+    member: Member,
+}
 
 impl Admitted {
-    /// The tool's name in the registry (the profile's alias resolved).
+    /// The name in the registry (the profile's alias resolved).
     pub fn tool(&self) -> &str {
-        &self.0
+        &self.name
+    }
+
+    /// What it is.
+    pub fn member(&self) -> Member {
+        self.member
     }
 }
 
@@ -146,7 +216,20 @@ pub enum Admission {
 /// The check of one call, before any code runs (SPEC §11, §12): the name must be
 /// one the profile shows, and the policy must allow its tool.
 pub fn admit(registry: &Registry, config: &Config, profile: Option<&Profile>, name: &str) -> Admission {
-    let tool = match profile {
+    admit_member(registry, config, profile, name, Member::Tool)
+}
+
+/// [`admit`] for a tool, a prompt or a resource (SPEC §15): prompts and resources
+/// go through the profile's names and the policy as tools do.
+pub fn admit_member(
+    registry: &Registry,
+    config: &Config,
+    profile: Option<&Profile>,
+    name: &str,
+    member: Member,
+) -> Admission {
+    let noun = member.noun();
+    let real = match profile {
         Some(profile) => {
             let selection = profile::select(profile, registry);
             match selection.tool(name) {
@@ -154,8 +237,9 @@ pub fn admit(registry: &Registry, config: &Config, profile: Option<&Profile>, na
                 None => {
                     let names: Vec<&str> = selection.routes.iter().map(|(alias, _)| alias.as_str()).collect();
                     let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                    let listed = if member == Member::Tool { "its tools" } else { "its names" };
                     return Admission::Unknown(format!(
-                        "`{name}` is not a tool of profile `{}` (its tools: {names})",
+                        "`{name}` is not a {noun} of profile `{}` ({listed}: {names})",
                         selection.name
                     ));
                 }
@@ -163,12 +247,20 @@ pub fn admit(registry: &Registry, config: &Config, profile: Option<&Profile>, na
         }
         None => name.to_string(),
     };
-    let Some((_, found)) = registry.tool(&tool) else {
-        return Admission::Unknown(crate::suggest::unknown_tool(registry, name));
+    let found = match member {
+        Member::Tool => registry.tool(&real).map(|(_, tool)| tool),
+        Member::Prompt => registry.prompt(&real).map(|(_, prompt)| prompt),
+        Member::Resource => registry.resource(&real).map(|(_, resource)| &resource.function),
+    };
+    let Some(found) = found else {
+        return Admission::Unknown(match member {
+            Member::Tool => crate::suggest::unknown_tool(registry, name),
+            _ => format!("there is no {noun} `{name}`"),
+        });
     };
     match config.policy.forbids(name, &config.declared(found)) {
         Some(rule) => Admission::Refused(rule),
-        None => Admission::Run(Admitted(tool)),
+        None => Admission::Run(Admitted { name: real, member }),
     }
 }
 

@@ -19,6 +19,11 @@ Conventions shown here (copy them into your own libraries):
   ``tool_list_files`` at spec-build time. Neither is a tool.
 * Every tool returns ``{"success": True, "output": ...}`` or
   ``{"success": False, "error": "..."}`` and never raises for expected failures.
+* ``resource_file(path)``: every workspace file as an MCP resource
+  (``workspace:///{+path}``, declared in ``TOOL_RESOURCES``); ``prompt_review_file``: a
+  prompt that embeds one; ``complete_resource_file`` / ``complete_prompt_review_file``
+  complete the path as it is typed (SPEC §15). Resources and prompts raise on failure:
+  MCP answers them with an error.
 """
 
 import difflib
@@ -26,8 +31,7 @@ import fnmatch
 import io
 import os
 import stat
-from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
 import lcp_files
 
@@ -45,6 +49,10 @@ TOOL_POLICY = {"read_only": True, "idempotent": True, "open_world": False, "grad
 TOOL_POLICIES = {
     "tool_write_file": {"read_only": False, "destructive": True, "grade": {"w": 1, "d": 3}},
     "tool_edit_file": {"read_only": False, "destructive": True, "idempotent": False, "grade": {"w": 1, "d": 3}},
+}
+# Resources (SPEC §15): the URI each is read at; `{+path}` may hold slashes.
+TOOL_RESOURCES = {
+    "resource_file": {"uri": "workspace:///{+path}", "title": "Workspace file"},
 }
 
 # --------------------------------------------------------------------------- #
@@ -535,3 +543,83 @@ def tool_edit_file(
     except OSError as exc:
         return _fail(f"Cannot write '{path}': {exc.strerror or exc}")
     return {"success": True, "output": {"path": rel, "replacements": replacements, "diff": diff}}
+
+
+# --------------------------------------------------------------------------- #
+# Resources, prompts and completion (SPEC §15)                                 #
+# --------------------------------------------------------------------------- #
+
+_MAX_RESOURCE_BYTES = 1024 * 1024
+_MAX_COMPLETIONS = 100
+
+
+def resource_file(path: str) -> list:
+    """A file of the workspace: UTF-8 text as text, anything else as a blob.
+
+    Args:
+        path (str): The file, relative to the workspace, e.g. "src/main.py".
+    """
+    try:
+        handle, rel = lcp_files.open_file(path)
+    except WorkspacePathError as exc:
+        raise ValueError(str(exc)) from None
+    with handle:
+        data = handle.read(_MAX_RESOURCE_BYTES + 1)
+    if len(data) > _MAX_RESOURCE_BYTES:
+        raise ValueError(f"'{rel}' is larger than {_MAX_RESOURCE_BYTES} bytes; read it in parts with tool_read_file")
+    try:
+        return [{"text": data.decode("utf-8"), "mimeType": _text_type(rel)}]
+    except UnicodeDecodeError:
+        return [{"blob": data, "mimeType": "application/octet-stream"}]
+
+
+def _text_type(path: str) -> str:
+    extension = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    known = {"md": "text/markdown", "json": "application/json", "py": "text/x-python", "html": "text/html",
+             "csv": "text/csv", "toml": "application/toml", "yaml": "application/yaml", "yml": "application/yaml"}
+    return known.get(extension, "text/plain")
+
+
+def complete_resource_file(argument: str, value: str) -> list:
+    """The workspace files whose path starts with what was typed (hidden ones left
+    out), walked beneath the workspace's descriptor as the tools walk it."""
+    if argument != "path":
+        return []
+    try:
+        fd, _ = lcp_files.open_folder(".")
+    except WorkspacePathError:
+        return []
+    found = []
+    walked = walk(fd, ".", skip_hidden=True)
+    try:
+        for _, _, rel, status in walked:
+            rel = rel[2:] if rel.startswith("./") else rel
+            if stat.S_ISREG(status.st_mode) and rel.startswith(value):
+                found.append(rel)
+                if len(found) >= _MAX_COMPLETIONS:
+                    break
+    finally:
+        walked.close()
+    return found
+
+
+def prompt_review_file(path: str, focus: Literal["bugs", "clarity", "security"] = "bugs") -> list:
+    """Asks the model to review a workspace file, with the file embedded.
+
+    Args:
+        path (str): The file to review, relative to the workspace.
+        focus (str, optional): What the review looks for. Defaults to "bugs".
+    """
+    [content] = resource_file(path)
+    uri = f"workspace:///{path}"
+    return [
+        {"role": "user", "content": [
+            {"type": "resource", "resource": {"uri": uri, **content}},
+            f"Review the file above for {focus}. Quote the lines you mean, say why, and suggest a fix for each.",
+        ]},
+    ]
+
+
+def complete_prompt_review_file(argument: str, value: str):
+    """Completes the path; `focus` is completed from its `Literal`."""
+    return complete_resource_file(argument, value) if argument == "path" else None

@@ -28,12 +28,13 @@ use rmcp::model::{
     ProgressToken, ProtocolVersion,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::Server;
 use super::content;
 use super::host::{self, Able};
+use super::state::{self, StateKey};
 use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, level, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
@@ -45,11 +46,12 @@ const PARKED_FOR: Duration = Duration::from_secs(600);
 /// The key of the question inside `inputRequests` / `inputResponses`.
 const INPUT_KEY: &str = "lcp";
 
-/// Calls waiting for a handshake-less client to answer a question.
-#[derive(Default)]
+/// Calls waiting for a handshake-less client to answer a question, each under an
+/// unguessable id that the signed `requestState` carries (`state.rs`).
 pub(super) struct Parked {
     calls: Arc<Mutex<HashMap<String, Waiting>>>,
     next: AtomicU64,
+    key: StateKey,
 }
 
 struct Waiting {
@@ -118,18 +120,41 @@ impl Reporter {
 }
 
 impl Parked {
-    /// A `requestState` no other client can guess (with HTTP, whoever names it
-    /// answers the confirmation); `None` when the system has no randomness to offer.
-    fn new_state(&self) -> Option<String> {
+    pub(super) fn new(key: StateKey) -> Parked {
+        Parked { calls: Arc::default(), next: AtomicU64::new(0), key }
+    }
+
+    /// An id no other client can guess (with HTTP, whoever names it answers the
+    /// question) and the signed `requestState` that carries it; `None` when the system
+    /// has no randomness to offer.
+    fn new_state(&self, tool: &str) -> Option<(String, String)> {
         let secret = unguessable()?;
-        Some(format!("lcp-{}-{secret}", self.next.fetch_add(1, Ordering::Relaxed)))
+        let id = format!("{}-{secret}", self.next.fetch_add(1, Ordering::Relaxed));
+        let state = self.key.sign(json!({ "call": id, "tool": tool }), PARKED_FOR);
+        Some((id, state))
+    }
+
+    /// The id of the call a `requestState` of a call of `tool` parks; a state this
+    /// server did not sign, or whose time is up, is refused.
+    fn open(&self, state: &str, tool: &str) -> Result<String, ErrorData> {
+        let payload = self.key.open(state).map_err(|refused| {
+            ErrorData::invalid_params(refused.to_string(), Some(json!({ "requestState": "refused" })))
+        })?;
+        match (payload["call"].as_str(), payload["tool"].as_str()) {
+            (Some(id), Some(signed_for)) if signed_for == tool => Ok(id.to_string()),
+            (Some(_), Some(signed_for)) => Err(ErrorData::invalid_params(
+                format!("requestState belongs to a call of `{signed_for}`, not of `{tool}`"),
+                None,
+            )),
+            _ => Err(ErrorData::invalid_params(state::Refused::Forged.to_string(), None)),
+        }
     }
 
     /// Parks the call until the client answers or [`PARKED_FOR`] passes.
-    fn park(&self, state: &str, waiting: Waiting) {
-        sync::lock(&self.calls).insert(state.to_string(), waiting);
+    fn park(&self, id: &str, waiting: Waiting) {
+        sync::lock(&self.calls).insert(id.to_string(), waiting);
         let calls = Arc::clone(&self.calls);
-        let expiring = state.to_string();
+        let expiring = id.to_string();
         tokio::spawn(async move {
             tokio::time::sleep(PARKED_FOR).await;
             let expired = sync::lock(&calls).remove(&expiring);
@@ -141,27 +166,17 @@ impl Parked {
         });
     }
 
-    /// The call parked under `state`, if it is a call of `tool`.
-    fn take(&self, state: &str, tool: &str) -> Option<Waiting> {
+    /// The call parked under `id`, if it is a call of `tool`.
+    fn take(&self, id: &str, tool: &str) -> Option<Waiting> {
         let mut calls = sync::lock(&self.calls);
-        if calls.get(state).is_some_and(|waiting| waiting.tool == tool) { calls.remove(state) } else { None }
+        if calls.get(id).is_some_and(|waiting| waiting.tool == tool) { calls.remove(id) } else { None }
     }
 }
 
 /// 128 random bits from the kernel, as hex.
 fn unguessable() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        // SAFETY: writes at most the remaining length into the buffer.
-        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
-        match usize::try_from(n) {
-            Ok(n) => filled += n,
-            Err(_) if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    let bytes = state::random_bytes()?;
+    Some(bytes[..16].iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 pub(super) async fn call_tool(
@@ -171,7 +186,8 @@ pub(super) async fn call_tool(
 ) -> Result<CallToolResponse, ErrorData> {
     let (events, cancel, reporter) = match &request.request_state {
         Some(state) => {
-            let Some(waiting) = server.shared.parked.take(state, &request.name) else {
+            let id = server.shared.parked.open(state, &request.name)?;
+            let Some(waiting) = server.shared.parked.take(&id, &request.name) else {
                 let message = "this question was already answered or has expired; call the tool again";
                 return Ok(failure(message).into());
             };
@@ -357,11 +373,11 @@ async fn drive(
             }
         };
         if handshake_less(context) {
-            match server.shared.parked.new_state() {
-                Some(state) => {
+            match server.shared.parked.new_state(tool) {
+                Some((id, state)) => {
                     let requests = InputRequests::from([(INPUT_KEY.to_string(), outbound.input_request())]);
                     let waiting = Waiting { tool: tool.to_string(), events, question, cancel, reporter };
-                    server.shared.parked.park(&state, waiting);
+                    server.shared.parked.park(&id, waiting);
                     return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
                 }
                 None => question.refuse("lcp could not make a secret to park the call under"),

@@ -137,7 +137,7 @@ fn split_content(output: Value, shape: Shape, blocks: &mut Vec<ContentBlock>) ->
 
 /// One item of `images`, `audio` or `resources` as a content block; an item that is
 /// none of their shapes is left out.
-fn block(key: &str, item: &Value) -> Option<ContentBlock> {
+pub(super) fn block(key: &str, item: &Value) -> Option<ContentBlock> {
     let media = match key {
         "images" => Media::Image,
         "audio" => Media::Audio,

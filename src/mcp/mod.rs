@@ -13,6 +13,8 @@
 //!   configuration, and spliced into responses by the transports.
 //! - `call.rs`: one call: confirmations as elicitations, cancellation, results.
 //! - `docs.rs`: `docs_index` and `resolve_doc` (`[mcp] docs_tools`).
+//! - `members.rs`: prompts, resources and completion (SPEC §15).
+//! - `state.rs`: the signed `requestState` of a call parked on a question (SPEC §16).
 //! - `stdio.rs`: the protocol on private duplicates of fd 0 and 1.
 //! - `http.rs`: Streamable HTTP.
 //! - `upstream.rs`: lcp as a client of the config's MCP servers, whose tools are a
@@ -32,6 +34,8 @@ mod docs;
 mod host;
 pub mod http;
 mod listing;
+mod members;
+mod state;
 mod stdio;
 pub mod upstream;
 mod watch;
@@ -46,9 +50,12 @@ use std::time::Duration;
 #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -61,7 +68,7 @@ use crate::profile::Choice;
 use crate::registry::{Descriptions, Registry};
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
 use crate::sync;
-use crate::view::{self, Admission, View};
+use crate::view::{self, Admission, Member, View};
 
 /// How `lcp serve` runs; every field is a command-line option.
 #[derive(Debug, Clone)]
@@ -108,10 +115,11 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
         Some(address) => access(address, &settings)?,
         None => None,
     };
+    let key = state::StateKey::new(settings.config.current().mcp.state_key.as_deref()).map_err(ServeError::Config)?;
     let listings = Arc::new(listing::Listings::new());
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ServeError::AsyncRuntime)?;
-    let server = Server::new(registry, settings.clone(), Arc::clone(&listings));
+    let server = Server::new(registry, settings.clone(), Arc::clone(&listings), key);
     let result = runtime.block_on(async {
         tokio::spawn(watch::watch(server.clone()));
         let warming = server.clone();
@@ -200,6 +208,8 @@ pub enum ServeError {
     },
     /// `[auth]` cannot be used as it is (its tokens file, a scope's profile).
     Auth(String),
+    /// The config cannot be served as it is (its `[mcp] state_key`).
+    Config(String),
 }
 
 impl fmt::Display for ServeError {
@@ -215,6 +225,7 @@ impl fmt::Display for ServeError {
                  (an OAuth issuer, or a tokens_file) or pass --allow-unauthenticated"
             ),
             ServeError::Auth(message) => write!(f, "[auth]: {message}"),
+            ServeError::Config(message) => write!(f, "{message}"),
         }
     }
 }
@@ -251,6 +262,17 @@ struct Session {
     /// The profile its first request's token chose (`[auth.scopes]`); every later
     /// request must come with a token that chooses the same (SPEC §17).
     caller: OnceLock<Option<String>>,
+    /// The resource URIs `resources/subscribe` named (SPEC §15).
+    subscribed: Arc<Mutex<std::collections::HashSet<String>>>,
+}
+
+/// What a rescan changed: the problems of the files read again (told to every
+/// session), the files added, changed or removed, and whether the prompts or
+/// resources shown may differ.
+struct Changed {
+    problems: Vec<Diagnostic>,
+    files: Vec<PathBuf>,
+    members: bool,
 }
 
 struct Shared {
@@ -272,12 +294,12 @@ struct Shared {
     /// once Python has started (by the first call or listing that needs it).
     python: OnceLock<Result<Runtime, String>>,
     /// Fires after a rescan that changed the tool list.
-    tools_changed: broadcast::Sender<Arc<Vec<Diagnostic>>>,
+    tools_changed: broadcast::Sender<Arc<Changed>>,
     parked: call::Parked,
 }
 
 impl Server {
-    fn new(registry: Registry, settings: Settings, listings: Arc<listing::Listings>) -> Server {
+    fn new(registry: Registry, settings: Settings, listings: Arc<listing::Listings>, key: state::StateKey) -> Server {
         let (tools_changed, _) = broadcast::channel(16);
         let shared = Shared {
             snapshot: RwLock::new((0, Arc::new(registry.clone()))),
@@ -290,7 +312,7 @@ impl Server {
             settings,
             python: OnceLock::new(),
             tools_changed,
-            parked: call::Parked::default(),
+            parked: call::Parked::new(key),
         };
         Server { shared: Arc::new(shared), session: Arc::default() }
     }
@@ -399,11 +421,18 @@ impl Server {
                 eprintln!("{problem}");
             }
             let mut snapshot = sync::write(&server.shared.snapshot);
+            let members = |registry: &Registry| {
+                let prompts: Vec<_> = registry.prompts().map(|(_, prompt)| prompt).collect();
+                let resources: Vec<_> = registry.resources().map(|(_, resource)| resource).collect();
+                (prompts.into_iter().cloned().collect::<Vec<_>>(), resources.into_iter().cloned().collect::<Vec<_>>())
+            };
+            let members_changed = members(&snapshot.1) != members(&registry);
             *snapshot = (snapshot.0 + 1, Arc::new(registry.clone()));
-            Some(problems)
+            let files = changes.added.iter().chain(&changes.changed).chain(&changes.removed).cloned().collect();
+            Some(Changed { problems, files, members: members_changed })
         });
-        if let Ok(Some(problems)) = changed.await {
-            let _ = self.shared.tools_changed.send(Arc::new(problems));
+        if let Ok(Some(changed)) = changed.await {
+            let _ = self.shared.tools_changed.send(Arc::new(changed));
         }
     }
 
@@ -542,11 +571,16 @@ impl Server {
     /// The check of one call before any code runs (SPEC §11, §12), with the config
     /// as its file is now.
     fn admit(&self, registry: &Registry, name: &str) -> Admission {
+        self.admit_as(registry, name, Member::Tool)
+    }
+
+    /// [`Server::admit`] of a tool, a prompt or a resource (SPEC §15).
+    fn admit_as(&self, registry: &Registry, name: &str, member: Member) -> Admission {
         let config = self.shared.settings.config.current();
         match &self.choice() {
-            None => view::admit(registry, &config, None, name),
+            None => view::admit_member(registry, &config, None, name, member),
             Some(choice) => match choice.profile(&config.profiles) {
-                Ok(profile) => view::admit(registry, &config, Some(&profile), name),
+                Ok(profile) => view::admit_member(registry, &config, Some(&profile), name, member),
                 Err(err) => Admission::Unknown(err.to_string()),
             },
         }
@@ -566,19 +600,36 @@ impl Server {
     /// Sends `notifications/tools/list_changed` to a handshake session until it closes.
     fn forward_list_changes(&self, peer: Peer<RoleServer>) {
         let mut changes = self.shared.tools_changed.subscribe();
+        let server = self.clone();
         tokio::spawn(async move {
             loop {
-                let problems = match changes.recv().await {
-                    Ok(problems) => problems,
-                    Err(broadcast::error::RecvError::Lagged(_)) => Arc::default(),
+                let changed = match changes.recv().await {
+                    Ok(changed) => changed,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        Arc::new(Changed { problems: Vec::new(), files: Vec::new(), members: true })
+                    }
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
-                for problem in problems.iter() {
+                for problem in &changed.problems {
                     #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
                     let _ = peer.notify_logging_message(host::diagnostic_message(problem)).await;
                 }
                 if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
                     return;
+                }
+                if changed.members {
+                    let _ = peer.notify_prompt_list_changed().await;
+                    let _ = peer.notify_resource_list_changed().await;
+                }
+                let subscribed = sync::lock(&server.session.subscribed).clone();
+                if !subscribed.is_empty() {
+                    let files = changed.files.clone();
+                    let updating = server.clone();
+                    let updated =
+                        tokio::task::spawn_blocking(move || updating.updated_resources(&files, &subscribed)).await;
+                    for uri in updated.unwrap_or_default() {
+                        let _ = peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await;
+                    }
                 }
             }
         });
@@ -653,14 +704,94 @@ impl ServerHandler for Server {
         self.bind_caller(&context)?;
         let server = self.clone();
         let docs = tokio::task::spawn_blocking(move || server.view(&server.snapshot()).docs).await.unwrap_or_default();
-        let resources = docs
+        let mut resources: Vec<Resource> = docs
             .into_iter()
             .map(|doc| {
                 let description = format!("Documentation of {}", doc.name);
                 Resource::new(doc.uri, doc.name).with_description(description).with_mime_type(mime_type(&doc.path))
             })
             .collect();
+        let shown = self.shown_resources(false).await;
+        resources.extend(shown.into_iter().filter_map(|resource| serde_json::from_value(resource).ok()));
         Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    /// The view's resource templates (SPEC §15).
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.bind_caller(&context)?;
+        Ok(self.list_templates_now().await)
+    }
+
+    /// The view's prompts (SPEC §15).
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.bind_caller(&context)?;
+        Ok(self.list_prompts_now().await)
+    }
+
+    /// One prompt, run with the arguments given (SPEC §15).
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.bind_caller(&context)?;
+        let level = self.log_level(&context);
+        self.get_prompt_now(request, level).await.map(GetPromptResponse::from)
+    }
+
+    /// Completion of a prompt's argument or a template's variable (SPEC §15).
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.bind_caller(&context)?;
+        self.complete_now(request).await
+    }
+
+    /// Remembers a resource URI whose changes this session hears of (SPEC §15). The
+    /// handshake-less protocol has no such request.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.bind_caller(&context)?;
+        if context.protocol_version().is_some_and(|version| !version.has_initialize()) {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "resources/subscribe is not a method of this protocol version: use subscriptions/listen",
+                None,
+            ));
+        }
+        sync::lock(&self.session.subscribed).insert(request.uri);
+        Ok(())
+    }
+
+    /// Forgets a resource URI `resources/subscribe` named.
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.bind_caller(&context)?;
+        if context.protocol_version().is_some_and(|version| !version.has_initialize()) {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "resources/unsubscribe is not a method of this protocol version: use subscriptions/listen",
+                None,
+            ));
+        }
+        sync::lock(&self.session.subscribed).remove(&request.uri);
+        Ok(())
     }
 
     /// Reads one doc, when it is asked for.
@@ -677,8 +808,17 @@ impl ServerHandler for Server {
             let doc = docs.into_iter().find(|doc| doc.uri == uri)?;
             Some((std::fs::read_to_string(&doc.path), doc.path))
         });
-        match found.await.ok().flatten() {
-            None => Err(ErrorData::resource_not_found(format!("no resource `{}`", request.uri), None)),
+        let found = found.await.ok().flatten();
+        if found.is_none()
+            && let Some(read) = self.read_member(&request.uri, self.log_level(&context)).await
+        {
+            return read.map(ReadResourceResponse::from);
+        }
+        match found {
+            None => Err(ErrorData::invalid_params(
+                format!("no resource `{}`", request.uri),
+                Some(serde_json::json!({ "uri": request.uri })),
+            )),
             Some((Err(err), path)) => {
                 Err(ErrorData::internal_error(format!("{} cannot be read as text: {err}", path.display()), None))
             }
@@ -696,6 +836,8 @@ impl ServerHandler for Server {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.shared.tools_changed.subscribe();
         let wants_tools = context.accepted().tools_list_changed == Some(true);
+        let wants_prompts = context.accepted().prompts_list_changed == Some(true);
+        let wants_resources = context.accepted().resources_list_changed == Some(true);
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -703,6 +845,12 @@ impl ServerHandler for Server {
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
                         if wants_tools && context.sink().notify_tool_list_changed().await.is_err() {
                             return Ok(());
+                        }
+                        if wants_prompts {
+                            let _ = context.sink().notify_prompt_list_changed().await;
+                        }
+                        if wants_resources {
+                            let _ = context.sink().notify_resource_list_changed().await;
                         }
                     }
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
@@ -712,11 +860,20 @@ impl ServerHandler for Server {
     }
 }
 
-/// What the server offers: logging, tools (and their list changing), resources.
+/// What the server offers: logging, tools, prompts and resources (and their lists
+/// changing), resource subscriptions, completion.
 fn capabilities() -> ServerCapabilities {
     #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
-    let builder =
-        ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().enable_resources();
+    let builder = ServerCapabilities::builder()
+        .enable_logging()
+        .enable_completions()
+        .enable_prompts()
+        .enable_prompts_list_changed()
+        .enable_resources()
+        .enable_resources_list_changed()
+        .enable_resources_subscribe()
+        .enable_tools()
+        .enable_tool_list_changed();
     builder.build()
 }
 

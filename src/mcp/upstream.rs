@@ -576,6 +576,9 @@ impl Upstream {
             hooks: Default::default(),
             prompt_provider: None,
             tools,
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            completers: Vec::new(),
             origin: Origin::Mcp { server: self.entry.name.clone() },
         })
     }

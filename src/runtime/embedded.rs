@@ -22,6 +22,7 @@ use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Tool};
 use crate::registry::{Changes, Descriptions, Registry};
 use crate::sync;
+use crate::view::Member;
 
 /// Runs the tools of a registry, in worker processes or in this process (see
 /// [`Isolation`]).
@@ -212,7 +213,119 @@ impl Runtime {
         args: &Value,
         options: &CallOptions,
     ) -> ToolResult {
-        self.call(registry, admitted.tool(), args, options)
+        match admitted.member() {
+            Member::Tool => self.call(registry, admitted.tool(), args, options),
+            Member::Prompt => self.get_prompt(registry, admitted, args, options),
+            Member::Resource => self.read_resource(registry, admitted, args, options),
+        }
+    }
+
+    /// Runs a prompt function (SPEC §15) the view admitted, with `args` checked
+    /// against its parameters (a text that holds the JSON of the type a parameter
+    /// asks for is taken as that value: MCP's prompt arguments are strings). The
+    /// result's output is what it returned: a string, a list of messages, or a dict
+    /// of `description` and `messages`.
+    pub fn get_prompt(
+        &self,
+        registry: &Registry,
+        admitted: &crate::view::Admitted,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
+        let Some((library, prompt)) = registry.prompt(admitted.tool()) else {
+            return ToolResult::failure(format!("there is no prompt `{}`", admitted.tool()));
+        };
+        self.call_member(library, prompt, &prompt.name, Kind::Tool, args, options)
+    }
+
+    /// Reads a resource (SPEC §15) the view admitted: its function called with
+    /// `args` (a template's variables) checked as [`Runtime::get_prompt`] checks. The
+    /// result's output is a list of `{"text"}` or `{"blob"}` (base64) contents, each
+    /// with the `uri` and `mimeType` the function gave, if it gave them.
+    pub fn read_resource(
+        &self,
+        registry: &Registry,
+        admitted: &crate::view::Admitted,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
+        let Some((library, resource)) = registry.resource(admitted.tool()) else {
+            return ToolResult::failure(format!("there is no resource `{}`", admitted.tool()));
+        };
+        let function = &resource.function;
+        self.call_member(library, function, &function.name, Kind::Resource, args, options)
+    }
+
+    /// The values completion offers (SPEC §15) for `argument` of the prompt or
+    /// resource admitted, given what was typed: what its library's
+    /// `complete_<name>(argument, value)` returns (a list of strings; `None` leaves
+    /// the argument to its annotation), else the members of the argument's
+    /// `Literal` / `Enum` that start with `value`.
+    pub fn complete(
+        &self,
+        registry: &Registry,
+        admitted: &crate::view::Admitted,
+        argument: &str,
+        value: &str,
+        options: &CallOptions,
+    ) -> Result<Vec<String>, String> {
+        let found = match admitted.member() {
+            Member::Prompt => registry.prompt(admitted.tool()),
+            Member::Resource => registry.resource(admitted.tool()).map(|(library, r)| (library, &r.function)),
+            Member::Tool => None,
+        };
+        let Some((library, function)) = found else {
+            return Err(format!("there is no prompt or resource `{}`", admitted.tool()));
+        };
+        let completer = format!("{}{}", crate::extract::COMPLETE_PREFIX, function.name);
+        if library.completers.contains(&completer) {
+            let args = serde_json::json!({"argument": argument, "value": value});
+            let result = self.run(library, &completer, Kind::Tool, &args, options, options.timeout, true);
+            if !result.ok() {
+                return Err(format!("`{completer}` failed: {}", result.error.unwrap_or_default()));
+            }
+            match result.output {
+                Value::Array(values) => {
+                    return Ok(values
+                        .into_iter()
+                        .map(|value| match value {
+                            Value::String(text) => text,
+                            other => other.to_string(),
+                        })
+                        .collect());
+                }
+                Value::Null => {}
+                other => return Err(format!("`{completer}` returned {other}, not a list of strings")),
+            }
+        }
+        if !crate::extract::parameter_names(function).iter().any(|name| name == argument) {
+            return Err(format!("`{}` has no argument `{argument}`", function.name));
+        }
+        let typed = value.to_lowercase();
+        Ok(crate::extract::listed_values(function, argument)
+            .into_iter()
+            .filter(|candidate| candidate.to_lowercase().starts_with(&typed))
+            .collect())
+    }
+
+    /// A prompt or resource function called as a tool is, with its arguments checked
+    /// against its parameters first.
+    fn call_member(
+        &self,
+        library: &Library,
+        function: &Tool,
+        name: &str,
+        kind: Kind,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
+        let schema = function.parameters.value();
+        let args = validate::texts_as_values(schema, args);
+        let problems = validate::check(schema, &args);
+        if !problems.is_empty() {
+            return ToolResult::failure(validate::report(name, schema, &problems));
+        }
+        self.run(library, name, kind, &args, options, options.timeout, true)
     }
 
     /// Runs a tool: validates `args` against its schema (nothing runs when they are

@@ -33,11 +33,14 @@ use crate::sync;
 /// How long a call that ran out of time gets to unwind after it was told to stop.
 const GRACE: Duration = Duration::from_secs(2);
 
-/// What runs: a tool, or a prompt provider (a tool's or a library's).
+/// What runs: a tool (or a prompt or a completion function, called as tools are), a
+/// resource (whose `bytes` are carried as base64 blobs), or a prompt provider (a
+/// tool's or a library's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Kind {
     Tool,
+    Resource,
     Provider,
 }
 

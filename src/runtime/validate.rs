@@ -69,6 +69,29 @@ pub fn as_meant(schema: &Value, args: &Value) -> Option<Value> {
     meant.map(Value::Object)
 }
 
+/// The arguments of a prompt or a resource template (SPEC §15), which MCP sends as
+/// strings: a string the schema does not take, whose JSON is a value the schema
+/// takes (`3`, `true`, `[1]`), is that value; everything else is as given.
+pub fn texts_as_values(schema: &Value, args: &Value) -> Value {
+    let (Value::Object(given), Some(Value::Object(properties))) = (args, schema.get("properties")) else {
+        return args.clone();
+    };
+    let accepts = |property: &Value, value: &Value| takes(schema, property, value, false);
+    let mut meant = given.clone();
+    for (name, value) in given {
+        let (Some(property), Value::String(text)) = (properties.get(name), value) else { continue };
+        if accepts(property, value) {
+            continue;
+        }
+        if let Ok(decoded) = serde_json::from_str::<Value>(text)
+            && accepts(property, &decoded)
+        {
+            meant.insert(name.clone(), decoded);
+        }
+    }
+    Value::Object(meant)
+}
+
 /// Every way a tool's return value breaks its output schema (SPEC §12); empty when
 /// it matches. Places are the result's (`the result`, `items[2].name`).
 pub fn check_output(schema: &Value, output: &Value) -> Vec<String> {

@@ -18,6 +18,7 @@ mod interop;
 mod isolation;
 mod mcp;
 mod mcp_host;
+mod members;
 mod mutate;
 mod policy;
 mod profiles;

@@ -523,10 +523,14 @@ pub(crate) struct RawServer {
 
 impl RawServer {
     pub(crate) fn start(args: &[&str]) -> RawServer {
-        let mut child = Command::new(lcp_bin())
-            .arg("serve")
-            .args(args)
-            .current_dir(root())
+        let mut command = Command::new(lcp_bin());
+        command.arg("serve").args(args).current_dir(root());
+        RawServer::spawn(command)
+    }
+
+    /// `command` (an `lcp serve` over stdio) spoken to in raw JSON-RPC lines.
+    pub(crate) fn spawn(mut command: Command) -> RawServer {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

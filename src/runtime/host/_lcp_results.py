@@ -8,6 +8,7 @@ where; an exception's message and its traceback without lcp's own frames.
 Never: runs tool code.
 """
 
+import base64
 import json
 import math
 import os
@@ -42,6 +43,25 @@ def _outcome(value):
             reported = _dumps(output.get("error"))
         return {"outcome": "reported", "output": output, "error": reported}
     return {"outcome": "returned", "output": output}
+
+
+def _resource_contents(value):
+    """A resource function's value as a list of contents (SPEC §15): a ``str`` is one
+    text, ``bytes`` one base64 blob, a list holds such values or dicts of ``uri``,
+    ``mimeType`` and ``text`` or ``blob`` (bytes or base64 text). Anything else is
+    left as it is, for Rust to name."""
+    def one(item):
+        if isinstance(item, str):
+            return {"text": item}
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            return {"blob": base64.b64encode(bytes(item)).decode("ascii")}
+        if isinstance(item, dict) and isinstance(item.get("blob"), (bytes, bytearray, memoryview)):
+            return {**item, "blob": base64.b64encode(bytes(item["blob"])).decode("ascii")}
+        return item
+
+    if isinstance(value, (list, tuple)):
+        return [one(item) for item in value]
+    return [one(value)]
 
 
 def _raised(exc):

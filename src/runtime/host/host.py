@@ -55,7 +55,7 @@ from _lcp_arguments import (  # loaded before this module
 )
 from _lcp_calls import Timeout, _Call, _calls, _direct, _enter, _leave
 from _lcp_host_objects import _Bridge, _HostObjects, _UserInteraction, _set_log_level
-from _lcp_results import _dumps, _ended, _message, _outcome, _raised, _timed_out, _traceback
+from _lcp_results import _dumps, _ended, _message, _outcome, _raised, _resource_contents, _timed_out, _traceback
 
 
 _lock = threading.Lock()
@@ -258,6 +258,8 @@ def _tool(function, request, current):
     try:
         value = _invoke(current, function, positional, keywords)
         _settle()
+        if request.get("kind") == "resource":
+            value = _resource_contents(value)
     except Timeout:
         raise
     except BaseException as exc:
