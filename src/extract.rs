@@ -26,8 +26,8 @@ use crate::schema::{self, Converter, Scope, Siblings};
 use crate::source::{self, Prepared, SourceError};
 
 mod members;
-pub use members::{COMPLETE_PREFIX, Resource};
 pub(crate) use members::required_names;
+pub use members::{COMPLETE_PREFIX, Resource};
 #[cfg(feature = "python")]
 pub(crate) use members::{listed_values, parameter_names};
 

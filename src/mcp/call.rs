@@ -365,6 +365,17 @@ async fn drive(
             }
             Some(Event::Ask(question)) => question,
         };
+        // On the handshake-less protocol a request declares what its client can do:
+        // one that needs a capability it did not declare is refused as a whole (SPEC
+        // §16), the tool stopped.
+        if handshake_less(context)
+            && let Some(capability) = host::missing_capability(&question.request, able)
+        {
+            question.refuse(&format!("the request did not declare the client capability `{capability}`"));
+            cancel.cancel();
+            drain(events);
+            return Err(missing_capability(capability, tool));
+        }
         let outbound = match host::outbound(&question.request, able) {
             Ok(outbound) => outbound,
             Err(answer) => {
@@ -416,6 +427,20 @@ async fn drive(
             }
         }
     }
+}
+
+/// `MissingRequiredClientCapabilityError` (-32021; HTTP 400) naming what `tool` asked for.
+fn missing_capability(capability: &str, tool: &str) -> ErrorData {
+    let required = json!({ capability: {} });
+    let message = format!(
+        "`{tool}` asks the client for {capability}, a capability this request did not declare \
+         (io.modelcontextprotocol/clientCapabilities)"
+    );
+    ErrorData::new(
+        rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message,
+        Some(json!({ "requiredCapabilities": required })),
+    )
 }
 
 fn cancelled(events: mpsc::UnboundedReceiver<Event>, cancel: &Cancel) -> CallToolResponse {

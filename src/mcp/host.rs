@@ -58,6 +58,17 @@ impl Outbound {
     }
 }
 
+/// The client capability `request` needs and the client lacks (`elicitation`,
+/// `sampling`), if any: what a confirmation `--yes` allows needs none.
+pub(super) fn missing_capability(request: &HostRequest, able: Able) -> Option<&'static str> {
+    match request {
+        HostRequest::Confirm(_) if !able.elicit && !able.yes => Some("elicitation"),
+        HostRequest::Interact(_) if !able.elicit => Some("elicitation"),
+        HostRequest::Generate(_) if !able.sample => Some("sampling"),
+        _ => None,
+    }
+}
+
 /// The request to send the client for `request`, or the answer when it cannot be sent.
 pub(super) fn outbound(request: &HostRequest, able: Able) -> Result<Outbound, HostAnswer> {
     match request {

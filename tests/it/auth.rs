@@ -182,13 +182,27 @@ pub(crate) fn post(
     session: Option<&str>,
     message: Value,
 ) -> (u16, Vec<(String, String)>, Value) {
+    post_as(&[("mcp-protocol-version", "2025-06-18")], url, token, session, message)
+}
+
+/// [`post`] with these headers (`mcp-protocol-version` among them).
+pub(crate) fn post_as(
+    headers: &[(&str, &str)],
+    url: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    message: Value,
+) -> (u16, Vec<(String, String)>, Value) {
     let address = address_of(url);
     let body = message.to_string();
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n\
-         mcp-protocol-version: 2025-06-18\r\nconnection: close\r\ncontent-length: {}\r\n",
+         connection: close\r\ncontent-length: {}\r\n",
         body.len()
     );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
     if let Some(token) = token {
         request.push_str(&format!("authorization: Bearer {token}\r\n"));
     }

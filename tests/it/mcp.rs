@@ -58,6 +58,14 @@ pub(crate) fn assert_ok(result: &Value, structured: Value) {
     assert_eq!(result["structuredContent"], structured, "{result}");
 }
 
+/// A handshake-less request refused for a client capability it did not declare
+/// (SPEC §16): `MissingRequiredClientCapabilityError`, naming it.
+pub(crate) fn assert_missing_capability(result: &Value, capability: &str) {
+    assert_eq!(result["error"]["code"], -32021, "{result}");
+    let message = result["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(capability) && message.contains("did not declare"), "{result}");
+}
+
 pub(crate) fn assert_error(result: &Value, needles: &[&str]) {
     assert_eq!(result["isError"], true, "{result}");
     for needle in needles {
@@ -240,7 +248,11 @@ fn a_client_that_cannot_elicit_gets_reject_with_a_reason_unless_yes() {
     let steps = json!([call("tool_delete", json!({"name": "notes.txt"}))]);
     for mode in MODES {
         let refused = session(mode, "none", &["fixtures/mcp/confirm"], steps.clone());
-        assert_error(&refused["results"][0], &["not deleted", "elicitation", "--yes"]);
+        match mode {
+            "legacy" => assert_error(&refused["results"][0], &["not deleted", "elicitation", "--yes"]),
+            // A handshake-less request declares its client's capabilities (SPEC §16).
+            _ => assert_missing_capability(&refused["results"][0], "elicitation"),
+        }
         let allowed = session(mode, "none", &["fixtures/mcp/confirm", "--yes"], steps.clone());
         assert_ok(&allowed["results"][0], json!({"deleted": "notes.txt", "decision": "allow"}));
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::mcp::{HttpServer, MODES, assert_error, assert_ok, call, session_with, text};
+use crate::mcp::{HttpServer, MODES, assert_error, assert_missing_capability, assert_ok, call, session_with, text};
 use crate::support::*;
 
 const HOST: &str = "fixtures/host_objects";
@@ -49,10 +49,31 @@ fn a_user_interaction_is_an_elicitation_accept_gives_the_answer_decline_and_canc
 
 #[test]
 fn a_client_that_cannot_elicit_gets_a_clear_error_in_the_tool() {
-    for mode in MODES {
-        let report = session_with(mode, &["--elicit", "none"], &[HOST], json!([select()]));
-        assert_error(&report["results"][0], &["HostUnavailable", "does not support elicitation"]);
-    }
+    let report = session_with("legacy", &["--elicit", "none"], &[HOST], json!([select()]));
+    assert_error(&report["results"][0], &["HostUnavailable", "does not support elicitation"]);
+}
+
+#[test]
+fn a_handshake_less_request_that_needs_an_undeclared_capability_is_refused_with_32021() {
+    let steps = json!([select(), call("tool_generate", json!({"prompt": "hi"})), call("tool_form", json!({}))]);
+    let report = session_with("auto", &["--elicit", "none"], &[HOST], steps);
+    assert_missing_capability(&report["results"][0], "elicitation");
+    assert_missing_capability(&report["results"][1], "sampling");
+    let message = report["results"][2]["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`tool_form` asks the client for elicitation"), "{report}");
+
+    // Over HTTP the response is a 400, with the capability named in the error's data.
+    let server = HttpServer::start(&[HOST]);
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "tool_generate", "arguments": {"prompt": "hi"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}});
+    let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "tool_generate")];
+    let (status, _, answer) = crate::auth::post_as(&headers, &server.url, None, None, body);
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    assert_eq!(answer["error"]["data"]["requiredCapabilities"], json!({"sampling": {}}), "{answer}");
+    assert_eq!(answer["id"], 7);
 }
 
 #[test]
@@ -67,7 +88,10 @@ fn generate_text_is_sampling_and_a_client_without_sampling_gets_a_clear_error() 
         assert_eq!(request["messages"], json!([{"role": "user", "content": {"type": "text", "text": "hi"}}]));
         assert_eq!((&request["systemPrompt"], &request["maxTokens"]), (&json!("Be brief."), &json!(50)));
         let unsampled = session_with(mode, &[], &[HOST], steps.clone());
-        assert_error(&unsampled["results"][0], &["HostUnavailable", "does not support sampling"]);
+        match mode {
+            "legacy" => assert_error(&unsampled["results"][0], &["HostUnavailable", "does not support sampling"]),
+            _ => assert_missing_capability(&unsampled["results"][0], "sampling"),
+        }
     }
 }
 
@@ -264,9 +288,9 @@ fn the_latest_conformance_suite_passes_every_scored_scenario_of_2025_11_25() {
 }
 
 /// The scored scenarios of the 2026-07-28 requirements that lcp passes: all but the
-/// `InputRequiredResult` rounds that name their own requests and the stateless
-/// diagnostics (`server-stateless`).
-const CURRENT_SCENARIOS: [&str; 25] = [
+/// `InputRequiredResult` rounds that name their own requests.
+const CURRENT_SCENARIOS: [&str; 26] = [
+    "server-stateless",
     "tools-list",
     "tools-call-simple-text",
     "tools-call-image",
