@@ -328,6 +328,7 @@ mod tests {
             options: vec!["eu".into(), "us".into()],
             default: None,
             schema: None,
+            key: None,
         }
     }
 

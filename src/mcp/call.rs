@@ -43,8 +43,19 @@ use crate::view::{Admission, Admitted};
 /// How long a call parked on a question waits for the client to answer.
 const PARKED_FOR: Duration = Duration::from_secs(600);
 
-/// The key of the question inside `inputRequests` / `inputResponses`.
+/// The key of a question inside `inputRequests` / `inputResponses` when its tool
+/// named none (`key`).
 const INPUT_KEY: &str = "lcp";
+
+/// The key of `request` inside `inputRequests` / `inputResponses`.
+fn input_key(request: &HostRequest) -> &str {
+    let named = match request {
+        HostRequest::Interact(interaction) => interaction.key.as_deref(),
+        HostRequest::Generate(generation) => generation.key.as_deref(),
+        HostRequest::Confirm(_) => None,
+    };
+    named.unwrap_or(INPUT_KEY)
+}
 
 /// Calls waiting for a handshake-less client to answer a question, each under an
 /// unguessable id that the signed `requestState` carries (`state.rs`).
@@ -191,7 +202,8 @@ pub(super) async fn call_tool(
                 let message = "this question was already answered or has expired; call the tool again";
                 return Ok(failure(message).into());
             };
-            let response = request.input_responses.as_ref().and_then(|responses| responses.get(INPUT_KEY));
+            let key = input_key(&waiting.question.request);
+            let response = request.input_responses.as_ref().and_then(|responses| responses.get(key));
             let answer = match response {
                 Some(response) => host::answer(&waiting.question.request, response),
                 None => refused(&waiting.question.request, "the client did not answer"),
@@ -386,7 +398,8 @@ async fn drive(
         if handshake_less(context) {
             match server.shared.parked.new_state(tool) {
                 Some((id, state)) => {
-                    let requests = InputRequests::from([(INPUT_KEY.to_string(), outbound.input_request())]);
+                    let key = input_key(&question.request).to_string();
+                    let requests = InputRequests::from([(key, outbound.input_request())]);
                     let waiting = Waiting { tool: tool.to_string(), events, question, cancel, reporter };
                     server.shared.parked.park(&id, waiting);
                     return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());

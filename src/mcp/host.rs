@@ -322,6 +322,7 @@ mod tests {
             options: vec!["eu".into(), "us".into()],
             default: Some(json!("eu")),
             schema: None,
+            key: None,
         }
     }
 
@@ -377,6 +378,7 @@ mod tests {
             temperature: None,
             system_prompt: None,
             extra: Map::new(),
+            key: None,
         };
         let unsampled = outbound(&HostRequest::Generate(generation), none);
         assert!(matches!(unsampled, Err(HostAnswer::Generate(Err(reason))) if reason.contains("sampling")));
@@ -393,6 +395,7 @@ mod tests {
             temperature: Some(0.5),
             system_prompt: Some("Be brief".into()),
             extra: Map::new(),
+            key: None,
         };
         let request = HostRequest::Generate(generation.clone());
         let Ok(Outbound::Sample(params)) = outbound(&request, Able { elicit: false, sample: true, yes: false }) else {

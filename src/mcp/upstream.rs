@@ -342,6 +342,7 @@ impl ClientHandler for Client {
             options: Vec::new(),
             default: None,
             schema: request.get("requestedSchema").cloned(),
+            key: None,
         };
         // The host may block (a terminal prompt): off the async threads.
         let answer = tokio::task::spawn_blocking(move || interact(&interaction))
@@ -386,6 +387,7 @@ impl ClientHandler for Client {
             temperature: params["temperature"].as_f64(),
             system_prompt: params["systemPrompt"].as_str().map(str::to_string),
             extra: serde_json::Map::new(),
+            key: None,
         };
         let generate = model.generate.clone();
         let text = tokio::task::spawn_blocking(move || generate(&generation))

@@ -64,6 +64,10 @@ pub struct Interaction {
     /// A `form`'s flat JSON Schema object (MCP's elicitation subset).
     #[serde(default)]
     pub schema: Option<Value>,
+    /// The name the tool gives the question (`key`): an `InputRequiredResult`'s
+    /// `inputRequests` holds it under this name.
+    #[serde(default)]
+    pub key: Option<String>,
 }
 
 /// The `type` of an [`Interaction`].
@@ -117,6 +121,9 @@ pub struct Generation {
     /// Any other keyword argument, as JSON.
     #[serde(default)]
     pub extra: Map<String, Value>,
+    /// The name the tool gives the request (`key=`), as [`Interaction::key`].
+    #[serde(default)]
+    pub key: Option<String>,
 }
 
 /// `tool_context.emit_progress(text, meta)`.
@@ -338,6 +345,11 @@ pub(crate) enum Received {
     Notice(Notice),
 }
 
+/// The `key` a tool named its question with: a non-empty string.
+fn key_of(body: &Value) -> Option<String> {
+    body.get("key").and_then(Value::as_str).map(str::trim).filter(|key| !key.is_empty()).map(str::to_string)
+}
+
 /// Reads `host.py`'s JSON: the call it belongs to and what it asks.
 pub(crate) fn read_wire(text: &str) -> Result<(Option<u64>, Received), String> {
     let wire: Wire = serde_json::from_str(text).map_err(|err| format!("lcp could not read the request: {err}"))?;
@@ -374,6 +386,7 @@ pub(crate) fn read_wire(text: &str) -> Result<(Option<u64>, Received), String> {
                 options,
                 default: body.get("default").filter(|value| !value.is_null()).cloned(),
                 schema: body.get("schema").filter(|value| value.is_object()).cloned(),
+                key: key_of(&body),
             }))
         }
         "generate" => {
@@ -388,6 +401,7 @@ pub(crate) fn read_wire(text: &str) -> Result<(Option<u64>, Received), String> {
                 temperature: body.get("temperature").and_then(Value::as_f64),
                 system_prompt: body.get("system_prompt").and_then(Value::as_str).map(str::to_string),
                 extra,
+                key: key_of(&body),
             }))
         }
         "progress" => {
@@ -527,6 +541,7 @@ mod tests {
             options: Vec::new(),
             default: None,
             schema: None,
+            key: None,
         };
         assert!(matches!(none.answer(&HostRequest::Interact(ask)), HostAnswer::Interact(Answer::Unavailable(_))));
         let notice = Notice::Log(LogRecord { tool: None, level: level::INFO, logger: "x".into(), message: "m".into() });

@@ -87,8 +87,10 @@ class _UserInteraction:
 
     ``request`` is the reference's dict: ``type`` (``"text"``, ``"secret"``,
     ``"select"``, or lcp's ``"form"`` with ``"schema"``), ``title``, ``prompt``,
-    ``options``, ``default``. Returns the answer (a string; a dict for a form), or
-    ``None`` when the user declines; raises ``HostUnavailable`` when nobody can be asked.
+    ``options``, ``default``, and ``key``: the question's name where the host asks
+    several at once (MCP's ``inputRequests``). Returns the answer (a string; a dict for
+    a form), or ``None`` when the user declines; raises ``HostUnavailable`` when nobody
+    can be asked.
     """
 
     def __init__(self, library):
@@ -100,7 +102,8 @@ class _UserInteraction:
         elif not isinstance(request, dict):
             request = {"type": "text", "prompt": str(request)}
         request = {**request, **fields}
-        body = {key: _plain(request.get(key)) for key in ("type", "title", "prompt", "options", "default", "schema")}
+        fields = ("type", "title", "prompt", "options", "default", "schema", "key")
+        body = {key: _plain(request.get(key)) for key in fields}
         answer = _ask("interact", self.library, body=body)
         status = answer.get("status")
         if status == "given":
@@ -123,16 +126,18 @@ class _Client:
         self.library = library
 
     def generate_text(
-        self, prompt, images=None, n_predict=None, temperature=None, system_prompt=None, **kwargs
+        self, prompt, images=None, n_predict=None, temperature=None, system_prompt=None, key=None, **kwargs
     ):
-        """Asks the host's model; returns its text. Raises ``HostUnavailable`` when the
-        host has no model (or the client cannot sample)."""
+        """Asks the host's model; returns its text. ``key`` names the request where the
+        host asks several at once. Raises ``HostUnavailable`` when the host has no model
+        (or the client cannot sample)."""
         body = {
             "prompt": str(prompt),
             "images": [_image_text(image) for image in (images or [])],
             "n_predict": n_predict,
             "temperature": temperature,
             "system_prompt": system_prompt,
+            "key": key,
             "extra": {str(k): _plain(v) for k, v in kwargs.items()},
         }
         answer = _ask("generate", self.library, body=body)
