@@ -25,7 +25,7 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequests, InputRequiredResult,
-    ProgressToken, ProtocolVersion,
+    InputResponses, ProgressToken, ProtocolVersion,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
@@ -52,9 +52,29 @@ fn input_key(request: &HostRequest) -> &str {
     let named = match request {
         HostRequest::Interact(interaction) => interaction.key.as_deref(),
         HostRequest::Generate(generation) => generation.key.as_deref(),
-        HostRequest::Confirm(_) => None,
+        HostRequest::Roots(roots) => roots.key.as_deref(),
+        HostRequest::Confirm(_) | HostRequest::Batch(_) => None,
     };
     named.unwrap_or(INPUT_KEY)
+}
+
+/// The tool's answer to `request` from the client's `inputResponses` (a batch's
+/// requests each from its own key, those in `settled` as they were answered).
+fn answered(request: &HostRequest, responses: Option<&InputResponses>, settled: &[(String, HostAnswer)]) -> HostAnswer {
+    if let HostRequest::Batch(requests) = request {
+        let answers = requests.iter().map(|(key, request)| {
+            let answer = match settled.iter().find(|(done, _)| done == key) {
+                Some((_, answer)) => answer.clone(),
+                None => answered(request, responses, &[]),
+            };
+            (key.clone(), answer)
+        });
+        return HostAnswer::Batch(answers.collect());
+    }
+    match responses.and_then(|responses| responses.get(input_key(request))) {
+        Some(response) => host::answer(request, response),
+        None => refused(request, "the client did not answer"),
+    }
 }
 
 /// Calls waiting for a handshake-less client to answer a question, each under an
@@ -69,6 +89,8 @@ struct Waiting {
     tool: String,
     events: mpsc::UnboundedReceiver<Event>,
     question: Question,
+    /// The requests of a batch answered without the client (it could not take them).
+    settled: Vec<(String, HostAnswer)>,
     cancel: Cancel,
     reporter: Reporter,
 }
@@ -202,12 +224,7 @@ pub(super) async fn call_tool(
                 let message = "this question was already answered or has expired; call the tool again";
                 return Ok(failure(message).into());
             };
-            let key = input_key(&waiting.question.request);
-            let response = request.input_responses.as_ref().and_then(|responses| responses.get(key));
-            let answer = match response {
-                Some(response) => host::answer(&waiting.question.request, response),
-                None => refused(&waiting.question.request, "the client did not answer"),
-            };
+            let answer = answered(&waiting.question.request, request.input_responses.as_ref(), &waiting.settled);
             waiting.question.answer(answer);
             // The first request is over: what the call reports from now on belongs to
             // this one, under its progress token.
@@ -264,7 +281,8 @@ fn able(server: &Server, context: &RequestContext<RoleServer>) -> Able {
         .and_then(|capabilities| capabilities.elicitation.as_ref())
         .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
     let sample = capabilities.as_ref().is_some_and(|capabilities| capabilities.sampling.is_some());
-    Able { elicit, sample, yes: server.shared.settings.yes }
+    let roots = capabilities.as_ref().is_some_and(|capabilities| capabilities.roots.is_some());
+    Able { elicit, sample, roots, yes: server.shared.settings.yes }
 }
 
 /// Starts the call on a blocking thread, with host callbacks that ask this call's
@@ -281,6 +299,7 @@ fn start(
     let settings = &server.shared.settings;
     let cancel = Cancel::default();
     let (confirming, interacting, generating) = (events.clone(), events.clone(), events.clone());
+    let (rooting, batching) = (events.clone(), events.clone());
     let (progressing, logging) = (events.clone(), events.clone());
     let callbacks = Callbacks {
         confirm: Some(Arc::new(move |request| match ask(&confirming, HostRequest::Confirm(request.clone())) {
@@ -301,6 +320,14 @@ fn start(
             // MCP sampling takes images.
             vision: able.sample,
         }),
+        roots: Some(Arc::new(move |request| match ask(&rooting, HostRequest::Roots(request.clone())) {
+            HostAnswer::Roots(answer) => answer,
+            other => unexpected(other),
+        })),
+        batch: Some(Arc::new(move |requests| match ask(&batching, HostRequest::Batch(requests.to_vec())) {
+            HostAnswer::Batch(answers) => answers,
+            other => unexpected(other),
+        })),
         progress: Some(Arc::new(move |progress| {
             let _ = progressing.send(Event::Tell(Notice::Progress(progress.clone())));
         })),
@@ -377,6 +404,68 @@ async fn drive(
             }
             Some(Event::Ask(question)) => question,
         };
+        if let HostRequest::Batch(requests) = &question.request {
+            if handshake_less(context) {
+                // One round: every request the client can take, under its key.
+                let (mut asked, mut settled, mut missing) = (InputRequests::new(), Vec::new(), None);
+                for (key, request) in requests {
+                    if let Some(capability) = host::missing_capability(request, able) {
+                        let why = format!("the request did not declare the client capability `{capability}`");
+                        settled.push((key.clone(), refused(request, &why)));
+                        missing.get_or_insert(capability);
+                        continue;
+                    }
+                    match host::outbound(request, able) {
+                        Ok(outbound) => {
+                            asked.insert(key.clone(), outbound.input_request());
+                        }
+                        Err(answer) => settled.push((key.clone(), answer)),
+                    }
+                }
+                if asked.is_empty() {
+                    if let Some(capability) = missing {
+                        question.refuse("the request did not declare the client capabilities it needs");
+                        cancel.cancel();
+                        drain(events);
+                        return Err(missing_capability(capability, tool));
+                    }
+                    question.answer(HostAnswer::Batch(settled));
+                    continue;
+                }
+                match server.shared.parked.new_state(tool) {
+                    Some((id, state)) => {
+                        let waiting = Waiting { tool: tool.to_string(), events, question, settled, cancel, reporter };
+                        server.shared.parked.park(&id, waiting);
+                        return Ok(InputRequiredResult::new(Some(asked), Some(state)).into());
+                    }
+                    None => question.refuse("lcp could not make a secret to park the call under"),
+                }
+                continue;
+            }
+            // A handshake session: each request in turn.
+            let mut answers = Vec::new();
+            for (key, request) in requests {
+                let answer = match host::outbound(request, able) {
+                    Err(answer) => answer,
+                    Ok(outbound) => tokio::select! {
+                        answer = context.peer.send_request(outbound.server_request()) => match answer {
+                            Ok(result) => match serde_json::to_value(&result) {
+                                Ok(result) => host::answer(request, &result),
+                                Err(err) => refused(request, &format!("the client's answer is unreadable: {err}")),
+                            },
+                            Err(err) => refused(request, &format!("the client could not answer: {err}")),
+                        },
+                        () = context.ct.cancelled() => {
+                            question.refuse("the call was cancelled");
+                            return Ok(cancelled(events, &cancel));
+                        }
+                    },
+                };
+                answers.push((key.clone(), answer));
+            }
+            question.answer(HostAnswer::Batch(answers));
+            continue;
+        }
         // On the handshake-less protocol a request declares what its client can do:
         // one that needs a capability it did not declare is refused as a whole (SPEC
         // §16), the tool stopped.
@@ -400,7 +489,8 @@ async fn drive(
                 Some((id, state)) => {
                     let key = input_key(&question.request).to_string();
                     let requests = InputRequests::from([(key, outbound.input_request())]);
-                    let waiting = Waiting { tool: tool.to_string(), events, question, cancel, reporter };
+                    let settled = Vec::new();
+                    let waiting = Waiting { tool: tool.to_string(), events, question, settled, cancel, reporter };
                     server.shared.parked.park(&id, waiting);
                     return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
                 }

@@ -11,8 +11,9 @@
 #![allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
 
 use rmcp::model::{
-    CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams, InputRequest, LoggingLevel,
-    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ServerRequest,
+    CreateMessageRequest, CreateMessageRequestParams, ElicitRequest, ElicitRequestParams, InputRequest,
+    ListRootsRequest, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ServerRequest,
 };
 use serde_json::{Map, Value, json};
 
@@ -32,6 +33,8 @@ const DEFAULT_MAX_TOKENS: u32 = 1024;
 pub(super) struct Able {
     pub elicit: bool,
     pub sample: bool,
+    /// The client shares its roots (`roots/list`).
+    pub roots: bool,
     /// `lcp serve --yes`: allow what a tool asks to confirm when the client cannot ask.
     pub yes: bool,
 }
@@ -40,6 +43,11 @@ pub(super) struct Able {
 pub(super) enum Outbound {
     Elicit(ElicitRequestParams),
     Sample(CreateMessageRequestParams),
+    Roots,
+}
+
+fn list_roots() -> ListRootsRequest {
+    ListRootsRequest { method: Default::default(), extensions: Default::default() }
 }
 
 impl Outbound {
@@ -47,6 +55,7 @@ impl Outbound {
         match self {
             Outbound::Elicit(params) => ServerRequest::ElicitRequest(ElicitRequest::new(params)),
             Outbound::Sample(params) => ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params)),
+            Outbound::Roots => ServerRequest::ListRootsRequest(list_roots()),
         }
     }
 
@@ -54,6 +63,7 @@ impl Outbound {
         match self {
             Outbound::Elicit(params) => InputRequest::Elicitation(ElicitRequest::new(params)),
             Outbound::Sample(params) => InputRequest::CreateMessage(CreateMessageRequest::new(params)),
+            Outbound::Roots => InputRequest::ListRoots(list_roots()),
         }
     }
 }
@@ -65,6 +75,7 @@ pub(super) fn missing_capability(request: &HostRequest, able: Able) -> Option<&'
         HostRequest::Confirm(_) if !able.elicit && !able.yes => Some("elicitation"),
         HostRequest::Interact(_) if !able.elicit => Some("elicitation"),
         HostRequest::Generate(_) if !able.sample => Some("sampling"),
+        HostRequest::Roots(_) if !able.roots => Some("roots"),
         _ => None,
     }
 }
@@ -88,6 +99,12 @@ pub(super) fn outbound(request: &HostRequest, able: Able) -> Result<Outbound, Ho
         HostRequest::Generate(generation) => {
             sampling(generation).map(Outbound::Sample).map_err(|err| refused(request, &err))
         }
+        HostRequest::Roots(_) if !able.roots => {
+            Err(refused(request, "the MCP client shares no roots (it does not support roots/list)"))
+        }
+        HostRequest::Roots(_) => Ok(Outbound::Roots),
+        // `call.rs` asks a batch's requests one by one, or together in one round.
+        HostRequest::Batch(_) => Err(refused(request, "a batch is asked request by request")),
     }
 }
 
@@ -115,6 +132,11 @@ pub(super) fn answer(request: &HostRequest, result: &Value) -> HostAnswer {
             _ => Answer::Declined,
         }),
         HostRequest::Generate(_) => HostAnswer::Generate(sampled_text(result)),
+        HostRequest::Roots(_) => HostAnswer::Roots(match result.get("roots") {
+            Some(Value::Array(roots)) => Ok(roots.clone()),
+            _ => Err("the client's answer holds no roots".to_string()),
+        }),
+        HostRequest::Batch(_) => refused(request, "a batch is answered request by request"),
     }
 }
 

@@ -126,6 +126,19 @@ pub struct Generation {
     pub key: Option<String>,
 }
 
+/// `tool_context.roots()`: the roots of the host's file system it lets tools see
+/// (MCP's `roots/list`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RootsRequest {
+    /// The library key ([`super::library_key`]).
+    pub library: String,
+    /// The tool being run, when asked during a call.
+    pub tool: Option<String>,
+    /// The name the tool gives the request (`key=`), as [`Interaction::key`].
+    #[serde(default)]
+    pub key: Option<String>,
+}
+
 /// `tool_context.emit_progress(text, meta)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
@@ -166,6 +179,11 @@ pub enum HostRequest {
     Interact(Interaction),
     /// Text from the host's model (`generate_text`).
     Generate(Generation),
+    /// The host's roots (`tool_context.roots()`).
+    Roots(RootsRequest),
+    /// Several of the above at once, each under its name (`tool_context.ask`): a host
+    /// that can ask them together (MCP's `inputRequests`) does.
+    Batch(Vec<(String, HostRequest)>),
 }
 
 /// The answer to a [`HostRequest`] of the same kind.
@@ -177,6 +195,10 @@ pub enum HostAnswer {
     Interact(Answer),
     /// The model's text, or why there is none.
     Generate(Result<String, String>),
+    /// The roots (`{"uri", "name"?}`), or why there are none.
+    Roots(Result<Vec<Value>, String>),
+    /// An answer for each request of a batch, under its name.
+    Batch(Vec<(String, HostAnswer)>),
 }
 
 /// Something a call tells the host without waiting.
@@ -192,6 +214,10 @@ pub enum Notice {
 pub type InteractHandler = Arc<dyn Fn(&Interaction) -> Answer + Send + Sync>;
 /// Asks the host's model: the generated text, or why there is none.
 pub type GenerateHandler = Arc<dyn Fn(&Generation) -> Result<String, String> + Send + Sync>;
+/// Gives the host's roots, or why there are none.
+pub type RootsHandler = Arc<dyn Fn(&RootsRequest) -> Result<Vec<Value>, String> + Send + Sync>;
+/// Answers several requests at once, each under its name.
+pub type BatchHandler = Arc<dyn Fn(&[(String, HostRequest)]) -> Vec<(String, HostAnswer)> + Send + Sync>;
 /// Hears a call's progress.
 pub type ProgressHandler = Arc<dyn Fn(&Progress) + Send + Sync>;
 /// Hears what a call logs (records at or above the call's log level).
@@ -217,6 +243,11 @@ pub struct Callbacks {
     pub interact: Option<InteractHandler>,
     /// The model `generate_text` asks.
     pub model: Option<Model>,
+    /// Gives the roots `tool_context.roots()` asks for.
+    pub roots: Option<RootsHandler>,
+    /// Answers a batch (`tool_context.ask`) at once; without it each request of a batch
+    /// is answered in turn by its own callback.
+    pub batch: Option<BatchHandler>,
     /// Hears progress.
     pub progress: Option<ProgressHandler>,
     /// Hears log records.
@@ -229,6 +260,8 @@ impl std::fmt::Debug for Callbacks {
             .field("confirm", &self.confirm.is_some())
             .field("interact", &self.interact.is_some())
             .field("model", &self.model.as_ref().map(|model| model.vision))
+            .field("roots", &self.roots.is_some())
+            .field("batch", &self.batch.is_some())
             .field("progress", &self.progress.is_some())
             .field("log", &self.log.is_some())
             .finish()
@@ -243,6 +276,10 @@ pub(crate) struct Offered {
     pub interact: bool,
     pub model: bool,
     pub vision: bool,
+    #[serde(default)]
+    pub roots: bool,
+    #[serde(default)]
+    pub batch: bool,
     pub progress: bool,
     pub log: bool,
     /// Records below this Python level are not made.
@@ -256,6 +293,8 @@ impl Callbacks {
             confirm: self.confirm.or_else(|| fallback.confirm.clone()),
             interact: self.interact.or_else(|| fallback.interact.clone()),
             model: self.model.or_else(|| fallback.model.clone()),
+            roots: self.roots.or_else(|| fallback.roots.clone()),
+            batch: self.batch.or_else(|| fallback.batch.clone()),
             progress: self.progress.or_else(|| fallback.progress.clone()),
             log: self.log.or_else(|| fallback.log.clone()),
         }
@@ -276,6 +315,8 @@ impl Callbacks {
             interact: self.interact.is_some(),
             model: self.model.is_some(),
             vision: self.model.as_ref().is_some_and(|model| model.vision),
+            roots: self.roots.is_some(),
+            batch: self.batch.is_some(),
             progress: self.progress.is_some(),
             log: self.log.is_some(),
             log_level,
@@ -299,6 +340,18 @@ impl Callbacks {
                 None => Err("the host has no model to generate text with".to_string()),
                 Some(model) => guarded(|| (model.generate)(generation))
                     .unwrap_or_else(|| Err("the host's model handler failed".to_string())),
+            }),
+            HostRequest::Roots(request) => HostAnswer::Roots(match &self.roots {
+                None => Err("the host shares no roots".to_string()),
+                Some(handler) => {
+                    guarded(|| handler(request)).unwrap_or_else(|| Err("the host's roots handler failed".to_string()))
+                }
+            }),
+            HostRequest::Batch(requests) => HostAnswer::Batch(match &self.batch {
+                Some(handler) => guarded(|| handler(requests)).unwrap_or_else(|| {
+                    requests.iter().map(|(key, request)| (key.clone(), refused(request, "the host failed"))).collect()
+                }),
+                None => requests.iter().map(|(key, request)| (key.clone(), self.answer(request))).collect(),
             }),
         }
     }
@@ -404,6 +457,24 @@ pub(crate) fn read_wire(text: &str) -> Result<(Option<u64>, Received), String> {
                 key: key_of(&body),
             }))
         }
+        "roots" => Received::Request(HostRequest::Roots(RootsRequest { library, tool, key: key_of(&body) })),
+        "batch" => {
+            let mut requests = Vec::new();
+            for (key, item) in body.get("requests").and_then(Value::as_object).into_iter().flatten() {
+                let kind = item.get("kind").and_then(Value::as_str).unwrap_or_default();
+                if !matches!(kind, "interact" | "generate" | "roots") {
+                    return Err(format!("`{key}`: a batch asks interact, generate or roots, not `{kind}`"));
+                }
+                let mut body = item.get("body").cloned().unwrap_or_else(|| json!({}));
+                body["key"] = json!(key);
+                let inner = json!({"kind": kind, "library": library, "tool": tool, "body": body});
+                match read_wire(&inner.to_string())? {
+                    (_, Received::Request(request)) => requests.push((key.clone(), request)),
+                    (_, Received::Notice(_)) => unreachable!("interact, generate and roots are requests"),
+                }
+            }
+            Received::Request(HostRequest::Batch(requests))
+        }
         "progress" => {
             let meta = body.get("meta").and_then(Value::as_object).cloned().unwrap_or_default();
             Received::Notice(Notice::Progress(Progress {
@@ -442,6 +513,10 @@ pub(crate) fn answer_wire(text: &str, find: impl FnOnce(Option<u64>) -> Option<C
 
 /// An answer as `host.py` reads it.
 pub(crate) fn wire_answer(answer: &HostAnswer) -> String {
+    wire_value(answer).to_string()
+}
+
+fn wire_value(answer: &HostAnswer) -> Value {
     match answer {
         HostAnswer::Confirm(confirmation) => {
             json!({"decision": confirmation.decision.as_str(), "reason": confirmation.reason})
@@ -450,9 +525,14 @@ pub(crate) fn wire_answer(answer: &HostAnswer) -> String {
         HostAnswer::Interact(Answer::Declined) => json!({"status": "declined"}),
         HostAnswer::Interact(Answer::Unavailable(reason)) => json!({"status": "unavailable", "reason": reason}),
         HostAnswer::Generate(Ok(text)) => json!({"text": text}),
-        HostAnswer::Generate(Err(error)) => json!({"error": error}),
+        HostAnswer::Generate(Err(error)) | HostAnswer::Roots(Err(error)) => json!({"error": error}),
+        HostAnswer::Roots(Ok(roots)) => json!({"roots": roots}),
+        HostAnswer::Batch(answers) => {
+            let answers: Map<String, Value> =
+                answers.iter().map(|(key, answer)| (key.clone(), wire_value(answer))).collect();
+            json!({"answers": answers})
+        }
     }
-    .to_string()
 }
 
 /// What the host answers when nobody could: the request's kind, refused with `reason`.
@@ -461,6 +541,10 @@ pub fn refused(request: &HostRequest, reason: &str) -> HostAnswer {
         HostRequest::Confirm(_) => HostAnswer::Confirm(Confirmation::reject(reason)),
         HostRequest::Interact(_) => HostAnswer::Interact(Answer::Unavailable(reason.to_string())),
         HostRequest::Generate(_) => HostAnswer::Generate(Err(reason.to_string())),
+        HostRequest::Roots(_) => HostAnswer::Roots(Err(reason.to_string())),
+        HostRequest::Batch(requests) => HostAnswer::Batch(
+            requests.iter().map(|(key, request)| (key.clone(), refused(request, reason))).collect(),
+        ),
     }
 }
 

@@ -329,6 +329,7 @@ fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
         }));
     }
     if offered.model {
+        let ask = ask.clone();
         callbacks.model = Some(Model {
             generate: Arc::new(move |generation| match ask(HostRequest::Generate(generation.clone())) {
                 HostAnswer::Generate(answer) => answer,
@@ -336,6 +337,20 @@ fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
             }),
             vision: offered.vision,
         });
+    }
+    if offered.roots {
+        let ask = ask.clone();
+        callbacks.roots = Some(Arc::new(move |request| match ask(HostRequest::Roots(request.clone())) {
+            HostAnswer::Roots(answer) => answer,
+            _ => Err("lcp answered something else".to_string()),
+        }));
+    }
+    if offered.batch {
+        let ask = ask.clone();
+        callbacks.batch = Some(Arc::new(move |requests| match ask(HostRequest::Batch(requests.to_vec())) {
+            HostAnswer::Batch(answers) => answers,
+            _ => requests.iter().map(|(key, request)| (key.clone(), refused(request, "lcp answered something else"))).collect(),
+        }));
     }
     if offered.progress {
         let tell = tell.clone();

@@ -82,6 +82,51 @@ def _ask(kind, library, **fields):
     return json.loads(_host(text))
 
 
+def _interaction(request):
+    """The body of a ``user_interaction_handler`` request."""
+    fields = ("type", "title", "prompt", "options", "default", "schema", "key")
+    return {key: _plain(request.get(key)) for key in fields}
+
+
+def _interaction_answer(body, answer):
+    """What the tool gets for the host's answer to an interaction; raises
+    ``HostUnavailable`` when nobody could be asked."""
+    status = answer.get("status")
+    if status == "given":
+        value = answer.get("value")
+        if str(body.get("type") or "text").lower() == "form":
+            return value if isinstance(value, dict) else None
+        return value if value is None or isinstance(value, str) else _dumps(value)
+    if status == "declined":
+        return None
+    raise HostUnavailable(answer.get("reason") or answer.get("error") or "the host cannot ask the user")
+
+
+def _generation(prompt, images=None, n_predict=None, temperature=None, system_prompt=None, key=None, **kwargs):
+    """The body of a ``generate_text`` request."""
+    return {
+        "prompt": str(prompt),
+        "images": [_image_text(image) for image in (images or [])],
+        "n_predict": n_predict,
+        "temperature": temperature,
+        "system_prompt": system_prompt,
+        "key": key,
+        "extra": {str(k): _plain(v) for k, v in kwargs.items()},
+    }
+
+
+def _generated(answer):
+    if isinstance(answer.get("text"), str):
+        return answer["text"]
+    raise HostUnavailable(answer.get("error") or "the host's model gave no text")
+
+
+def _roots(answer):
+    if isinstance(answer.get("roots"), list):
+        return answer["roots"]
+    raise HostUnavailable(answer.get("error") or "the host shares no roots")
+
+
 class _UserInteraction:
     """``user_interaction_handler(request)``: asks the user through the host.
 
@@ -102,18 +147,8 @@ class _UserInteraction:
         elif not isinstance(request, dict):
             request = {"type": "text", "prompt": str(request)}
         request = {**request, **fields}
-        fields = ("type", "title", "prompt", "options", "default", "schema", "key")
-        body = {key: _plain(request.get(key)) for key in fields}
-        answer = _ask("interact", self.library, body=body)
-        status = answer.get("status")
-        if status == "given":
-            value = answer.get("value")
-            if str(body.get("type") or "text").lower() == "form":
-                return value if isinstance(value, dict) else None
-            return value if value is None or isinstance(value, str) else _dumps(value)
-        if status == "declined":
-            return None
-        raise HostUnavailable(answer.get("reason") or answer.get("error") or "the host cannot ask the user")
+        body = _interaction(request)
+        return _interaction_answer(body, _ask("interact", self.library, body=body))
 
     def __repr__(self):
         return f"<lcp user interaction handler for {self.library}>"
@@ -131,19 +166,8 @@ class _Client:
         """Asks the host's model; returns its text. ``key`` names the request where the
         host asks several at once. Raises ``HostUnavailable`` when the host has no model
         (or the client cannot sample)."""
-        body = {
-            "prompt": str(prompt),
-            "images": [_image_text(image) for image in (images or [])],
-            "n_predict": n_predict,
-            "temperature": temperature,
-            "system_prompt": system_prompt,
-            "key": key,
-            "extra": {str(k): _plain(v) for k, v in kwargs.items()},
-        }
-        answer = _ask("generate", self.library, body=body)
-        if isinstance(answer.get("text"), str):
-            return answer["text"]
-        raise HostUnavailable(answer.get("error") or "the host's model gave no text")
+        body = _generation(prompt, images, n_predict, temperature, system_prompt, key, **kwargs)
+        return _generated(_ask("generate", self.library, body=body))
 
     def has_vision_capability(self):
         """Whether images may be sent to ``generate_text``."""
@@ -185,6 +209,49 @@ class _ToolContext:
         meta = {str(k): _plain(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
         answer = _ask("progress", self.library, body={"text": str(text), "meta": meta})
         return bool(answer.get("delivered"))
+
+    def roots(self, key=None):
+        """The roots of the host's file system it lets tools see: a list of ``{"uri",
+        "name"?}`` (MCP's ``roots/list``). Raises ``HostUnavailable`` when it shares none."""
+        return _roots(_ask("roots", self.library, body={"key": key}))
+
+    def ask(self, questions):
+        """Asks the host several things at once, each under its name; a host that can
+        put them to its client together (MCP's ``inputRequests``) does. ``questions``
+        maps a name to ``{"kind": "interact", ...}`` (what ``user_interaction_handler``
+        takes), ``{"kind": "generate", "prompt", ...}`` (``generate_text``'s arguments)
+        or ``{"kind": "roots"}``. Returns the same names, each with what that call would
+        return, or the ``HostUnavailable`` it would raise (returned, not raised: the
+        others may still have answers)."""
+        requests, kinds = {}, {}
+        for name, question in dict(questions).items():
+            question = dict(question)
+            kind = question.pop("kind", "interact")
+            if kind == "interact":
+                body = _interaction(question)
+            elif kind == "generate":
+                body = _generation(**question)
+            elif kind == "roots":
+                body = {}
+            else:
+                raise ValueError(f"question {name!r}: kind is interact, generate or roots, not {kind!r}")
+            requests[str(name)] = {"kind": kind, "body": body}
+            kinds[str(name)] = (kind, body)
+        answer = _ask("batch", self.library, body={"requests": requests})
+        answers = answer.get("answers") if isinstance(answer.get("answers"), dict) else {}
+        results = {}
+        for name, (kind, body) in kinds.items():
+            one = answers.get(name) or {"error": answer.get("error") or "the host gave no answer"}
+            try:
+                if kind == "interact":
+                    results[name] = _interaction_answer(body, one)
+                elif kind == "generate":
+                    results[name] = _generated(one)
+                else:
+                    results[name] = _roots(one)
+            except HostUnavailable as exc:
+                results[name] = exc
+        return results
 
     @property
     def workspace_root(self):
