@@ -285,6 +285,9 @@ fn carried_text(format: Format, tool: &Tool) -> Cow<'_, str> {
         (Some(named), false) => named.as_str(),
         _ => tool.parameters.as_str(),
     };
+    if tool.policy.mcp_headers.is_some() {
+        return Cow::Owned(mcp_input_schema(tool, inline_refs).to_string());
+    }
     // `$schema` goes first, before the schema's own keys (of which `$schema` is none).
     let dialect = format!("{{\"$schema\":\"{JSON_SCHEMA_2020_12}\"");
     match source.strip_prefix('{') {
@@ -438,6 +441,14 @@ pub fn mcp_input_schema(tool: &Tool, inline: bool) -> Value {
     schema.insert("$schema".to_string(), Value::String(JSON_SCHEMA_2020_12.to_string()));
     if let Value::Object(fields) = parameters {
         schema.extend(fields);
+    }
+    // The arguments that travel in a header too (SPEC §16), each marked on its property.
+    for (parameter, header) in tool.policy.mcp_headers.iter().flatten() {
+        if let Some(Value::Object(property)) =
+            schema.get_mut("properties").and_then(|properties| properties.get_mut(parameter))
+        {
+            property.insert("x-mcp-header".to_string(), Value::String(header.clone()));
+        }
     }
     Value::Object(schema)
 }

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 /// The keys a declaration may have.
-pub const KEYS: [&str; 6] = ["read_only", "destructive", "idempotent", "open_world", "grade", "docs"];
+pub const KEYS: [&str; 7] = ["read_only", "destructive", "idempotent", "open_world", "grade", "docs", "mcp_headers"];
 
 /// What a tool declares; `None` is undeclared (unknown).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -38,6 +38,11 @@ pub struct Declared {
     /// Documentation of the tool: a path, resolved against the file that declared it.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "crate::path_json::serialize_option")]
     pub docs: Option<PathBuf>,
+    /// Arguments that travel in an HTTP header too (SPEC §16): parameter → the
+    /// header's name after `Mcp-Param-` (`{"region": "Mcp-Param-Region"}` is
+    /// `region` → `Region`), published as the property's `x-mcp-header`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_headers: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// World coupling `w` and effects ceiling `d`, each 0 to 3 (seed 000).
@@ -77,6 +82,7 @@ impl Declared {
             open_world: self.open_world.or(base.open_world),
             grade: self.grade.or(base.grade),
             docs: self.docs.clone().or_else(|| base.docs.clone()),
+            mcp_headers: self.mcp_headers.clone().or_else(|| base.mcp_headers.clone()),
         }
     }
 
@@ -116,6 +122,7 @@ impl Declared {
                 Some(path) if !path.trim().is_empty() => self.docs = Some(base.join(path)),
                 _ => return Err(DeclarationError::NotAPath { value: value.clone() }),
             },
+            "mcp_headers" => self.mcp_headers = Some(mcp_headers(value)?),
             other => return Err(DeclarationError::UnknownKey { key: other.to_string() }),
         }
         Ok(())
@@ -163,6 +170,11 @@ pub enum DeclarationError {
     },
     /// A tool's grade without both `w` and `d`.
     GradeIncomplete,
+    /// `mcp_headers` that is not a table of parameter names to header names.
+    NotHeaders {
+        /// Its value.
+        value: Value,
+    },
 }
 
 impl std::fmt::Display for DeclarationError {
@@ -183,11 +195,33 @@ impl std::fmt::Display for DeclarationError {
                 write!(f, "`grade.{key}` is {level}; a grade is an integer from 0 to 3")
             }
             DeclarationError::GradeIncomplete => f.write_str("`grade` needs both `w` and `d`"),
+            DeclarationError::NotHeaders { value } => write!(
+                f,
+                "`mcp_headers` must be a table of parameter names to header names \
+                 (`{{region = \"Mcp-Param-Region\"}}`; letters, digits and `-`), not {value}"
+            ),
         }
     }
 }
 
 impl std::error::Error for DeclarationError {}
+
+/// `{"param": "Mcp-Param-Name" | "Name"}`: each parameter with its header's name
+/// after `Mcp-Param-`.
+fn mcp_headers(value: &Value) -> Result<std::collections::BTreeMap<String, String>, DeclarationError> {
+    let refused = || DeclarationError::NotHeaders { value: value.clone() };
+    let table = value.as_object().ok_or_else(refused)?;
+    let mut headers = std::collections::BTreeMap::new();
+    for (parameter, header) in table {
+        let header = header.as_str().ok_or_else(refused)?;
+        let name = header.strip_prefix("Mcp-Param-").or_else(|| header.strip_prefix("mcp-param-")).unwrap_or(header);
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err(refused());
+        }
+        headers.insert(parameter.clone(), name.to_string());
+    }
+    Ok(headers)
+}
 
 /// `{"w": 0-3, "d": 0-3}`. With `partial`, either may be left out (`None` in the
 /// second value says which were given).
@@ -436,7 +470,7 @@ mod tests {
         assert_eq!(
             declared(json!({"readonly": true})),
             Err(vec![
-                "unknown key `readonly`; expected one of read_only, destructive, idempotent, open_world, grade, docs"
+                "unknown key `readonly`; expected one of read_only, destructive, idempotent, open_world, grade, docs, mcp_headers"
                     .to_string()
             ])
         );

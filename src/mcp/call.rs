@@ -212,25 +212,75 @@ fn unguessable() -> Option<String> {
     Some(bytes[..16].iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
+/// How a call followed by [`drive`] came out for its request.
+pub(super) enum Driven {
+    /// It ended with this result.
+    Done(ToolResult),
+    /// It asks the client, and is parked until the client answers (handshake-less).
+    Asked(InputRequiredResult),
+    /// It ended without a result (cancelled, abandoned), for this reason.
+    Ended(String),
+}
+
+/// The call a `requestState` parks, given the client's answers: its events to follow,
+/// or `None` when it was answered already or has expired. A state this server did not
+/// sign for `target` is refused.
+fn resume(
+    server: &Server,
+    target: &str,
+    state: &str,
+    responses: Option<&InputResponses>,
+    context: &RequestContext<RoleServer>,
+) -> Result<Option<(mpsc::UnboundedReceiver<Event>, Cancel, Reporter)>, ErrorData> {
+    let id = server.shared.parked.open(state, target)?;
+    let Some(waiting) = server.shared.parked.take(&id, target) else { return Ok(None) };
+    let answer = answered(&waiting.question.request, responses, &waiting.settled);
+    waiting.question.answer(answer);
+    // The first request is over: what the call reports from now on belongs to this
+    // one, under its progress token.
+    let reporter = Reporter { token: context.meta.get_progress_token(), ..waiting.reporter };
+    Ok(Some((waiting.events, waiting.cancel, reporter)))
+}
+
+const ANSWERED: &str = "this question was already answered or has expired; make the request again";
+
+/// A prompt or resource run as a call is (SPEC §15, §16): what its function asks the
+/// client is asked as a tool's is, an `InputRequiredResult` round included; `target`
+/// names it in its `requestState`.
+pub(super) async fn call_member(
+    server: &Server,
+    target: &str,
+    run: Option<(Arc<crate::registry::Registry>, Admitted, Map<String, Value>)>,
+    state: Option<&str>,
+    responses: Option<&InputResponses>,
+    context: &RequestContext<RoleServer>,
+) -> Result<Driven, ErrorData> {
+    let (events, cancel, reporter) = match (state, run) {
+        (Some(state), _) => match resume(server, target, state, responses, context)? {
+            Some(resumed) => resumed,
+            None => return Ok(Driven::Ended(ANSWERED.to_string())),
+        },
+        (None, Some((registry, admitted, arguments))) => {
+            let level = server.log_level(context);
+            let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };
+            let (events, cancel) = start(server, registry, &admitted, arguments, able(server, context), level);
+            (events, cancel, reporter)
+        }
+        (None, None) => return Ok(Driven::Ended("nothing to run".to_string())),
+    };
+    drive(server, target, events, cancel, reporter, context).await
+}
+
 pub(super) async fn call_tool(
     server: &Server,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
     let (events, cancel, reporter) = match &request.request_state {
-        Some(state) => {
-            let id = server.shared.parked.open(state, &request.name)?;
-            let Some(waiting) = server.shared.parked.take(&id, &request.name) else {
-                let message = "this question was already answered or has expired; call the tool again";
-                return Ok(failure(message).into());
-            };
-            let answer = answered(&waiting.question.request, request.input_responses.as_ref(), &waiting.settled);
-            waiting.question.answer(answer);
-            // The first request is over: what the call reports from now on belongs to
-            // this one, under its progress token.
-            let reporter = Reporter { token: context.meta.get_progress_token(), ..waiting.reporter };
-            (waiting.events, waiting.cancel, reporter)
-        }
+        Some(state) => match resume(server, &request.name, state, request.input_responses.as_ref(), &context)? {
+            Some(resumed) => resumed,
+            None => return Ok(failure(ANSWERED).into()),
+        },
         None => {
             let name = request.name.as_ref();
             // Every call is checked against the profile and the policy as the config
@@ -257,6 +307,12 @@ pub(super) async fn call_tool(
                     };
                 }
             };
+            if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>()
+                && let Some((_, found)) = registry.tool(tool.tool())
+                && let Some(declared) = server.shared.settings.config.current().declared(found).mcp_headers
+            {
+                check_param_headers(&parts.headers, &declared, request.arguments.as_ref())?;
+            }
             let level = server.log_level(&context);
             let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };
             let (events, cancel) = start(
@@ -270,7 +326,14 @@ pub(super) async fn call_tool(
             (events, cancel, reporter)
         }
     };
-    drive(server, &request.name, events, cancel, reporter, &context).await
+    Ok(match drive(server, &request.name, events, cancel, reporter, &context).await? {
+        Driven::Done(result) => {
+            let shape = server.output_shape(&server.snapshot(), &request.name);
+            content::tool_result(result, server.shared.settings.max_output, shape).into()
+        }
+        Driven::Asked(asked) => asked.into(),
+        Driven::Ended(reason) => failure(&reason).into(),
+    })
 }
 
 /// What the client of this request can be asked.
@@ -380,8 +443,7 @@ async fn drive(
     cancel: Cancel,
     mut reporter: Reporter,
     context: &RequestContext<RoleServer>,
-) -> Result<CallToolResponse, ErrorData> {
-    let settings = &server.shared.settings;
+) -> Result<Driven, ErrorData> {
     let able = able(server, context);
     let mut next = None;
     loop {
@@ -393,11 +455,8 @@ async fn drive(
             },
         };
         let question = match event {
-            Some(Event::Done(result)) => {
-                let shape = server.output_shape(&server.snapshot(), tool);
-                return Ok(content::tool_result(result, settings.max_output, shape).into());
-            }
-            None => return Ok(failure("the call ended without a result").into()),
+            Some(Event::Done(result)) => return Ok(Driven::Done(result)),
+            None => return Ok(Driven::Ended("the call ended without a result".to_string())),
             Some(Event::Tell(notice)) => {
                 reporter.tell(&context.peer, notice).await;
                 continue;
@@ -436,7 +495,7 @@ async fn drive(
                     Some((id, state)) => {
                         let waiting = Waiting { tool: tool.to_string(), events, question, settled, cancel, reporter };
                         server.shared.parked.park(&id, waiting);
-                        return Ok(InputRequiredResult::new(Some(asked), Some(state)).into());
+                        return Ok(Driven::Asked(InputRequiredResult::new(Some(asked), Some(state))));
                     }
                     None => question.refuse("lcp could not make a secret to park the call under"),
                 }
@@ -492,7 +551,7 @@ async fn drive(
                     let settled = Vec::new();
                     let waiting = Waiting { tool: tool.to_string(), events, question, settled, cancel, reporter };
                     server.shared.parked.park(&id, waiting);
-                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+                    return Ok(Driven::Asked(InputRequiredResult::new(Some(requests), Some(state))));
                 }
                 None => question.refuse("lcp could not make a secret to park the call under"),
             }
@@ -532,6 +591,43 @@ async fn drive(
     }
 }
 
+/// SPEC §16: each argument a tool's `mcp_headers` names, when a call over HTTP gives
+/// it, comes in its `Mcp-Param-<Name>` header too with the same value (a value
+/// `=?base64?…?=` is the Base64 of it, decoded strictly; any other is the value as it
+/// is). Anything else is refused with `HeaderMismatch` (-32020; HTTP 400).
+fn check_param_headers(
+    headers: &hyper::http::HeaderMap,
+    declared: &std::collections::BTreeMap<String, String>,
+    arguments: Option<&Map<String, Value>>,
+) -> Result<(), ErrorData> {
+    use base64::Engine;
+    let mismatch = |message: String| ErrorData::new(rmcp::model::ErrorCode::HEADER_MISMATCH, message, None);
+    for (parameter, name) in declared {
+        let expected = match arguments.and_then(|arguments| arguments.get(parameter)) {
+            None | Some(Value::Null) => continue,
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+        };
+        let header = format!("Mcp-Param-{name}");
+        let Some(given) = headers.get(&header) else {
+            return Err(mismatch(format!("the argument `{parameter}` must come in the `{header}` header too")));
+        };
+        let given = given.to_str().map_err(|_| mismatch(format!("`{header}` is not visible ASCII")))?.trim();
+        let value = match given.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
+            Some(encoded) => base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| mismatch(format!("`{header}` is not valid Base64 (=?base64?…?=)")))?,
+            None => given.to_string(),
+        };
+        if value != expected {
+            return Err(mismatch(format!("`{header}` does not match the argument `{parameter}`")));
+        }
+    }
+    Ok(())
+}
+
 /// `MissingRequiredClientCapabilityError` (-32021; HTTP 400) naming what `tool` asked for.
 fn missing_capability(capability: &str, tool: &str) -> ErrorData {
     let required = json!({ capability: {} });
@@ -546,10 +642,10 @@ fn missing_capability(capability: &str, tool: &str) -> ErrorData {
     )
 }
 
-fn cancelled(events: mpsc::UnboundedReceiver<Event>, cancel: &Cancel) -> CallToolResponse {
+fn cancelled(events: mpsc::UnboundedReceiver<Event>, cancel: &Cancel) -> Driven {
     cancel.cancel();
     drain(events);
-    failure("the call was cancelled").into()
+    Driven::Ended("the call was cancelled".to_string())
 }
 
 /// After the caller stopped waiting: refuse whatever the call still asks and let it

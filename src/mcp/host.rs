@@ -1,7 +1,8 @@
 //! What a tool asks of its host (SPEC §9), said in MCP: a confirmation or a user
 //! interaction is an elicitation form, `generate_text` is `sampling/createMessage`,
-//! progress is `notifications/progress` (or a log message when the request has no
-//! progress token), a log record is `notifications/message`.
+//! `tool_context.roots()` is `roots/list`, progress is `notifications/progress` (or a
+//! log message when the request has no progress token), a log record is
+//! `notifications/message`.
 //!
 //! This module only translates, both ways; `call.rs` decides when to send and where
 //! (a server→client request, or an `InputRequiredResult` round) and waits. A request
@@ -349,7 +350,7 @@ mod tests {
     }
 
     fn elicited(request: &HostRequest) -> Value {
-        match outbound(request, Able { elicit: true, sample: true, yes: false }) {
+        match outbound(request, Able { elicit: true, sample: true, roots: false, yes: false }) {
             Ok(Outbound::Elicit(params)) => serde_json::to_value(params).unwrap(),
             _ => panic!("not an elicitation"),
         }
@@ -378,7 +379,8 @@ mod tests {
         let given = answer(&request, &json!({"action": "accept", "content": {"n": 4}}));
         assert_eq!(given, HostAnswer::Interact(Answer::Given(json!({"n": 4}))));
         form.schema = Some(json!({"type": "object", "properties": {"nested": {"type": "object"}}}));
-        let refused = outbound(&HostRequest::Interact(form), Able { elicit: true, sample: true, yes: false });
+        let refused =
+            outbound(&HostRequest::Interact(form), Able { elicit: true, sample: true, roots: false, yes: false });
         assert!(
             matches!(refused, Err(HostAnswer::Interact(Answer::Unavailable(reason))) if reason.contains("flat object"))
         );
@@ -386,7 +388,7 @@ mod tests {
 
     #[test]
     fn a_client_without_the_capability_gets_an_answer_at_once() {
-        let none = Able { elicit: false, sample: false, yes: false };
+        let none = Able { elicit: false, sample: false, roots: false, yes: false };
         let unasked = outbound(&HostRequest::Interact(interaction(InteractionKind::Text)), none);
         assert!(
             matches!(unasked, Err(HostAnswer::Interact(Answer::Unavailable(reason))) if reason.contains("elicitation"))
@@ -420,7 +422,9 @@ mod tests {
             key: None,
         };
         let request = HostRequest::Generate(generation.clone());
-        let Ok(Outbound::Sample(params)) = outbound(&request, Able { elicit: false, sample: true, yes: false }) else {
+        let Ok(Outbound::Sample(params)) =
+            outbound(&request, Able { elicit: false, sample: true, roots: false, yes: false })
+        else {
             panic!("not sampling")
         };
         let params = serde_json::to_value(params).unwrap();

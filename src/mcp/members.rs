@@ -10,15 +10,17 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ReadResourceResult, Reference,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    ListPromptsResult, ListResourceTemplatesResult, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference,
 };
-use serde_json::{Map, Value, json};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Value, json};
 
+use super::call::{self, Driven};
 use super::{Server, content};
 use crate::export;
 use crate::registry::Registry;
@@ -61,29 +63,49 @@ impl Server {
         shown.await.unwrap_or_default()
     }
 
-    /// `prompts/get`: the prompt run with the arguments given, its value as messages.
-    /// A prompt that fails is a protocol error naming why (MCP has no failed prompt).
+    /// `prompts/get`: the prompt run with the arguments given, its value as messages;
+    /// what it asks the client is asked as a tool's is (an `InputRequiredResult` round
+    /// on the handshake-less protocol). A prompt that fails is a protocol error naming
+    /// why (MCP has no failed prompt).
     pub(super) async fn get_prompt_now(
         &self,
         request: GetPromptRequestParams,
-        log_level: u32,
-    ) -> Result<GetPromptResult, ErrorData> {
-        let registry = self.snapshot();
-        let admitted = self.admitted(&registry, &request.name, Member::Prompt)?;
-        let arguments: Map<String, Value> =
-            request.arguments.unwrap_or_default().into_iter().map(|(key, value)| (key, json!(value))).collect();
-        let result = self.run_member(registry, admitted, Value::Object(arguments), log_level).await;
-        let output = succeeded(result, &request.name)?;
-        let messages = prompt_result(output).map_err(|problem| {
-            ErrorData::internal_error(format!("prompt `{}` returned {problem}", request.name), None)
-        })?;
-        serde_json::from_value(messages)
-            .map_err(|err| ErrorData::internal_error(format!("prompt `{}`: {err}", request.name), None))
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request.name.clone();
+        let run = match &request.request_state {
+            Some(_) => None,
+            None => {
+                let registry = self.snapshot();
+                let admitted = self.admitted(&registry, &name, Member::Prompt)?;
+                let arguments = request.arguments.clone().unwrap_or_default();
+                Some((registry, admitted, arguments))
+            }
+        };
+        let state = request.request_state.as_deref();
+        let target = format!("prompts/get {name}");
+        let output = match call::call_member(self, &target, run, state, request.input_responses.as_ref(), context)
+            .await?
+        {
+            Driven::Asked(asked) => return Ok(asked.into()),
+            Driven::Ended(reason) => return Err(ErrorData::internal_error(format!("prompt `{name}`: {reason}"), None)),
+            Driven::Done(result) => succeeded(result, &name)?,
+        };
+        let messages = prompt_result(output)
+            .map_err(|problem| ErrorData::internal_error(format!("prompt `{name}` returned {problem}"), None))?;
+        let result: GetPromptResult = serde_json::from_value(messages)
+            .map_err(|err| ErrorData::internal_error(format!("prompt `{name}`: {err}"), None))?;
+        Ok(result.into())
     }
 
-    /// `resources/read` of a resource or template URI of the view; `None` when no
-    /// resource of the view has that URI.
-    pub(super) async fn read_member(&self, uri: &str, log_level: u32) -> Option<Result<ReadResourceResult, ErrorData>> {
+    /// `resources/read` of a resource or template URI of the view, run as a prompt
+    /// is; `None` when no resource of the view has that URI.
+    pub(super) async fn read_member(
+        &self,
+        request: &ReadResourceRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Result<ReadResourceResponse, ErrorData>> {
+        let uri = request.uri.as_str();
         let registry = self.snapshot();
         let (server, wanted) = (self.clone(), uri.to_string());
         let found = tokio::task::spawn_blocking(move || {
@@ -97,16 +119,30 @@ impl Server {
             })
         });
         let (name, arguments, mime_type) = found.await.ok().flatten()?;
-        let admitted = match self.admitted(&registry, &name, Member::Resource) {
-            Ok(admitted) => admitted,
-            Err(err) => return Some(Err(err)),
+        let run = match &request.request_state {
+            Some(_) => None,
+            None => match self.admitted(&registry, &name, Member::Resource) {
+                Ok(admitted) => Some((registry, admitted, arguments)),
+                Err(err) => return Some(Err(err)),
+            },
         };
-        let result = self.run_member(registry, admitted, Value::Object(arguments), log_level).await;
-        Some(succeeded(result, &name).and_then(|output| {
+        let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
+        let target = format!("resources/read {uri}");
+        let output = match call::call_member(self, &target, run, state, responses, context).await {
+            Err(err) => return Some(Err(err)),
+            Ok(Driven::Asked(asked)) => return Some(Ok(asked.into())),
+            Ok(Driven::Ended(reason)) => {
+                return Some(Err(ErrorData::internal_error(format!("resource `{name}`: {reason}"), None)));
+            }
+            Ok(Driven::Done(result)) => succeeded(result, &name),
+        };
+        Some(output.and_then(|output| {
             let contents = resource_contents(output, uri, mime_type.as_deref())
                 .map_err(|problem| ErrorData::internal_error(format!("resource `{name}` returned {problem}"), None))?;
-            serde_json::from_value(json!({ "resultType": "complete", "contents": contents }))
-                .map_err(|err| ErrorData::internal_error(format!("resource `{name}`: {err}"), None))
+            let read: ReadResourceResult =
+                serde_json::from_value(json!({ "resultType": "complete", "contents": contents }))
+                    .map_err(|err| ErrorData::internal_error(format!("resource `{name}`: {err}"), None))?;
+            Ok(read.into())
         }))
     }
 
@@ -169,16 +205,6 @@ impl Server {
             max_output: None,
             ..CallOptions::default()
         }
-    }
-
-    async fn run_member(&self, registry: Arc<Registry>, admitted: Admitted, args: Value, log_level: u32) -> ToolResult {
-        let server = self.clone();
-        let options = self.member_options(log_level);
-        let result = tokio::task::spawn_blocking(move || match server.python() {
-            Err(err) => ToolResult::failure(err),
-            Ok(runtime) => runtime.call_admitted(&registry, &admitted, &args, &options),
-        });
-        result.await.unwrap_or_else(|_| ToolResult::failure("the call ended abruptly"))
     }
 
     /// The resources of the view that `files` serve, among the URIs `subscribed`.

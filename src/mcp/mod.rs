@@ -743,8 +743,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         self.bind_caller(&context)?;
-        let level = self.log_level(&context);
-        self.get_prompt_now(request, level).await.map(GetPromptResponse::from)
+        self.get_prompt_now(request, &context).await
     }
 
     /// Completion of a prompt's argument or a template's variable (SPEC §15).
@@ -810,9 +809,9 @@ impl ServerHandler for Server {
         });
         let found = found.await.ok().flatten();
         if found.is_none()
-            && let Some(read) = self.read_member(&request.uri, self.log_level(&context)).await
+            && let Some(read) = self.read_member(&request, &context).await
         {
-            return read.map(ReadResourceResponse::from);
+            return read;
         }
         match found {
             None => Err(ErrorData::invalid_params(

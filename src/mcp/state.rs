@@ -42,9 +42,9 @@ impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Refused::Forged => {
-                "requestState failed its integrity check (changed, or not made by this server): call the tool again"
+                "requestState failed its integrity check (changed, or not made by this server): make the request again"
             }
-            Refused::Expired => "requestState has expired: call the tool again",
+            Refused::Expired => "requestState has expired: make the request again",
         })
     }
 }

@@ -598,6 +598,8 @@ impl Upstream {
             open_world: hint("openWorldHint"),
             grade: Some(grade(annotations)),
             docs: None,
+            // A server's own `x-mcp-header` marks stay in the schema it gave.
+            mcp_headers: None,
         };
         let policy = match self.entry.declared(name) {
             Some(declared) => declared.over(&from_server),

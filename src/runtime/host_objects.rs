@@ -542,9 +542,9 @@ pub fn refused(request: &HostRequest, reason: &str) -> HostAnswer {
         HostRequest::Interact(_) => HostAnswer::Interact(Answer::Unavailable(reason.to_string())),
         HostRequest::Generate(_) => HostAnswer::Generate(Err(reason.to_string())),
         HostRequest::Roots(_) => HostAnswer::Roots(Err(reason.to_string())),
-        HostRequest::Batch(requests) => HostAnswer::Batch(
-            requests.iter().map(|(key, request)| (key.clone(), refused(request, reason))).collect(),
-        ),
+        HostRequest::Batch(requests) => {
+            HostAnswer::Batch(requests.iter().map(|(key, request)| (key.clone(), refused(request, reason))).collect())
+        }
     }
 }
 

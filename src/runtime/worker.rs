@@ -349,7 +349,10 @@ fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
         let ask = ask.clone();
         callbacks.batch = Some(Arc::new(move |requests| match ask(HostRequest::Batch(requests.to_vec())) {
             HostAnswer::Batch(answers) => answers,
-            _ => requests.iter().map(|(key, request)| (key.clone(), refused(request, "lcp answered something else"))).collect(),
+            _ => requests
+                .iter()
+                .map(|(key, request)| (key.clone(), refused(request, "lcp answered something else")))
+                .collect(),
         }));
     }
     if offered.progress {

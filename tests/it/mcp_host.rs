@@ -263,73 +263,72 @@ fn the_official_conformance_suite_0_1_passes_every_server_scenario() {
     assert!(failed.is_empty(), "scenarios failed:\n{}", failed.join("\n\n"));
 }
 
-/// Runs the latest suite with `args` against `server`; its report, and whether it
-/// said nothing failed.
-fn latest_suite(server: &HttpServer, args: &[&str]) -> (String, bool) {
+/// Runs the latest suite with `args` against `server`; its report.
+fn latest_suite(server: &HttpServer, args: &[&str]) -> String {
     let [node, suite] = latest_conformance_suite();
     let mut command = Command::new(node);
     command.arg(suite).args(["server", "--url", &server.url]).args(args).current_dir(root());
-    let output = output_within(&mut command, b"", Duration::from_secs(1200));
-    let report = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
-    let summary = |line: &str| line.starts_with("Total: ") || line.starts_with("Passed: ");
-    let passed = output.status.success() && report.lines().any(|line| summary(line) && line.contains(" 0 failed"));
-    (report, passed)
+    let output = output_within(&mut command, b"", Duration::from_secs(1500));
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
+/// The scenarios a requirements run scores (every one it ran but those it lists as
+/// not scored), each with whether it passed.
+fn scored(report: &str) -> Vec<(String, bool)> {
+    let (run, unscored) = report.split_once("Not scored for").unwrap_or((report, ""));
+    let name = |line: &str| line.split(':').next().unwrap_or_default().trim().to_string();
+    let outcome = |line: &str| {
+        let line = line.trim();
+        line.strip_prefix("✓ ")
+            .map(|rest| (name(rest), true))
+            .or_else(|| line.strip_prefix("✗ ").map(|rest| (name(rest), false)))
+    };
+    let unscored: Vec<String> = unscored
+        .lines()
+        .filter_map(outcome)
+        .map(|(scenario, _)| scenario.split(" (").next().unwrap_or_default().to_string())
+        .collect();
+    run.lines().filter_map(outcome).filter(|(scenario, _)| !unscored.contains(scenario)).collect()
+}
+
+/// Runs `--requirements REVISION` and checks every scored scenario passed, the
+/// `expected` ones among them.
+fn requirements_pass(revision: &str, expected: &[&str]) {
+    let server = HttpServer::start(&CONFORMANCE);
+    let report = latest_suite(&server, &["--requirements", revision]);
+    let scored = scored(&report);
+    let failed: Vec<&String> = scored.iter().filter(|(_, passed)| !passed).map(|(scenario, _)| scenario).collect();
+    assert!(failed.is_empty(), "{revision}: scored scenarios failed: {failed:?}\n{report}");
+    for scenario in expected {
+        assert!(scored.iter().any(|(name, passed)| name == scenario && *passed), "{scenario} did not pass:\n{report}");
+    }
+    println!("{revision}: {} scored scenarios passed", scored.len());
 }
 
 #[test]
 fn the_latest_conformance_suite_passes_every_scored_scenario_of_2025_11_25() {
-    let server = HttpServer::start(&CONFORMANCE);
-    let (report, passed) = latest_suite(&server, &["--requirements", "2025-11-25"]);
-    assert!(passed, "the 2025-11-25 requirements failed:\n{report}");
-    for scenario in ["prompts-get-with-image", "resources-templates-read", "completion-complete", "tools-call-sampling"]
-    {
-        assert!(report.contains(&format!("✓ {scenario}:")), "{scenario} did not pass:\n{report}");
-    }
+    requirements_pass(
+        "2025-11-25",
+        &["prompts-get-with-image", "resources-templates-read", "resources-subscribe", "completion-complete"],
+    );
 }
 
-/// The scored scenarios of the 2026-07-28 requirements that lcp passes: all but the
-/// `InputRequiredResult` rounds that name their own requests.
-const CURRENT_SCENARIOS: [&str; 26] = [
-    "server-stateless",
-    "tools-list",
-    "tools-call-simple-text",
-    "tools-call-image",
-    "tools-call-audio",
-    "tools-call-embedded-resource",
-    "tools-call-mixed-content",
-    "tools-call-error",
-    "tools-call-with-progress",
-    "server-sse-multiple-streams",
-    "resources-list",
-    "resources-read-text",
-    "resources-read-binary",
-    "resources-templates-read",
-    "sep-2164-resource-not-found",
-    "prompts-list",
-    "prompts-get-simple",
-    "prompts-get-with-args",
-    "prompts-get-embedded-resource",
-    "prompts-get-with-image",
-    "completion-complete",
-    "dns-rebinding-protection",
-    "caching",
-    "input-required-result-missing-input-response",
-    "input-required-result-ignore-extra-params",
-    "input-required-result-validate-input",
-];
-
 #[test]
-fn the_latest_conformance_suite_passes_the_2026_07_28_scenarios_lcp_serves() {
-    let server = HttpServer::start(&CONFORMANCE);
-    let mut failed = Vec::new();
-    for scenario in CURRENT_SCENARIOS {
-        let (report, passed) = latest_suite(&server, &["--scenario", scenario, "--spec-version", "2026-07-28"]);
-        println!("{scenario}: {}", if passed { "passed" } else { "FAILED" });
-        if !passed {
-            failed.push(format!("{scenario}:\n{report}"));
-        }
-    }
-    assert!(failed.is_empty(), "scenarios failed:\n{}", failed.join("\n\n"));
+fn the_latest_conformance_suite_passes_every_scored_scenario_of_2026_07_28() {
+    requirements_pass(
+        "2026-07-28",
+        &[
+            "server-stateless",
+            "caching",
+            "input-required-result-multiple-input-requests",
+            "input-required-result-multi-round",
+            "input-required-result-tampered-state",
+            "input-required-result-capability-check",
+            "input-required-result-non-tool-request",
+            "prompts-get-embedded-resource",
+            "sep-2164-resource-not-found",
+        ],
+    );
 }
 
 #[test]
@@ -433,10 +432,101 @@ fn a_request_state_is_signed_and_a_tampered_or_foreign_one_is_refused() {
     replica.send(ask_call(1, json!({"requestState": state, "inputResponses": answer})));
     let elsewhere = replica.response(1)["result"].clone();
     assert_eq!(elsewhere["isError"], true, "{elsewhere}");
-    assert!(text(&elsewhere).contains("call the tool again"), "{elsewhere}");
+    assert!(text(&elsewhere).contains("already answered or has expired"), "{elsewhere}");
 
     // The genuine state, on the server holding the call: the call goes on.
     server.send(ask_call(4, json!({"requestState": state, "inputResponses": answer})));
     let done = server.response(4)["result"].clone();
     assert_eq!(done["structuredContent"], json!({"answer": "us"}), "{done}");
+}
+
+#[test]
+fn tool_context_ask_puts_several_questions_at_once_and_roots_are_the_clients() {
+    let roots = r#"[{"uri": "file:///work/project", "name": "project"}]"#;
+    let client =
+        ["--elicit", "accept", "--content", r#"[{"answer": "Ada"}]"#, "--sample", "Roses are red.", "--roots", roots];
+    let steps = json!([call("tool_ask_many", json!({})), call("tool_roots", json!({}))]);
+    for mode in MODES {
+        let report = session_with(mode, &client, &[HOST], steps.clone());
+        let asked = &report["results"][0];
+        assert_ok(
+            asked,
+            json!({"who": "Ada", "line": "Roses are red.", "where": [{"uri": "file:///work/project", "name": "project"}]}),
+        );
+        assert_eq!(report["elicitations"].as_array().map(Vec::len), Some(1), "{mode}: {report}");
+        assert_eq!(report["samplings"].as_array().map(Vec::len), Some(1), "{mode}: {report}");
+        assert_ok(&report["results"][1], json!({"result": [{"uri": "file:///work/project", "name": "project"}]}));
+    }
+
+    // A client that shares no roots and cannot elicit: in a handshake session the tool
+    // reads why for each; on the handshake-less protocol the requests it declared the
+    // capability for are asked, the others answered at once.
+    let client = ["--sample", "Roses are red."];
+    let report = session_with("legacy", &client, &[HOST], json!([call("tool_ask_many", json!({}))]));
+    let output = &report["results"][0]["structuredContent"];
+    assert_eq!(output["line"], "Roses are red.", "{report}");
+    assert!(output["who"].as_str().unwrap().contains("does not support elicitation"), "{report}");
+    assert!(output["where"].as_str().unwrap().contains("does not support roots/list"), "{report}");
+    let report = session_with("auto", &client, &[HOST], json!([call("tool_ask_many", json!({}))]));
+    let output = &report["results"][0]["structuredContent"];
+    assert_eq!(output["line"], "Roses are red.", "{report}");
+    assert!(
+        output["who"].as_str().unwrap().contains("did not declare the client capability `elicitation`"),
+        "{report}"
+    );
+
+    // `lcp call` answers a batch request by request, with its own host.
+    let called = lcp_call_in(HOST, "tool_ask_many", &["--args", "{}"]);
+    let printed: Value = serde_json::from_slice(&called.stdout).unwrap_or_else(|_| json!(null));
+    assert!(printed["output"]["where"].as_str().is_some_and(|why| why.contains("shares no roots")), "{printed}");
+}
+
+#[test]
+fn an_argument_declared_as_an_mcp_header_is_published_and_checked_against_its_header() {
+    let export = stdout_json(&lcp(&["export", "--static", "--format", "mcp", "fixtures/mcp/conformance"]));
+    let tools = export["tools"].as_array().unwrap();
+    let regional = tools.iter().find(|tool| tool["name"] == "tool_regional").expect("tool_regional is exported");
+    assert_eq!(regional["inputSchema"]["properties"]["region"]["x-mcp-header"], "Region", "{regional}");
+
+    let server = HttpServer::start(&CONFORMANCE);
+    let call = |id: u64, region: &str, header: Option<&str>| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "test_regional", "arguments": {"region": region},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let mut headers =
+            vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "test_regional")];
+        if let Some(header) = header {
+            headers.push(("mcp-param-region", header));
+        }
+        let (status, _, answer) = crate::auth::post_as(&headers, &server.url, None, None, body);
+        (status, answer)
+    };
+    let (status, answer) = call(1, "eu-west", Some("eu-west"));
+    assert_eq!((status, answer["result"]["content"][0]["text"].as_str()), (200, Some("Served in eu-west")), "{answer}");
+    // `=?base64?…?=` is the Base64 of the value: "Zürich" here.
+    let (status, answer) = call(2, "Zürich", Some("=?base64?WsO8cmljaA==?="));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "Served in Zürich");
+    for (id, header, needle) in [
+        (3, None, "must come in the `Mcp-Param-Region` header"),
+        (4, Some("us-east"), "does not match the argument `region`"),
+        (5, Some("=?base64?ZXUtd2VzdA?="), "not valid Base64"),
+    ] {
+        let (status, answer) = call(id, "eu-west", header);
+        assert_eq!((status, answer["error"]["code"].clone()), (400, json!(-32020)), "{answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains(needle), "{answer}");
+    }
+
+    // A header name that is no token is an error of the declaration.
+    let dir = temp_dir("mcp-headers");
+    std::fs::write(
+        dir.join("regional.py"),
+        "TOOL_POLICIES = {\"tool_here\": {\"mcp_headers\": {\"region\": \"Bad Header\"}}}\n\n\
+         def tool_here(region: str) -> str:\n    \"\"\"Here.\"\"\"\n    return region\n",
+    )
+    .unwrap();
+    let check = lcp(&["check", dir.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&check.stderr);
+    assert!(said.contains("`mcp_headers` must be a table of parameter names to header names"), "{said}");
 }

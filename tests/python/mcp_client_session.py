@@ -31,7 +31,7 @@ handshake-less protocol when the server has it.
 
 `--elicit accept` answers each elicitation with the next object of `--content` (a
 JSON list), or none; `--sample TEXT` makes the client able to sample, its model
-answering TEXT; `--log-level` asks for log messages at that level and above
+answering TEXT; `--roots JSON` makes it share those roots; `--log-level` asks for log messages at that level and above
 (`logging/setLevel` in a handshake session, the request's `_meta` otherwise).
 """
 
@@ -53,6 +53,7 @@ def parse_args():
     parser.add_argument("--content", default="[]")
     parser.add_argument("--sample")
     parser.add_argument("--log-level")
+    parser.add_argument("--roots", help="a JSON list of {uri, name}: the client shares these roots")
     parser.add_argument("--url")
     parser.add_argument("command", nargs="*")
     return parser.parse_args()
@@ -97,6 +98,13 @@ async def main():
         options["elicitation_callback"] = on_elicit
     if args.sample is not None:
         options["sampling_callback"] = on_sample
+    if args.roots is not None:
+        shared = json.loads(args.roots)
+
+        async def on_roots(context):
+            return types.ListRootsResult(roots=[types.Root(**root) for root in shared])
+
+        options["list_roots_callback"] = on_roots
     if args.log_level and args.mode != "legacy":
         options["log_level"] = args.log_level
     report = {
