@@ -729,7 +729,7 @@ impl<'t> Reader<'t> {
         let mut keywords: Vec<String> = Vec::new();
         let unpacked =
             parameters.kwarg.as_ref().and_then(|k| k.annotation.as_deref()).and_then(|a| converter.unpacked(a));
-        if let Some((fields, field_required)) = &unpacked {
+        if let Some((fields, field_required, _)) = &unpacked {
             for (field, mut schema) in fields.clone() {
                 if properties.contains_key(&field) {
                     let kwarg = parameters.kwarg.as_deref().map_or(function.name.range, |k| k.name.range);
@@ -757,6 +757,9 @@ impl<'t> Reader<'t> {
         schema.insert("required", Value::Array(required));
         if parameters.kwarg.is_none() || unpacked.is_some() {
             schema.insert("additionalProperties", Value::Bool(false));
+        }
+        if let Some((_, _, extra)) = unpacked {
+            schema.extend(extra);
         }
         if !converter.defs.is_empty() {
             schema.insert("$defs", Value::Object(std::mem::take(&mut converter.defs)));

@@ -137,7 +137,7 @@ impl<'a, 's> Converter<'a, 's> {
 
     /// The fields of `Unpack[TD]` (PEP 692 `**kwargs`) with the names among them that
     /// are required; `None`, with a warning, when TD is not a TypedDict.
-    pub fn unpacked(&mut self, annotation: &Expr) -> Option<(Map, Vec<String>)> {
+    pub fn unpacked(&mut self, annotation: &Expr) -> Option<(Map, Vec<String>, Map)> {
         let Expr::Subscript(sub) = annotation else { return None };
         if !self.is_qualified(&sub.value, "typing.Unpack") {
             return None;
@@ -161,8 +161,16 @@ impl<'a, 's> Converter<'a, 's> {
             schema = self.defs.get(name).cloned().unwrap_or_default();
         }
         let fields = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-        let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from);
-        Some((fields, required.collect()))
+        let required: Vec<String> =
+            schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
+        // What the TypedDict's config lays over its schema (`allOf`, `if`, ...) is the
+        // arguments object's own.
+        let own = ["type", "properties", "required", "additionalProperties", "description", "title"];
+        let extra = match schema {
+            Value::Object(object) => object.into_iter().filter(|(key, _)| !own.contains(&key.as_ref())).collect(),
+            _ => Map::new(),
+        };
+        Some((fields, required, extra))
     }
 
     fn warn(&mut self, range: TextRange, message: String) {
@@ -407,6 +415,20 @@ impl<'a, 's> Converter<'a, 's> {
         match name {
             "Field" => {
                 self.field_call(call, FieldFunction::Pydantic, schema, description);
+            }
+            // pydantic's `WithJsonSchema(schema)`: the schema given, instead of the type's.
+            "WithJsonSchema" => {
+                let given = positional.or_else(|| {
+                    let keyword = call
+                        .arguments
+                        .keywords
+                        .iter()
+                        .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "json_schema"))?;
+                    self.literal(&keyword.value)
+                });
+                if let Some(given @ Value::Object(_)) = given {
+                    *schema = given;
+                }
             }
             // `StringConstraints(min_length=1, pattern=...)`: the bounds a `constr` carries.
             "StringConstraints" => {

@@ -158,23 +158,25 @@ impl Parked {
     }
 
     /// An id no other client can guess (with HTTP, whoever names it answers the
-    /// question) and the signed `requestState` that carries it; `None` when the system
-    /// has no randomness to offer.
-    fn new_state(&self, tool: &str) -> Option<(String, String)> {
+    /// question) and the signed `requestState` that carries it with the answers of the
+    /// earlier rounds; `None` when the system has no randomness to offer.
+    fn new_state(&self, tool: &str, rounds: &[InputResponses]) -> Option<(String, String)> {
         let secret = unguessable()?;
         let id = format!("{}-{secret}", self.next.fetch_add(1, Ordering::Relaxed));
-        let state = self.key.sign(json!({ "call": id, "tool": tool }), PARKED_FOR);
+        let state = self.key.sign(json!({ "call": id, "tool": tool, "rounds": rounds }), PARKED_FOR);
         Some((id, state))
     }
 
-    /// The id of the call a `requestState` of a call of `tool` parks; a state this
-    /// server did not sign, or whose time is up, is refused.
-    fn open(&self, state: &str, tool: &str) -> Result<String, ErrorData> {
+    /// The id of the call a `requestState` of a call of `tool` parks, and the answers
+    /// of its earlier rounds; a state this server did not sign (with this key), or
+    /// whose time is up, is refused.
+    fn open(&self, state: &str, tool: &str) -> Result<(String, Vec<InputResponses>), ErrorData> {
         let payload = self.key.open(state).map_err(|refused| {
             ErrorData::invalid_params(refused.to_string(), Some(json!({ "requestState": "refused" })))
         })?;
+        let rounds = serde_json::from_value(payload["rounds"].clone()).unwrap_or_default();
         match (payload["call"].as_str(), payload["tool"].as_str()) {
-            (Some(id), Some(signed_for)) if signed_for == tool => Ok(id.to_string()),
+            (Some(id), Some(signed_for)) if signed_for == tool => Ok((id.to_string(), rounds)),
             (Some(_), Some(signed_for)) => Err(ErrorData::invalid_params(
                 format!("requestState belongs to a call of `{signed_for}`, not of `{tool}`"),
                 None,
@@ -222,27 +224,47 @@ pub(super) enum Driven {
     Ended(String),
 }
 
-/// The call a `requestState` parks, given the client's answers: its events to follow,
-/// or `None` when it was answered already or has expired. A state this server did not
-/// sign for `target` is refused.
+/// A call that was asked the client, when the client answers.
+enum Resumed {
+    /// This server holds it: it goes on, its events to follow, the answers of every
+    /// round so far with it.
+    Here(Followed),
+    /// Another replica holds it, or it ended (this server restarted, it expired): it
+    /// runs again from the start, its questions answered from these rounds (SPEC §16).
+    Elsewhere(Vec<InputResponses>),
+}
+
+/// A running call as [`drive`] follows it.
+struct Followed {
+    events: mpsc::UnboundedReceiver<Event>,
+    cancel: Cancel,
+    reporter: Reporter,
+    /// The client's answers of the rounds so far.
+    rounds: Vec<InputResponses>,
+    /// Answers to give the call's next questions without asking (a call run again).
+    replay: std::collections::VecDeque<InputResponses>,
+}
+
+/// The call a `requestState` names, given the client's answers. A state this server
+/// did not sign for `target` is refused.
 fn resume(
     server: &Server,
     target: &str,
     state: &str,
     responses: Option<&InputResponses>,
     context: &RequestContext<RoleServer>,
-) -> Result<Option<(mpsc::UnboundedReceiver<Event>, Cancel, Reporter)>, ErrorData> {
-    let id = server.shared.parked.open(state, target)?;
-    let Some(waiting) = server.shared.parked.take(&id, target) else { return Ok(None) };
+) -> Result<Resumed, ErrorData> {
+    let (id, mut rounds) = server.shared.parked.open(state, target)?;
+    rounds.push(responses.cloned().unwrap_or_default());
+    let Some(waiting) = server.shared.parked.take(&id, target) else { return Ok(Resumed::Elsewhere(rounds)) };
     let answer = answered(&waiting.question.request, responses, &waiting.settled);
     waiting.question.answer(answer);
     // The first request is over: what the call reports from now on belongs to this
     // one, under its progress token.
     let reporter = Reporter { token: context.meta.get_progress_token(), ..waiting.reporter };
-    Ok(Some((waiting.events, waiting.cancel, reporter)))
+    let (events, cancel) = (waiting.events, waiting.cancel);
+    Ok(Resumed::Here(Followed { events, cancel, reporter, rounds, replay: Default::default() }))
 }
-
-const ANSWERED: &str = "this question was already answered or has expired; make the request again";
 
 /// A prompt or resource run as a call is (SPEC §15, §16): what its function asks the
 /// client is asked as a tool's is, an `InputRequiredResult` round included; `target`
@@ -255,20 +277,34 @@ pub(super) async fn call_member(
     responses: Option<&InputResponses>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Driven, ErrorData> {
-    let (events, cancel, reporter) = match (state, run) {
-        (Some(state), _) => match resume(server, target, state, responses, context)? {
-            Some(resumed) => resumed,
-            None => return Ok(Driven::Ended(ANSWERED.to_string())),
+    let replay = match state {
+        Some(state) => match resume(server, target, state, responses, context)? {
+            Resumed::Here(followed) => return drive(server, target, followed, context).await,
+            Resumed::Elsewhere(rounds) => rounds,
         },
-        (None, Some((registry, admitted, arguments))) => {
-            let level = server.log_level(context);
-            let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };
-            let (events, cancel) = start(server, registry, &admitted, arguments, able(server, context), level);
-            (events, cancel, reporter)
-        }
-        (None, None) => return Ok(Driven::Ended("nothing to run".to_string())),
+        None => Vec::new(),
     };
-    drive(server, target, events, cancel, reporter, context).await
+    let Some((registry, admitted, arguments)) = run else {
+        return Ok(Driven::Ended("nothing to run".to_string()));
+    };
+    let followed = begin(server, registry, &admitted, arguments, replay, context);
+    drive(server, target, followed, context).await
+}
+
+/// Starts a call (see [`start`]), to be followed by [`drive`]; `replay` answers its
+/// first questions (the rounds of a call run again).
+fn begin(
+    server: &Server,
+    registry: Arc<crate::registry::Registry>,
+    admitted: &Admitted,
+    arguments: Map<String, Value>,
+    replay: Vec<InputResponses>,
+    context: &RequestContext<RoleServer>,
+) -> Followed {
+    let level = server.log_level(context);
+    let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };
+    let (events, cancel) = start(server, registry, admitted, arguments, able(server, context), level);
+    Followed { events, cancel, reporter, rounds: replay.clone(), replay: replay.into() }
 }
 
 pub(super) async fn call_tool(
@@ -276,12 +312,15 @@ pub(super) async fn call_tool(
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
-    let (events, cancel, reporter) = match &request.request_state {
-        Some(state) => match resume(server, &request.name, state, request.input_responses.as_ref(), &context)? {
-            Some(resumed) => resumed,
-            None => return Ok(failure(ANSWERED).into()),
-        },
-        None => {
+    let mut replay = Vec::new();
+    if let Some(state) = &request.request_state {
+        match resume(server, &request.name, state, request.input_responses.as_ref(), &context)? {
+            Resumed::Here(followed) => return finish(server, &request.name, followed, &context).await,
+            Resumed::Elsewhere(rounds) => replay = rounds,
+        }
+    }
+    let followed = {
+        {
             let name = request.name.as_ref();
             // Every call is checked against the profile and the policy as the config
             // and the tool's file are now (SPEC §12), before any code runs: the folders
@@ -313,22 +352,22 @@ pub(super) async fn call_tool(
             {
                 check_param_headers(&parts.headers, &declared, request.arguments.as_ref())?;
             }
-            let level = server.log_level(&context);
-            let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };
-            let (events, cancel) = start(
-                server,
-                registry,
-                &tool,
-                request.arguments.clone().unwrap_or_default(),
-                able(server, &context),
-                level,
-            );
-            (events, cancel, reporter)
+            begin(server, registry, &tool, request.arguments.clone().unwrap_or_default(), replay, &context)
         }
     };
-    Ok(match drive(server, &request.name, events, cancel, reporter, &context).await? {
+    finish(server, &request.name, followed, &context).await
+}
+
+/// Follows a tool's call to its response.
+async fn finish(
+    server: &Server,
+    tool: &str,
+    followed: Followed,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    Ok(match drive(server, tool, followed, context).await? {
         Driven::Done(result) => {
-            let shape = server.output_shape(&server.snapshot(), &request.name);
+            let shape = server.output_shape(&server.snapshot(), tool);
             content::tool_result(result, server.shared.settings.max_output, shape).into()
         }
         Driven::Asked(asked) => asked.into(),
@@ -439,11 +478,10 @@ fn unexpected<T>(answer: HostAnswer) -> T {
 async fn drive(
     server: &Server,
     tool: &str,
-    mut events: mpsc::UnboundedReceiver<Event>,
-    cancel: Cancel,
-    mut reporter: Reporter,
+    followed: Followed,
     context: &RequestContext<RoleServer>,
 ) -> Result<Driven, ErrorData> {
+    let Followed { mut events, cancel, mut reporter, rounds, mut replay } = followed;
     let able = able(server, context);
     let mut next = None;
     loop {
@@ -463,6 +501,12 @@ async fn drive(
             }
             Some(Event::Ask(question)) => question,
         };
+        // A call run again: its earlier questions are answered as the client did.
+        if let Some(round) = replay.pop_front() {
+            let answer = answered(&question.request, Some(&round), &[]);
+            question.answer(answer);
+            continue;
+        }
         if let HostRequest::Batch(requests) = &question.request {
             if handshake_less(context) {
                 // One round: every request the client can take, under its key.
@@ -491,7 +535,7 @@ async fn drive(
                     question.answer(HostAnswer::Batch(settled));
                     continue;
                 }
-                match server.shared.parked.new_state(tool) {
+                match server.shared.parked.new_state(tool, &rounds) {
                     Some((id, state)) => {
                         let waiting = Waiting { tool: tool.to_string(), events, question, settled, cancel, reporter };
                         server.shared.parked.park(&id, waiting);
@@ -544,7 +588,7 @@ async fn drive(
             }
         };
         if handshake_less(context) {
-            match server.shared.parked.new_state(tool) {
+            match server.shared.parked.new_state(tool, &rounds) {
                 Some((id, state)) => {
                     let key = input_key(&question.request).to_string();
                     let requests = InputRequests::from([(key, outbound.input_request())]);

@@ -73,15 +73,10 @@ impl Server {
         context: &RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let name = request.name.clone();
-        let run = match &request.request_state {
-            Some(_) => None,
-            None => {
-                let registry = self.snapshot();
-                let admitted = self.admitted(&registry, &name, Member::Prompt)?;
-                let arguments = request.arguments.clone().unwrap_or_default();
-                Some((registry, admitted, arguments))
-            }
-        };
+        // Admitted on every request: a retry another replica holds runs here again.
+        let registry = self.snapshot();
+        let admitted = self.admitted(&registry, &name, Member::Prompt)?;
+        let run = Some((registry, admitted, request.arguments.clone().unwrap_or_default()));
         let state = request.request_state.as_deref();
         let target = format!("prompts/get {name}");
         let output = match call::call_member(self, &target, run, state, request.input_responses.as_ref(), context)
@@ -119,12 +114,9 @@ impl Server {
             })
         });
         let (name, arguments, mime_type) = found.await.ok().flatten()?;
-        let run = match &request.request_state {
-            Some(_) => None,
-            None => match self.admitted(&registry, &name, Member::Resource) {
-                Ok(admitted) => Some((registry, admitted, arguments)),
-                Err(err) => return Some(Err(err)),
-            },
+        let run = match self.admitted(&registry, &name, Member::Resource) {
+            Ok(admitted) => Some((registry, admitted, arguments)),
+            Err(err) => return Some(Err(err)),
         };
         let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
         let target = format!("resources/read {uri}");

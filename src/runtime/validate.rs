@@ -343,6 +343,36 @@ impl<'s> Checker<'s> {
         if let Some(branches) = keyword(schema, "anyOf").and_then(Value::as_array) {
             self.any_of(branches, value, path);
         }
+        // JSON Schema 2020-12's composition and conditionals, as a tool's schema may
+        // carry them (`json_schema_extra`, `WithJsonSchema`).
+        for branch in keyword(schema, "allOf").and_then(Value::as_array).into_iter().flatten() {
+            self.value(branch, value, path);
+        }
+        if let Some(branches) = keyword(schema, "oneOf").and_then(Value::as_array) {
+            let taken = branches.iter().filter(|branch| self.takes(branch, value)).count();
+            if taken != 1 {
+                let names: Vec<String> = branches.iter().map(|b| type_name(self.root, b, 0)).collect();
+                self.problem(
+                    path,
+                    format!(
+                        "expected exactly one of {}, got {} that {taken} of them take",
+                        names.join(", "),
+                        show(value)
+                    ),
+                );
+            }
+        }
+        if let Some(excluded) = keyword(schema, "not")
+            && self.takes(excluded, value)
+        {
+            self.problem(path, format!("{} is a value this place does not allow", show(value)));
+        }
+        if let Some(condition) = keyword(schema, "if") {
+            let branch = if self.takes(condition, value) { keyword(schema, "then") } else { keyword(schema, "else") };
+            if let Some(branch) = branch {
+                self.value(branch, value, path);
+            }
+        }
         if let Some(expected) = keyword(schema, "type")
             && !type_matches(expected, value)
         {
@@ -373,6 +403,13 @@ impl<'s> Checker<'s> {
         }
     }
 
+    /// Whether `schema` takes `value`, without saying why not.
+    fn takes(&self, schema: &'s Value, value: &Value) -> bool {
+        let mut inner = Checker { root: self.root, problems: Vec::new(), depth: self.depth, output: self.output };
+        inner.value(schema, value, &At::Root);
+        inner.problems.is_empty()
+    }
+
     fn any_of(&mut self, branches: &'s [Value], value: &Value, path: &At<'_>) {
         let mut failures = Vec::new();
         for branch in branches {
@@ -391,6 +428,11 @@ impl<'s> Checker<'s> {
             return;
         }
         let names: Vec<String> = branches.iter().map(|b| type_name(self.root, b, 0)).collect();
+        if names.iter().all(|name| name == "any") {
+            // Alternatives that are no types (`{"required": [...]}`): what each lacks.
+            let lacks: Vec<String> = failures.iter().map(|(_, problems)| problems.join(", ")).collect();
+            return self.problem(path, format!("none of the alternatives holds: {}", lacks.join("; or ")));
+        }
         self.problem(path, format!("expected {}, got {}", names.join(" or "), show(value)));
     }
 
@@ -670,6 +712,32 @@ mod meant_tests {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn composition_and_conditionals_are_checked() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"kind": {"type": "string"}, "phone": {"type": "string"}, "email": {"type": "string"}},
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"kind": {"const": "phone"}}, "required": ["kind"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "not": {"required": ["phone", "email"]},
+        });
+        assert_eq!(check(&schema, &json!({"kind": "phone", "phone": "1"})), Vec::<String>::new());
+        assert_eq!(check(&schema, &json!({"email": "a@b"})), Vec::<String>::new());
+        assert_eq!(check(&schema, &json!({"kind": "phone", "email": "a@b"})), ["missing required parameter `phone`"]);
+        let problems = check(&schema, &json!({}));
+        assert!(
+            problems[0].contains("none of the alternatives holds: missing required parameter `phone`; or"),
+            "{problems:?}"
+        );
+        let both = check(&schema, &json!({"kind": "phone", "phone": "1", "email": "a@b"}));
+        assert!(both.iter().any(|p| p.contains("does not allow")), "{both:?}");
+        let one_of = json!({"oneOf": [{"type": "integer"}, {"minimum": 0}]});
+        assert_eq!(check(&one_of, &json!(-1)), Vec::<String>::new());
+        assert!(check(&one_of, &json!(5))[0].contains("exactly one of"));
+    }
     use serde_json::json;
 
     use super::*;

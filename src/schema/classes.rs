@@ -278,7 +278,42 @@ impl<'a, 's> Converter<'a, 's> {
         if !prose.is_empty() {
             set_description(&mut schema, prose);
         }
+        if let (Some(extra), Some(object)) = (self.config_schema_extra(class), schema.as_object_mut()) {
+            object.extend(extra);
+        }
         schema
+    }
+
+    /// The `json_schema_extra` dict of a class's pydantic config, laid over its schema
+    /// as pydantic does: `model_config = ConfigDict(json_schema_extra={...})` (a model)
+    /// or `__pydantic_config__ = ConfigDict(...)` (a TypedDict or a dataclass), the
+    /// config a call or a dict literal.
+    pub(super) fn config_schema_extra(&self, class: &ast::StmtClassDef) -> Option<Map> {
+        class.body.iter().find_map(|stmt| {
+            let (target, value) = match stmt {
+                Stmt::Assign(a) => (a.targets.first()?, &*a.value),
+                Stmt::AnnAssign(a) => (&*a.target, a.value.as_deref()?),
+                _ => return None,
+            };
+            let Expr::Name(name) = target else { return None };
+            if !matches!(name.id.as_str(), "model_config" | "__pydantic_config__") {
+                return None;
+            }
+            let extra = match value {
+                Expr::Call(call) => call
+                    .arguments
+                    .keywords
+                    .iter()
+                    .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "json_schema_extra"))
+                    .and_then(|k| self.literal(&k.value)),
+                dict @ Expr::Dict(_) => self.literal(dict).and_then(|config| config.get("json_schema_extra").cloned()),
+                _ => None,
+            };
+            match extra {
+                Some(Value::Object(extra)) => Some(extra),
+                _ => None,
+            }
+        })
     }
 
     /// The fields one class of a lineage declares, in its own module's view. A model
@@ -481,6 +516,14 @@ impl<'a, 's> Converter<'a, 's> {
                 "description" => {
                     if let Some(Value::String(text)) = self.literal(&keyword.value) {
                         description.get_or_insert(text.into_owned());
+                    }
+                }
+                // pydantic lays the dict over the field's schema.
+                "json_schema_extra" => {
+                    if let (Some(Value::Object(extra)), Some(object)) =
+                        (self.literal(&keyword.value), schema.as_object_mut())
+                    {
+                        object.extend(extra);
                     }
                 }
                 "alias" | "validation_alias" => {

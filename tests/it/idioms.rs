@@ -339,3 +339,50 @@ fn every_type_pydantic_exports_with_a_schema_of_its_own_is_known() {
     assert_eq!(properties["p_PostgresDsn"]["format"], "uri");
     assert_eq!(properties["p_PaymentCardNumber"], json!({"type": "string", "minLength": 12, "maxLength": 19}));
 }
+
+const EXTRA: &str = "fixtures/schema_extra/extra_tools.py";
+
+/// `Field(json_schema_extra=...)`, `WithJsonSchema(...)` and a class config's
+/// `json_schema_extra` give the schema pydantic gives (its own keywords compared),
+/// and lcp checks a call against every keyword they add (`not` here).
+#[test]
+fn hand_written_json_schema_is_what_pydantic_makes_and_is_checked() {
+    let exported = stdout_json(&lcp(&["export", "--static", "--format", "mcp", "--file", EXTRA]));
+    let schema = |tool: &str| {
+        let tools = exported["tools"].as_array().expect("a tools list");
+        tools.iter().find(|t| t["name"] == tool).map(|t| t["inputSchema"].clone()).expect("the tool is exported")
+    };
+    let (measure, window) = (schema("tool_measure"), schema("tool_open_window"));
+    let script = "import inspect, json, sys\n\
+                  sys.path.insert(0, 'fixtures/schema_extra')\n\
+                  import extra_tools as m\n\
+                  from pydantic import TypeAdapter\n\
+                  hint = lambda name: inspect.signature(m.tool_measure).parameters[name].annotation\n\
+                  print(json.dumps({'length': TypeAdapter(hint('length')).json_schema(),\n\
+                      'colour': TypeAdapter(hint('colour')).json_schema(),\n\
+                      'Point': TypeAdapter(m.Point).json_schema(), 'Window': TypeAdapter(m.Window).json_schema()}))\n";
+    let output = std::process::Command::new(test_python()).args(["-c", script]).current_dir(root()).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pydantic: Value = serde_json::from_slice(&output.stdout).unwrap();
+    // pydantic's keywords but the titles lcp leaves out, each as lcp has it.
+    let same = |ours: &Value, theirs: &Value| {
+        for (key, value) in theirs.as_object().unwrap() {
+            if key != "title" && key != "properties" {
+                assert_eq!(&ours[key], value, "`{key}`: lcp {ours} / pydantic {theirs}");
+            }
+        }
+    };
+    same(&measure["properties"]["length"], &pydantic["length"]);
+    same(&measure["properties"]["colour"], &pydantic["colour"]);
+    same(&measure["$defs"]["Point"], &pydantic["Point"]);
+    same(&window, &pydantic["Window"]);
+    assert_eq!(measure["properties"]["length"]["description"], "The length.");
+
+    let venv = venv();
+    let call =
+        |args: &str| stdout_json(&lcp(&["call", "tool_open_window", "--file", EXTRA, "--venv", &venv, "--args", args]));
+    assert_eq!(call(r#"{"width": 800, "height": 600}"#)["output"], json!({"width": 800, "height": 600}));
+    let refused = call(r#"{"width": 800, "height": 600, "fullscreen": true}"#);
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("does not allow"), "{refused}");
+}

@@ -154,8 +154,8 @@ def _arguments(function, args, injected, objects=None):
     Only the arguments given are passed, so Python applies its own defaults.
     Positional-only parameters are passed by position (their skipped predecessors
     get their defaults). A host object (``_HOST_OBJECTS``) is passed when the
-    function names it or takes ``**kwargs``; another injected name without a default
-    gets ``None``.
+    function names it or takes ``**kwargs`` (not ``**kwargs: Unpack[TD]``, which takes
+    TD's keys only); another injected name without a default gets ``None``.
     """
     plan = _plan(function)
     args = dict(args)
@@ -185,7 +185,8 @@ def _arguments(function, args, injected, objects=None):
     for name, value in args.items():
         hint = plan.keyword_hints.get(name)
         keywords[name] = value if hint is None else _converted(name, value, hint)
-    if plan.var_keyword and objects is not None:
+    # `**kwargs: Unpack[TD]` takes TD's keys only: no host object is passed that way.
+    if plan.var_keyword and not plan.keyword_hints and objects is not None:
         for name in _HOST_OBJECTS:
             if name in injected and not any(p[0] == name for p in plan.parameters):
                 keywords[name] = objects.get(name)
