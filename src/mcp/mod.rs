@@ -834,26 +834,39 @@ impl ServerHandler for Server {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.shared.tools_changed.subscribe();
-        let wants_tools = context.accepted().tools_list_changed == Some(true);
-        let wants_prompts = context.accepted().prompts_list_changed == Some(true);
-        let wants_resources = context.accepted().resources_list_changed == Some(true);
+        let accepted = context.accepted();
+        let wants_tools = accepted.tools_list_changed == Some(true);
+        let wants_prompts = accepted.prompts_list_changed == Some(true);
+        let wants_resources = accepted.resources_list_changed == Some(true);
+        // The handshake-less protocol's `resources/subscribe` (SPEC §15).
+        let subscribed: std::collections::HashSet<String> =
+            accepted.resource_subscriptions.iter().flatten().cloned().collect();
         loop {
-            tokio::select! {
+            let changed = tokio::select! {
                 () = context.cancelled() => return Ok(()),
                 change = changes.recv() => match change {
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if wants_tools && context.sink().notify_tool_list_changed().await.is_err() {
-                            return Ok(());
-                        }
-                        if wants_prompts {
-                            let _ = context.sink().notify_prompt_list_changed().await;
-                        }
-                        if wants_resources {
-                            let _ = context.sink().notify_resource_list_changed().await;
-                        }
+                    Ok(changed) => changed,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        Arc::new(Changed { problems: Vec::new(), files: Vec::new(), members: true })
                     }
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
+            };
+            if wants_tools && context.sink().notify_tool_list_changed().await.is_err() {
+                return Ok(());
+            }
+            if wants_prompts && changed.members {
+                let _ = context.sink().notify_prompt_list_changed().await;
+            }
+            if wants_resources && changed.members {
+                let _ = context.sink().notify_resource_list_changed().await;
+            }
+            if !subscribed.is_empty() {
+                let (server, files, subscribed) = (self.clone(), changed.files.clone(), subscribed.clone());
+                let updated = tokio::task::spawn_blocking(move || server.updated_resources(&files, &subscribed)).await;
+                for uri in updated.unwrap_or_default() {
+                    let _ = context.sink().notify_resource_updated(uri).await;
+                }
             }
         }
     }

@@ -162,9 +162,18 @@ fn a_subscribed_resource_hears_when_its_file_changes() {
     assert_eq!(results[5], json!({"updated": true}), "{report}");
     assert_eq!(results[6]["contents"][0]["text"], "# lcp\nTools, changed.");
 
-    // The handshake-less protocol has no `resources/subscribe`.
+    // The handshake-less protocol has no `resources/subscribe`: a `subscriptions/listen`
+    // stream names the URIs instead.
     let report = session("auto", "none", &serve, json!([{"subscribe": "notes://lcp"}]));
     assert_eq!(report["results"][0]["error"]["code"], -32601, "{report}");
+    let again = std::fs::read_to_string(&file).unwrap().replace("Tools, changed.", "Tools, changed again.");
+    let steps = json!([
+        {"updated": "never://sent", "seconds": 0.5},
+        {"listen": "notes://lcp", "write": file, "text": again, "seconds": 20},
+    ]);
+    let report = session("auto", "none", &serve, steps);
+    let events = report["results"][1]["events"].as_array().cloned().unwrap_or_default();
+    assert!(events.iter().any(|event| event["uri"] == "notes://lcp"), "{report}");
 }
 
 #[test]

@@ -21,6 +21,10 @@ Reads a JSON list of steps on stdin and prints one JSON report on stdout:
     {"subscribe": URI} / {"unsubscribe": URI} -> {} or {"error": ...}
     {"updated": URI, "seconds": S}           -> {"updated": true} once the server said URI
                                                 changed (within S seconds), else false
+    {"listen": URI, "write": PATH, "text": T, "seconds": S}
+                                             -> {"events": [...]}: a `subscriptions/listen`
+                                                stream for URI (2026-07-28), the file
+                                                written once it is open, its events for S s
 
 The report also has the negotiated protocol version, server info, capabilities and
 the message of every elicitation the server sent (`elicitations`; their requested
@@ -161,6 +165,17 @@ async def run(client, step, progress, updated):
         if "unsubscribe" in step:
             await client.unsubscribe_resource(step["unsubscribe"])
             return {}
+        if "listen" in step:
+            events = []
+            async with client.listen(resource_subscriptions=[step["listen"]]) as subscription:
+                with open(step["write"], "w") as handle:
+                    handle.write(step["text"])
+                with anyio.move_on_after(step.get("seconds", 10)):
+                    async for event in subscription:
+                        events.append({"kind": type(event).__name__, "uri": getattr(event, "uri", None)})
+                        if getattr(event, "uri", None) == step["listen"]:
+                            break
+            return {"events": events}
         if "updated" in step:
             with anyio.move_on_after(step.get("seconds", 10)):
                 while step["updated"] not in updated:
