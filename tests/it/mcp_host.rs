@@ -374,11 +374,12 @@ fn inline_refs_serves_named_classes_inlined_for_clients_that_cannot_resolve_refs
     assert_eq!(inlined["$schema"], "https://json-schema.org/draft/2020-12/schema");
 }
 
-/// A handshake-less `tools/call` of `tool_ask` (a select), with `extra` params.
-fn ask_call(id: u64, extra: Value) -> Value {
+/// A handshake-less `tools/call` of `tool` with `arguments` and `extra` params (a
+/// client that can elicit).
+fn handshake_less_call(id: u64, tool: &str, arguments: Value, extra: Value) -> Value {
     let mut params = json!({
-        "name": "tool_ask",
-        "arguments": {"kind": "select", "title": "Region", "prompt": "Pick one", "options": ["eu", "us"]},
+        "name": tool,
+        "arguments": arguments,
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
@@ -388,6 +389,12 @@ fn ask_call(id: u64, extra: Value) -> Value {
         params[key] = value.clone();
     }
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// A handshake-less `tools/call` of `tool_ask` (a select), with `extra` params.
+fn ask_call(id: u64, extra: Value) -> Value {
+    let select = json!({"kind": "select", "title": "Region", "prompt": "Pick one", "options": ["eu", "us"]});
+    handshake_less_call(id, "tool_ask", select, extra)
 }
 
 #[test]
@@ -543,20 +550,9 @@ fn the_latest_conformance_suite_passes_the_pending_json_schema_and_custom_header
     }
 }
 
-/// A `tools/call` of the conformance fixture's two-round tool, handshake-less.
+/// A handshake-less `tools/call` of the conformance fixture's two-round tool.
 fn rounds_call(id: u64, extra: Value) -> Value {
-    let mut params = json!({
-        "name": "tool_input_required_multi_round",
-        "arguments": {},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-        },
-    });
-    for (key, value) in extra.as_object().into_iter().flatten() {
-        params[key] = value.clone();
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    handshake_less_call(id, "tool_input_required_multi_round", json!({}), extra)
 }
 
 #[test]
