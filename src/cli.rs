@@ -369,7 +369,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     }
                     eprintln!(
                         "{}, {}{members}, {}, {}",
-                        counted(libraries_with_tools(&registry), "library", "libraries"),
+                        counted(libraries_serving(&registry), "library", "libraries"),
                         counted(tools, "tool", "tools"),
                         counted(errors, "error", "errors"),
                         counted(warnings, "warning", "warnings")
@@ -584,13 +584,13 @@ pub(crate) fn counted(count: usize, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
 }
 
-/// Libraries that contribute a tool: a library folder is one library, whatever its
-/// files, and a helper module is none.
-fn libraries_with_tools(registry: &Registry) -> usize {
+/// Libraries that contribute a tool, a prompt or a resource: a library folder is one
+/// library, whatever its files, and a helper module is none.
+fn libraries_serving(registry: &Registry) -> usize {
     let mut keys: Vec<String> = registry
         .libraries()
         .iter()
-        .filter(|library| !library.tools.is_empty())
+        .filter(|library| !(library.tools.is_empty() && library.prompts.is_empty() && library.resources.is_empty()))
         .map(|library| runtime::library_key(library))
         .collect();
     keys.sort();
@@ -603,7 +603,7 @@ fn tools_in_libraries(registry: &Registry) -> String {
     format!(
         "{} in {}",
         counted(registry.tools().count(), "tool", "tools"),
-        counted(libraries_with_tools(registry), "library", "libraries")
+        counted(libraries_serving(registry), "library", "libraries")
     )
 }
 

@@ -895,7 +895,10 @@ fn capabilities() -> ServerCapabilities {
 fn library_descriptions(registry: &Registry) -> Option<String> {
     let mut seen = Vec::new();
     let mut lines = Vec::new();
-    for library in registry.libraries().iter().filter(|library| !library.tools.is_empty()) {
+    let serves = |library: &&Arc<crate::extract::Library>| {
+        !(library.tools.is_empty() && library.prompts.is_empty() && library.resources.is_empty())
+    };
+    for library in registry.libraries().iter().filter(serves) {
         let key = crate::runtime::library_key(library);
         let Some(description) = library.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) else {
             continue;

@@ -268,6 +268,13 @@ fn lcp_list_check_and_the_exports_show_prompts_and_resources() {
     assert_eq!(manifest["libraries"][0]["prompts"], json!(["prompt_summarize", "prompt_greeting", "prompt_broken"]));
     assert_eq!(manifest["libraries"][0]["resources"], json!(["resource_note", "resource_logo", "resource_readme"]));
     assert_eq!(manifest["prompts"], mcp["prompts"]);
+    // A file of prompts alone is a library too.
+    let dir = temp_dir("members-prompts-only");
+    std::fs::write(dir.join("prompts.py"), "def prompt_hello() -> str:\n    \"\"\"Hello.\"\"\"\n    return 'Hello'\n")
+        .unwrap();
+    let check = lcp(&["check", dir.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&check.stderr);
+    assert!(said.contains("1 library, 0 tools, 1 prompt, 0 resources, 0 errors"), "{said}");
     // A folder without prompts or resources exports as before: no empty lists.
     let plain = stdout_json(&lcp(&["export", "--static", "--format", "mcp", "fixtures/mcp/results"]));
     assert!(plain.get("prompts").is_none() && plain.get("resources").is_none(), "{plain}");
