@@ -163,7 +163,15 @@ impl Server {
         };
         let admitted = self.admitted(&registry, &name, member)?;
         let (server, argument, value) = (self.clone(), request.argument.name.clone(), request.argument.value.clone());
-        let options = self.member_options(crate::runtime::host_objects::level::OFF);
+        // A completion function runs as a tool does, in the workspace, within the
+        // time limit; it asks nothing and logs nowhere.
+        let settings = &self.shared.settings;
+        let options = CallOptions {
+            workspace: settings.workspace.clone(),
+            timeout: settings.timeout,
+            log_level: Some(crate::runtime::host_objects::level::OFF),
+            ..CallOptions::default()
+        };
         let values = tokio::task::spawn_blocking(move || match server.python() {
             Err(err) => Err(err),
             Ok(runtime) => runtime.complete(&registry, &admitted, &argument, &value, &options),
@@ -185,17 +193,6 @@ impl Server {
             Admission::Run(admitted) => Ok(admitted),
             Admission::Refused(rule) => Err(ErrorData::invalid_request(rule, None)),
             Admission::Unknown(message) => Err(ErrorData::invalid_params(message, None)),
-        }
-    }
-
-    fn member_options(&self, log_level: u32) -> CallOptions {
-        let settings = &self.shared.settings;
-        CallOptions {
-            workspace: settings.workspace.clone(),
-            timeout: settings.timeout,
-            log_level: Some(log_level),
-            max_output: None,
-            ..CallOptions::default()
         }
     }
 
