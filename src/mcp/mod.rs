@@ -149,7 +149,9 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
             () = stopped() => Ok(()),
         }
     });
-    // The worker processes end with the server, and are waited for.
+    // The worker processes end with the server, and are waited for: a start of Python
+    // in progress (the warm-up) is waited for first, and none begins after this.
+    *sync::lock(&server.shared.ending) = true;
     if let Some(Ok(python)) = server.shared.python.get() {
         python.shutdown();
     }
@@ -293,6 +295,9 @@ struct Shared {
     /// The runtime for prompt providers and for dropping changed modules; it exists
     /// once Python has started (by the first call or listing that needs it).
     python: OnceLock<Result<Runtime, String>>,
+    /// Held while Python starts; `true` once the server is ending: no start begins
+    /// after, and the end waits for one in progress (whose workers it then ends).
+    ending: Mutex<bool>,
     /// Fires after a rescan that changed the tool list.
     tools_changed: broadcast::Sender<Arc<Changed>>,
     parked: call::Parked,
@@ -311,6 +316,7 @@ impl Server {
             upstreams: settings.upstreams.clone(),
             settings,
             python: OnceLock::new(),
+            ending: Mutex::new(false),
             tools_changed,
             parked: call::Parked::new(key),
         };
@@ -381,6 +387,13 @@ impl Server {
 
     /// Starts Python (once); blocks, so only on a blocking thread.
     fn python(&self) -> Result<&Runtime, String> {
+        if let Some(started) = self.shared.python.get() {
+            return started.as_ref().map_err(|err| format!("cannot start Python: {err}"));
+        }
+        let ending = sync::lock(&self.shared.ending);
+        if *ending {
+            return Err("lcp serve is ending".to_string());
+        }
         let started = self.shared.python.get_or_init(|| {
             let runtime = Runtime::new(self.shared.runtime_config.clone()).map_err(|err| err.to_string())?;
             // Libraries loaded by a prompt provider must get the confirm bridge too.
@@ -390,6 +403,7 @@ impl Server {
             }
             Ok(runtime)
         });
+        drop(ending);
         started.as_ref().map_err(|err| format!("cannot start Python: {err}"))
     }
 
