@@ -353,32 +353,21 @@ impl<'t> Reader<'t> {
                 "set_confirm_handler" => library.hooks.set_confirm_handler = true,
                 _ if provider_base(name).is_some() => providers.push(*function),
                 _ if name.starts_with("tool_") => {
-                    if let Some(first) = library.tools.iter().find(|t| t.name == name) {
-                        let message =
-                            format!("`{name}` is defined again; the first definition (line {}) is kept", first.line);
-                        self.warning(function.name.range, message);
+                    if self.defined_again(function, library.tools.iter()) {
                         continue;
                     }
                     let tool = self.tool(function, &module.scope, siblings, injected);
                     library.tools.push(tool);
                 }
                 _ if name.starts_with(members::PROMPT_PREFIX) && name.len() > members::PROMPT_PREFIX.len() => {
-                    if let Some(first) = library.prompts.iter().find(|t| t.name == name) {
-                        let message =
-                            format!("`{name}` is defined again; the first definition (line {}) is kept", first.line);
-                        self.warning(function.name.range, message);
+                    if self.defined_again(function, library.prompts.iter()) {
                         continue;
                     }
                     let prompt = self.tool(function, &module.scope, siblings, injected);
                     library.prompts.push(prompt);
                 }
                 _ if name.starts_with(members::RESOURCE_PREFIX) && name.len() > members::RESOURCE_PREFIX.len() => {
-                    if let Some(first) = library.resources.iter().find(|r| r.function.name == name) {
-                        let message = format!(
-                            "`{name}` is defined again; the first definition (line {}) is kept",
-                            first.function.line
-                        );
-                        self.warning(function.name.range, message);
+                    if self.defined_again(function, library.resources.iter().map(|r| &r.function)) {
                         continue;
                     }
                     let function = self.tool(function, &module.scope, siblings, injected);
@@ -432,6 +421,20 @@ impl<'t> Reader<'t> {
             }
         }
         library
+    }
+
+    /// Whether `function` repeats the name of one of `earlier` (a warning says the
+    /// first definition is kept).
+    fn defined_again<'l>(
+        &mut self,
+        function: &ast::StmtFunctionDef,
+        mut earlier: impl Iterator<Item = &'l Tool>,
+    ) -> bool {
+        let name = function.name.as_str();
+        let Some(first) = earlier.find(|t| t.name == name) else { return false };
+        let message = format!("`{name}` is defined again; the first definition (line {}) is kept", first.line);
+        self.warning(function.name.range, message);
+        true
     }
 
     /// Lays `TOOL_RESOURCES` over the resources (SPEC §15); a resource whose URI

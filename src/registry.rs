@@ -467,59 +467,39 @@ impl Registry {
     /// Prompt names and resource URIs are unique, as tool names are: the first
     /// discovery wins.
     fn drop_duplicate_members(&mut self) {
-        let mut prompts: FastMap<String, PathBuf> = FastMap::default();
-        let mut uris: FastMap<String, PathBuf> = FastMap::default();
+        let (mut prompts, mut uris) = (FastMap::default(), FastMap::default());
         for index in 0..self.libraries.len() {
             let library = &self.libraries[index];
-            if library.prompts.is_empty() && library.resources.is_empty() {
-                continue;
-            }
             let mut problems = Vec::new();
-            let keep_prompt: Vec<bool> = library
-                .prompts
-                .iter()
-                .map(|prompt| match prompts.get(&prompt.name) {
-                    Some(first) => {
-                        let message = format!(
-                            "prompt `{}` is already defined in {}; this one is ignored",
-                            prompt.name,
-                            first.display()
-                        );
-                        problems.push(Diagnostic::new(&library.path, prompt.line, 1, Level::Warning, message));
-                        false
-                    }
-                    None => {
-                        prompts.insert(prompt.name.clone(), library.path.clone());
-                        true
-                    }
-                })
-                .collect();
-            let keep_resource: Vec<bool> = library
-                .resources
-                .iter()
-                .map(|resource| match uris.get(&resource.uri) {
-                    Some(first) => {
-                        let message = format!(
-                            "resource `{}` has the URI `{}` of a resource of {}; this one is ignored",
-                            resource.function.name,
-                            resource.uri,
-                            first.display()
-                        );
-                        problems.push(Diagnostic::new(
-                            &library.path,
-                            resource.function.line,
-                            1,
-                            Level::Warning,
-                            message,
-                        ));
-                        false
-                    }
-                    None => {
-                        uris.insert(resource.uri.clone(), library.path.clone());
-                        true
-                    }
-                })
-                .collect();
+            let path = &library.path;
+            let keep_prompt = first_wins(
+                &library.prompts,
+                &mut prompts,
+                path,
+                |p| &p.name,
+                |prompt, first| {
+                    let message = format!(
+                        "prompt `{}` is already defined in {}; this one is ignored",
+                        prompt.name,
+                        first.display()
+                    );
+                    problems.push(Diagnostic::new(path, prompt.line, 1, Level::Warning, message));
+                },
+            );
+            let keep_resource = first_wins(
+                &library.resources,
+                &mut uris,
+                path,
+                |r| &r.uri,
+                |resource, first| {
+                    let (name, uri) = (&resource.function.name, &resource.uri);
+                    let message = format!(
+                        "resource `{name}` has the URI `{uri}` of a resource of {}; this one is ignored",
+                        first.display()
+                    );
+                    problems.push(Diagnostic::new(path, resource.function.line, 1, Level::Warning, message));
+                },
+            );
             if problems.is_empty() {
                 continue;
             }
@@ -572,6 +552,32 @@ impl Registry {
             Arc::make_mut(&mut self.libraries[index]).tools.retain(|tool| tool.name != name);
         }
     }
+}
+
+/// For each of `items`, whether it is the first of its `key`: `seen` holds the keys
+/// met so far with the file each came from (`file` for those met now); `repeated` is
+/// told of an item whose key was met before, with that file.
+fn first_wins<T>(
+    items: &[T],
+    seen: &mut FastMap<String, PathBuf>,
+    file: &Path,
+    key: impl Fn(&T) -> &str,
+    mut repeated: impl FnMut(&T, &Path),
+) -> Vec<bool> {
+    let mut keep = Vec::with_capacity(items.len());
+    for item in items {
+        match seen.get(key(item)) {
+            Some(first) => {
+                repeated(item, first);
+                keep.push(false);
+            }
+            None => {
+                seen.insert(key(item).to_string(), file.to_path_buf());
+                keep.push(true);
+            }
+        }
+    }
+    keep
 }
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;

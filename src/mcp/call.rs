@@ -320,40 +320,36 @@ pub(super) async fn call_tool(
         }
     }
     let followed = {
-        {
-            let name = request.name.as_ref();
-            // Every call is checked against the profile and the policy as the config
-            // and the tool's file are now (SPEC §12), before any code runs: the folders
-            // are read again when that file changed or the tool is not known.
-            let current = server.snapshot();
-            let fresh = match server.admit(&current, name) {
-                Admission::Run(tool) => {
-                    current.tool(tool.tool()).is_some_and(|(library, _)| current.is_current(library))
-                }
-                _ => false,
-            };
-            if !fresh {
-                server.rescan().await;
-            }
-            let registry = server.snapshot();
-            let tool = match server.admit(&registry, name) {
-                Admission::Run(tool) => tool,
-                Admission::Refused(rule) => return Ok(failure(&rule).into()),
-                Admission::Unknown(message) => {
-                    return match server.docs_call(&registry, name, request.arguments.as_ref()).await {
-                        Some(result) => Ok(result.into()),
-                        None => Err(ErrorData::invalid_params(message, None)),
-                    };
-                }
-            };
-            if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>()
-                && let Some((_, found)) = registry.tool(tool.tool())
-                && let Some(declared) = server.shared.settings.config.current().declared(found).mcp_headers
-            {
-                check_param_headers(&parts.headers, &declared, request.arguments.as_ref())?;
-            }
-            begin(server, registry, &tool, request.arguments.clone().unwrap_or_default(), replay, &context)
+        let name = request.name.as_ref();
+        // Every call is checked against the profile and the policy as the config
+        // and the tool's file are now (SPEC §12), before any code runs: the folders
+        // are read again when that file changed or the tool is not known.
+        let current = server.snapshot();
+        let fresh = match server.admit(&current, name) {
+            Admission::Run(tool) => current.tool(tool.tool()).is_some_and(|(library, _)| current.is_current(library)),
+            _ => false,
+        };
+        if !fresh {
+            server.rescan().await;
         }
+        let registry = server.snapshot();
+        let tool = match server.admit(&registry, name) {
+            Admission::Run(tool) => tool,
+            Admission::Refused(rule) => return Ok(failure(&rule).into()),
+            Admission::Unknown(message) => {
+                return match server.docs_call(&registry, name, request.arguments.as_ref()).await {
+                    Some(result) => Ok(result.into()),
+                    None => Err(ErrorData::invalid_params(message, None)),
+                };
+            }
+        };
+        if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>()
+            && let Some((_, found)) = registry.tool(tool.tool())
+            && let Some(declared) = server.shared.settings.config.current().declared(found).mcp_headers
+        {
+            check_param_headers(&parts.headers, &declared, request.arguments.as_ref())?;
+        }
+        begin(server, registry, &tool, request.arguments.clone().unwrap_or_default(), replay, &context)
     };
     finish(server, &request.name, followed, &context).await
 }

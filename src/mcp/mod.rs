@@ -435,12 +435,9 @@ impl Server {
                 eprintln!("{problem}");
             }
             let mut snapshot = sync::write(&server.shared.snapshot);
-            let members = |registry: &Registry| {
-                let prompts: Vec<_> = registry.prompts().map(|(_, prompt)| prompt).collect();
-                let resources: Vec<_> = registry.resources().map(|(_, resource)| resource).collect();
-                (prompts.into_iter().cloned().collect::<Vec<_>>(), resources.into_iter().cloned().collect::<Vec<_>>())
-            };
-            let members_changed = members(&snapshot.1) != members(&registry);
+            let (before, after) = (&snapshot.1, &*registry);
+            let members_changed = !before.prompts().map(|(_, p)| p).eq(after.prompts().map(|(_, p)| p))
+                || !before.resources().map(|(_, r)| r).eq(after.resources().map(|(_, r)| r));
             *snapshot = (snapshot.0 + 1, Arc::new(registry.clone()));
             let files = changes.added.iter().chain(&changes.changed).chain(&changes.removed).cloned().collect();
             Some(Changed { problems, files, members: members_changed })
