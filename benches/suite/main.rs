@@ -4,7 +4,8 @@
 //! Run: `cargo bench --bench suite`; after `--`, `--quick` makes at most 3 repetitions
 //! of everything and `--lcp-only` leaves the Python contenders out (both for work on
 //! lcp itself, not for the record), `--runtime-only` runs sections 4 and 5 alone,
-//! `--only 1,3,8` runs the sections listed (4 includes 5), and
+//! `--only 1,3,8` runs the sections listed (4 includes 5, 8 includes 8b and 8c; `8b`
+//! alone is the gateway row), and
 //! `--profile-load FOLDER` only loads a folder three times, for a profiler.
 //! It generates `target/bench-corpus/` (see `corpus`), makes `target/bench-venv` with
 //! the pinned lollms-client (see `python`), then measures, interleaving the
@@ -102,15 +103,15 @@ fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let quick = args.iter().any(|a| a == "--quick");
     let runtime_only = args.iter().any(|a| a == "--runtime-only");
-    // `--only 1,3`: those sections alone (4 runs 5 too); figures from a skipped section show as NaN.
-    let only: Option<Vec<u32>> = args.iter().position(|a| a == "--only").map(|i| {
-        args.get(i + 1)
-            .map_or("", String::as_str)
-            .split(',')
-            .map(|n| n.trim().parse().expect("--only takes section numbers"))
-            .collect()
-    });
-    let wanted = |section: u32| only.as_ref().is_none_or(|only| only.contains(&section));
+    // `--only 1,3`: those sections alone (4 runs 5 too, 8 runs 8b and 8c); figures from a
+    // skipped section show as NaN.
+    let only: Option<Vec<String>> = args
+        .iter()
+        .position(|a| a == "--only")
+        .map(|i| args.get(i + 1).map_or("", String::as_str).split(',').map(|n| n.trim().to_string()).collect());
+    let wanted = |section: &str| {
+        only.as_ref().is_none_or(|only| only.iter().any(|n| n == section || section.starts_with(n.as_str())))
+    };
     // Cargo's target folder (`CARGO_TARGET_DIR` honoured): the one holding the binary's profile folder.
     let lcp = PathBuf::from(env!("CARGO_BIN_EXE_lcp"));
     let target = lcp.parent().and_then(Path::parent).expect("the binary is in <target>/<profile>/").to_path_buf();
@@ -145,27 +146,29 @@ fn main() {
         fs::create_dir_all(&empty).expect("empty corpus folder is creatable");
         header(&mut table, &setup, &[&small, &large]);
         let mut large_cold = BTreeMap::new();
-        if wanted(1) {
+        if wanted("1") {
             cold(&mut table, &setup, &small, "200 libraries / 1,000 tools", false);
             large_cold = cold(&mut table, &setup, &large, "2,000 libraries / 10,000 tools", true);
         }
-        if wanted(2) {
+        if wanted("2") {
             rescan(&mut table, &setup, &large);
         }
-        if wanted(3) {
+        if wanted("3") {
             exports(&mut table, &setup, &large, &large_cold);
         }
-        if wanted(4) {
+        if wanted("4") {
             runtime_rows(&mut table, &setup, &trivial);
         }
-        if wanted(7) {
+        if wanted("7") {
             isolation_rows(&mut table, &setup, &base.join("isolation"));
         }
-        if wanted(6) {
+        if wanted("6") {
             memory(&mut table, &setup, &large, &empty, &large_cold);
         }
-        if wanted(8) {
+        if wanted("8a") {
             serve::rows(&mut table, &setup.lcp, &large.root, large.tools, setup.quick);
+        }
+        if wanted("8b") {
             serve::forwarded_rows(
                 &mut table,
                 &setup.lcp,
@@ -173,17 +176,17 @@ fn main() {
                 &setup.target.join("bench-scratch"),
                 setup.quick,
             );
-            if !setup.lcp_only {
-                serve::export_with_server_rows(
-                    &mut table,
-                    &setup.lcp,
-                    &setup.root,
-                    &setup.scratch,
-                    &setup.python.executable,
-                    &setup.scripts,
-                    setup.quick,
-                );
-            }
+        }
+        if wanted("8c") && !setup.lcp_only {
+            serve::export_with_server_rows(
+                &mut table,
+                &setup.lcp,
+                &setup.root,
+                &setup.scratch,
+                &setup.python.executable,
+                &setup.scripts,
+                setup.quick,
+            );
         }
     }
 
