@@ -24,6 +24,7 @@
 //! inline_refs = true          # named classes inlined, for clients that cannot resolve `$ref`
 //! docs_tools = true           # `lcp serve` adds `docs_index` and `resolve_doc`
 //! state_key = "..."           # signs `requestState` (SPEC §16); else `$LCP_STATE_KEY`
+//! task_store = "redis://..."  # where MCP tasks live (SPEC §16); else `$LCP_TASK_STORE`, else memory
 //! ```
 //!
 //! `kits/NAME.kit` files beside the config file (beside the current directory without
@@ -87,6 +88,10 @@ pub struct McpConfig {
     /// share it continue each other's calls. Default: `$LCP_STATE_KEY`, else one made
     /// at start.
     pub state_key: Option<String>,
+    /// Where MCP tasks live (SPEC §16): a `redis://` or `rediss://` URL, shared by the
+    /// replicas that answer for each other's tasks. Default: `$LCP_TASK_STORE`, else
+    /// the server's memory.
+    pub task_store: Option<String>,
 }
 
 /// A `[tool_policies.NAME]` table.
@@ -392,6 +397,15 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                                 &pointer(&here, &name),
                                 "`mcp.state_key` is a secret string of at least 16 bytes".to_string(),
                             )),
+                            ("task_store", Value::String(text))
+                                if text.starts_with("redis://") || text.starts_with("rediss://") =>
+                            {
+                                config.mcp.task_store = Some(text);
+                            }
+                            ("task_store", other) => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp.task_store` is {other}; expected a redis:// or rediss:// URL"),
+                            )),
                             ("host_configs", Value::Array(paths)) => {
                                 for path in paths {
                                     match path.as_str() {
@@ -415,7 +429,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                             )),
                             _ => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions, host_configs, docs_tools or state_key"),
+                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key or task_store"),
                             )),
                         }
                     }
@@ -529,7 +543,7 @@ mod tests {
         check(
             json!({"mcp": {"inline": true}}),
             Err(
-                "`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs, docs_tools or state_key",
+                "`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key or task_store",
             ),
         );
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));

@@ -396,6 +396,9 @@ fn entry(
             if let Some(annotations) = tool.policy.annotations() {
                 entry["annotations"] = annotations;
             }
+            if let Some(task) = tool.policy.task {
+                entry["execution"] = json!({ "taskSupport": task.as_str() });
+            }
             entry
         }
         Format::Gemini => {

@@ -1,7 +1,7 @@
 //! What a tool declares about its effects, its grade, and the host's rules (SPEC §12).
 //!
 //! Owns the declaration keys (`read_only`, `destructive`, `idempotent`, `open_world`,
-//! `grade`, `docs`), read from a library's `TOOL_POLICY` / `TOOL_POLICIES` literals and
+//! `grade`, `docs`, `mcp_headers`, `task`), read from a library's `TOOL_POLICY` / `TOOL_POLICIES` literals and
 //! from the config file's `[tool_policies.NAME]` tables; the MCP annotations they give; grades
 //! and their element-wise maximum; and the host's `[policy]` rules with the check of
 //! one tool against them. It never runs Python and never guesses: what is not declared
@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 /// The keys a declaration may have.
-pub const KEYS: [&str; 7] = ["read_only", "destructive", "idempotent", "open_world", "grade", "docs", "mcp_headers"];
+pub const KEYS: [&str; 8] =
+    ["read_only", "destructive", "idempotent", "open_world", "grade", "docs", "mcp_headers", "task"];
 
 /// What a tool declares; `None` is undeclared (unknown).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -43,6 +44,33 @@ pub struct Declared {
     /// `region` → `Region`), published as the property's `x-mcp-header`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Whether a call may run as an MCP task (SPEC §16): published as the tool's
+    /// `execution.taskSupport`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskSupport>,
+}
+
+/// How a tool runs as an MCP task (the `io.modelcontextprotocol/tasks` extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Never: every call is answered when it ends.
+    Forbidden,
+    /// A client that takes tasks gets one; any other is answered when the call ends.
+    Optional,
+    /// Only as a task: a client that does not take tasks is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// Its name, as declared and as MCP's `taskSupport` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
 }
 
 /// World coupling `w` and effects ceiling `d`, each 0 to 3 (seed 000).
@@ -83,6 +111,7 @@ impl Declared {
             grade: self.grade.or(base.grade),
             docs: self.docs.clone().or_else(|| base.docs.clone()),
             mcp_headers: self.mcp_headers.clone().or_else(|| base.mcp_headers.clone()),
+            task: self.task.or(base.task),
         }
     }
 
@@ -123,6 +152,14 @@ impl Declared {
                 _ => return Err(DeclarationError::NotAPath { value: value.clone() }),
             },
             "mcp_headers" => self.mcp_headers = Some(mcp_headers(value)?),
+            "task" => {
+                self.task = Some(match value.as_str() {
+                    Some("forbidden") => TaskSupport::Forbidden,
+                    Some("optional") => TaskSupport::Optional,
+                    Some("required") => TaskSupport::Required,
+                    _ => return Err(DeclarationError::NotATaskSupport { value: value.clone() }),
+                })
+            }
             other => return Err(DeclarationError::UnknownKey { key: other.to_string() }),
         }
         Ok(())
@@ -175,6 +212,11 @@ pub enum DeclarationError {
         /// Its value.
         value: Value,
     },
+    /// `task` that is not `"forbidden"`, `"optional"` or `"required"`.
+    NotATaskSupport {
+        /// Its value.
+        value: Value,
+    },
 }
 
 impl std::fmt::Display for DeclarationError {
@@ -200,6 +242,9 @@ impl std::fmt::Display for DeclarationError {
                 "`mcp_headers` must be a table of parameter names to header names \
                  (`{{region = \"Mcp-Param-Region\"}}`; letters, digits and `-`), not {value}"
             ),
+            DeclarationError::NotATaskSupport { value } => {
+                write!(f, "`task` must be \"forbidden\", \"optional\" or \"required\", not {value}")
+            }
         }
     }
 }
@@ -470,7 +515,7 @@ mod tests {
         assert_eq!(
             declared(json!({"readonly": true})),
             Err(vec![
-                "unknown key `readonly`; expected one of read_only, destructive, idempotent, open_world, grade, docs, mcp_headers"
+                "unknown key `readonly`; expected one of read_only, destructive, idempotent, open_world, grade, docs, mcp_headers, task"
                     .to_string()
             ])
         );

@@ -25,7 +25,7 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequests, InputRequiredResult,
-    InputResponses, ProgressToken, ProtocolVersion,
+    InputResponses, ProgressToken, ProtocolVersion, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
@@ -35,6 +35,8 @@ use super::Server;
 use super::content;
 use super::host::{self, Able};
 use super::state::{self, StateKey};
+use super::tasks::TaskRun;
+use crate::policy::TaskSupport;
 use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, level, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
@@ -48,7 +50,7 @@ const PARKED_FOR: Duration = Duration::from_secs(600);
 const INPUT_KEY: &str = "lcp";
 
 /// The key of `request` inside `inputRequests` / `inputResponses`.
-fn input_key(request: &HostRequest) -> &str {
+pub(super) fn input_key(request: &HostRequest) -> &str {
     let named = match request {
         HostRequest::Interact(interaction) => interaction.key.as_deref(),
         HostRequest::Generate(generation) => generation.key.as_deref(),
@@ -60,7 +62,11 @@ fn input_key(request: &HostRequest) -> &str {
 
 /// The tool's answer to `request` from the client's `inputResponses` (a batch's
 /// requests each from its own key, those in `settled` as they were answered).
-fn answered(request: &HostRequest, responses: Option<&InputResponses>, settled: &[(String, HostAnswer)]) -> HostAnswer {
+pub(super) fn answered(
+    request: &HostRequest,
+    responses: Option<&InputResponses>,
+    settled: &[(String, HostAnswer)],
+) -> HostAnswer {
     if let HostRequest::Batch(requests) = request {
         let answers = requests.iter().map(|(key, request)| {
             let answer = match settled.iter().find(|(done, _)| done == key) {
@@ -96,7 +102,7 @@ struct Waiting {
 }
 
 /// What a running call reports.
-enum Event {
+pub(super) enum Event {
     Ask(Question),
     Tell(Notice),
     Done(ToolResult),
@@ -104,17 +110,17 @@ enum Event {
 
 /// What a tool asks; its thread waits until it is answered. Dropping it unanswered
 /// refuses it.
-struct Question {
-    request: HostRequest,
+pub(super) struct Question {
+    pub(super) request: HostRequest,
     reply: std::sync::mpsc::Sender<HostAnswer>,
 }
 
 impl Question {
-    fn answer(self, answer: HostAnswer) {
+    pub(super) fn answer(self, answer: HostAnswer) {
         let _ = self.reply.send(answer);
     }
 
-    fn refuse(self, reason: &str) {
+    pub(super) fn refuse(self, reason: &str) {
         let answer = refused(&self.request, reason);
         self.answer(answer);
     }
@@ -209,7 +215,7 @@ impl Parked {
 }
 
 /// 128 random bits from the kernel, as hex.
-fn unguessable() -> Option<String> {
+pub(super) fn unguessable() -> Option<String> {
     let bytes = state::random_bytes()?;
     Some(bytes[..16].iter().map(|byte| format!("{byte:02x}")).collect())
 }
@@ -343,15 +349,62 @@ pub(super) async fn call_tool(
                 };
             }
         };
+        let declared = match registry.tool(tool.tool()) {
+            Some((_, found)) => server.shared.settings.config.current().declared(found),
+            None => Default::default(),
+        };
         if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>()
-            && let Some((_, found)) = registry.tool(tool.tool())
-            && let Some(declared) = server.shared.settings.config.current().declared(found).mcp_headers
+            && let Some(headers) = &declared.mcp_headers
         {
-            check_param_headers(&parts.headers, &declared, request.arguments.as_ref())?;
+            check_param_headers(&parts.headers, headers, request.arguments.as_ref())?;
         }
-        begin(server, registry, &tool, request.arguments.clone().unwrap_or_default(), replay, &context)
+        let as_task = match declared.task {
+            Some(TaskSupport::Optional | TaskSupport::Required) if takes_tasks(&context) => true,
+            Some(TaskSupport::Required) => return Err(tasks_needed(name)),
+            _ => false,
+        };
+        let shape = server.output_shape(&registry, name);
+        let followed = begin(server, registry, &tool, request.arguments.clone().unwrap_or_default(), replay, &context);
+        if as_task {
+            return run_as_task(server, name, followed, shape, &context).await;
+        }
+        followed
     };
     finish(server, &request.name, followed, &context).await
+}
+
+/// Whether the request's client takes tasks (it declared the extension).
+fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
+}
+
+/// A call of a tool that runs only as a task, from a client that takes none.
+fn tasks_needed(tool: &str) -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("`{tool}` runs only as a task: the client must declare the {TASKS_EXTENSION_ID} extension"),
+        Some(json!({ "requiredCapabilities": { "extensions": { TASKS_EXTENSION_ID: {} } } })),
+    )
+}
+
+/// The call, started, handed to the server's tasks: the client gets its task now.
+async fn run_as_task(
+    server: &Server,
+    tool: &str,
+    followed: Followed,
+    shape: content::Shape,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let max_output = server.shared.settings.max_output;
+    let run = TaskRun {
+        events: followed.events,
+        cancel: followed.cancel,
+        able: able(server, context),
+        finish: Box::new(move |result| content::tool_result(result, max_output, shape)),
+    };
+    let caller = server.caller();
+    let created = server.shared.tasks.create(tool, caller, run).await?;
+    Ok(CallToolResponse::Task(created))
 }
 
 /// Follows a tool's call to its response.
@@ -690,7 +743,7 @@ fn cancelled(events: mpsc::UnboundedReceiver<Event>, cancel: &Cancel) -> Driven 
 
 /// After the caller stopped waiting: refuse whatever the call still asks and let it
 /// finish in the background.
-fn drain(mut events: mpsc::UnboundedReceiver<Event>) {
+pub(super) fn drain(mut events: mpsc::UnboundedReceiver<Event>) {
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             match event {

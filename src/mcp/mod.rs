@@ -15,6 +15,7 @@
 //! - `docs.rs`: `docs_index` and `resolve_doc` (`[mcp] docs_tools`).
 //! - `members.rs`: prompts, resources and completion (SPEC §15).
 //! - `state.rs`: the signed `requestState` of a call parked on a question (SPEC §16).
+//! - `tasks.rs`: calls run as MCP tasks, in memory or in Redis (SPEC §16).
 //! - `stdio.rs`: the protocol on private duplicates of fd 0 and 1.
 //! - `http.rs`: Streamable HTTP.
 //! - `upstream.rs`: lcp as a client of the config's MCP servers, whose tools are a
@@ -37,6 +38,7 @@ mod listing;
 mod members;
 mod state;
 mod stdio;
+mod tasks;
 pub mod upstream;
 mod watch;
 
@@ -50,12 +52,12 @@ use std::time::Duration;
 #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -116,10 +118,11 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
         None => None,
     };
     let key = state::StateKey::new(settings.config.current().mcp.state_key.as_deref()).map_err(ServeError::Config)?;
+    let tasks = tasks::Tasks::new(settings.config.current().mcp.task_store.as_deref()).map_err(ServeError::Config)?;
     let listings = Arc::new(listing::Listings::new());
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ServeError::AsyncRuntime)?;
-    let server = Server::new(registry, settings.clone(), Arc::clone(&listings), key);
+    let server = Server::new(registry, settings.clone(), Arc::clone(&listings), key, tasks);
     let result = runtime.block_on(async {
         tokio::spawn(watch::watch(server.clone()));
         let warming = server.clone();
@@ -144,10 +147,13 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
                 (None, None) => unreachable!("stdio is taken whenever --http is absent"),
             }
         };
-        tokio::select! {
+        let result = tokio::select! {
             result = serving => result,
             () = stopped() => Ok(()),
-        }
+        };
+        // Its tasks end with it: failed, saying so, for whoever asks after them.
+        server.shared.tasks.abandon().await;
+        result
     });
     // The worker processes end with the server, and are waited for: a start of Python
     // in progress (the warm-up) is waited for first, and none begins after this.
@@ -301,10 +307,18 @@ struct Shared {
     /// Fires after a rescan that changed the tool list.
     tools_changed: broadcast::Sender<Arc<Changed>>,
     parked: call::Parked,
+    /// The calls run as tasks (SPEC §16).
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl Server {
-    fn new(registry: Registry, settings: Settings, listings: Arc<listing::Listings>, key: state::StateKey) -> Server {
+    fn new(
+        registry: Registry,
+        settings: Settings,
+        listings: Arc<listing::Listings>,
+        key: state::StateKey,
+        tasks: tasks::Tasks,
+    ) -> Server {
         let (tools_changed, _) = broadcast::channel(16);
         let shared = Shared {
             snapshot: RwLock::new((0, Arc::new(registry.clone()))),
@@ -319,6 +333,7 @@ impl Server {
             ending: Mutex::new(false),
             tools_changed,
             parked: call::Parked::new(key),
+            tasks: Arc::new(tasks),
         };
         Server { shared: Arc::new(shared), session: Arc::default() }
     }
@@ -518,6 +533,11 @@ impl Server {
     /// profile chosen (a profile that is gone shows no tools).
     fn view(&self, registry: &Registry) -> View {
         self.view_with(registry, &self.shared.settings.config.current())
+    }
+
+    /// The profile its token chose, when `[auth.scopes]` chose one.
+    fn caller(&self) -> Option<String> {
+        self.session.caller.get().cloned().flatten()
     }
 
     /// The profile this session sees: its token's, else `--profile`'s.
@@ -839,6 +859,36 @@ impl ServerHandler for Server {
         }
     }
 
+    /// `tasks/get` (SPEC §16).
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.bind_caller(&context)?;
+        self.shared.tasks.get(&request.task_id, self.caller().as_deref()).await
+    }
+
+    /// `tasks/update`: the client's answers to a task's questions.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.bind_caller(&context)?;
+        self.shared.tasks.update(&request.task_id, request.input_responses, self.caller().as_deref()).await
+    }
+
+    /// `tasks/cancel`.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.bind_caller(&context)?;
+        self.shared.tasks.cancel(&request.task_id, self.caller().as_deref()).await
+    }
+
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         Some(requested.supported_by(&capabilities()))
     }
@@ -884,7 +934,7 @@ impl ServerHandler for Server {
 }
 
 /// What the server offers: logging, tools, prompts and resources (and their lists
-/// changing), resource subscriptions, completion.
+/// changing), resource subscriptions, completion, tasks.
 fn capabilities() -> ServerCapabilities {
     #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
     let builder = ServerCapabilities::builder()
@@ -896,7 +946,8 @@ fn capabilities() -> ServerCapabilities {
         .enable_resources_list_changed()
         .enable_resources_subscribe()
         .enable_tools()
-        .enable_tool_list_changed();
+        .enable_tool_list_changed()
+        .enable_tasks();
     builder.build()
 }
 

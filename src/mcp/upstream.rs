@@ -600,6 +600,9 @@ impl Upstream {
             docs: None,
             // A server's own `x-mcp-header` marks stay in the schema it gave.
             mcp_headers: None,
+            // A server's own tasks are not forwarded; lcp runs its calls as tasks
+            // when the server's `tools` tables declare `task`.
+            task: None,
         };
         let policy = match self.entry.declared(name) {
             Some(declared) => declared.over(&from_server),

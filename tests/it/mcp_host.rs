@@ -544,10 +544,36 @@ fn an_argument_declared_as_an_mcp_header_is_published_and_checked_against_its_he
 fn the_latest_conformance_suite_passes_the_pending_json_schema_and_custom_header_scenarios() {
     let server = HttpServer::start(&CONFORMANCE);
     for scenario in ["json-schema-2020-12", "http-custom-header-server-validation"] {
-        let report = latest_suite(&server, &["--scenario", scenario, "--spec-version", "2026-07-28"]);
+        let report = latest_suite(&server, &["--scenario", scenario]);
         let summary = report.lines().find(|line| line.starts_with("Passed: ")).unwrap_or("no summary");
         assert!(summary.contains(", 0 failed"), "{scenario}: {summary}\n{report}");
     }
+}
+
+/// The latest suite's task scenarios (the `io.modelcontextprotocol/tasks` extension,
+/// SPEC §16), run against the tools of `fixtures/mcp/conformance/tasks.py`.
+#[test]
+fn the_latest_conformance_suite_passes_the_task_scenarios() {
+    let server = HttpServer::start(&CONFORMANCE);
+    let mut failed = Vec::new();
+    for scenario in [
+        "tasks-lifecycle",
+        "tasks-capability-negotiation",
+        "tasks-wire-fields",
+        "tasks-request-state-removal",
+        "tasks-mrtr-input",
+        "tasks-request-headers",
+        "tasks-dispatch-and-envelope",
+        "tasks-required-task-error",
+    ] {
+        let report = latest_suite(&server, &["--scenario", scenario]);
+        let summary = report.lines().find(|line| line.starts_with("Passed: ")).unwrap_or("no summary").to_string();
+        println!("{scenario}: {summary}");
+        if !summary.contains(", 0 failed") || summary.starts_with("Passed: 0/") {
+            failed.push(format!("{scenario}: {summary}\n{report}"));
+        }
+    }
+    assert!(failed.is_empty(), "task scenarios failed:\n{}", failed.join("\n\n"));
 }
 
 /// A handshake-less `tools/call` of the conformance fixture's two-round tool.

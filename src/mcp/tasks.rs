@@ -1,0 +1,631 @@
+//! MCP tasks (the `io.modelcontextprotocol/tasks` extension, SPEC §16): a call the
+//! client gets back at once as a task, run in a worker while the client asks after it.
+//!
+//! Owns the task records and where they live ([`Store`]: this server's memory, or
+//! Redis shared by replicas), the run of one task (its call followed to its end: what
+//! it asks the client becomes the task's `inputRequests`, answered by `tasks/update`;
+//! its progress, the task's `statusMessage`), and `tasks/get`, `tasks/update`,
+//! `tasks/cancel`. A task is run by the replica that created it (its owner), which
+//! renews a lease on it while it runs; `tasks/update` and `tasks/cancel` reach the owner
+//! through the task's inbox in the store, so any replica takes them. A task whose
+//! owner's lease ran out (the replica died) is failed, saying so; a replica that stops
+//! fails the tasks it runs.
+//!
+//! Must never: answer for a task another caller created (its id is the only way in,
+//! and a caller with another profile is told there is no such task), or leave a task
+//! `working` that nobody runs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rmcp::ErrorData;
+use rmcp::model::{CreateTaskResult, DetailedTask, GetTaskResult, InputResponses, Task, TaskPayload, TaskStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::{Notify, mpsc};
+
+use super::call::{Event, Question, answered, input_key};
+use super::host::{self, Able};
+use crate::runtime::host_objects::{HostAnswer, HostRequest, Notice, refused};
+use crate::runtime::{Cancel, Outcome, ToolResult};
+use crate::sync;
+
+/// The environment variable that names the store when the config names none.
+pub const STORE_VARIABLE: &str = "LCP_TASK_STORE";
+
+/// How long a task can be asked after, from its last change (`ttlMs`).
+const TTL: Duration = Duration::from_secs(3600);
+/// How often a client is told to ask (`pollIntervalMs`).
+const POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// How long an owner's claim on a running task holds without being renewed.
+const LEASE: Duration = Duration::from_secs(10);
+/// How often an owner renews its claim.
+const RENEW_EVERY: Duration = Duration::from_secs(2);
+/// How often an owner looks in a shared store's inbox (another replica's update).
+const INBOX_EVERY: Duration = Duration::from_millis(100);
+
+/// A task as the store keeps it: the wire fields of `tasks/get`, and lcp's own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    task_id: String,
+    status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status_message: Option<String>,
+    created_at: String,
+    last_updated_at: String,
+    ttl_ms: u64,
+    poll_interval_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_requests: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+    /// The replica that runs it.
+    owner: String,
+    /// Until when the owner's claim holds (milliseconds since the epoch).
+    lease_until_ms: u64,
+    /// The tool called.
+    tool: String,
+    /// The profile of the caller that created it (`[auth.scopes]`), if any.
+    caller: Option<String>,
+}
+
+impl Record {
+    fn touch(&mut self) {
+        self.last_updated_at = timestamp(SystemTime::now());
+    }
+
+    fn task(&self) -> Task {
+        let mut task = Task::new(&self.task_id, self.status, &self.created_at, &self.last_updated_at)
+            .with_ttl_ms(self.ttl_ms)
+            .with_poll_interval_ms(self.poll_interval_ms);
+        if let Some(message) = &self.status_message {
+            task = task.with_status_message(message);
+        }
+        task
+    }
+
+    fn detailed(&self) -> DetailedTask {
+        let object = |value: &Option<Value>| value.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
+        let payload = match self.status {
+            TaskStatus::InputRequired => TaskPayload::InputRequired {
+                input_requests: self
+                    .input_requests
+                    .clone()
+                    .and_then(|requests| serde_json::from_value(requests).ok())
+                    .unwrap_or_default(),
+            },
+            TaskStatus::Completed => TaskPayload::Completed { result: object(&self.result) },
+            TaskStatus::Failed => TaskPayload::Failed { error: object(&self.error) },
+            TaskStatus::Cancelled => TaskPayload::Cancelled,
+            _ => TaskPayload::Working,
+        };
+        DetailedTask::new(self.task(), payload)
+    }
+
+    /// Failed with `message` as a JSON-RPC error (no `result`).
+    fn fail(&mut self, message: String) {
+        self.status = TaskStatus::Failed;
+        self.error = Some(json!({ "code": rmcp::model::ErrorCode::INTERNAL_ERROR.0, "message": message }));
+        self.result = None;
+        self.input_requests = None;
+        self.status_message = None;
+        self.touch();
+    }
+
+    /// The owner's claim ran out: nobody runs it any more.
+    fn orphaned(&self) -> bool {
+        !self.status.is_terminal() && self.lease_until_ms < now_ms()
+    }
+}
+
+/// What reaches a task's owner from `tasks/update` and `tasks/cancel`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Message {
+    Responses(InputResponses),
+    Cancel,
+}
+
+/// Where task records live.
+enum Store {
+    Memory(Mutex<Memory>),
+    Redis(Redis),
+}
+
+#[derive(Default)]
+struct Memory {
+    records: HashMap<String, (Record, std::time::Instant)>,
+    inboxes: HashMap<String, Vec<Message>>,
+}
+
+struct Redis {
+    client: redis::Client,
+    connection: tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,
+}
+
+impl Redis {
+    /// Runs `command`, connecting (again) when there is no connection or it broke.
+    async fn run<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, String> {
+        let mut connection = self.connection.lock().await;
+        for attempt in 0..2 {
+            if connection.is_none() {
+                match self.client.get_multiplexed_async_connection().await {
+                    Ok(made) => *connection = Some(made),
+                    Err(err) if attempt == 1 => return Err(format!("the task store cannot be reached: {err}")),
+                    Err(_) => continue,
+                }
+            }
+            let Some(live) = connection.as_mut() else { continue };
+            match command.query_async(live).await {
+                Ok(value) => return Ok(value),
+                Err(err) if err.is_io_error() || err.is_connection_dropped() => *connection = None,
+                Err(err) => return Err(format!("the task store refused a command: {err}")),
+            }
+        }
+        Err("the task store cannot be reached".to_string())
+    }
+}
+
+fn record_key(id: &str) -> String {
+    format!("lcp:task:{id}")
+}
+
+fn inbox_key(id: &str) -> String {
+    format!("lcp:task:{id}:inbox")
+}
+
+impl Store {
+    /// Writes `record`; it lives [`TTL`] from now.
+    async fn put(&self, record: &Record) -> Result<(), String> {
+        match self {
+            Store::Memory(memory) => {
+                let expires = std::time::Instant::now() + TTL;
+                sync::lock(memory).records.insert(record.task_id.clone(), (record.clone(), expires));
+                Ok(())
+            }
+            Store::Redis(redis) => {
+                let text = serde_json::to_string(record).map_err(|err| err.to_string())?;
+                let mut command = redis::cmd("SET");
+                command.arg(record_key(&record.task_id)).arg(text).arg("PX").arg(TTL.as_millis() as u64);
+                redis.run::<()>(&command).await
+            }
+        }
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Record>, String> {
+        match self {
+            Store::Memory(memory) => {
+                let mut memory = sync::lock(memory);
+                let expired = memory.records.get(id).is_some_and(|(_, expires)| *expires < std::time::Instant::now());
+                if expired {
+                    memory.records.remove(id);
+                    memory.inboxes.remove(id);
+                }
+                Ok(memory.records.get(id).map(|(record, _)| record.clone()))
+            }
+            Store::Redis(redis) => {
+                let mut command = redis::cmd("GET");
+                command.arg(record_key(id));
+                let text: Option<String> = redis.run(&command).await?;
+                Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
+            }
+        }
+    }
+
+    /// Leaves `message` for the task's owner.
+    async fn send(&self, id: &str, message: Message) -> Result<(), String> {
+        match self {
+            Store::Memory(memory) => {
+                sync::lock(memory).inboxes.entry(id.to_string()).or_default().push(message);
+                Ok(())
+            }
+            Store::Redis(redis) => {
+                let text = serde_json::to_string(&message).map_err(|err| err.to_string())?;
+                let mut push = redis::cmd("RPUSH");
+                push.arg(inbox_key(id)).arg(text);
+                redis.run::<()>(&push).await?;
+                let mut expire = redis::cmd("PEXPIRE");
+                expire.arg(inbox_key(id)).arg(TTL.as_millis() as u64);
+                redis.run::<()>(&expire).await
+            }
+        }
+    }
+
+    /// The messages left for the task's owner since it last looked.
+    async fn receive(&self, id: &str) -> Result<Vec<Message>, String> {
+        match self {
+            Store::Memory(memory) => Ok(sync::lock(memory).inboxes.remove(id).unwrap_or_default()),
+            Store::Redis(redis) => {
+                let mut command = redis::cmd("LPOP");
+                command.arg(inbox_key(id)).arg(64);
+                let texts: Option<Vec<String>> = redis.run(&command).await?;
+                Ok(texts.into_iter().flatten().filter_map(|text| serde_json::from_str(&text).ok()).collect())
+            }
+        }
+    }
+}
+
+/// A task this replica runs: woken when a message is left for it here.
+struct Running {
+    wake: Arc<Notify>,
+}
+
+/// The server's tasks.
+pub(super) struct Tasks {
+    store: Store,
+    /// This replica's name in the records it owns.
+    replica: String,
+    running: Mutex<HashMap<String, Running>>,
+}
+
+impl Tasks {
+    /// The tasks of `configured` (`[mcp] task_store`), else of `$LCP_TASK_STORE`, else
+    /// of this server's memory.
+    pub(super) fn new(configured: Option<&str>) -> Result<Tasks, String> {
+        let url = configured.map(str::to_string).or_else(|| std::env::var(STORE_VARIABLE).ok());
+        let store = match url.as_deref().map(str::trim).filter(|url| !url.is_empty()) {
+            None => Store::Memory(Mutex::default()),
+            Some(url) => {
+                let client = redis::Client::open(url)
+                    .map_err(|err| format!("the task store ([mcp] task_store or ${STORE_VARIABLE}): {err}"))?;
+                Store::Redis(Redis { client, connection: tokio::sync::Mutex::new(None) })
+            }
+        };
+        let replica = super::state::random_bytes()
+            .map(|bytes| bytes[..8].iter().map(|byte| format!("{byte:02x}")).collect())
+            .ok_or("the system has no randomness to offer")?;
+        Ok(Tasks { store, replica, running: Mutex::default() })
+    }
+
+    /// Whether the tasks live where other replicas see them.
+    fn shared(&self) -> bool {
+        matches!(self.store, Store::Redis(_))
+    }
+
+    /// Records a new task of `tool` (durably: `tasks/get` finds it once this returns)
+    /// and runs `call` as it: what the call reports comes through `events`.
+    pub(super) async fn create(
+        self: &Arc<Self>,
+        tool: &str,
+        caller: Option<String>,
+        run: TaskRun,
+    ) -> Result<CreateTaskResult, ErrorData> {
+        let id = format!("task-{}", super::call::unguessable().ok_or_else(|| internal("no randomness"))?);
+        let now = timestamp(SystemTime::now());
+        let record = Record {
+            task_id: id.clone(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at: now.clone(),
+            last_updated_at: now,
+            ttl_ms: TTL.as_millis() as u64,
+            poll_interval_ms: POLL_INTERVAL.as_millis() as u64,
+            input_requests: None,
+            result: None,
+            error: None,
+            owner: self.replica.clone(),
+            lease_until_ms: now_ms() + LEASE.as_millis() as u64,
+            tool: tool.to_string(),
+            caller,
+        };
+        if let Err(err) = self.store.put(&record).await {
+            run.cancel.cancel();
+            super::call::drain(run.events);
+            return Err(internal(&err));
+        }
+        let wake = Arc::new(Notify::new());
+        sync::lock(&self.running).insert(id.clone(), Running { wake: Arc::clone(&wake) });
+        let created = CreateTaskResult::new(record.task());
+        let tasks = Arc::clone(self);
+        tokio::spawn(async move {
+            tasks.follow(record, run, wake).await;
+            sync::lock(&tasks.running).remove(&id);
+        });
+        Ok(created)
+    }
+
+    /// `tasks/get`: the task as it is now.
+    pub(super) async fn get(&self, id: &str, caller: Option<&str>) -> Result<GetTaskResult, ErrorData> {
+        let mut record = self.find(id, caller).await?;
+        if record.orphaned() {
+            record.fail("the lcp serve replica that ran this task stopped before the task finished".to_string());
+            self.store.put(&record).await.map_err(|err| internal(&err))?;
+        }
+        Ok(GetTaskResult::new(record.detailed()))
+    }
+
+    /// `tasks/update`: answers to the task's outstanding input requests. Answers to
+    /// nothing it asks (a key it does not wait on, a task that ended) are acknowledged
+    /// and left: the task as `tasks/get` shows it says what it still waits for.
+    pub(super) async fn update(
+        &self,
+        id: &str,
+        responses: InputResponses,
+        caller: Option<&str>,
+    ) -> Result<(), ErrorData> {
+        let record = self.find(id, caller).await?;
+        if record.status.is_terminal() {
+            return Ok(());
+        }
+        self.deliver(&record, Message::Responses(responses)).await
+    }
+
+    /// `tasks/cancel`: stops the task; one that ended already stays as it ended.
+    pub(super) async fn cancel(&self, id: &str, caller: Option<&str>) -> Result<(), ErrorData> {
+        let mut record = self.find(id, caller).await?;
+        if record.status.is_terminal() {
+            return Ok(());
+        }
+        if record.orphaned() {
+            record.status = TaskStatus::Cancelled;
+            record.input_requests = None;
+            record.touch();
+            return self.store.put(&record).await.map_err(|err| internal(&err));
+        }
+        self.deliver(&record, Message::Cancel).await
+    }
+
+    /// Fails every task this replica runs: it is stopping.
+    pub(super) async fn abandon(&self) {
+        let ids: Vec<String> = sync::lock(&self.running).keys().cloned().collect();
+        for id in ids {
+            if let Ok(Some(mut record)) = self.store.get(&id).await
+                && !record.status.is_terminal()
+            {
+                record.fail("lcp serve stopped before the task finished".to_string());
+                let _ = self.store.put(&record).await;
+            }
+        }
+    }
+
+    async fn find(&self, id: &str, caller: Option<&str>) -> Result<Record, ErrorData> {
+        let unknown = || ErrorData::invalid_params(format!("no task `{id}`"), Some(json!({ "taskId": id })));
+        match self.store.get(id).await.map_err(|err| internal(&err))? {
+            Some(record) if record.caller.as_deref() == caller => Ok(record),
+            _ => Err(unknown()),
+        }
+    }
+
+    async fn deliver(&self, record: &Record, message: Message) -> Result<(), ErrorData> {
+        self.store.send(&record.task_id, message).await.map_err(|err| internal(&err))?;
+        if let Some(running) = sync::lock(&self.running).get(&record.task_id) {
+            running.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Runs the task to its end, keeping its record.
+    async fn follow(&self, mut record: Record, run: TaskRun, wake: Arc<Notify>) {
+        let TaskRun { mut events, cancel, able, finish } = run;
+        let mut pending: Option<Pending> = None;
+        let mut renewed = tokio::time::Instant::now();
+        let mut inbox = tokio::time::interval(if self.shared() { INBOX_EVERY } else { RENEW_EVERY });
+        inbox.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let mut changed = false;
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(Event::Done(result)) => {
+                        settle(&mut record, result, &finish);
+                        let _ = self.store.put(&record).await;
+                        return;
+                    }
+                    None => {
+                        record.fail("the call ended without a result".to_string());
+                        let _ = self.store.put(&record).await;
+                        return;
+                    }
+                    Some(Event::Tell(Notice::Progress(progress))) => {
+                        record.status_message = Some(progress.text).filter(|text| !text.is_empty());
+                        changed = true;
+                    }
+                    Some(Event::Tell(Notice::Log(_))) => {}
+                    Some(Event::Ask(question)) => {
+                        // A question the client cannot take was answered at once.
+                        if let Ok(asked) = Pending::ask(question, able) {
+                            record.status = TaskStatus::InputRequired;
+                            record.input_requests = Some(asked.outstanding());
+                            pending = Some(asked);
+                        }
+                        changed = true;
+                    }
+                },
+                () = wake.notified() => {}
+                _ = inbox.tick() => {}
+            }
+            for message in self.store.receive(&record.task_id).await.unwrap_or_default() {
+                match message {
+                    Message::Cancel => {
+                        cancel.cancel();
+                        if let Some(asked) = pending.take() {
+                            asked.question.refuse("the task was cancelled");
+                        }
+                        record.status = TaskStatus::Cancelled;
+                        record.input_requests = None;
+                        record.status_message = None;
+                        record.touch();
+                        let _ = self.store.put(&record).await;
+                        super::call::drain(events);
+                        return;
+                    }
+                    Message::Responses(responses) => {
+                        let Some(asked) = pending.take() else { continue };
+                        pending = asked.take(&responses);
+                        match &pending {
+                            Some(waiting) => record.input_requests = Some(waiting.outstanding()),
+                            None => {
+                                record.status = TaskStatus::Working;
+                                record.input_requests = None;
+                            }
+                        }
+                        changed = true;
+                    }
+                }
+            }
+            if changed || renewed.elapsed() >= RENEW_EVERY {
+                record.lease_until_ms = now_ms() + LEASE.as_millis() as u64;
+                if changed {
+                    record.touch();
+                }
+                let _ = self.store.put(&record).await;
+                renewed = tokio::time::Instant::now();
+            }
+        }
+    }
+}
+
+/// What a task runs: its call's events and stop, what its client can be asked (as the
+/// request that created it declared), and how its result becomes a `CallToolResult`.
+pub(super) struct TaskRun {
+    pub events: mpsc::UnboundedReceiver<Event>,
+    pub cancel: Cancel,
+    pub able: Able,
+    pub finish: Box<dyn Fn(ToolResult) -> rmcp::model::CallToolResult + Send + Sync>,
+}
+
+/// A question of the task's call, waiting for the client's `tasks/update`.
+struct Pending {
+    question: Question,
+    /// Each request put to the client, under its key, not answered yet.
+    asked: Vec<(String, HostRequest, Value)>,
+    /// Answers so far: those the client gave, and those given without it.
+    settled: Vec<(String, HostAnswer)>,
+}
+
+impl Pending {
+    /// Puts `question` to the client: `Err` when none of it can be (then it is
+    /// answered at once, saying why).
+    fn ask(question: Question, able: Able) -> Result<Pending, ()> {
+        let requests: Vec<(String, HostRequest)> = match &question.request {
+            HostRequest::Batch(requests) => requests.clone(),
+            single => vec![(input_key(single).to_string(), single.clone())],
+        };
+        let (mut asked, mut settled) = (Vec::new(), Vec::new());
+        for (key, request) in requests {
+            match host::outbound(&request, able) {
+                Ok(outbound) => {
+                    let wire = serde_json::to_value(outbound.input_request()).unwrap_or(Value::Null);
+                    asked.push((key, request, wire));
+                }
+                Err(answer) => settled.push((key, answer)),
+            }
+        }
+        if asked.is_empty() {
+            let answer = match &question.request {
+                HostRequest::Batch(_) => HostAnswer::Batch(settled),
+                single => settled.pop().map_or_else(|| refused(single, "nothing to ask"), |(_, answer)| answer),
+            };
+            question.answer(answer);
+            return Err(());
+        }
+        Ok(Pending { question, asked, settled })
+    }
+
+    /// The requests still waiting, as `inputRequests`.
+    fn outstanding(&self) -> Value {
+        let requests: Map<String, Value> =
+            self.asked.iter().map(|(key, _, wire)| (key.clone(), wire.clone())).collect();
+        Value::Object(requests)
+    }
+
+    /// Takes the client's answers: `None` once every request is answered (the
+    /// question then has its answer), else what still waits.
+    fn take(mut self, responses: &InputResponses) -> Option<Pending> {
+        let mut waiting = Vec::new();
+        for (key, request, wire) in std::mem::take(&mut self.asked) {
+            match responses.get(&key) {
+                Some(response) => {
+                    let one = InputResponses::from([(input_key(&request).to_string(), response.clone())]);
+                    self.settled.push((key, answered(&request, Some(&one), &[])));
+                }
+                None => waiting.push((key, request, wire)),
+            }
+        }
+        self.asked = waiting;
+        if !self.asked.is_empty() {
+            return Some(self);
+        }
+        let Pending { question, mut settled, .. } = self;
+        let answer = match &question.request {
+            HostRequest::Batch(_) => HostAnswer::Batch(settled),
+            single => settled.pop().map_or_else(|| refused(single, "the client did not answer"), |(_, answer)| answer),
+        };
+        question.answer(answer);
+        None
+    }
+}
+
+/// The record of a call that ended: `completed` with its result (a tool's own error
+/// included, `isError: true`), `cancelled`, or `failed` when its worker died under it.
+fn settle(record: &mut Record, result: ToolResult, finish: &dyn Fn(ToolResult) -> rmcp::model::CallToolResult) {
+    record.input_requests = None;
+    record.status_message = None;
+    match result.outcome {
+        Outcome::Cancelled => {
+            record.status = TaskStatus::Cancelled;
+            record.touch();
+        }
+        Outcome::Died => {
+            let why = result.error.clone().unwrap_or_else(|| "the worker running the tool died".to_string());
+            record.fail(format!("`{}` did not finish: {why}", record.tool));
+        }
+        _ => {
+            record.status = TaskStatus::Completed;
+            let mut output = serde_json::to_value(finish(result)).unwrap_or(Value::Null);
+            if let Some(object) = output.as_object_mut() {
+                object.remove("resultType");
+            }
+            record.result = Some(output);
+            record.touch();
+        }
+    }
+}
+
+fn internal(message: &str) -> ErrorData {
+    ErrorData::internal_error(message.to_string(), None)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64)
+}
+
+/// `time` as ISO 8601 in UTC, to the millisecond (`2026-12-03T19:04:05.123Z`).
+fn timestamp(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let (days, seconds) = ((since.as_secs() / 86_400) as i64, since.as_secs() % 86_400);
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60,
+        since.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso_8601_in_utc() {
+        assert_eq!(timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let moment = UNIX_EPOCH + Duration::from_millis(1_796_324_645_123);
+        assert_eq!(timestamp(moment), "2026-12-03T19:04:05.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(timestamp(leap), "2000-02-29T00:00:00.000Z");
+    }
+}
