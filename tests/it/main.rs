@@ -23,6 +23,7 @@ mod mutate;
 mod policy;
 mod profiles;
 mod python_reference;
+mod replicas;
 mod rescan;
 mod robustness;
 mod runtime;

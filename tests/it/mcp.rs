@@ -488,9 +488,15 @@ impl HttpServer {
 
     /// `lcp serve --http ADDRESS ARGS`.
     pub(crate) fn start_on(address: &str, args: &[&str]) -> HttpServer {
+        HttpServer::start_with(address, args, &[])
+    }
+
+    /// `lcp serve --http ADDRESS ARGS` with `env` added to its environment.
+    pub(crate) fn start_with(address: &str, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(lcp_bin())
             .args(["serve", "--http", address])
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(root())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

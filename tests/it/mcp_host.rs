@@ -14,7 +14,7 @@ use crate::mcp::{HttpServer, MODES, assert_error, assert_missing_capability, ass
 use crate::support::*;
 
 const HOST: &str = "fixtures/host_objects";
-const CONFORMANCE: [&str; 5] =
+pub(crate) const CONFORMANCE: [&str; 5] =
     ["fixtures/mcp/conformance", "--config", "fixtures/mcp/conformance/lcp.toml", "--profile", "conformance"];
 
 fn select() -> Value {
@@ -264,10 +264,10 @@ fn the_official_conformance_suite_0_1_passes_every_server_scenario() {
 }
 
 /// Runs the latest suite with `args` against `server`; its report.
-fn latest_suite(server: &HttpServer, args: &[&str]) -> String {
+pub(crate) fn latest_suite(url: &str, args: &[&str]) -> String {
     let [node, suite] = latest_conformance_suite();
     let mut command = Command::new(node);
-    command.arg(suite).args(["server", "--url", &server.url]).args(args).current_dir(root());
+    command.arg(suite).args(["server", "--url", url]).args(args).current_dir(root());
     let output = output_within(&mut command, b"", Duration::from_secs(1500));
     String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
 }
@@ -295,7 +295,12 @@ fn scored(report: &str) -> Vec<(String, bool)> {
 /// `expected` ones among them.
 fn requirements_pass(revision: &str, expected: &[&str]) {
     let server = HttpServer::start(&CONFORMANCE);
-    let report = latest_suite(&server, &["--requirements", revision]);
+    requirements_pass_at(&server.url, revision, expected);
+}
+
+/// [`requirements_pass`] against the server at `url`.
+pub(crate) fn requirements_pass_at(url: &str, revision: &str, expected: &[&str]) {
+    let report = latest_suite(url, &["--requirements", revision]);
     let scored = scored(&report);
     let failed: Vec<&String> = scored.iter().filter(|(_, passed)| !passed).map(|(scenario, _)| scenario).collect();
     assert!(failed.is_empty(), "{revision}: scored scenarios failed: {failed:?}\n{report}");
@@ -544,7 +549,7 @@ fn an_argument_declared_as_an_mcp_header_is_published_and_checked_against_its_he
 fn the_latest_conformance_suite_passes_the_pending_json_schema_and_custom_header_scenarios() {
     let server = HttpServer::start(&CONFORMANCE);
     for scenario in ["json-schema-2020-12", "http-custom-header-server-validation"] {
-        let report = latest_suite(&server, &["--scenario", scenario]);
+        let report = latest_suite(&server.url, &["--scenario", scenario]);
         let summary = report.lines().find(|line| line.starts_with("Passed: ")).unwrap_or("no summary");
         assert!(summary.contains(", 0 failed"), "{scenario}: {summary}\n{report}");
     }
@@ -552,28 +557,36 @@ fn the_latest_conformance_suite_passes_the_pending_json_schema_and_custom_header
 
 /// The latest suite's task scenarios (the `io.modelcontextprotocol/tasks` extension,
 /// SPEC §16), run against the tools of `fixtures/mcp/conformance/tasks.py`.
+pub(crate) const TASK_SCENARIOS: [&str; 8] = [
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-required-task-error",
+];
+
 #[test]
 fn the_latest_conformance_suite_passes_the_task_scenarios() {
     let server = HttpServer::start(&CONFORMANCE);
+    scenarios_pass_at(&server.url, &TASK_SCENARIOS);
+}
+
+/// Runs each of `scenarios` alone against the server at `url`; checks each ran checks
+/// and none failed.
+pub(crate) fn scenarios_pass_at(url: &str, scenarios: &[&str]) {
     let mut failed = Vec::new();
-    for scenario in [
-        "tasks-lifecycle",
-        "tasks-capability-negotiation",
-        "tasks-wire-fields",
-        "tasks-request-state-removal",
-        "tasks-mrtr-input",
-        "tasks-request-headers",
-        "tasks-dispatch-and-envelope",
-        "tasks-required-task-error",
-    ] {
-        let report = latest_suite(&server, &["--scenario", scenario]);
+    for scenario in scenarios {
+        let report = latest_suite(url, &["--scenario", scenario]);
         let summary = report.lines().find(|line| line.starts_with("Passed: ")).unwrap_or("no summary").to_string();
         println!("{scenario}: {summary}");
         if !summary.contains(", 0 failed") || summary.starts_with("Passed: 0/") {
             failed.push(format!("{scenario}: {summary}\n{report}"));
         }
     }
-    assert!(failed.is_empty(), "task scenarios failed:\n{}", failed.join("\n\n"));
+    assert!(failed.is_empty(), "scenarios failed:\n{}", failed.join("\n\n"));
 }
 
 /// A handshake-less `tools/call` of the conformance fixture's two-round tool.

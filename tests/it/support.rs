@@ -377,3 +377,39 @@ pub fn marked_now(mark: &str) -> Vec<String> {
     }
     found
 }
+
+/// `program` (nginx, redis-server) from Debian's packages, installed with `apt-get`
+/// on first use (once, under a lock shared by test processes) when the machine lacks
+/// it. Never skipped: without it and without the right to install, the test fails
+/// naming the command to run.
+pub fn debian_program(program: &str) -> PathBuf {
+    const PACKAGES: [(&str, &str); 2] = [("nginx", "nginx-light"), ("redis-server", "redis-server")];
+    let found = || ["/usr/sbin", "/usr/bin"].iter().map(|dir| Path::new(dir).join(program)).find(|path| path.exists());
+    if let Some(path) = found() {
+        return path;
+    }
+    let _lock = DirLock::acquire(&target_dir().join("apt.lock"));
+    if let Some(path) = found() {
+        return path;
+    }
+    let packages: Vec<&str> = PACKAGES.iter().map(|(_, package)| *package).collect();
+    let apt = |args: &[&str]| {
+        let output = Command::new("apt-get").args(args).env("DEBIAN_FRONTEND", "noninteractive").output();
+        let said = output.as_ref().map(|out| String::from_utf8_lossy(&out.stderr).into_owned()).unwrap_or_default();
+        assert!(
+            output.is_ok_and(|out| out.status.success()),
+            "{program} is missing and `apt-get {}` failed (run `apt-get install {}` as root):\n{said}",
+            args.join(" "),
+            packages.join(" ")
+        );
+    };
+    apt(&["update", "-q"]);
+    apt(&[&["install", "-y", "-q", "--no-install-recommends"][..], &packages].concat());
+    found().unwrap_or_else(|| panic!("{program} is not where Debian's package puts it"))
+}
+
+/// A loopback port nothing listens on now (the kernel's pick; a program that binds it
+/// next races only with other programs doing the same).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("a port").port()
+}

@@ -1,0 +1,247 @@
+//! Many replicas of one service (SPEC §16): `lcp serve --http` replicas sharing a state
+//! key and a Redis task store, behind nginx on loopback ports, the way a deployment
+//! runs them. nginx and redis-server are Debian's, started and stopped by the tests.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::auth::{address_of, post_as};
+use crate::mcp::HttpServer;
+use crate::mcp_host::{CONFORMANCE, TASK_SCENARIOS, requirements_pass_at, scenarios_pass_at};
+use crate::support::{debian_program, free_port, processes_marked, stop, temp_dir};
+
+/// A `redis-server` on a loopback port, keeping nothing on disk; stopped when dropped.
+pub(crate) struct Redis {
+    child: Child,
+    pub(crate) url: String,
+}
+
+impl Redis {
+    pub(crate) fn start() -> Redis {
+        let program = debian_program("redis-server");
+        let dir = temp_dir("redis");
+        let port = free_port();
+        let child = Command::new(program)
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        let redis = Redis { child, url: format!("redis://127.0.0.1:{port}") };
+        wait_for_port(port, "redis-server");
+        redis
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
+}
+
+/// nginx on a loopback port in front of `upstreams` (`host:port`): round robin for the
+/// session-less requests of 2026-07-28, a session's requests kept on one replica by
+/// their `Mcp-Session-Id`; the configuration README's deployment section shows.
+pub(crate) struct Balancer {
+    child: Child,
+    pub(crate) url: String,
+}
+
+impl Balancer {
+    pub(crate) fn start(upstreams: &[&str]) -> Balancer {
+        let program = debian_program("nginx");
+        let dir = temp_dir("nginx");
+        let port = free_port();
+        let servers: String = upstreams.iter().map(|upstream| format!("    server {upstream};\n")).collect();
+        let dir_name = dir.display();
+        let config = format!(
+            "daemon off;\nmaster_process off;\npid {dir_name}/nginx.pid;\nerror_log {dir_name}/error.log warn;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {dir_name}/body;\n  proxy_temp_path {dir_name}/proxy;\n\
+             {}\n  server {{\n    listen 127.0.0.1:{port};\n    location /mcp {{\n{}    }}\n  }}\n}}\n",
+            UPSTREAM.replace("SERVERS\n", &servers),
+            LOCATION,
+        );
+        let path = dir.join("nginx.conf");
+        std::fs::write(&path, config).unwrap();
+        let child = Command::new(program)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("nginx starts");
+        let balancer = Balancer { child, url: format!("http://127.0.0.1:{port}/mcp") };
+        wait_for_port(port, "nginx");
+        balancer
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
+}
+
+/// The `upstream` block of README's nginx configuration (`SERVERS` stands for the
+/// replicas' `server` lines).
+const UPSTREAM: &str = "upstream lcp {\n    hash $http_mcp_session_id consistent;\nSERVERS\n    keepalive 64;\n  }";
+
+/// The proxying of README's nginx configuration: HTTP/1.1 kept alive to the replicas,
+/// nothing buffered (an SSE stream must reach the client as it is written).
+const LOCATION: &str = "      proxy_pass http://lcp;\n      proxy_http_version 1.1;\n      \
+     proxy_set_header Connection \"\";\n      proxy_set_header Host $http_host;\n      \
+     proxy_buffering off;\n      proxy_request_buffering off;\n      proxy_read_timeout 1h;\n";
+
+/// Waits (bounded) until something listens on the loopback `port`.
+fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not listen on port {port} within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Two replicas of the conformance fixture sharing a state key and `store`, each
+/// marked `mark` (to count what is left of them).
+fn replicas(store: &str, mark: &str) -> [HttpServer; 2] {
+    let env = [("LCP_STATE_KEY", "the key every replica of the service shares"), ("LCP_TASK_STORE", store)];
+    let env = [env[0], env[1], ("LCP_TEST_MARK", mark)];
+    [
+        HttpServer::start_with("127.0.0.1:0", &CONFORMANCE, &env),
+        HttpServer::start_with("127.0.0.1:0", &CONFORMANCE, &env),
+    ]
+}
+
+/// A session-less 2026-07-28 request from a client that takes tasks and elicitation.
+fn send(url: &str, id: u64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let name = params["name"].as_str().or(params["taskId"].as_str()).map(str::to_string);
+    let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+    if let Some(name) = &name {
+        headers.push(("mcp-name", name));
+    }
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let (status, _, answer) = post_as(&headers, url, None, None, message);
+    assert_eq!(status, 200, "{method} to {url}: {answer}");
+    answer
+}
+
+/// `tasks/get` at `url` until the task has ended (bounded by `limit`).
+fn settled(url: &str, task: &str, limit: Duration) -> Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let got = send(url, 90, "tasks/get", json!({"taskId": task}))["result"].clone();
+        let ended = ["completed", "failed", "cancelled"].iter().any(|status| got["status"] == *status);
+        if ended || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_latest_conformance_suite_passes_through_nginx_in_front_of_two_replicas() {
+    let redis = Redis::start();
+    let [first, second] = replicas(&redis.url, "replicas-conformance");
+    let balancer = Balancer::start(&[&address_of(&first.url), &address_of(&second.url)]);
+    requirements_pass_at(
+        &balancer.url,
+        "2026-07-28",
+        &["server-stateless", "input-required-result-multi-round", "input-required-result-multiple-input-requests"],
+    );
+    scenarios_pass_at(&balancer.url, &TASK_SCENARIOS);
+}
+
+#[test]
+fn a_task_created_on_one_replica_is_answered_for_by_the_other() {
+    let redis = Redis::start();
+    let [first, second] = replicas(&redis.url, "replicas-task");
+    let created =
+        send(&first.url, 1, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "a.txt"}}));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_string();
+
+    // The other replica sees it, asking what the tool asked.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let asked = loop {
+        let got = send(&second.url, 2, "tasks/get", json!({"taskId": task}))["result"].clone();
+        if got["status"] == "input_required" || Instant::now() > deadline {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(asked["status"], "input_required", "{asked}");
+    let key = asked["inputRequests"].as_object().and_then(|requests| requests.keys().next().cloned()).expect("a key");
+
+    // The answer goes to the other replica too; the first, which runs the task, gets it.
+    let answer = json!({key: {"action": "accept", "content": {"confirm": true}}});
+    let updated = send(&second.url, 3, "tasks/update", json!({"taskId": task, "inputResponses": answer}));
+    assert!(updated.get("error").is_none(), "{updated}");
+    let done = settled(&second.url, &task, Duration::from_secs(30));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("deleted a.txt"), "{done}");
+
+    // Without the shared store a replica knows only its own tasks.
+    let alone = HttpServer::start(&CONFORMANCE);
+    let unknown = send(&alone.url, 4, "tasks/get", json!({"taskId": task}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+#[test]
+fn the_rounds_of_one_call_may_land_on_different_replicas_over_http() {
+    let redis = Redis::start();
+    let [first, second] = replicas(&redis.url, "replicas-rounds");
+    let call = |url: &str, id: u64, extra: Value| {
+        let mut params = json!({"name": "test_input_required_result_multi_round", "arguments": {}});
+        for (key, value) in extra.as_object().into_iter().flatten() {
+            params[key] = value.clone();
+        }
+        send(url, id, "tools/call", params)["result"].clone()
+    };
+    let round1 = call(&first.url, 1, json!({}));
+    assert!(round1["inputRequests"]["step1"].is_object(), "{round1}");
+    let step1 = json!({"step1": {"action": "accept", "content": {"name": "Ada"}}});
+    let round2 = call(&second.url, 2, json!({"requestState": round1["requestState"], "inputResponses": step1}));
+    assert!(round2["inputRequests"]["step2"].is_object(), "{round2}");
+    let step2 = json!({"step2": {"action": "accept", "content": {"color": "blue"}}});
+    let done = call(&first.url, 3, json!({"requestState": round2["requestState"], "inputResponses": step2}));
+    assert_eq!(done["content"][0]["text"], "Ada likes blue", "{done}");
+}
+
+#[test]
+fn a_killed_replica_leaves_the_other_answering_and_its_tasks_failed_with_the_reason() {
+    let mark = "replicas-killed";
+    let redis = Redis::start();
+    let [first, second] = replicas(&redis.url, mark);
+    let balancer = Balancer::start(&[&address_of(&first.url), &address_of(&second.url)]);
+    let created =
+        send(&first.url, 1, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 600, "label": "x"}}));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_string();
+    assert_eq!(send(&balancer.url, 2, "tasks/get", json!({"taskId": task}))["result"]["status"], "working");
+
+    // SAFETY: a signal to a child this test started and has not waited for (its drop does).
+    unsafe { libc::kill(first.child.id() as libc::pid_t, libc::SIGKILL) };
+    for id in 10..20 {
+        let answer = send(&balancer.url, id, "tools/call", json!({"name": "greet", "arguments": {"name": "Ada"}}));
+        assert_eq!(answer["result"]["content"][0]["text"], "Hello, Ada!", "call {id} through nginx: {answer}");
+    }
+    let failed = settled(&balancer.url, &task, Duration::from_secs(40));
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let said = failed.to_string();
+    assert!(said.contains("replica that ran this task stopped"), "{said}");
+
+    drop(balancer);
+    drop(second);
+    drop(redis);
+    assert_eq!(processes_marked(mark), Vec::<String>::new(), "processes of the replicas left running");
+}
