@@ -162,6 +162,10 @@ pub struct Tool {
     pub output: Option<SchemaText>,
     /// What the library declares about the tool (`TOOL_POLICY`, `TOOL_POLICIES`).
     pub policy: Declared,
+    /// Whether its body calls `….become_task(…)`: a task tool that does runs as an
+    /// ordinary call until that call (SPEC §16).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub becomes_task: bool,
 }
 
 /// A tool's return annotation and documented return value.
@@ -643,6 +647,7 @@ impl<'t> Reader<'t> {
             prompt_provider: None,
             output,
             policy: Declared::default(),
+            becomes_task: calls_method(&function.body, BECOME_TASK),
         }
     }
 
@@ -1047,4 +1052,32 @@ fn drop_deep<T: Send + 'static>(tree: T) {
         // Without a thread to free it safely, keep the memory rather than crash.
         Err(_) => std::mem::forget(slot),
     }
+}
+
+/// The host object method after which a task tool's call is a task.
+const BECOME_TASK: &str = "become_task";
+
+/// Whether `body` calls a method named `method` (on anything, at any depth).
+fn calls_method(body: &[Stmt], method: &str) -> bool {
+    use ruff_python_ast::visitor::{Visitor, walk_expr};
+    struct Finder<'m> {
+        method: &'m str,
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for Finder<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(call) = expr
+                && let Expr::Attribute(attribute) = call.func.as_ref()
+                && attribute.attr.as_str() == self.method
+            {
+                self.found = true;
+            }
+            if !self.found {
+                walk_expr(self, expr);
+            }
+        }
+    }
+    let mut finder = Finder { method, found: false };
+    finder.visit_body(body);
+    finder.found
 }

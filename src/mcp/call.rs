@@ -154,6 +154,8 @@ impl Reporter {
                 let _ = peer.notify_logging_message(host::log_message(&record)).await;
             }
             Notice::Log(_) => {}
+            // Only a call that may become a task hears it, and `drive` takes it.
+            Notice::BecomeTask(_) => {}
         }
     }
 }
@@ -228,6 +230,9 @@ pub(super) enum Driven {
     Asked(InputRequiredResult),
     /// It ended without a result (cancelled, abandoned), for this reason.
     Ended(String),
+    /// It goes on as a task (`become_task`): the rest of its events, its stop, and the
+    /// status it gave.
+    Task(mpsc::UnboundedReceiver<Event>, Cancel, String),
 }
 
 /// A call that was asked the client, when the client answers.
@@ -283,18 +288,27 @@ pub(super) async fn call_member(
     responses: Option<&InputResponses>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Driven, ErrorData> {
-    let replay = match state {
+    let followed = match state {
         Some(state) => match resume(server, target, state, responses, context)? {
-            Resumed::Here(followed) => return drive(server, target, followed, context).await,
-            Resumed::Elsewhere(rounds) => rounds,
+            Resumed::Here(followed) => Some(followed),
+            Resumed::Elsewhere(rounds) => run.map(|(registry, admitted, arguments)| {
+                begin(server, registry, &admitted, arguments, rounds, false, context)
+            }),
         },
-        None => Vec::new(),
+        None => run.map(|(registry, admitted, arguments)| {
+            begin(server, registry, &admitted, arguments, Vec::new(), false, context)
+        }),
     };
-    let Some((registry, admitted, arguments)) = run else {
-        return Ok(Driven::Ended("nothing to run".to_string()));
-    };
-    let followed = begin(server, registry, &admitted, arguments, replay, context);
-    drive(server, target, followed, context).await
+    let Some(followed) = followed else { return Ok(Driven::Ended("nothing to run".to_string())) };
+    Ok(match drive(server, target, followed, context).await? {
+        // Only a tool's call is offered `become_task`.
+        Driven::Task(events, cancel, _) => {
+            cancel.cancel();
+            drain(events);
+            Driven::Ended("a prompt or resource cannot become a task".to_string())
+        }
+        driven => driven,
+    })
 }
 
 /// Starts a call (see [`start`]), to be followed by [`drive`]; `replay` answers its
@@ -305,11 +319,13 @@ fn begin(
     admitted: &Admitted,
     arguments: Map<String, Value>,
     replay: Vec<InputResponses>,
+    may_become_task: bool,
     context: &RequestContext<RoleServer>,
 ) -> Followed {
     let level = server.log_level(context);
     let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };
-    let (events, cancel) = start(server, registry, admitted, arguments, able(server, context), level);
+    let able = able(server, context);
+    let (events, cancel) = start(server, registry, admitted, arguments, able, level, may_become_task);
     Followed { events, cancel, reporter, rounds: replay.clone(), replay: replay.into() }
 }
 
@@ -358,15 +374,20 @@ pub(super) async fn call_tool(
         {
             check_param_headers(&parts.headers, headers, request.arguments.as_ref())?;
         }
-        let as_task = match declared.task {
-            Some(TaskSupport::Optional | TaskSupport::Required) if takes_tasks(&context) => true,
+        // A task tool that calls `become_task` is an ordinary call up to that point.
+        let (as_task, may_become_task) = match declared.task {
+            Some(TaskSupport::Optional | TaskSupport::Required) if takes_tasks(&context) => {
+                let becomes = registry.tool(tool.tool()).is_some_and(|(_, found)| found.becomes_task);
+                (!becomes, becomes)
+            }
             Some(TaskSupport::Required) => return Err(tasks_needed(name)),
-            _ => false,
+            _ => (false, false),
         };
         let shape = server.output_shape(&registry, name);
-        let followed = begin(server, registry, &tool, request.arguments.clone().unwrap_or_default(), replay, &context);
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let followed = begin(server, registry, &tool, arguments, replay, may_become_task, &context);
         if as_task {
-            return run_as_task(server, name, followed, shape, &context).await;
+            return run_as_task(server, name, (followed.events, followed.cancel, None), shape, &context).await;
         }
         followed
     };
@@ -391,14 +412,15 @@ fn tasks_needed(tool: &str) -> ErrorData {
 async fn run_as_task(
     server: &Server,
     tool: &str,
-    followed: Followed,
+    (events, cancel, status): (mpsc::UnboundedReceiver<Event>, Cancel, Option<String>),
     shape: content::Shape,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
     let max_output = server.shared.settings.max_output;
     let run = TaskRun {
-        events: followed.events,
-        cancel: followed.cancel,
+        events,
+        cancel,
+        status,
         able: able(server, context),
         finish: Box::new(move |result| content::tool_result(result, max_output, shape)),
     };
@@ -421,6 +443,11 @@ async fn finish(
         }
         Driven::Asked(asked) => asked.into(),
         Driven::Ended(reason) => failure(&reason).into(),
+        Driven::Task(events, cancel, status) => {
+            let shape = server.output_shape(&server.snapshot(), tool);
+            let status = Some(status).filter(|status| !status.is_empty());
+            return run_as_task(server, tool, (events, cancel, status), shape, context).await;
+        }
     })
 }
 
@@ -445,13 +472,14 @@ fn start(
     arguments: Map<String, Value>,
     able: Able,
     log_level: u32,
+    may_become_task: bool,
 ) -> (mpsc::UnboundedReceiver<Event>, Cancel) {
     let (events, receiver) = mpsc::unbounded_channel();
     let settings = &server.shared.settings;
     let cancel = Cancel::default();
     let (confirming, interacting, generating) = (events.clone(), events.clone(), events.clone());
     let (rooting, batching) = (events.clone(), events.clone());
-    let (progressing, logging) = (events.clone(), events.clone());
+    let (progressing, logging, tasking) = (events.clone(), events.clone(), events.clone());
     let callbacks = Callbacks {
         confirm: Some(Arc::new(move |request| match ask(&confirming, HostRequest::Confirm(request.clone())) {
             HostAnswer::Confirm(answer) => answer,
@@ -485,6 +513,11 @@ fn start(
         log: Some(Arc::new(move |record| {
             let _ = logging.send(Event::Tell(Notice::Log(record.clone())));
         })),
+        task: may_become_task.then(|| -> crate::runtime::host_objects::ProgressHandler {
+            Arc::new(move |status| {
+                let _ = tasking.send(Event::Tell(Notice::BecomeTask(status.clone())));
+            })
+        }),
     };
     let options = CallOptions {
         workspace: settings.workspace.clone(),
@@ -544,6 +577,7 @@ async fn drive(
         let question = match event {
             Some(Event::Done(result)) => return Ok(Driven::Done(result)),
             None => return Ok(Driven::Ended("the call ended without a result".to_string())),
+            Some(Event::Tell(Notice::BecomeTask(status))) => return Ok(Driven::Task(events, cancel, status.text)),
             Some(Event::Tell(notice)) => {
                 reporter.tell(&context.peer, notice).await;
                 continue;

@@ -84,6 +84,8 @@ impl Server {
         {
             Driven::Asked(asked) => return Ok(asked.into()),
             Driven::Ended(reason) => return Err(ErrorData::internal_error(format!("prompt `{name}`: {reason}"), None)),
+            // `call_member` never lets a prompt become a task.
+            Driven::Task(..) => return Err(ErrorData::internal_error(format!("prompt `{name}` is no task"), None)),
             Driven::Done(result) => succeeded(result, &name)?,
         };
         let messages = prompt_result(output)
@@ -127,6 +129,8 @@ impl Server {
                 return Some(Err(ErrorData::internal_error(format!("resource `{name}`: {reason}"), None)));
             }
             Ok(Driven::Done(result)) => succeeded(result, &name),
+            // `call_member` never lets a resource become a task.
+            Ok(Driven::Task(..)) => Err(ErrorData::internal_error(format!("resource `{name}` is no task"), None)),
         };
         Some(output.and_then(|output| {
             let contents = resource_contents(output, uri, mime_type.as_deref())

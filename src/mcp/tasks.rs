@@ -183,8 +183,15 @@ impl Store {
     async fn put(&self, record: &Record) -> Result<(), String> {
         match self {
             Store::Memory(memory) => {
-                let expires = std::time::Instant::now() + TTL;
-                sync::lock(memory).records.insert(record.task_id.clone(), (record.clone(), expires));
+                let now = std::time::Instant::now();
+                let mut memory = sync::lock(memory);
+                if !memory.records.contains_key(&record.task_id) {
+                    // A new task: those nobody asked after within their time go.
+                    memory.records.retain(|_, (_, expires)| *expires > now);
+                    let Memory { records, inboxes } = &mut *memory;
+                    inboxes.retain(|id, _| records.contains_key(id));
+                }
+                memory.records.insert(record.task_id.clone(), (record.clone(), now + TTL));
                 Ok(())
             }
             Store::Redis(redis) => {
@@ -299,7 +306,7 @@ impl Tasks {
         let record = Record {
             task_id: id.clone(),
             status: TaskStatus::Working,
-            status_message: None,
+            status_message: run.status.clone(),
             created_at: now.clone(),
             last_updated_at: now,
             ttl_ms: TTL.as_millis() as u64,
@@ -400,7 +407,7 @@ impl Tasks {
 
     /// Runs the task to its end, keeping its record.
     async fn follow(&self, mut record: Record, run: TaskRun, wake: Arc<Notify>) {
-        let TaskRun { mut events, cancel, able, finish } = run;
+        let TaskRun { mut events, cancel, able, finish, .. } = run;
         let mut pending: Option<Pending> = None;
         let mut renewed = tokio::time::Instant::now();
         let mut inbox = tokio::time::interval(if self.shared() { INBOX_EVERY } else { RENEW_EVERY });
@@ -424,6 +431,10 @@ impl Tasks {
                         changed = true;
                     }
                     Some(Event::Tell(Notice::Log(_))) => {}
+                    Some(Event::Tell(Notice::BecomeTask(status))) => {
+                        record.status_message = Some(status.text).filter(|text| !text.is_empty());
+                        changed = true;
+                    }
                     Some(Event::Ask(question)) => {
                         // A question the client cannot take was answered at once.
                         if let Ok(asked) = Pending::ask(question, able) {
@@ -483,6 +494,8 @@ impl Tasks {
 pub(super) struct TaskRun {
     pub events: mpsc::UnboundedReceiver<Event>,
     pub cancel: Cancel,
+    /// The task's first `statusMessage`, if any.
+    pub status: Option<String>,
     pub able: Able,
     pub finish: Box<dyn Fn(ToolResult) -> rmcp::model::CallToolResult + Send + Sync>,
 }

@@ -624,6 +624,7 @@ impl Upstream {
             prompt_provider: None,
             output: listed.get("outputSchema").filter(|s| s.is_object()).map(SchemaText::new),
             policy,
+            becomes_task: false,
         }
     }
 

@@ -140,7 +140,7 @@ pub struct RootsRequest {
 }
 
 /// `tool_context.emit_progress(text, meta)`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
     /// The tool reporting.
     pub tool: Option<String>,
@@ -208,6 +208,9 @@ pub enum Notice {
     Progress(Progress),
     /// A log record.
     Log(LogRecord),
+    /// The call goes on as a task (`tool_context.become_task(text)`): the host may
+    /// answer its caller now and let it follow the rest (SPEC §16).
+    BecomeTask(Progress),
 }
 
 /// Answers what a tool asks the user.
@@ -252,6 +255,8 @@ pub struct Callbacks {
     pub progress: Option<ProgressHandler>,
     /// Hears log records.
     pub log: Option<LogHandler>,
+    /// Hears that the call goes on as a task; without it `become_task` does nothing.
+    pub task: Option<ProgressHandler>,
 }
 
 impl std::fmt::Debug for Callbacks {
@@ -264,6 +269,7 @@ impl std::fmt::Debug for Callbacks {
             .field("batch", &self.batch.is_some())
             .field("progress", &self.progress.is_some())
             .field("log", &self.log.is_some())
+            .field("task", &self.task.is_some())
             .finish()
     }
 }
@@ -282,6 +288,8 @@ pub(crate) struct Offered {
     pub batch: bool,
     pub progress: bool,
     pub log: bool,
+    #[serde(default)]
+    pub task: bool,
     /// Records below this Python level are not made.
     pub log_level: u32,
 }
@@ -297,6 +305,7 @@ impl Callbacks {
             batch: self.batch.or_else(|| fallback.batch.clone()),
             progress: self.progress.or_else(|| fallback.progress.clone()),
             log: self.log.or_else(|| fallback.log.clone()),
+            task: self.task.or_else(|| fallback.task.clone()),
         }
     }
 
@@ -319,6 +328,7 @@ impl Callbacks {
             batch: self.batch.is_some(),
             progress: self.progress.is_some(),
             log: self.log.is_some(),
+            task: self.task.is_some(),
             log_level,
         }
     }
@@ -365,6 +375,10 @@ impl Callbacks {
             }),
             Notice::Log(record) => self.log.as_ref().is_some_and(|handler| {
                 guarded(|| handler(record));
+                true
+            }),
+            Notice::BecomeTask(status) => self.task.as_ref().is_some_and(|handler| {
+                guarded(|| handler(status));
                 true
             }),
         }
@@ -485,6 +499,7 @@ pub(crate) fn read_wire(text: &str) -> Result<(Option<u64>, Received), String> {
                 meta,
             }))
         }
+        "task" => Received::Notice(Notice::BecomeTask(Progress { tool, text: text_of("text"), ..Progress::default() })),
         "log" => Received::Notice(Notice::Log(LogRecord {
             tool,
             level: body.get("level").and_then(Value::as_u64).map_or(level::INFO, |l| l.min(u64::from(u32::MAX)) as u32),

@@ -360,7 +360,11 @@ fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
         callbacks.progress = Some(Arc::new(move |progress| tell(Notice::Progress(progress.clone()))));
     }
     if offered.log {
+        let tell = tell.clone();
         callbacks.log = Some(Arc::new(move |record| tell(Notice::Log(record.clone()))));
+    }
+    if offered.task {
+        callbacks.task = Some(Arc::new(move |status| tell(Notice::BecomeTask(status.clone()))));
     }
     callbacks
 }

@@ -78,6 +78,21 @@ fn lcp_call_has_no_model_and_generate_text_says_so() {
 }
 
 #[test]
+fn become_task_does_nothing_where_calls_are_no_tasks() {
+    let dir = temp_dir("become-task");
+    write(
+        &dir.join("long.py"),
+        "TOOL_POLICY = {\"task\": \"optional\"}\n\n\
+         def tool_long(tool_context=None) -> str:\n    \"\"\"Long work.\"\"\"\n    \
+         return f\"task: {tool_context.become_task('working on it')}\"\n",
+    );
+    for place in PLACES {
+        let output = lcp_call_in(dir.to_str().unwrap(), "tool_long", place);
+        assert_eq!(result(&output)["output"], "task: False", "{place:?}: {}", stderr(&output));
+    }
+}
+
+#[test]
 fn lcp_call_prints_progress_on_stderr_and_gives_tool_context_the_workspace() {
     let workspace = temp_dir("host-progress");
     let workspace_text = workspace.canonicalize().unwrap().to_string_lossy().into_owned();

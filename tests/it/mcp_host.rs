@@ -557,7 +557,7 @@ fn the_latest_conformance_suite_passes_the_pending_json_schema_and_custom_header
 
 /// The latest suite's task scenarios (the `io.modelcontextprotocol/tasks` extension,
 /// SPEC §16), run against the tools of `fixtures/mcp/conformance/tasks.py`.
-pub(crate) const TASK_SCENARIOS: [&str; 8] = [
+pub(crate) const TASK_SCENARIOS: [&str; 9] = [
     "tasks-lifecycle",
     "tasks-capability-negotiation",
     "tasks-wire-fields",
@@ -566,12 +566,57 @@ pub(crate) const TASK_SCENARIOS: [&str; 8] = [
     "tasks-request-headers",
     "tasks-dispatch-and-envelope",
     "tasks-required-task-error",
+    "tasks-mrtr-composition",
 ];
 
 #[test]
 fn the_latest_conformance_suite_passes_the_task_scenarios() {
     let server = HttpServer::start(&CONFORMANCE);
     scenarios_pass_at(&server.url, &TASK_SCENARIOS);
+}
+
+#[test]
+fn a_task_tool_that_becomes_a_task_is_an_ordinary_call_until_then() {
+    let dir = temp_dir("become-task-mcp");
+    std::fs::write(
+        dir.join("long.py"),
+        "import time\n\nTOOL_POLICY = {\"task\": \"optional\"}\n\n\
+         def tool_long(tool_context=None) -> str:\n    \"\"\"Long work.\"\"\"\n    \
+         became = tool_context.become_task('working on it')\n    time.sleep(0.3)\n    return f'task: {became}'\n",
+    )
+    .unwrap();
+    let server = HttpServer::start(&[dir.to_str().unwrap()]);
+    let post = |body: Value| {
+        let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "tool_long")];
+        crate::auth::post_as(&headers, &server.url, None, None, body).2
+    };
+    // A client without the extension gets the whole call as one result.
+    let plain = post(handshake_less_call(1, "tool_long", json!({}), json!({})));
+    assert_eq!(plain["result"]["content"][0]["text"], "task: False", "{plain}");
+
+    // One with it gets a task at `become_task`, its status what the tool said.
+    let mut call = handshake_less_call(2, "tool_long", json!({}), json!({}));
+    call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+        json!({"io.modelcontextprotocol/tasks": {}});
+    let created = post(call)["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task = created["taskId"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let get = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": task, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}});
+        let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tasks/get"), ("mcp-name", &task)];
+        let got = crate::auth::post_as(&headers, &server.url, None, None, get).2["result"].clone();
+        if got["status"] == "completed" || std::time::Instant::now() > deadline {
+            break got;
+        }
+        if got["status"] == "working" {
+            assert_eq!(got["statusMessage"], "working on it", "{got}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(done["result"]["content"][0]["text"], "task: True", "{done}");
 }
 
 /// Runs each of `scenarios` alone against the server at `url`; checks each ran checks

@@ -63,7 +63,7 @@ def _ask(kind, library, **fields):
     """Sends one request or notice to the host, for the call this thread serves.
 
     ``kind``: ``confirm`` (``args``, ``kwargs``), ``interact``, ``generate``,
-    ``progress`` or ``log`` (``body``). Returns the host's answer as a dict.
+    ``progress``, ``task`` or ``log`` (``body``). Returns the host's answer as a dict.
     """
     current = _current()
     request = {
@@ -208,6 +208,14 @@ class _ToolContext:
         returns whether the host took it."""
         meta = {str(k): _plain(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
         answer = _ask("progress", self.library, body={"text": str(text), "meta": meta})
+        return bool(answer.get("delivered"))
+
+    def become_task(self, status=None):
+        """Says the rest of the call is long work: a host that runs calls as tasks
+        (MCP's tasks extension, for a tool declared ``task``) answers its caller now and
+        lets it follow the rest; ``status`` is the task's first status message. Returns
+        whether the call is now a task; elsewhere it does nothing and returns False."""
+        answer = _ask("task", self.library, body={"text": "" if status is None else str(status)})
         return bool(answer.get("delivered"))
 
     def roots(self, key=None):
