@@ -25,13 +25,16 @@
 //! 6. peak memory of the registry against `LCPBinding`'s;
 //! 7. isolation (worker processes);
 //! 8. `lcp serve` on the large corpus: the whole `tools/list` over HTTP, a dropped
-//!    file to `list_changed`, and the CPU of an idle server.
+//!    file to `list_changed`, and the CPU of an idle server;
+//! 9. replicas behind nginx (throughput, one replica against two) and `tasks/get`
+//!    through Redis.
 //!
 //! The table also goes to `target/bench-results.txt`. No assertion here is about time.
 
 mod corpus;
 mod measure;
 mod python;
+mod replicas;
 mod serve;
 mod table;
 
@@ -187,6 +190,9 @@ fn main() {
                 &setup.scripts,
                 setup.quick,
             );
+        }
+        if wanted("9") {
+            replicas::rows(&mut table, &setup.lcp, &setup.scratch, setup.quick);
         }
     }
 

@@ -16,9 +16,9 @@ use crate::measure::{Samples, seconds};
 use crate::table::{Table, duration, ratio, verdict};
 
 /// `lcp serve --http 127.0.0.1:0 FOLDER`, with the address it bound.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
-    address: String,
+    pub(crate) address: String,
 }
 
 impl HttpServer {
@@ -28,9 +28,15 @@ impl HttpServer {
 
     /// `lcp serve --http 127.0.0.1:0 ARGS`.
     fn start_with(lcp: &Path, args: &[&std::ffi::OsStr]) -> HttpServer {
+        HttpServer::start_in(lcp, args, &[])
+    }
+
+    /// `lcp serve --http 127.0.0.1:0 ARGS` with `env` added to its environment.
+    pub(crate) fn start_in(lcp: &Path, args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(lcp)
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -70,19 +76,38 @@ impl Drop for HttpServer {
     }
 }
 
-/// One keep-alive connection speaking MCP's Streamable HTTP, session mode.
-struct Client {
+/// One keep-alive connection speaking MCP's Streamable HTTP: session mode, or the
+/// session-less protocol of 2026-07-28.
+pub(crate) struct Client {
     stream: BufReader<TcpStream>,
     address: String,
     session: Option<String>,
+    session_less: bool,
 }
 
 impl Client {
+    /// A connection for session-less requests: no `initialize`, each request names its
+    /// protocol version, method and name in headers (see [`Client::request`]).
+    pub(crate) fn session_less(address: &str) -> Client {
+        let stream = TcpStream::connect(address).expect("the server accepts");
+        stream.set_nodelay(true).expect("TCP_NODELAY");
+        Client {
+            stream: BufReader::with_capacity(1 << 20, stream),
+            address: address.into(),
+            session: None,
+            session_less: true,
+        }
+    }
+
     fn connect(address: &str) -> Client {
         let stream = TcpStream::connect(address).expect("lcp serve --http accepts");
         stream.set_nodelay(true).expect("TCP_NODELAY");
-        let mut client =
-            Client { stream: BufReader::with_capacity(1 << 20, stream), address: address.into(), session: None };
+        let mut client = Client {
+            stream: BufReader::with_capacity(1 << 20, stream),
+            address: address.into(),
+            session: None,
+            session_less: false,
+        };
         let init = client.request(&json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "lcp-bench", "version": "1"}},
@@ -93,9 +118,10 @@ impl Client {
         client
     }
 
-    /// POSTs `body` and returns the whole response body.
-    fn request(&mut self, body: &Value) -> Vec<u8> {
-        let body = serde_json::to_vec(body).expect("JSON");
+    /// POSTs `body` and returns the whole response body. Session-less, the body's
+    /// `params._meta` should carry its protocol version; the headers are added here.
+    pub(crate) fn request(&mut self, message: &Value) -> Vec<u8> {
+        let body = serde_json::to_vec(message).expect("JSON");
         let mut head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
@@ -104,6 +130,14 @@ impl Client {
         );
         if let Some(session) = &self.session {
             head.push_str(&format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"));
+        }
+        if self.session_less {
+            let method = message["method"].as_str().unwrap_or_default();
+            head.push_str(&format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n"));
+            let params = &message["params"];
+            if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
+                head.push_str(&format!("Mcp-Name: {name}\r\n"));
+            }
         }
         head.push_str("\r\n");
         let stream = self.stream.get_mut();
@@ -153,7 +187,7 @@ impl Client {
 }
 
 /// The JSON-RPC message of a response body: JSON, or the `data:` of its SSE event.
-fn message(body: &[u8]) -> Value {
+pub(crate) fn message(body: &[u8]) -> Value {
     let text = std::str::from_utf8(body).expect("UTF-8 body");
     // An SSE stream may open with a priming event, whose data is empty.
     let data = text.lines().filter_map(|line| line.strip_prefix("data:")).find(|data| !data.trim().is_empty());

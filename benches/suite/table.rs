@@ -40,6 +40,19 @@ impl Table {
         ]));
     }
 
+    /// A throughput row: median and spread in calls a second.
+    pub fn rate(&mut self, label: &str, samples: &Samples, ratio: &str, target: &str) {
+        let rate = |per_second: f64| format!("{per_second:.0}/s");
+        self.lines.push(Line::Row([
+            format!("  {label}"),
+            rate(samples.median()),
+            format!("{}-{}", rate(samples.min()), rate(samples.max())),
+            samples.len().to_string(),
+            ratio.to_string(),
+            target.to_string(),
+        ]));
+    }
+
     /// A size row: median and spread in bytes.
     pub fn bytes(&mut self, label: &str, samples: &Samples, ratio: &str, target: &str) {
         self.lines.push(Line::Row([

@@ -421,6 +421,7 @@ async fn run_as_task(
         events,
         cancel,
         status,
+        watcher: (!handshake_less(context)).then(|| context.peer.clone()),
         able: able(server, context),
         finish: Box::new(move |result| content::tool_result(result, max_output, shape)),
     };

@@ -19,8 +19,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rmcp::ErrorData;
 use rmcp::model::{CreateTaskResult, DetailedTask, GetTaskResult, InputResponses, Task, TaskPayload, TaskStatus};
+use rmcp::model::{ServerNotification, TaskStatusNotification};
+use rmcp::{ErrorData, Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc};
@@ -407,7 +408,14 @@ impl Tasks {
 
     /// Runs the task to its end, keeping its record.
     async fn follow(&self, mut record: Record, run: TaskRun, wake: Arc<Notify>) {
-        let TaskRun { mut events, cancel, able, finish, .. } = run;
+        let TaskRun { mut events, cancel, able, finish, watcher, .. } = run;
+        let saved = async |record: &Record| {
+            let _ = self.store.put(record).await;
+            if let Some(peer) = &watcher {
+                let notification = TaskStatusNotification::new(record.detailed().into());
+                let _ = peer.send_notification(ServerNotification::TaskStatusNotification(notification)).await;
+            }
+        };
         let mut pending: Option<Pending> = None;
         let mut renewed = tokio::time::Instant::now();
         let mut inbox = tokio::time::interval(if self.shared() { INBOX_EVERY } else { RENEW_EVERY });
@@ -418,12 +426,12 @@ impl Tasks {
                 event = events.recv() => match event {
                     Some(Event::Done(result)) => {
                         settle(&mut record, result, &finish);
-                        let _ = self.store.put(&record).await;
+                        saved(&record).await;
                         return;
                     }
                     None => {
                         record.fail("the call ended without a result".to_string());
-                        let _ = self.store.put(&record).await;
+                        saved(&record).await;
                         return;
                     }
                     Some(Event::Tell(Notice::Progress(progress))) => {
@@ -459,7 +467,7 @@ impl Tasks {
                         record.input_requests = None;
                         record.status_message = None;
                         record.touch();
-                        let _ = self.store.put(&record).await;
+                        saved(&record).await;
                         super::call::drain(events);
                         return;
                     }
@@ -481,8 +489,10 @@ impl Tasks {
                 record.lease_until_ms = now_ms() + LEASE.as_millis() as u64;
                 if changed {
                     record.touch();
+                    saved(&record).await;
+                } else {
+                    let _ = self.store.put(&record).await;
                 }
-                let _ = self.store.put(&record).await;
                 renewed = tokio::time::Instant::now();
             }
         }
@@ -496,6 +506,9 @@ pub(super) struct TaskRun {
     pub cancel: Cancel,
     /// The task's first `statusMessage`, if any.
     pub status: Option<String>,
+    /// The session that created it, told each change (`notifications/tasks`); a
+    /// session-less client polls `tasks/get` instead.
+    pub watcher: Option<Peer<RoleServer>>,
     pub able: Able,
     pub finish: Box<dyn Fn(ToolResult) -> rmcp::model::CallToolResult + Send + Sync>,
 }

@@ -619,6 +619,39 @@ fn a_task_tool_that_becomes_a_task_is_an_ordinary_call_until_then() {
     assert_eq!(done["result"]["content"][0]["text"], "task: True", "{done}");
 }
 
+#[test]
+fn a_session_that_made_a_task_is_told_each_change_of_it() {
+    let mut server = crate::mcp::RawServer::start(&CONFORMANCE);
+    server.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "clientInfo": {"name": "raw", "version": "1"},
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}));
+    server.response(1);
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "slow_compute", "arguments": {"seconds": 0.3, "label": "told"}}}));
+    let created = server.response(2)["result"].clone();
+    let task = created["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    for id in 3.. {
+        server.send(json!({"jsonrpc": "2.0", "id": id, "method": "tasks/get", "params": {"taskId": task}}));
+        let got = server.response(id)["result"].clone();
+        if got["status"] == "completed" || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stdout = server.finish();
+    let told: Vec<Value> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["method"] == "notifications/tasks")
+        .collect();
+    let last = told.last().unwrap_or_else(|| panic!("no notifications/tasks:\n{stdout}"));
+    assert_eq!(last["params"]["taskId"], task.as_str(), "{last}");
+    assert_eq!(last["params"]["status"], "completed", "{last}");
+    assert_eq!(last["params"]["result"]["content"][0]["text"], "computed told in 0.3s", "{last}");
+}
+
 /// Runs each of `scenarios` alone against the server at `url`; checks each ran checks
 /// and none failed.
 pub(crate) fn scenarios_pass_at(url: &str, scenarios: &[&str]) {
