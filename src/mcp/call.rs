@@ -527,6 +527,7 @@ fn start(
         callbacks,
         log_level: Some(log_level),
         max_output: Some(settings.max_output),
+        declared: registry.tool(tool.tool()).map(|(_, found)| settings.config.current().declared(found)),
     };
     let server = server.clone();
     let tool = tool.clone();

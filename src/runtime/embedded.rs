@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::engine::{self, Engine, Job, Kind, ModuleTarget, WirePath};
 use super::host_objects::{self, Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
+use super::sandbox::Sandbox;
 use super::{
     CallOptions, ConfirmRequest, Confirmation, Isolation, RuntimeConfig, RuntimeError, ToolResult, capture,
     library_key, process_tree, python, supervisor, validate, workspace,
@@ -85,7 +86,7 @@ pub type Forward = Arc<dyn Fn(&Library, &Tool, &Value, &CallOptions) -> ToolResu
 /// Where this runtime's calls run.
 enum Place {
     InProcess(Engine),
-    Workers(supervisor::Pool),
+    Workers(supervisor::Pools),
 }
 
 /// Call ids, unique in this process (and so in each of its workers).
@@ -105,11 +106,13 @@ impl Runtime {
             autonomy_level: config.autonomy_level,
             injected: config.injected.clone(),
             site_packages,
+            sandbox: Default::default(),
+            scratch: None,
         };
         let place = match &config.isolation {
             Isolation::InProcess => Place::InProcess(Engine::start(settings, None).map_err(RuntimeError::Python)?),
             Isolation::Workers(workers) => {
-                Place::Workers(supervisor::Pool::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
+                Place::Workers(supervisor::Pools::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
             }
         };
         Ok(Runtime {
@@ -510,6 +513,14 @@ impl Runtime {
         rerun: bool,
     ) -> ToolResult {
         let callbacks = self.callbacks_of(options);
+        // Only a tool's call is confined: prompts and resources declare nothing.
+        let declared = match kind {
+            Kind::Tool => options
+                .declared
+                .clone()
+                .or_else(|| library.tools.iter().find(|tool| tool.name == function).map(|tool| tool.policy.clone())),
+            Kind::Resource | Kind::Provider => None,
+        };
         let job = Job {
             id: NEXT_CALL.fetch_add(1, Ordering::Relaxed),
             kind,
@@ -530,6 +541,7 @@ impl Runtime {
                 })),
                 Origin::File | Origin::Mcp { .. } | Origin::Virtual => None,
             },
+            sandbox: declared.as_ref().map(Sandbox::of).unwrap_or_default(),
         };
         match &self.place {
             Place::InProcess(engine) => {

@@ -75,6 +75,10 @@ pub(crate) struct Job {
     /// A `[[tools]]` tool (SPEC §14): the module to import instead of `file`.
     #[serde(default)]
     pub module: Option<Box<ModuleTarget>>,
+    /// The sandbox its tool's declarations ask for: the worker that runs it is in it,
+    /// and `host.py` names the declaration a refused write or socket broke.
+    #[serde(default)]
+    pub sandbox: super::sandbox::Sandbox,
 }
 
 /// Where a config-defined tool's function is: `function` of `name`, imported from
@@ -124,6 +128,12 @@ pub(crate) struct Settings {
     pub injected: Vec<String>,
     /// A virtual environment's site-packages, absolute.
     pub site_packages: Option<String>,
+    /// The declarations the worker enforces (SPEC §18), and the one folder a read-only
+    /// worker writes in (made for it by the supervisor).
+    #[serde(default)]
+    pub sandbox: super::sandbox::Sandbox,
+    #[serde(default)]
+    pub scratch: Option<WirePath>,
 }
 
 /// Called with `(call id, "out" | "err", text)` each time a tool prints, as it prints.
@@ -400,6 +410,7 @@ impl Engine {
             injected: &self.settings.injected,
             workspace_path: job.workspace.as_deref(),
             module: job.module.as_deref(),
+            sandbox: &self.settings.sandbox,
         };
         let request = match serde_json::to_string(&request) {
             Ok(text) => text,
@@ -432,6 +443,8 @@ struct Request<'a> {
     /// For `tool_context.workspace_path` (the directory itself is leased in Rust).
     workspace_path: Option<&'a Path>,
     module: Option<&'a ModuleTarget>,
+    /// What this process enforces (SPEC §18): a refused write or socket is named by it.
+    sandbox: &'a super::sandbox::Sandbox,
 }
 
 /// Runs the call on this thread, in the working directory `workspace` (the host's

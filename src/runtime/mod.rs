@@ -41,6 +41,7 @@ mod line_search;
 mod process_tree;
 #[cfg(feature = "python")]
 mod python;
+pub mod sandbox;
 mod settings;
 #[cfg(feature = "python")]
 mod supervisor;
@@ -94,6 +95,9 @@ pub struct CallOptions {
     /// An output whose text is longer than this many bytes is cut where it is made
     /// (in the worker process), so the host never holds more ([`ToolResult::output_cut_from`]).
     pub max_output: Option<usize>,
+    /// What the host holds the tool declares (its config laid over its file); `None`:
+    /// its file's declarations. Chooses the sandbox of the worker that runs it (SPEC §18).
+    pub declared: Option<crate::policy::Declared>,
 }
 
 /// A flag that stops a call (MCP `notifications/cancelled`).

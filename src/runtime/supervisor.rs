@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::channel::{self, Connection};
 use super::engine::{self, Job, WirePath};
 use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
+use super::sandbox::Sandbox;
 use super::{Cancel, Carried, Outcome, ToolResult, WorkerSettings};
 use crate::sync;
 
@@ -135,6 +136,107 @@ fn end_orphans() {
     }
 }
 
+/// A confined worker's own folder in the system's temp folder: made here, private
+/// (mode 0700), under a name nobody could have made before (`create_dir` refuses one
+/// that exists, a link included).
+fn scratch_folder() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut random = [0u8; 12];
+    // SAFETY: getrandom writes at most `random.len()` bytes into it.
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    if got != random.len() as isize {
+        return Err(std::io::Error::other("the system gave no randomness for the scratch folder's name"));
+    }
+    let name: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let path = std::env::temp_dir().join(format!("lcp-scratch-{name}"));
+    std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+    Ok(path)
+}
+
+/// The worker pools of one runtime, one for each sandbox (SPEC §18): a tool's call
+/// runs only in a worker of its own sandbox, and workers are never shared across
+/// sandboxes. The pool of unconfined workers exists from the start; the others are
+/// made on their first call.
+pub(crate) struct Pools {
+    settings: WorkerSettings,
+    engine: engine::Settings,
+    pools: Mutex<(bool, std::collections::HashMap<Sandbox, Arc<Pool>>)>,
+}
+
+impl Pools {
+    pub(crate) fn new(settings: WorkerSettings, engine: engine::Settings) -> Result<Pools, String> {
+        let open = Arc::new(Pool::new(settings.clone(), engine.clone())?);
+        let pools = std::collections::HashMap::from([(Sandbox::default(), open)]);
+        Ok(Pools { settings, engine, pools: Mutex::new((false, pools)) })
+    }
+
+    /// The pool of `sandbox`, made now if it is the first call of it.
+    fn pool(&self, sandbox: Sandbox) -> Result<Arc<Pool>, String> {
+        let mut pools = sync::lock(&self.pools);
+        if pools.0 {
+            return Err("the runtime is shutting down".to_string());
+        }
+        if let Some(pool) = pools.1.get(&sandbox) {
+            return Ok(Arc::clone(pool));
+        }
+        let engine = engine::Settings { sandbox, ..self.engine.clone() };
+        let pool = Arc::new(Pool::new(self.settings.clone(), engine)?);
+        pools.1.insert(sandbox, Arc::clone(&pool));
+        Ok(pool)
+    }
+
+    fn each(&self) -> Vec<Arc<Pool>> {
+        sync::lock(&self.pools).1.values().cloned().collect()
+    }
+
+    /// Starts one unconfined worker in the background (see [`Pool::warm_up`]).
+    pub(crate) fn warm_up(&self) {
+        if let Ok(pool) = self.pool(Sandbox::default()) {
+            pool.warm_up();
+        }
+    }
+
+    /// Runs a job in a worker of its sandbox (see [`Pool::run`]).
+    pub(crate) fn run(
+        &self,
+        job: &Job,
+        callbacks: Callbacks,
+        timeout: Option<Duration>,
+        cancel: Option<&Cancel>,
+    ) -> ToolResult {
+        match self.pool(job.sandbox) {
+            Ok(pool) => pool.run(job, callbacks, timeout, cancel),
+            Err(err) => ToolResult::failure(err),
+        }
+    }
+
+    /// See [`Pool::forget`].
+    pub(crate) fn forget(&self, files: Vec<WirePath>) {
+        for pool in self.each() {
+            pool.forget(files.clone());
+        }
+    }
+
+    /// See [`Pool::rebind`].
+    pub(crate) fn rebind(&self) {
+        for pool in self.each() {
+            pool.rebind();
+        }
+    }
+
+    /// Ends every worker of every pool and waits for each; later calls fail.
+    pub(crate) fn close(&self) {
+        let pools = {
+            let mut pools = sync::lock(&self.pools);
+            pools.0 = true;
+            pools.1.values().cloned().collect::<Vec<_>>()
+        };
+        for pool in pools {
+            pool.close();
+        }
+    }
+}
+
 /// The worker processes of one runtime.
 pub(crate) struct Pool {
     inner: Arc<Inner>,
@@ -174,6 +276,8 @@ struct Slot {
 struct Worker {
     pid: libc::pid_t,
     control: OwnedFd,
+    /// A confined worker's scratch folder, removed once it ended.
+    scratch: Option<PathBuf>,
     /// Files whose modules it must drop before its next calls, by sequence number:
     /// sent with every call until a call that carried them has come back.
     stale: Mutex<Vec<(u64, WirePath)>>,
@@ -473,6 +577,14 @@ impl Inner {
         let output: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(output) };
         let mut command = Command::new(&self.settings.program);
         command.arg(WORKER_ARGUMENT).stdin(Stdio::null()).stdout(Stdio::from(output)).stderr(Stdio::inherit());
+        let mut hello = self.engine.clone();
+        let scratch =
+            if self.engine.sandbox.is_open() { None } else { Some(scratch_folder().map_err(|err| failed(&err))?) };
+        if let Some(scratch) = &scratch {
+            // Where `tempfile` and the like write: the one place a read-only tool may.
+            command.env("TMPDIR", scratch);
+            hello.scratch = Some(WirePath(scratch.clone()));
+        }
         let channel_fd = theirs.as_raw_fd();
         let memory = self.settings.memory_limit_mib.map(|mib| mib.saturating_mul(1024 * 1024));
         // SAFETY: the closure runs in the child between fork and exec and calls only
@@ -498,8 +610,12 @@ impl Inner {
         let child = {
             // Counted as a worker from the moment it exists: never taken for an orphan.
             let mut pids = sync::lock(&WORKER_PIDS);
-            let child =
-                command.spawn().map_err(|err| failed(&format!("{}: {err}", self.settings.program.display())))?;
+            let child = command.spawn().map_err(|err| {
+                if let Some(scratch) = &scratch {
+                    let _ = std::fs::remove_dir_all(scratch);
+                }
+                failed(&format!("{}: {err}", self.settings.program.display()))
+            })?;
             pids.push(child.id() as libc::pid_t);
             child
         };
@@ -507,6 +623,7 @@ impl Inner {
         let worker = Arc::new(Worker {
             pid: child.id() as libc::pid_t,
             control: ours,
+            scratch,
             stale: Mutex::new(Vec::new()),
             idle: Mutex::new(Vec::new()),
             ended_by_lcp: Mutex::new(None),
@@ -527,7 +644,7 @@ impl Inner {
             }
             state.launching.push(Arc::clone(&worker));
         }
-        let started = channel::send_packet(&worker.control, &Control::Hello(self.engine.clone()), None)
+        let started = channel::send_packet(&worker.control, &Control::Hello(hello), None)
             .map_err(|err| err.to_string())
             .and_then(|()| {
                 channel::recv_packet::<Report>(&worker.control, &mut Vec::new()).map_err(|err| err.to_string())
@@ -863,6 +980,9 @@ impl Worker {
         // SAFETY: a signal to the group of a process we started.
         unsafe { libc::kill(-self.pid, libc::SIGKILL) };
         sync::lock(&WORKER_PIDS).retain(|pid| *pid != self.pid);
+        if let Some(scratch) = &self.scratch {
+            let _ = std::fs::remove_dir_all(scratch);
+        }
         let ended = match status {
             Some(status) if libc::WIFEXITED(status) => End::Exited(libc::WEXITSTATUS(status)),
             Some(status) if libc::WIFSIGNALED(status) => End::Signaled(libc::WTERMSIG(status)),

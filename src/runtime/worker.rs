@@ -53,6 +53,14 @@ pub fn main() -> ExitCode {
         Ok(Some((Control::Hello(settings), _))) => settings,
         _ => return ExitCode::from(2),
     };
+    // Into its sandbox before Python starts, and before any other thread exists.
+    if !settings.sandbox.is_open() {
+        let scratch = settings.scratch.as_ref().map_or_else(std::env::temp_dir, |scratch| scratch.0.clone());
+        if let Err(err) = super::sandbox::enter(settings.sandbox, &scratch) {
+            let _ = channel::send_packet(&control, &Report::Failed(err), None);
+            return ExitCode::from(2);
+        }
+    }
     let engine = match Engine::start(settings, Some(printed)) {
         Ok(engine) => &*Box::leak(Box::new(engine)),
         Err(err) => {

@@ -9,6 +9,7 @@ Never: runs tool code.
 """
 
 import base64
+import errno
 import json
 import math
 import os
@@ -69,6 +70,38 @@ def _raised(exc):
     if isinstance(exc, SystemExit):
         return _ended("raised", f"the tool tried to exit the process (SystemExit: {exc.code!r}); lcp kept running", exc)
     return _ended("out_of_memory" if isinstance(exc, MemoryError) else "raised", _message(exc), exc)
+
+
+def _broken_declaration(exc, request):
+    """What a tool in a sandbox (SPEC §18) broke, when ``exc`` is, or was caused by,
+    the kernel refusing a write or a network socket: ``tool_x declares read_only but
+    tried to write /path``. ``None`` for any other failure."""
+    sandbox = request.get("sandbox") or {}
+    if not (sandbox.get("read_only") or sandbox.get("offline")):
+        return None
+    tool, seen = request.get("function"), set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, PermissionError) and exc.errno in (errno.EACCES, errno.EPERM):
+            paths = [path for path in (exc.filename, exc.filename2) if path is not None]
+            written = [path for path in paths if _permitted_to_write(path)]
+            if written and sandbox.get("read_only"):
+                return f"{tool} declares read_only but tried to write {os.fsdecode(written[-1])}"
+            if not paths and sandbox.get("offline"):
+                return f"{tool} declares open_world: false but tried to open a network socket"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _permitted_to_write(path):
+    """Whether the file's own permissions let this process write ``path`` (or create
+    it): then a refusal came from the sandbox, which ``access(2)`` does not consult."""
+    try:
+        path = os.fsdecode(path)
+        target = path if os.path.lexists(path) else (os.path.dirname(os.path.abspath(path)) or ".")
+        return os.access(target, os.W_OK)
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def _timed_out(request, exc=None):

@@ -55,7 +55,17 @@ from _lcp_arguments import (  # loaded before this module
 )
 from _lcp_calls import Timeout, _Call, _calls, _direct, _enter, _leave
 from _lcp_host_objects import _Bridge, _HostObjects, _UserInteraction, _set_log_level
-from _lcp_results import _dumps, _ended, _message, _outcome, _raised, _resource_contents, _timed_out, _traceback
+from _lcp_results import (
+    _broken_declaration,
+    _dumps,
+    _ended,
+    _message,
+    _outcome,
+    _raised,
+    _resource_contents,
+    _timed_out,
+    _traceback,
+)
 
 
 _lock = threading.Lock()
@@ -263,7 +273,8 @@ def _tool(function, request, current):
     except Timeout:
         raise
     except BaseException as exc:
-        return _raised(exc)
+        broken = _broken_declaration(exc, request)
+        return _raised(exc) if broken is None else _ended("raised", broken, exc)
     return _outcome(value)
 
 
