@@ -57,7 +57,7 @@ pub use servers::{ServerEntry, Transport, names as server_names};
 pub use tools::{DefinedArg, DefinedTool};
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 12] = [
     "autonomy_level",
     "libraries",
     "profiles",
@@ -69,6 +69,7 @@ const KEYS: [&str; 11] = [
     "policy",
     "mcp",
     "auth",
+    "sandbox",
 ];
 
 /// `[mcp]`: how tools are described to MCP clients.
@@ -188,6 +189,49 @@ impl Config {
         match self.tool_policies.iter().find(|entry| entry.name == tool.name) {
             Some(entry) => entry.declared.over(&tool.policy),
             None => tool.policy.clone(),
+        }
+    }
+}
+
+/// `[sandbox]` (SPEC §18): `writable`, folders every worker may write in too
+/// (relative to the config file), and `require`.
+fn read_sandbox(
+    value: &Value,
+    at: &Located,
+    here: &str,
+    base: &Path,
+    sandbox: &mut crate::runtime::SandboxSettings,
+    errors: &mut Vec<ConfigError>,
+) {
+    let Value::Object(table) = value else {
+        errors.push(at.error(here, "`sandbox` must be a table"));
+        return;
+    };
+    for (name, value) in table {
+        match (name.as_str(), value) {
+            ("require", Value::Bool(require)) => sandbox.require = *require,
+            ("writable", Value::Array(paths)) => {
+                for path in paths {
+                    match path.as_str() {
+                        Some(text) if !text.trim().is_empty() => sandbox.writable.push(base.join(text.trim())),
+                        _ => errors.push(at.error(
+                            &pointer(here, name),
+                            format!("`sandbox.writable` entries are folders (strings), not {path}"),
+                        )),
+                    }
+                }
+            }
+            ("require", other) => errors
+                .push(at.error(&pointer(here, name), format!("`sandbox.require` is {other}; expected true or false"))),
+            ("writable", other) => errors.push(
+                at.error(&pointer(here, name), format!("`sandbox.writable` is {other}; expected a list of folders")),
+            ),
+            _ => {
+                errors.push(at.error(
+                    &pointer(here, name),
+                    format!("`sandbox`: unknown key `{name}`; expected writable or require"),
+                ))
+            }
         }
     }
 }
@@ -376,6 +420,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                 }
                 config.auth = auth;
             }
+            "sandbox" => read_sandbox(&value, at, &here, &base, &mut config.runtime.sandbox, &mut errors),
             "mcp" => match value {
                 Value::Object(table) => {
                     for (name, value) in table {
@@ -550,7 +595,7 @@ mod tests {
         check(
             json!({"autonomy": 1}),
             Err(
-                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, virtual_tools, tool_policies, python, mcp_servers, policy, mcp, auth",
+                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, virtual_tools, tool_policies, python, mcp_servers, policy, mcp, auth, sandbox",
             ),
         );
         // `[tools.NAME]` declarations moved to `[tool_policies.NAME]` (SPEC §12).

@@ -130,7 +130,7 @@ pub fn serve(registry: Registry, settings: Settings) -> Result<(), ServeError> {
             tokio::time::sleep(WARM_UP_AFTER).await;
             tokio::task::spawn_blocking(move || {
                 if let Ok(python) = warming.python() {
-                    python.warm_up();
+                    python.warm_up(warming.shared.settings.workspace.as_deref());
                 }
             });
         });

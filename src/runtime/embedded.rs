@@ -108,6 +108,9 @@ impl Runtime {
             site_packages,
             sandbox: Default::default(),
             scratch: None,
+            writable: config.sandbox.writable.iter().map(|dir| WirePath(base.join(dir))).collect(),
+            require: config.sandbox.require,
+            confined: false,
         };
         let place = match &config.isolation {
             Isolation::InProcess => Place::InProcess(Engine::start(settings, None).map_err(RuntimeError::Python)?),
@@ -125,11 +128,12 @@ impl Runtime {
         })
     }
 
-    /// Starts a worker process ahead of the first call, in the background (with
-    /// worker processes; nothing otherwise).
-    pub fn warm_up(&self) {
+    /// Starts a worker process for calls in `workspace` (the working directory when
+    /// `None`) ahead of the first call, in the background (with worker processes;
+    /// nothing otherwise).
+    pub fn warm_up(&self, workspace: Option<&Path>) {
         if let Place::Workers(pool) = &self.place {
-            pool.warm_up();
+            pool.warm_up(workspace.map(|dir| self.base.join(dir)).as_deref());
         }
     }
 

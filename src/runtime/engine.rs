@@ -134,6 +134,16 @@ pub(crate) struct Settings {
     pub sandbox: super::sandbox::Sandbox,
     #[serde(default)]
     pub scratch: Option<WirePath>,
+    /// Where a worker that is not read-only may write: its workspace, the system's
+    /// temp folder, `[sandbox] writable`.
+    #[serde(default)]
+    pub writable: Vec<WirePath>,
+    /// Whether a declaration the kernel cannot enforce fails the worker's start.
+    #[serde(default)]
+    pub require: bool,
+    /// Set by the worker once the kernel confines its writes.
+    #[serde(default)]
+    pub confined: bool,
 }
 
 /// Called with `(call id, "out" | "err", text)` each time a tool prints, as it prints.
@@ -267,6 +277,9 @@ impl Engine {
         python::start(answer_host, workspace::before_chdir, printed)?;
         if let Some(site) = &settings.site_packages {
             python::add_site_dir(site)?;
+        }
+        if !settings.sandbox.is_open() || settings.confined {
+            python::confine(settings.sandbox.read_only, settings.sandbox.offline, settings.confined)?;
         }
         Ok(Engine { settings, resolved: RwLock::default() })
     }
@@ -410,7 +423,6 @@ impl Engine {
             injected: &self.settings.injected,
             workspace_path: job.workspace.as_deref(),
             module: job.module.as_deref(),
-            sandbox: &self.settings.sandbox,
         };
         let request = match serde_json::to_string(&request) {
             Ok(text) => text,
@@ -443,8 +455,6 @@ struct Request<'a> {
     /// For `tool_context.workspace_path` (the directory itself is leased in Rust).
     workspace_path: Option<&'a Path>,
     module: Option<&'a ModuleTarget>,
-    /// What this process enforces (SPEC §18): a refused write or socket is named by it.
-    sandbox: &'a super::sandbox::Sandbox,
 }
 
 /// Runs the call on this thread, in the working directory `workspace` (the host's

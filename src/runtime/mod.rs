@@ -63,7 +63,7 @@ use serde_json::{Map, Value};
 #[cfg(feature = "python")]
 pub use embedded::{Forward, Resolver, Runtime, VirtualTool, python_build};
 use host_objects::Callbacks;
-pub use settings::{Autonomy, Isolation, RuntimeConfig, RuntimeError, WorkerSettings, library_key};
+pub use settings::{Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key};
 
 /// The default bound of a result's text sent on (`--max-output` of `lcp serve`), in bytes.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;

@@ -44,6 +44,7 @@ struct Host {
     rebind: Py<PyAny>,
     forget: Py<PyAny>,
     add_site_dir: Py<PyAny>,
+    confine: Py<PyAny>,
     install_exit_hook: Py<PyAny>,
     direct: Py<PyAny>,
     /// `_direct`: thread ident -> marker of the direct call it runs.
@@ -162,6 +163,7 @@ fn load(host_fn: HostFn, before_chdir: fn(), printed: Option<Printed>) -> Result
             rebind: function("rebind")?,
             forget: function("forget")?,
             add_site_dir: function("add_site_dir")?,
+            confine: function("confine")?,
             install_exit_hook: function("install_exit_hook")?,
             direct: function("direct")?,
             direct_markers: dict("_direct")?,
@@ -322,6 +324,15 @@ pub fn add_site_dir(dir: &str) -> Result<(), String> {
     Python::attach(|py| host.add_site_dir.call1(py, (dir,)).map(drop).map_err(|err| exception_text(py, err)))
 }
 
+/// Tells `host.py` what this process's kernel enforces (SPEC §18), so that a refused
+/// write or socket is named by the declaration it broke.
+pub fn confine(read_only: bool, offline: bool, confined: bool) -> Result<(), String> {
+    let host = host()?;
+    Python::attach(|py| {
+        host.confine.call1(py, (read_only, offline, confined)).map(drop).map_err(|err| exception_text(py, err))
+    })
+}
+
 /// A tool function resolved by `host.direct`, for [`call_direct`].
 pub struct Direct {
     function: Py<PyAny>,
@@ -443,7 +454,7 @@ pub fn call_direct(direct: &Direct, call_id: u64, args: &Map<String, Value>) -> 
             },
             Err(err) => {
                 let traceback = err.traceback(py);
-                Err(reply(py, host.direct_failure.call1(py, (err.value(py), traceback)))?)
+                Err(reply(py, host.direct_failure.call1(py, (err.value(py), traceback, &name)))?)
             }
         };
         cleared.map_err(|err| exception_text(py, err))?;

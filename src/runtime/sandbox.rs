@@ -51,17 +51,35 @@ impl Sandbox {
 }
 
 #[cfg(feature = "python")]
-/// Puts this process into `sandbox`, `scratch` being the one folder a read-only
-/// worker may write in. Call it on the main thread before any other thread starts.
-pub(crate) fn enter(sandbox: Sandbox, scratch: &Path) -> Result<(), String> {
-    if sandbox.read_only {
-        writes_only_in(&[scratch, Path::new("/dev/null"), Path::new("/dev/zero"), Path::new("/dev/full")])?;
+/// Puts this process into `sandbox`: a read-only worker writes only in `scratch`,
+/// any other only there and in `writable` (its workspace, the system's temp folder,
+/// `[sandbox] writable`). Call it on the main thread before any other thread starts.
+/// Where the kernel lacks a mechanism, a declaration that needs it fails when
+/// `require` is set; the writes of a worker that declares nothing stay unconfined.
+/// Returns whether its writes are confined.
+pub(crate) fn enter(sandbox: Sandbox, scratch: &Path, writable: &[&Path], require: bool) -> Result<bool, String> {
+    let mut places = vec![scratch];
+    places.extend(DEVICES.iter().map(Path::new));
+    if !sandbox.read_only {
+        places.extend(writable);
     }
+    let confined = match writes_only_in(&places) {
+        Err(err) if sandbox.read_only && require => return Err(err),
+        Err(_) => false,
+        Ok(()) => true,
+    };
     if sandbox.offline {
-        no_network_sockets()?;
+        match no_network_sockets() {
+            Err(err) if require => return Err(err),
+            Err(_) | Ok(()) => {}
+        }
     }
-    Ok(())
+    Ok(confined)
 }
+
+/// The devices a program writes to as if they were nowhere.
+#[cfg(feature = "python")]
+const DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/shm"];
 
 #[cfg(feature = "python")]
 /// Landlock: every write (creating, changing, removing, renaming a file anywhere) is
@@ -69,7 +87,7 @@ pub(crate) fn enter(sandbox: Sandbox, scratch: &Path) -> Result<(), String> {
 fn writes_only_in(writable: &[&Path]) -> Result<(), String> {
     use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules};
     let abi = ABI::V5;
-    let lacking = |err: &dyn std::fmt::Display| format!("read_only cannot be enforced: Landlock: {err}");
+    let lacking = |err: &dyn std::fmt::Display| format!("writes cannot be confined: Landlock: {err}");
     let status = Ruleset::default()
         .handle_access(AccessFs::from_write(abi))
         .and_then(|ruleset| ruleset.create())

@@ -34,6 +34,26 @@ pub struct RuntimeConfig {
     /// a program that serves them ([`WorkerSettings::program`]); the `lcp` command
     /// line uses workers unless given `--in-process`.
     pub isolation: Isolation,
+    /// Where workers may write, and whether a declaration the kernel cannot enforce
+    /// refuses its tool (`[sandbox]`, SPEC §18).
+    pub sandbox: SandboxSettings,
+}
+
+/// `[sandbox]`: every worker writes only in the workspace, its scratch folder, the
+/// system's temp folder and `writable`; a tool whose `read_only` or `open_world: false`
+/// the kernel cannot enforce is refused unless `require` is false.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxSettings {
+    /// Folders every worker (but a read-only tool's) may write in too, absolute.
+    pub writable: Vec<PathBuf>,
+    /// Refuse a tool whose declarations the kernel cannot enforce. Default: true.
+    pub require: bool,
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        SandboxSettings { writable: Vec::new(), require: true }
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -45,6 +65,7 @@ impl Default for RuntimeConfig {
             injected: extract::default_injected(),
             provider_timeout: Some(Duration::from_secs(10)),
             isolation: Isolation::InProcess,
+            sandbox: SandboxSettings::default(),
         }
     }
 }

@@ -153,35 +153,51 @@ fn scratch_folder() -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// The worker pools of one runtime, one for each sandbox (SPEC §18): a tool's call
-/// runs only in a worker of its own sandbox, and workers are never shared across
-/// sandboxes. The pool of unconfined workers exists from the start; the others are
-/// made on their first call.
+/// The worker pools of one runtime, one for each sandbox and folder it may write in
+/// (SPEC §18): a tool's call runs only in a worker of its own sandbox that may write
+/// in its workspace, and workers are never shared across sandboxes. A pool is made on
+/// the first call that needs it.
 pub(crate) struct Pools {
     settings: WorkerSettings,
     engine: engine::Settings,
-    pools: Mutex<(bool, std::collections::HashMap<Sandbox, Arc<Pool>>)>,
+    /// Whether they are closed, and each pool by its sandbox and the folder its
+    /// workers write in.
+    pools: Mutex<(bool, PoolsByPlace)>,
 }
+
+type PoolsByPlace = std::collections::HashMap<(Sandbox, PathBuf), Arc<Pool>>;
 
 impl Pools {
     pub(crate) fn new(settings: WorkerSettings, engine: engine::Settings) -> Result<Pools, String> {
-        let open = Arc::new(Pool::new(settings.clone(), engine.clone())?);
-        let pools = std::collections::HashMap::from([(Sandbox::default(), open)]);
-        Ok(Pools { settings, engine, pools: Mutex::new((false, pools)) })
+        if !settings.program.is_file() {
+            return Err(format!("{}: the worker program does not exist", settings.program.display()));
+        }
+        Ok(Pools { settings, engine, pools: Mutex::new((false, Default::default())) })
     }
 
-    /// The pool of `sandbox`, made now if it is the first call of it.
-    fn pool(&self, sandbox: Sandbox) -> Result<Arc<Pool>, String> {
+    /// The pool of `sandbox` whose workers may write in `workspace` (the process's
+    /// working directory when `None`; a workspace in the system's temp folder is
+    /// writable for every worker, so all of them share one pool), made now if new.
+    fn pool(&self, sandbox: Sandbox, workspace: Option<&Path>) -> Result<Arc<Pool>, String> {
+        let temp = std::env::temp_dir();
+        let place = match workspace {
+            Some(dir) if dir.starts_with(&temp) => temp.clone(),
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir().unwrap_or_else(|_| temp.clone()),
+        };
         let mut pools = sync::lock(&self.pools);
         if pools.0 {
             return Err("the runtime is shutting down".to_string());
         }
-        if let Some(pool) = pools.1.get(&sandbox) {
+        let key = (sandbox, place);
+        if let Some(pool) = pools.1.get(&key) {
             return Ok(Arc::clone(pool));
         }
-        let engine = engine::Settings { sandbox, ..self.engine.clone() };
+        let mut writable = vec![WirePath(key.1.clone()), WirePath(temp)];
+        writable.extend(self.engine.writable.iter().cloned());
+        let engine = engine::Settings { sandbox, writable, ..self.engine.clone() };
         let pool = Arc::new(Pool::new(self.settings.clone(), engine)?);
-        pools.1.insert(sandbox, Arc::clone(&pool));
+        pools.1.insert(key, Arc::clone(&pool));
         Ok(pool)
     }
 
@@ -189,9 +205,10 @@ impl Pools {
         sync::lock(&self.pools).1.values().cloned().collect()
     }
 
-    /// Starts one unconfined worker in the background (see [`Pool::warm_up`]).
-    pub(crate) fn warm_up(&self) {
-        if let Ok(pool) = self.pool(Sandbox::default()) {
+    /// Starts one worker for tools that declare nothing, writing in `workspace`, in
+    /// the background (see [`Pool::warm_up`]).
+    pub(crate) fn warm_up(&self, workspace: Option<&Path>) {
+        if let Ok(pool) = self.pool(Sandbox::default(), workspace) {
             pool.warm_up();
         }
     }
@@ -204,7 +221,7 @@ impl Pools {
         timeout: Option<Duration>,
         cancel: Option<&Cancel>,
     ) -> ToolResult {
-        match self.pool(job.sandbox) {
+        match self.pool(job.sandbox, job.workspace.as_deref()) {
             Ok(pool) => pool.run(job, callbacks, timeout, cancel),
             Err(err) => ToolResult::failure(err),
         }

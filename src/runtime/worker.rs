@@ -54,9 +54,13 @@ pub fn main() -> ExitCode {
         _ => return ExitCode::from(2),
     };
     // Into its sandbox before Python starts, and before any other thread exists.
-    if !settings.sandbox.is_open() {
-        let scratch = settings.scratch.as_ref().map_or_else(std::env::temp_dir, |scratch| scratch.0.clone());
-        if let Err(err) = super::sandbox::enter(settings.sandbox, &scratch) {
+    let scratch = settings.scratch.as_ref().map_or_else(std::env::temp_dir, |scratch| scratch.0.clone());
+    let mut settings = settings;
+    let writable: Vec<std::path::PathBuf> = settings.writable.iter().map(|dir| dir.0.clone()).collect();
+    let writable: Vec<&std::path::Path> = writable.iter().map(std::path::PathBuf::as_path).collect();
+    match super::sandbox::enter(settings.sandbox, &scratch, &writable, settings.require) {
+        Ok(confined) => settings.confined = confined,
+        Err(err) => {
             let _ = channel::send_packet(&control, &Report::Failed(err), None);
             return ExitCode::from(2);
         }

@@ -45,9 +45,19 @@ fn registry() -> Registry {
 }
 
 fn workers(count: usize) -> Runtime {
+    workers_writing_in(count, &[])
+}
+
+/// [`workers`] that may write in `writable` too (`[sandbox] writable`).
+fn workers_writing_in(count: usize, writable: &[&Path]) -> Runtime {
     let mut settings = WorkerSettings::new(env!("CARGO_BIN_EXE_lcp"));
     settings.workers = count;
-    let config = RuntimeConfig { venv: None, isolation: Isolation::Workers(settings), ..RuntimeConfig::default() };
+    let sandbox = lcp::runtime::SandboxSettings {
+        writable: writable.iter().map(|dir| dir.to_path_buf()).collect(),
+        ..Default::default()
+    };
+    let config =
+        RuntimeConfig { venv: None, isolation: Isolation::Workers(settings), sandbox, ..RuntimeConfig::default() };
     Runtime::new(config).expect("a runtime with worker processes")
 }
 
@@ -167,9 +177,10 @@ fn a_confirmation_crosses_the_channel_with_the_calls_own_handler() {
 
 #[test]
 fn calls_for_different_workspaces_run_at_the_same_time_in_different_workers() {
-    let (runtime, registry) = (Arc::new(workers(2)), Arc::new(registry()));
     let scratch = temp_dir("isolation-workspaces");
     let shared = scratch.join("shared");
+    // The two calls meet in a folder outside both workspaces, which they may write in.
+    let (runtime, registry) = (Arc::new(workers_writing_in(2, &[&shared])), Arc::new(registry()));
     let (first, second) = (scratch.join("first"), scratch.join("second"));
     for dir in [&shared, &first, &second] {
         std::fs::create_dir_all(dir).unwrap();

@@ -27,6 +27,7 @@ mod replicas;
 mod rescan;
 mod robustness;
 mod runtime;
+mod sandbox;
 mod security;
 mod sources;
 mod testlane;

@@ -72,9 +72,13 @@ fn a_payload_that_breaks_the_input_schema_is_a_failure_before_the_call() {
 
 #[test]
 fn each_call_runs_in_a_fresh_scratch_workspace_removed_after() {
-    let record = temp_dir("testlane-record").join("cwds.txt");
+    let dir = temp_dir("testlane-record");
+    let record = dir.join("cwds.txt");
+    // The tool records where it ran in a folder outside its workspaces, made writable.
+    let config = dir.join("lcp.toml");
+    std::fs::write(&config, format!("[sandbox]\nwritable = [{:?}]\n", dir.to_str().unwrap())).unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_lcp"))
-        .args(["test", "fixtures/testlane/lane", "--tool", "tool_scratch"])
+        .args(["test", "fixtures/testlane/lane", "--tool", "tool_scratch", "--config", config.to_str().unwrap()])
         .env("LCP_TEST_RECORD", &record)
         .current_dir(root())
         .output()

@@ -72,14 +72,18 @@ def _raised(exc):
     return _ended("out_of_memory" if isinstance(exc, MemoryError) else "raised", _message(exc), exc)
 
 
-def _broken_declaration(exc, request):
-    """What a tool in a sandbox (SPEC §18) broke, when ``exc`` is, or was caused by,
-    the kernel refusing a write or a network socket: ``tool_x declares read_only but
-    tried to write /path``. ``None`` for any other failure."""
-    sandbox = request.get("sandbox") or {}
-    if not (sandbox.get("read_only") or sandbox.get("offline")):
+# What this process's kernel enforces (SPEC §18), set once by ``host.confine``.
+_SANDBOX = {"read_only": False, "offline": False, "confined": False}
+
+
+def _broken_declaration(exc, tool):
+    """What ``tool``, in this process's sandbox (SPEC §18), broke, when ``exc`` is, or
+    was caused by, the kernel refusing a write or a network socket: ``tool_x declares
+    read_only but tried to write /path``. ``None`` for any other failure."""
+    sandbox = _SANDBOX
+    if not any(sandbox.values()):
         return None
-    tool, seen = request.get("function"), set()
+    seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, PermissionError) and exc.errno in (errno.EACCES, errno.EPERM):
@@ -87,6 +91,11 @@ def _broken_declaration(exc, request):
             written = [path for path in paths if _permitted_to_write(path)]
             if written and sandbox.get("read_only"):
                 return f"{tool} declares read_only but tried to write {os.fsdecode(written[-1])}"
+            if written and sandbox.get("confined"):
+                return (
+                    f"{tool} may write only in its workspace, the temp folder and [sandbox] writable, "
+                    f"but tried to write {os.fsdecode(written[-1])}"
+                )
             if not paths and sandbox.get("offline"):
                 return f"{tool} declares open_world: false but tried to open a network socket"
         exc = exc.__cause__ or exc.__context__

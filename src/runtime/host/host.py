@@ -56,6 +56,7 @@ from _lcp_arguments import (  # loaded before this module
 from _lcp_calls import Timeout, _Call, _calls, _direct, _enter, _leave
 from _lcp_host_objects import _Bridge, _HostObjects, _UserInteraction, _set_log_level
 from _lcp_results import (
+    _SANDBOX,
     _broken_declaration,
     _dumps,
     _ended,
@@ -134,6 +135,11 @@ def _path(wire):
     if "%" in wire:
         return os.fsdecode(urllib.parse.unquote_to_bytes(wire))
     return wire
+
+
+def confine(read_only, offline, confined):
+    """What this process's kernel enforces (SPEC §18): set once, before any call."""
+    _SANDBOX.update(read_only=bool(read_only), offline=bool(offline), confined=bool(confined))
 
 
 def add_site_dir(path):
@@ -273,7 +279,7 @@ def _tool(function, request, current):
     except Timeout:
         raise
     except BaseException as exc:
-        broken = _broken_declaration(exc, request)
+        broken = _broken_declaration(exc, request.get("function"))
         return _raised(exc) if broken is None else _ended("raised", broken, exc)
     return _outcome(value)
 
@@ -420,11 +426,13 @@ def _direct_result(value):
     return _dumps(result)
 
 
-def _direct_failure(exc, tb):
-    """The reply (JSON text) for a direct call that raised ``exc`` (``tb``: its traceback)."""
+def _direct_failure(exc, tb, function):
+    """The reply (JSON text) for a direct call of ``function`` that raised ``exc``
+    (``tb``: its traceback)."""
     if tb is not None:
         exc = exc.with_traceback(tb)
-    return _dumps(_raised(exc))
+    broken = _broken_declaration(exc, function)
+    return _dumps(_raised(exc) if broken is None else _ended("raised", broken, exc))
 
 
 # --------------------------------------------------------------------------- #

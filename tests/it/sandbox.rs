@@ -1,0 +1,108 @@
+//! SPEC §18: the declarations the kernel enforces in workers. A read-only tool that
+//! writes, a closed-world tool that connects, a tool that writes outside its
+//! workspace: each is one failed call naming what it broke, with nothing written and
+//! no connection made; what the declarations allow keeps working.
+//! Fixture: `fixtures/sandbox/box.py`.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const FOLDER: &str = "fixtures/sandbox";
+
+/// `lcp call TOOL fixtures/sandbox --args ARGS --workspace WORKSPACE`: the result.
+fn call(tool: &str, args: Value, workspace: &Path) -> Value {
+    let args = args.to_string();
+    let output = lcp_call_in(FOLDER, tool, &["--args", &args, "--workspace", workspace.to_str().unwrap()]);
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("{tool}: stdout is not JSON ({err}): {}", String::from_utf8_lossy(&output.stderr)))
+}
+
+fn error(result: &Value) -> &str {
+    assert_eq!(result["ok"], false, "{result}");
+    result["error"].as_str().unwrap_or_default()
+}
+
+/// A loopback listener, and whether anything connected to it within a moment.
+fn listener() -> (TcpListener, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    (listener, port)
+}
+
+fn connected(listener: &TcpListener) -> bool {
+    // The call has returned: a connection it made is in the backlog already.
+    std::thread::sleep(Duration::from_millis(50));
+    listener.accept().is_ok()
+}
+
+#[test]
+fn a_read_only_tool_that_writes_fails_naming_the_declaration_and_writes_nothing() {
+    let workspace = temp_dir("sandbox-read-only");
+    for target in [workspace.join("inside.txt"), temp_dir("sandbox-elsewhere").join("outside.txt")] {
+        let result = call("tool_read_then_write", json!({"path": target}), &workspace);
+        let expected = format!("tool_read_then_write declares read_only but tried to write {}", target.display());
+        assert_eq!(error(&result), expected, "{result}");
+        assert!(!target.exists(), "{} was written", target.display());
+    }
+}
+
+#[test]
+fn a_read_only_tool_reads_and_writes_its_own_temporary_files() {
+    let workspace = temp_dir("sandbox-read-only-ok");
+    write(&workspace.join("notes.md"), "kept");
+    let result = call("tool_read_and_scratch", json!({"name": "notes.md"}), &workspace);
+    assert_eq!(result["output"], "kept", "{result}");
+}
+
+#[test]
+fn a_closed_world_tool_that_connects_fails_naming_the_declaration_and_connects_nowhere() {
+    let workspace = temp_dir("sandbox-offline");
+    let (listener, port) = listener();
+    let result = call("tool_offline_connect", json!({"port": port}), &workspace);
+    assert_eq!(error(&result), "tool_offline_connect declares open_world: false but tried to open a network socket");
+    assert!(!connected(&listener), "the closed-world tool reached the listener");
+
+    // Unix sockets (lcp's own channel is one) keep working.
+    let result = call("tool_offline_unix", json!({}), &workspace);
+    assert_eq!(result["output"], "ping", "{result}");
+}
+
+#[test]
+fn a_tool_that_declares_nothing_keeps_its_network_and_writes_only_in_its_workspace() {
+    let workspace = temp_dir("sandbox-open");
+    let (listener, port) = listener();
+    let result = call("tool_connect", json!({"port": port}), &workspace);
+    assert_eq!(result["output"], "connected", "{result}");
+    assert!(connected(&listener), "the listener saw no connection");
+
+    let inside = workspace.join("inside.txt");
+    assert_eq!(call("tool_write", json!({"path": inside}), &workspace)["output"], "wrote");
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "written");
+
+    let outside = temp_dir("sandbox-open-elsewhere").join("outside.txt");
+    let result = call("tool_write", json!({"path": outside}), &workspace);
+    assert!(
+        error(&result).starts_with(&format!(
+            "tool_write may write only in its workspace, the temp folder and [sandbox] writable, but tried to write {}",
+            outside.display()
+        )),
+        "{result}"
+    );
+    assert!(!outside.exists());
+
+    // `[sandbox] writable` adds a folder.
+    let config = workspace.join("lcp.toml");
+    let allowed = outside.parent().unwrap();
+    std::fs::write(&config, format!("[sandbox]\nwritable = [{:?}]\n", allowed.to_str().unwrap())).unwrap();
+    let args = json!({"path": outside}).to_string();
+    let flags = ["--args", &args, "--workspace", workspace.to_str().unwrap(), "--config", config.to_str().unwrap()];
+    let output = lcp_call_in(FOLDER, "tool_write", &flags);
+    assert_eq!(stdout_json(&output)["output"], "wrote", "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(outside.exists());
+}
