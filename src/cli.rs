@@ -703,7 +703,14 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
             .flatten()
             .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
             .collect();
-        let grade = format!("{}{}", tool.policy.grade(), if tool.policy.grade.is_some() { "" } else { "?" });
+        let mut grade = format!("{}{}", tool.policy.grade(), if tool.policy.grade.is_some() { "" } else { "?" });
+        // What the kernel enforces, in brackets (SPEC §18).
+        let enforced = crate::runtime::sandbox::enforced(&tool.policy);
+        if !enforced.is_empty() {
+            let shown: Vec<&str> =
+                enforced.iter().map(|name| if *name == "open_world" { "open_world: false" } else { name }).collect();
+            grade.push_str(&format!(" [{}]", shown.join(", ")));
+        }
         rows.push([
             cell(&tool.name, Cut::End),
             cell(library.name.as_deref().unwrap_or(&library.stem), Cut::End),
@@ -716,8 +723,14 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
     if let Some(width) = width {
         // Which columns may give way, down to how narrow, and which end each loses;
         // on a tie, the later one gives way first.
-        let narrowing =
-            [(0, 16, Cut::End), (1, 10, Cut::End), (4, 14, Cut::Start), (2, 12, Cut::End), (5, 12, Cut::End)];
+        let narrowing = [
+            (3, 6, Cut::End),
+            (0, 16, Cut::End),
+            (1, 10, Cut::End),
+            (4, 14, Cut::Start),
+            (2, 12, Cut::End),
+            (5, 12, Cut::End),
+        ];
         fit(&mut rows, width, &narrowing);
     }
     let mut out = columns(&rows);

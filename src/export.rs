@@ -399,6 +399,10 @@ fn entry(
             if let Some(task) = tool.policy.task {
                 entry["execution"] = json!({ "taskSupport": task.as_str() });
             }
+            let enforced = crate::runtime::sandbox::enforced(&tool.policy);
+            if !enforced.is_empty() {
+                entry["_meta"] = json!({ ENFORCED_META: enforced });
+            }
             entry
         }
         Format::Gemini => {
@@ -486,6 +490,10 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
     }
     (wrapped, true)
 }
+
+/// The `_meta` key of an MCP tool that names the declarations the kernel enforces
+/// when lcp runs it (SPEC §18).
+pub const ENFORCED_META: &str = "lcp/enforced";
 
 fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
     let mut document = json!({ "libraries": libraries, "tools": tools });

@@ -481,9 +481,15 @@ impl HostPolicy {
     }
 }
 
-/// The manifest's view of a tool's declarations: all of them, plus the grade that counts.
+/// The manifest's view of a tool's declarations: all of them, the grade that counts,
+/// and those the kernel enforces when lcp runs the tool (SPEC §18), if any.
 pub fn manifest(declared: &Declared) -> Value {
-    json!({ "declared": declared, "grade": declared.grade() })
+    let mut manifest = json!({ "declared": declared, "grade": declared.grade() });
+    let enforced = crate::runtime::sandbox::enforced(declared);
+    if !enforced.is_empty() {
+        manifest["enforced"] = json!(enforced);
+    }
+    manifest
 }
 
 #[cfg(test)]

@@ -115,6 +115,9 @@ impl Runtime {
         let place = match &config.isolation {
             Isolation::InProcess => Place::InProcess(Engine::start(settings, None).map_err(RuntimeError::Python)?),
             Isolation::Workers(workers) => {
+                // What the kernel lacks of the sandbox is said once, when workers first start.
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| super::sandbox::kernel_gaps().iter().for_each(|gap| eprintln!("lcp: {gap}")));
                 Place::Workers(supervisor::Pools::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
             }
         };

@@ -50,6 +50,65 @@ impl Sandbox {
     }
 }
 
+/// The declarations of `declared` that lcp's workers enforce on this machine: those
+/// a sandbox exists for, where the kernel has its mechanism. A build without the
+/// `python` feature says the same (it describes tools as the default build runs them).
+pub fn enforced(declared: &Declared) -> Vec<&'static str> {
+    let sandbox = Sandbox::of(declared);
+    let offered = kernel();
+    sandbox
+        .enforced()
+        .into_iter()
+        .filter(|name| match *name {
+            "read_only" => offered.landlock,
+            _ => offered.seccomp,
+        })
+        .collect()
+}
+
+/// What this machine's kernel lacks of the sandbox's mechanisms, a sentence each
+/// (empty on a kernel with Landlock and seccomp).
+pub fn kernel_gaps() -> Vec<String> {
+    let offered = kernel();
+    let mut gaps = Vec::new();
+    if !offered.landlock {
+        gaps.push(
+            "this kernel has no Landlock: workers' writes are not confined, and tools declaring read_only are \
+             refused (`[sandbox] require = false` runs them unconfined)"
+                .to_string(),
+        );
+    }
+    if !offered.seccomp {
+        gaps.push(
+            "this kernel has no seccomp: tools declaring open_world: false are refused \
+             (`[sandbox] require = false` runs them with their network)"
+                .to_string(),
+        );
+    }
+    gaps
+}
+
+#[derive(Clone, Copy)]
+struct Offered {
+    landlock: bool,
+    seccomp: bool,
+}
+
+/// What the kernel offers, asked once.
+fn kernel() -> Offered {
+    static OFFERED: std::sync::OnceLock<Offered> = std::sync::OnceLock::new();
+    *OFFERED.get_or_init(|| {
+        // SAFETY: `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`
+        // only returns the kernel's Landlock ABI version (or fails).
+        let abi =
+            unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<libc::c_void>(), 0usize, 1u32) };
+        // SAFETY: PR_GET_SECCOMP reads this thread's seccomp mode; it fails where the
+        // kernel has no seccomp.
+        let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } >= 0;
+        Offered { landlock: abi >= 1, seccomp }
+    })
+}
+
 #[cfg(feature = "python")]
 /// Puts this process into `sandbox`: a read-only worker writes only in `scratch`,
 /// any other only there and in `writable` (its workspace, the system's temp folder,

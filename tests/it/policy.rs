@@ -109,6 +109,9 @@ fn list_and_the_manifest_show_grades() {
             .join(" ")
     };
     assert_eq!(grade_of("tool_delete"), "w1 d3");
+    // The declarations the kernel enforces follow the grade, in brackets (SPEC §18).
+    let fetch_row = table.lines().find(|l| l.starts_with("tool_fetch")).unwrap();
+    assert!(fetch_row.contains("w3 d0 [read_only]"), "{table}");
     // Undeclared counts as the highest grade, marked `?`.
     assert_eq!(grade_of("tool_plain"), "w3 d3?");
 
@@ -116,7 +119,8 @@ fn list_and_the_manifest_show_grades() {
     let fetch = manifest["tools"].as_array().unwrap().iter().find(|t| t["name"] == "tool_fetch").unwrap();
     assert_eq!(
         fetch["policy"],
-        json!({"declared": {"read_only": true, "idempotent": false, "open_world": true, "grade": {"w": 3, "d": 0}}, "grade": {"w": 3, "d": 0}})
+        json!({"declared": {"read_only": true, "idempotent": false, "open_world": true, "grade": {"w": 3, "d": 0}},
+               "grade": {"w": 3, "d": 0}, "enforced": ["read_only"]})
     );
     let plain = manifest["tools"].as_array().unwrap().iter().find(|t| t["name"] == "tool_plain").unwrap();
     assert_eq!(plain["policy"], json!({"declared": {}, "grade": {"w": 3, "d": 3}}));

@@ -53,6 +53,24 @@ fn a_read_only_tool_that_writes_fails_naming_the_declaration_and_writes_nothing(
 }
 
 #[test]
+fn the_manifest_mcp_and_lcp_list_say_which_declarations_are_enforced() {
+    let manifest = stdout_json(&lcp(&["export", "--format", "manifest", FOLDER]));
+    let mcp = stdout_json(&lcp(&["export", "--format", "mcp", FOLDER]));
+    let list = String::from_utf8(lcp(&["list", "--wide", FOLDER]).stdout).unwrap();
+    for (tool, enforced, shown) in [
+        ("tool_read_then_write", json!(["read_only"]), "[read_only]"),
+        ("tool_offline_connect", json!(["open_world"]), "[open_world: false]"),
+    ] {
+        let of = |tools: &Value| tools.as_array().unwrap().iter().find(|t| t["name"] == tool).unwrap().clone();
+        assert_eq!(of(&manifest["tools"])["policy"]["enforced"], enforced, "{manifest}");
+        assert_eq!(of(&mcp["tools"])["_meta"]["lcp/enforced"], enforced, "{mcp}");
+        assert!(list.lines().any(|line| line.starts_with(tool) && line.contains(shown)), "{list}");
+    }
+    let of = |tools: &Value| tools.as_array().unwrap().iter().find(|t| t["name"] == "tool_write").unwrap().clone();
+    assert!(of(&mcp["tools"]).get("_meta").is_none() && of(&manifest["tools"])["policy"].get("enforced").is_none());
+}
+
+#[test]
 fn a_read_only_tool_reads_and_writes_its_own_temporary_files() {
     let workspace = temp_dir("sandbox-read-only-ok");
     write(&workspace.join("notes.md"), "kept");
