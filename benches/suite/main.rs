@@ -23,7 +23,7 @@
 //! 5. the `tools/call` round trip through `lcp serve` (stdio, raw JSON-RPC client),
 //!    and its start-up time;
 //! 6. peak memory of the registry against `LCPBinding`'s;
-//! 7. isolation (worker processes);
+//! 7. isolation (worker processes), and 7b what the kernel-enforced declarations cost;
 //! 8. `lcp serve` on the large corpus: the whole `tools/list` over HTTP, a dropped
 //!    file to `list_changed`, and the CPU of an idle server;
 //! 9. replicas behind nginx (throughput, one replica against two) and `tasks/get`
@@ -164,6 +164,7 @@ fn main() {
         }
         if wanted("7") {
             isolation_rows(&mut table, &setup, &base.join("isolation"));
+            sandbox_rows(&mut table, &setup, &base.join("sandbox"));
         }
         if wanted("6") {
             memory(&mut table, &setup, &large, &empty, &large_cold);
@@ -884,6 +885,73 @@ fn isolation_rows(table: &mut Table, setup: &Setup, folder: &Path) {
         &verdict(m("sleep-workers") < 1.3, "about 1 s (< 1.3 s)"),
     );
     table.time("  the same in-process", &r["sleep-in-process"], &ratio(m("sleep-in-process"), m("sleep-workers")), "");
+}
+
+/// The library of section 7b: the same tool with and without declarations.
+const SANDBOXED: &str = r#"TOOL_POLICIES = {"tool_confined": {"read_only": True, "open_world": False}}
+
+
+def tool_plain(x: int = 0) -> int:
+    """Returns x; declares nothing."""
+    return x
+
+
+def tool_confined(x: int = 0) -> int:
+    """Returns x; read-only, closed-world."""
+    return x
+"#;
+
+/// Section 7b: what the kernel-enforced declarations cost (SPEC §18): a worker's start
+/// (a fresh runtime's first call: the worker process, its sandbox, Python, the import)
+/// for a tool that declares nothing (its writes confined, as every worker's) against
+/// one declared `read_only` and `open_world: false` (Landlock and seccomp), and a warm
+/// call of each.
+fn sandbox_rows(table: &mut Table, setup: &Setup, folder: &Path) {
+    eprintln!("sandbox ...");
+    fs::create_dir_all(folder).expect("sandbox library folder is creatable");
+    fs::write(folder.join("sandboxed.py"), SANDBOXED).expect("sandbox library is writable");
+    let registry =
+        Registry::load(&Sources { folders: vec![folder.to_path_buf()], files: Vec::new() }, &Options::default());
+    let options = CallOptions::default();
+    let args = serde_json::json!({"x": 1});
+    let call = |runtime: &Runtime, tool: &str| assert!(runtime.call(&registry, tool, &args, &options).ok(), "{tool}");
+    let start = |tool: &str| {
+        let runtime = worker_runtime(setup, Some(1), false);
+        let took = seconds(|| call(&runtime, tool));
+        runtime.shutdown();
+        took
+    };
+    let warm = worker_runtime(setup, Some(1), false);
+    call(&warm, "tool_plain");
+    call(&warm, "tool_confined");
+    let reps = setup.reps(9);
+    let calls = if setup.quick { 200 } else { 2000 };
+    let warm_calls = |tool: &str| {
+        let each: Vec<f64> = (0..calls).map(|_| seconds(|| call(&warm, tool))).collect();
+        Samples(each).median()
+    };
+    let r = interleaved(vec![
+        Contender::new("start-plain", reps, || start("tool_plain")),
+        Contender::new("start-confined", reps, || start("tool_confined")),
+        Contender::new("warm-plain", reps, || warm_calls("tool_plain")),
+        Contender::new("warm-confined", reps, || warm_calls("tool_confined")),
+    ]);
+    let m = |k: &str| r[k].median();
+    table.section("7b. Kernel-enforced declarations (Landlock, seccomp)");
+    table.time("a worker's start and first call, tool declaring nothing (writes confined)", &r["start-plain"], "", "");
+    table.time(
+        "  the same, tool declaring read_only and open_world: false (Landlock + seccomp)",
+        &r["start-confined"],
+        &ratio(m("start-confined"), m("start-plain")),
+        "",
+    );
+    table.time("a warm call (median of each run), tool declaring nothing", &r["warm-plain"], "", "");
+    table.time(
+        "  the same, read_only and open_world: false",
+        &r["warm-confined"],
+        &ratio(m("warm-confined"), m("warm-plain")),
+        &verdict(m("warm-confined") < 1.1 * m("warm-plain"), "unchanged (< 1.1×)"),
+    );
 }
 
 /// `lcp serve FOLDER` over stdio, driven by hand: one JSON-RPC message a line.
