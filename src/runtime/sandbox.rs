@@ -4,7 +4,7 @@
 //! `AF_INET`/`AF_INET6` socket (seccomp); both with `no_new_privs`.
 //!
 //! Owns: which sandbox a tool's declarations ask for ([`Sandbox::of`]), and putting a
-//! worker process into it ([`enter`]) on its main thread, before Python starts and
+//! worker process into it (`enter`) on its main thread, before Python starts and
 //! before any other thread exists, so that everything the worker runs is inside.
 //!
 //! Must never: let a worker run tools of a sandbox it could not enter (entering fails
@@ -50,10 +50,23 @@ impl Sandbox {
     }
 }
 
+/// Whether this process runs its tools in itself (`--in-process`): then nothing is
+/// enforced, and [`enforced`] says so.
+static IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says that this process runs its tools in itself, where no declaration is enforced.
+pub fn run_in_process() {
+    IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The declarations of `declared` that lcp's workers enforce on this machine: those
-/// a sandbox exists for, where the kernel has its mechanism. A build without the
-/// `python` feature says the same (it describes tools as the default build runs them).
+/// a sandbox exists for, where the kernel has its mechanism; none once this process
+/// runs its tools in itself ([`run_in_process`]). A build without the `python` feature
+/// says the same as the default build (it describes tools as that build runs them).
 pub fn enforced(declared: &Declared) -> Vec<&'static str> {
+    if IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+        return Vec::new();
+    }
     let sandbox = Sandbox::of(declared);
     let offered = kernel();
     sandbox

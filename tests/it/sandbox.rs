@@ -68,6 +68,17 @@ fn the_manifest_mcp_and_lcp_list_say_which_declarations_are_enforced() {
     }
     let of = |tools: &Value| tools.as_array().unwrap().iter().find(|t| t["name"] == "tool_write").unwrap().clone();
     assert!(of(&mcp["tools"]).get("_meta").is_none() && of(&manifest["tools"])["policy"].get("enforced").is_none());
+
+    // `lcp serve` says it too, and claims nothing when it runs tools in itself.
+    for (flags, claims) in [(&[FOLDER][..], true), (&["--in-process", FOLDER][..], false)] {
+        let mut server = crate::mcp::RawServer::start(flags);
+        server.initialize();
+        server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+        let tools = server.response(2)["result"]["tools"].clone();
+        let of = |tools: &Value| tools.as_array().unwrap().iter().find(|t| t["name"] == "tool_pid_read_only").cloned();
+        let meta = of(&tools).unwrap()["_meta"].clone();
+        assert_eq!(meta == json!({"lcp/enforced": ["read_only"]}), claims, "{flags:?}: {tools}");
+    }
 }
 
 #[test]
@@ -123,4 +134,27 @@ fn a_tool_that_declares_nothing_keeps_its_network_and_writes_only_in_its_workspa
     let output = lcp_call_in(FOLDER, "tool_write", &flags);
     assert_eq!(stdout_json(&output)["output"], "wrote", "{}", String::from_utf8_lossy(&output.stderr));
     assert!(outside.exists());
+}
+
+#[test]
+fn tools_of_different_sandboxes_never_share_a_worker() {
+    use lcp::registry::{Options, Registry, Sources};
+    use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
+    let mut settings = WorkerSettings::new(env!("CARGO_BIN_EXE_lcp"));
+    settings.workers = 1;
+    let config = RuntimeConfig { venv: None, isolation: Isolation::Workers(settings), ..RuntimeConfig::default() };
+    let runtime = Runtime::new(config).expect("a runtime with worker processes");
+    let registry =
+        Registry::load(&Sources { folders: vec![root().join(FOLDER)], files: Vec::new() }, &Options::default());
+    let options = CallOptions { workspace: Some(temp_dir("sandbox-pools")), ..CallOptions::default() };
+    let pid = |tool: &str| {
+        let result = runtime.call(&registry, tool, &json!({}), &options);
+        assert!(result.ok(), "{tool}: {result:?}");
+        result.output.as_u64().unwrap()
+    };
+    let (plain, read_only) = (pid("tool_pid"), pid("tool_pid_read_only"));
+    assert_ne!(plain, read_only, "a read-only tool ran in the worker of a tool that declares nothing");
+    // With one worker a pool, each tool keeps to its own.
+    assert_eq!((pid("tool_pid"), pid("tool_pid_read_only")), (plain, read_only));
+    runtime.shutdown();
 }
