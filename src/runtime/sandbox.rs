@@ -1,7 +1,8 @@
-//! The declarations a worker's kernel enforces (SPEC §18): a tool declared
-//! `read_only: true` runs in a worker that can write only in its own scratch folder
-//! (Landlock), one declared `open_world: false` in a worker that cannot open an
-//! `AF_INET`/`AF_INET6` socket (seccomp); both with `no_new_privs`.
+//! The declarations a worker's kernel enforces (SPEC §18): every worker writes only
+//! in its workspace, its scratch folder, the system's temp folder and `[sandbox]
+//! writable`; a tool declared `read_only: true` runs in a worker that can write only in
+//! its own scratch folder (Landlock), one declared `open_world: false` in a worker that
+//! cannot open an `AF_INET`/`AF_INET6` socket (seccomp); all with `no_new_privs`.
 //!
 //! Owns: which sandbox a tool's declarations ask for ([`Sandbox::of`]), and putting a
 //! worker process into it (`enter`) on its main thread, before Python starts and
