@@ -14,12 +14,26 @@ use crate::support::*;
 
 const FOLDER: &str = "fixtures/sandbox";
 
-/// `lcp call TOOL fixtures/sandbox --args ARGS --workspace WORKSPACE`: the result.
-fn call(tool: &str, args: Value, workspace: &Path) -> Value {
+/// `lcp call TOOL fixtures/sandbox --args ARGS --workspace WORKSPACE FLAGS`: the result.
+/// Its temp folder (`TMPDIR`) is a folder of its own, so that the other test folders
+/// are outside everything it may write in, wherever the checkout is.
+fn call_with(tool: &str, args: Value, workspace: &Path, flags: &[&str]) -> Value {
     let args = args.to_string();
-    let output = lcp_call_in(FOLDER, tool, &["--args", &args, "--workspace", workspace.to_str().unwrap()]);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(["call", tool, FOLDER, "--args", &args, "--workspace", workspace.to_str().unwrap()])
+        .args(flags)
+        .env("TMPDIR", temp_dir("sandbox-tmp"))
+        .current_dir(root())
+        .stdin(std::process::Stdio::null())
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .expect("lcp runs");
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|err| panic!("{tool}: stdout is not JSON ({err}): {}", String::from_utf8_lossy(&output.stderr)))
+}
+
+fn call(tool: &str, args: Value, workspace: &Path) -> Value {
+    call_with(tool, args, workspace, &[])
 }
 
 fn error(result: &Value) -> &str {
@@ -129,10 +143,8 @@ fn a_tool_that_declares_nothing_keeps_its_network_and_writes_only_in_its_workspa
     let config = workspace.join("lcp.toml");
     let allowed = outside.parent().unwrap();
     std::fs::write(&config, format!("[sandbox]\nwritable = [{:?}]\n", allowed.to_str().unwrap())).unwrap();
-    let args = json!({"path": outside}).to_string();
-    let flags = ["--args", &args, "--workspace", workspace.to_str().unwrap(), "--config", config.to_str().unwrap()];
-    let output = lcp_call_in(FOLDER, "tool_write", &flags);
-    assert_eq!(stdout_json(&output)["output"], "wrote", "{}", String::from_utf8_lossy(&output.stderr));
+    let result = call_with("tool_write", json!({"path": outside}), &workspace, &["--config", config.to_str().unwrap()]);
+    assert_eq!(result["output"], "wrote", "{result}");
     assert!(outside.exists());
 }
 
