@@ -30,35 +30,25 @@ impl Table {
 
     /// A timing row: median and spread in seconds.
     pub fn time(&mut self, label: &str, samples: &Samples, ratio: &str, target: &str) {
-        self.lines.push(Line::Row([
-            format!("  {label}"),
-            duration(samples.median()),
-            format!("{}-{}", duration(samples.min()), duration(samples.max())),
-            samples.len().to_string(),
-            ratio.to_string(),
-            target.to_string(),
-        ]));
+        self.row(label, samples, duration, ratio, target);
     }
 
     /// A throughput row: median and spread in calls a second.
     pub fn rate(&mut self, label: &str, samples: &Samples, ratio: &str, target: &str) {
-        let rate = |per_second: f64| format!("{per_second:.0}/s");
-        self.lines.push(Line::Row([
-            format!("  {label}"),
-            rate(samples.median()),
-            format!("{}-{}", rate(samples.min()), rate(samples.max())),
-            samples.len().to_string(),
-            ratio.to_string(),
-            target.to_string(),
-        ]));
+        self.row(label, samples, |per_second| format!("{per_second:.0}/s"), ratio, target);
     }
 
     /// A size row: median and spread in bytes.
     pub fn bytes(&mut self, label: &str, samples: &Samples, ratio: &str, target: &str) {
+        self.row(label, samples, bytes, ratio, target);
+    }
+
+    /// A row of `samples`, each value shown by `unit`.
+    fn row(&mut self, label: &str, samples: &Samples, unit: impl Fn(f64) -> String, ratio: &str, target: &str) {
         self.lines.push(Line::Row([
             format!("  {label}"),
-            bytes(samples.median()),
-            format!("{}-{}", bytes(samples.min()), bytes(samples.max())),
+            unit(samples.median()),
+            format!("{}-{}", unit(samples.min()), unit(samples.max())),
             samples.len().to_string(),
             ratio.to_string(),
             target.to_string(),

@@ -434,15 +434,12 @@ impl Tasks {
                         saved(&record).await;
                         return;
                     }
-                    Some(Event::Tell(Notice::Progress(progress))) => {
-                        record.status_message = Some(progress.text).filter(|text| !text.is_empty());
-                        changed = true;
-                    }
-                    Some(Event::Tell(Notice::Log(_))) => {}
-                    Some(Event::Tell(Notice::BecomeTask(status))) => {
+                    // A `become_task` after the first only changes the status.
+                    Some(Event::Tell(Notice::Progress(status) | Notice::BecomeTask(status))) => {
                         record.status_message = Some(status.text).filter(|text| !text.is_empty());
                         changed = true;
                     }
+                    Some(Event::Tell(Notice::Log(_))) => {}
                     Some(Event::Ask(question)) => {
                         // A question the client cannot take was answered at once.
                         if let Ok(asked) = Pending::ask(question, able) {

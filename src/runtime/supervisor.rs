@@ -160,6 +160,10 @@ fn scratch_folder() -> std::io::Result<PathBuf> {
 pub(crate) struct Pools {
     settings: WorkerSettings,
     engine: engine::Settings,
+    /// The system's temp folder, and the working directory a call without a
+    /// workspace runs in: read once, not on every call.
+    temp: PathBuf,
+    here: PathBuf,
     /// Whether they are closed, and each pool by its sandbox and the folder its
     /// workers write in.
     pools: Mutex<(bool, PoolsByPlace)>,
@@ -172,28 +176,29 @@ impl Pools {
         if !settings.program.is_file() {
             return Err(format!("{}: the worker program does not exist", settings.program.display()));
         }
-        Ok(Pools { settings, engine, pools: Mutex::new((false, Default::default())) })
+        let temp = std::env::temp_dir();
+        let here = std::env::current_dir().unwrap_or_else(|_| temp.clone());
+        Ok(Pools { settings, engine, temp, here, pools: Mutex::new((false, Default::default())) })
     }
 
     /// The pool of `sandbox` whose workers may write in `workspace` (the process's
     /// working directory when `None`; a workspace in the system's temp folder is
     /// writable for every worker, so all of them share one pool), made now if new.
     fn pool(&self, sandbox: Sandbox, workspace: Option<&Path>) -> Result<Arc<Pool>, String> {
-        let temp = std::env::temp_dir();
         let place = match workspace {
-            Some(dir) if dir.starts_with(&temp) => temp.clone(),
-            Some(dir) => dir.to_path_buf(),
-            None => std::env::current_dir().unwrap_or_else(|_| temp.clone()),
+            Some(dir) if dir.starts_with(&self.temp) => &self.temp,
+            Some(dir) => dir,
+            None => &self.here,
         };
         let mut pools = sync::lock(&self.pools);
         if pools.0 {
             return Err("the runtime is shutting down".to_string());
         }
-        let key = (sandbox, place);
+        let key = (sandbox, place.to_path_buf());
         if let Some(pool) = pools.1.get(&key) {
             return Ok(Arc::clone(pool));
         }
-        let mut writable = vec![WirePath(key.1.clone()), WirePath(temp)];
+        let mut writable = vec![WirePath(key.1.clone()), WirePath(self.temp.clone())];
         writable.extend(self.engine.writable.iter().cloned());
         let engine = engine::Settings { sandbox, writable, ..self.engine.clone() };
         let pool = Arc::new(Pool::new(self.settings.clone(), engine)?);
