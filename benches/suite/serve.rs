@@ -270,19 +270,24 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
     std::fs::write(&config, table_text).expect("the gateway's config is writable");
     let gateway = HttpServer::start_with(lcp, &["--config".as_ref(), config.as_os_str(), empty.as_os_str()]);
     let calls = if quick { 200 } else { 2000 };
-    let timed = |address: &str, tool: &str| {
-        let mut client = Client::connect(address);
-        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {"a": 1, "b": 2}}});
-        let check = |body: &[u8]| {
-            let answer = message(body);
-            assert_eq!(answer["result"]["structuredContent"], json!({"result": 3}), "{tool}: {answer}");
-        };
-        // Warm: the upstream's first call starts Python and imports the library.
-        check(&client.request(&call));
-        Samples((0..calls).map(|_| seconds(|| check(&client.request(&call)))).collect())
+    let call = |tool: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {"a": 1, "b": 2}}});
+    let (direct_call, forwarded_call) = (call("tool_add"), call("inner_tool_add"));
+    let check = |body: &[u8]| {
+        let answer = message(body);
+        assert_eq!(answer["result"]["structuredContent"], json!({"result": 3}), "{answer}");
     };
-    let direct = timed(&upstream.address, "tool_add");
-    let forwarded = timed(&gateway.address, "inner_tool_add");
+    let (mut direct_client, mut forwarded_client) =
+        (Client::connect(&upstream.address), Client::connect(&gateway.address));
+    // Warm: the upstream's first call starts Python and imports the library.
+    check(&direct_client.request(&direct_call));
+    check(&forwarded_client.request(&forwarded_call));
+    // Taken in turns, so that both see the machine as it is at the time.
+    let (mut direct, mut forwarded) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    for _ in 0..calls {
+        direct.push(seconds(|| check(&direct_client.request(&direct_call))));
+        forwarded.push(seconds(|| check(&forwarded_client.request(&forwarded_call))));
+    }
+    let (direct, forwarded) = (Samples(direct), Samples(forwarded));
     drop(gateway);
     drop(upstream);
     let overhead = forwarded.median() - direct.median();

@@ -36,7 +36,7 @@ use super::content;
 use super::host::{self, Able};
 use super::state::{self, StateKey};
 use super::tasks::TaskRun;
-use crate::policy::TaskSupport;
+use crate::policy::{Declared, TaskSupport};
 use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, level, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
@@ -292,11 +292,13 @@ pub(super) async fn call_member(
         Some(state) => match resume(server, target, state, responses, context)? {
             Resumed::Here(followed) => Some(followed),
             Resumed::Elsewhere(rounds) => run.map(|(registry, admitted, arguments)| {
-                begin(server, registry, &admitted, arguments, rounds, false, context)
+                let declared = declared(&registry, &server.shared.settings.config.current(), &admitted);
+                begin(server, registry, &admitted, declared, arguments, rounds, false, context)
             }),
         },
         None => run.map(|(registry, admitted, arguments)| {
-            begin(server, registry, &admitted, arguments, Vec::new(), false, context)
+            let declared = declared(&registry, &server.shared.settings.config.current(), &admitted);
+            begin(server, registry, &admitted, declared, arguments, Vec::new(), false, context)
         }),
     };
     let Some(followed) = followed else { return Ok(Driven::Ended("nothing to run".to_string())) };
@@ -313,10 +315,12 @@ pub(super) async fn call_member(
 
 /// Starts a call (see [`start`]), to be followed by [`drive`]; `replay` answers its
 /// first questions (the rounds of a call run again).
+#[allow(clippy::too_many_arguments)] // Each is one part of the call; a struct would only rename them.
 fn begin(
     server: &Server,
     registry: Arc<crate::registry::Registry>,
     admitted: &Admitted,
+    declared: Option<Declared>,
     arguments: Map<String, Value>,
     replay: Vec<InputResponses>,
     may_become_task: bool,
@@ -325,7 +329,7 @@ fn begin(
     let level = server.log_level(context);
     let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };
     let able = able(server, context);
-    let (events, cancel) = start(server, registry, admitted, arguments, able, level, may_become_task);
+    let (events, cancel) = start(server, registry, admitted, declared, arguments, able, level, may_become_task);
     Followed { events, cancel, reporter, rounds: replay.clone(), replay: replay.into() }
 }
 
@@ -334,64 +338,70 @@ pub(super) async fn call_tool(
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
+    // Every call is checked against the profile and the policy as the config and
+    // the tool's file are now (SPEC §12), before any code runs: the config as it is
+    // when the request comes, for the whole request.
+    let config = server.shared.settings.config.current();
     let mut replay = Vec::new();
     if let Some(state) = &request.request_state {
         match resume(server, &request.name, state, request.input_responses.as_ref(), &context)? {
-            Resumed::Here(followed) => return finish(server, &request.name, followed, &context).await,
+            Resumed::Here(followed) => {
+                let shape = server.output_shape(&server.snapshot(), &config, &request.name);
+                return finish(server, &request.name, followed, shape, &context).await;
+            }
             Resumed::Elsewhere(rounds) => replay = rounds,
         }
     }
-    let followed = {
-        let name = request.name.as_ref();
-        // Every call is checked against the profile and the policy as the config
-        // and the tool's file are now (SPEC §12), before any code runs: the folders
-        // are read again when that file changed or the tool is not known.
-        let current = server.snapshot();
-        let fresh = match server.admit(&current, name) {
-            Admission::Run(tool) => current.tool(tool.tool()).is_some_and(|(library, _)| current.is_current(library)),
-            _ => false,
-        };
-        if !fresh {
-            server.rescan().await;
-        }
-        let registry = server.snapshot();
-        let tool = match server.admit(&registry, name) {
-            Admission::Run(tool) => tool,
-            Admission::Refused(rule) => return Ok(failure(&rule).into()),
-            Admission::Unknown(message) => {
-                return match server.docs_call(&registry, name, request.arguments.as_ref()).await {
-                    Some(result) => Ok(result.into()),
-                    None => Err(ErrorData::invalid_params(message, None)),
-                };
-            }
-        };
-        let declared = match registry.tool(tool.tool()) {
-            Some((_, found)) => server.shared.settings.config.current().declared(found),
-            None => Default::default(),
-        };
-        if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>()
-            && let Some(headers) = &declared.mcp_headers
-        {
-            check_param_headers(&parts.headers, headers, request.arguments.as_ref())?;
-        }
-        // A task tool that calls `become_task` is an ordinary call up to that point.
-        let (as_task, may_become_task) = match declared.task {
-            Some(TaskSupport::Optional | TaskSupport::Required) if takes_tasks(&context) => {
-                let becomes = registry.tool(tool.tool()).is_some_and(|(_, found)| found.becomes_task);
-                (!becomes, becomes)
-            }
-            Some(TaskSupport::Required) => return Err(tasks_needed(name)),
-            _ => (false, false),
-        };
-        let shape = server.output_shape(&registry, name);
-        let arguments = request.arguments.clone().unwrap_or_default();
-        let followed = begin(server, registry, &tool, arguments, replay, may_become_task, &context);
-        if as_task {
-            return run_as_task(server, name, (followed.events, followed.cancel, None), shape, &context).await;
-        }
-        followed
+    let name = request.name.as_ref();
+    // The folders are read again when the tool's file changed or the tool is not known.
+    let current = server.snapshot();
+    let fresh = match server.admit(&current, &config, name) {
+        Admission::Run(tool) => current.tool(tool.tool()).is_some_and(|(library, _)| current.is_current(library)),
+        _ => false,
     };
-    finish(server, &request.name, followed, &context).await
+    let registry = if fresh {
+        current
+    } else {
+        server.rescan().await;
+        server.snapshot()
+    };
+    let tool = match server.admit(&registry, &config, name) {
+        Admission::Run(tool) => tool,
+        Admission::Refused(rule) => return Ok(failure(&rule).into()),
+        Admission::Unknown(message) => {
+            return match server.docs_call(&registry, name, request.arguments.as_ref()).await {
+                Some(result) => Ok(result.into()),
+                None => Err(ErrorData::invalid_params(message, None)),
+            };
+        }
+    };
+    let declared = declared(&registry, &config, &tool);
+    if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>()
+        && let Some(headers) = declared.as_ref().and_then(|declared| declared.mcp_headers.as_ref())
+    {
+        check_param_headers(&parts.headers, headers, request.arguments.as_ref())?;
+    }
+    // A task tool that calls `become_task` is an ordinary call up to that point.
+    let (as_task, may_become_task) = match declared.as_ref().and_then(|declared| declared.task) {
+        Some(TaskSupport::Optional | TaskSupport::Required) if takes_tasks(&context) => {
+            let becomes = registry.tool(tool.tool()).is_some_and(|(_, found)| found.becomes_task);
+            (!becomes, becomes)
+        }
+        Some(TaskSupport::Required) => return Err(tasks_needed(name)),
+        _ => (false, false),
+    };
+    let shape = server.output_shape(&registry, &config, name);
+    let arguments = request.arguments.clone().unwrap_or_default();
+    let followed = begin(server, registry, &tool, declared, arguments, replay, may_become_task, &context);
+    if as_task {
+        return run_as_task(server, name, (followed.events, followed.cancel, None), shape, &context).await;
+    }
+    finish(server, name, followed, shape, &context).await
+}
+
+/// What the host holds the admitted tool declares: the config laid over its file.
+fn declared(registry: &crate::registry::Registry, config: &crate::config::Config, tool: &Admitted) -> Option<Declared> {
+    registry.tool(tool.tool()).map(|(_, found)| config.declared(found))
 }
 
 /// Whether the request's client takes tasks (it declared the extension).
@@ -435,17 +445,14 @@ async fn finish(
     server: &Server,
     tool: &str,
     followed: Followed,
+    shape: content::Shape,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
     Ok(match drive(server, tool, followed, context).await? {
-        Driven::Done(result) => {
-            let shape = server.output_shape(&server.snapshot(), tool);
-            content::tool_result(result, server.shared.settings.max_output, shape).into()
-        }
+        Driven::Done(result) => content::tool_result(result, server.shared.settings.max_output, shape).into(),
         Driven::Asked(asked) => asked.into(),
         Driven::Ended(reason) => failure(&reason).into(),
         Driven::Task(events, cancel, status) => {
-            let shape = server.output_shape(&server.snapshot(), tool);
             let status = Some(status).filter(|status| !status.is_empty());
             return run_as_task(server, tool, (events, cancel, status), shape, context).await;
         }
@@ -466,10 +473,12 @@ fn able(server: &Server, context: &RequestContext<RoleServer>) -> Able {
 
 /// Starts the call on a blocking thread, with host callbacks that ask this call's
 /// client, and a flag that stops it.
+#[allow(clippy::too_many_arguments)] // Each is one part of the call; a struct would only rename them.
 fn start(
     server: &Server,
     registry: Arc<crate::registry::Registry>,
     tool: &Admitted,
+    declared: Option<Declared>,
     arguments: Map<String, Value>,
     able: Able,
     log_level: u32,
@@ -527,8 +536,16 @@ fn start(
         callbacks,
         log_level: Some(log_level),
         max_output: Some(settings.max_output),
-        declared: registry.tool(tool.tool()).map(|(_, found)| settings.config.current().declared(found)),
+        declared,
     };
+    // A tool of a server on plain `http://` is called right here, on the server's
+    // own thread: nothing runs in lcp, so nothing needs a thread of its own.
+    if let Some(forwarding) = server.lean_call(&registry, tool, &arguments, &options) {
+        tokio::spawn(async move {
+            let _ = events.send(Event::Done(forwarding.await));
+        });
+        return (receiver, cancel);
+    }
     let server = server.clone();
     let tool = tool.clone();
     tokio::task::spawn_blocking(move || {

@@ -45,7 +45,7 @@ pub(super) enum Media {
 pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -> CallToolResult {
     // Another server's result goes on as it sent it (SPEC §14).
     if let Outcome::Relayed { .. } = result.outcome
-        && let Ok(mut relayed) = serde_json::from_value::<CallToolResult>(result.output.clone())
+        && let Ok(mut relayed) = <CallToolResult as serde::Deserialize>::deserialize(&result.output)
     {
         // Complete whatever the server's own protocol version said (it may not say);
         // rmcp leaves the field out again for clients of older versions.

@@ -193,7 +193,7 @@ impl Server {
 
     /// The view's admission of a prompt or resource, as a protocol error when refused.
     fn admitted(&self, registry: &Registry, name: &str, member: Member) -> Result<Admitted, ErrorData> {
-        match self.admit_as(registry, name, member) {
+        match self.admit_as(registry, &self.shared.settings.config.current(), name, member) {
             Admission::Run(admitted) => Ok(admitted),
             Admission::Refused(rule) => Err(ErrorData::invalid_request(rule, None)),
             Admission::Unknown(message) => Err(ErrorData::invalid_params(message, None)),

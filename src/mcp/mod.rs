@@ -32,6 +32,7 @@ mod auth;
 mod call;
 mod content;
 mod docs;
+mod forward;
 mod host;
 pub mod http;
 mod listing;
@@ -400,6 +401,30 @@ impl Server {
         self.shared.notified.store(true, Ordering::Release);
     }
 
+    /// The call of an admitted tool of a server on plain `http://`, its arguments
+    /// checked as every call's are; `None` for any other tool or member.
+    fn lean_call(
+        &self,
+        registry: &Registry,
+        admitted: &crate::view::Admitted,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        options: &crate::runtime::CallOptions,
+    ) -> Option<upstream::Forwarding> {
+        let upstreams = self.shared.upstreams.as_ref()?;
+        if admitted.member() != Member::Tool {
+            return None;
+        }
+        let (library, tool) = registry.tool(admitted.tool())?;
+        if !upstreams.is_lean(library) {
+            return None;
+        }
+        let arguments = serde_json::Value::Object(arguments.clone());
+        Some(match crate::runtime::checked_arguments(tool, &arguments) {
+            Ok(arguments) => upstreams.lean_call(library, tool, &arguments, options)?,
+            Err(refused) => Box::pin(std::future::ready(crate::runtime::ToolResult::failure(refused))),
+        })
+    }
+
     /// Starts Python (once); blocks, so only on a blocking thread.
     fn python(&self) -> Result<&Runtime, String> {
         if let Some(started) = self.shared.python.get() {
@@ -601,17 +626,16 @@ impl Server {
 
     /// The check of one call before any code runs (SPEC §11, §12), with the config
     /// as its file is now.
-    fn admit(&self, registry: &Registry, name: &str) -> Admission {
-        self.admit_as(registry, name, Member::Tool)
+    fn admit(&self, registry: &Registry, config: &Config, name: &str) -> Admission {
+        self.admit_as(registry, config, name, Member::Tool)
     }
 
     /// [`Server::admit`] of a tool, a prompt or a resource (SPEC §15).
-    fn admit_as(&self, registry: &Registry, name: &str, member: Member) -> Admission {
-        let config = self.shared.settings.config.current();
+    fn admit_as(&self, registry: &Registry, config: &Config, name: &str, member: Member) -> Admission {
         match &self.choice() {
-            None => view::admit_member(registry, &config, None, name, member),
+            None => view::admit_member(registry, config, None, name, member),
             Some(choice) => match choice.profile(&config.profiles) {
-                Ok(profile) => view::admit_member(registry, &config, Some(&profile), name, member),
+                Ok(profile) => view::admit_member(registry, config, Some(&profile), name, member),
                 Err(err) => Admission::Unknown(err.to_string()),
             },
         }
@@ -619,8 +643,8 @@ impl Server {
 
     /// What the `outputSchema` of the tool shown as `name` asks of its results'
     /// `structuredContent` (SPEC §12).
-    fn output_shape(&self, registry: &Registry, name: &str) -> content::Shape {
-        let Admission::Run(tool) = self.admit(registry, name) else { return content::Shape::Free };
+    fn output_shape(&self, registry: &Registry, config: &Config, name: &str) -> content::Shape {
+        let Admission::Run(tool) = self.admit(registry, config, name) else { return content::Shape::Free };
         match registry.tool(tool.tool()).and_then(|(_, tool)| tool.output.as_ref()) {
             None => content::Shape::Free,
             Some(schema) if export::mcp_output_schema(schema.value()).1 => content::Shape::Wrapped,

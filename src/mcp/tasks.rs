@@ -348,7 +348,10 @@ impl Tasks {
 
     /// `tasks/update`: answers to the task's outstanding input requests. Answers to
     /// nothing it asks (a key it does not wait on, a task that ended) are acknowledged
-    /// and left: the task as `tasks/get` shows it says what it still waits for.
+    /// and left: the task as `tasks/get` shows it says what it still waits for. The
+    /// acknowledgement comes once the task took the answers (at once on the replica
+    /// that runs it, within [`INBOX_EVERY`] on another): a `tasks/get` right after it,
+    /// on any replica, no longer shows the answered requests waiting.
     pub(super) async fn update(
         &self,
         id: &str,
@@ -359,7 +362,27 @@ impl Tasks {
         if record.status.is_terminal() {
             return Ok(());
         }
-        self.deliver(&record, Message::Responses(responses)).await
+        let answered: Vec<String> = record
+            .input_requests
+            .iter()
+            .filter_map(Value::as_object)
+            .flat_map(|asked| asked.keys())
+            .filter(|key| responses.contains_key(*key))
+            .cloned()
+            .collect();
+        self.deliver(&record, Message::Responses(responses)).await?;
+        let taken = |now: &Record| {
+            now.status.is_terminal()
+                || now.input_requests.as_ref().is_none_or(|asked| answered.iter().all(|key| asked.get(key).is_none()))
+        };
+        let deadline = tokio::time::Instant::now() + INBOX_EVERY * 10;
+        while !answered.is_empty() && tokio::time::Instant::now() < deadline {
+            match self.store.get(id).await {
+                Ok(Some(now)) if !taken(&now) => tokio::time::sleep(Duration::from_millis(5)).await,
+                _ => break,
+            }
+        }
+        Ok(())
     }
 
     /// `tasks/cancel`: stops the task; one that ended already stays as it ended.

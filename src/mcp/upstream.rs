@@ -23,6 +23,7 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
+use super::forward::{self, Endpoint, Failure};
 use crate::config::{ServerEntry, Transport};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Returns, SchemaText, Tool};
@@ -32,6 +33,9 @@ use crate::runtime::host_objects::{
 };
 use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
+
+/// A forwarded call in progress, to be awaited (see [`Upstreams::lean_call`]).
+pub type Forwarding = std::pin::Pin<Box<dyn Future<Output = ToolResult> + Send>>;
 
 /// Progress tokens, unique in this process.
 static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -127,6 +131,12 @@ impl Drop for Upstreams {
     fn drop(&mut self) {
         let servers = std::mem::take(&mut self.servers);
         let ending = async move {
+            let endpoints = servers.iter().filter_map(|server| server.endpoint.clone());
+            let closing: Vec<_> =
+                endpoints.map(|endpoint| tokio::spawn(async move { endpoint.close().await })).collect();
+            for closed in closing {
+                let _ = closed.await;
+            }
             let ends: Vec<_> = servers
                 .iter()
                 // A server still starting is ended with its start, when the runtime stops.
@@ -153,6 +163,8 @@ impl std::fmt::Debug for Upstreams {
 struct Upstream {
     entry: ServerEntry,
     client: Client,
+    /// Where its calls go the short way (`forward.rs`): a server on plain `http://`.
+    endpoint: Option<Arc<Endpoint>>,
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Its tools as last listed, or why it could not be.
     listed: Mutex<Option<Result<Library, String>>>,
@@ -229,7 +241,7 @@ struct Client {
 type Wake = Arc<dyn Fn() + Send + Sync>;
 
 #[derive(Clone)]
-struct Active {
+pub(super) struct Active {
     /// The call's key among its server's calls.
     token: u64,
     /// The progress token of its `tools/call` request (chosen by rmcp when it is sent).
@@ -242,6 +254,120 @@ struct Active {
 impl Client {
     fn newest(&self) -> Option<Active> {
         sync::lock(&self.calls).last().cloned()
+    }
+
+    /// The `initialize` parameters of a session of lcp's own (`forward.rs`): what
+    /// rmcp's client says, at the newest protocol version that has sessions.
+    fn hello(&self) -> Value {
+        let mut hello = serde_json::to_value(self.get_info()).unwrap_or_default();
+        hello["protocolVersion"] = json!(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE.as_str());
+        hello
+    }
+}
+
+impl Active {
+    /// A call of `tool` that is starting, with its own token.
+    fn of(tool: &Tool, options: &CallOptions) -> Active {
+        Active {
+            token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            progress: None,
+            tool: tool.name.clone(),
+            callbacks: options.callbacks.clone(),
+            log_level: options.log_level.unwrap_or(level::INFO),
+        }
+    }
+
+    /// A `notifications/progress` of the call's, for its progress callback.
+    pub(super) fn progress(&self, params: &Value) {
+        let Some(progress) = &self.callbacks.progress else { return };
+        let mut meta = serde_json::Map::new();
+        for key in ["progress", "total"] {
+            if let Some(value) = params.get(key).filter(|v| v.is_number()) {
+                meta.insert(key.to_string(), value.clone());
+            }
+        }
+        progress(&Progress {
+            tool: Some(self.tool.clone()),
+            text: params["message"].as_str().unwrap_or_default().to_string(),
+            progress: params["progress"].as_f64(),
+            total: params["total"].as_f64(),
+            meta,
+        });
+    }
+
+    /// A `notifications/message`, for the call's log callback when at its level.
+    pub(super) fn log(&self, params: &Value) {
+        let Some(log) = &self.callbacks.log else { return };
+        let level = match params["level"].as_str().unwrap_or_default() {
+            "debug" => level::DEBUG,
+            "info" | "notice" => level::INFO,
+            "warning" => level::WARNING,
+            "error" => level::ERROR,
+            _ => level::CRITICAL,
+        };
+        if level < self.log_level {
+            return;
+        }
+        let message = match &params["data"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let logger = params["logger"].as_str().unwrap_or("root").to_string();
+        log(&LogRecord { tool: Some(self.tool.clone()), level, logger, message });
+    }
+
+    /// An `elicitation/create`, asked of lcp's host as the call's question (it may
+    /// block: a terminal prompt); the `ElicitResult`.
+    pub(super) fn elicit(&self, request: &Value) -> Result<Value, String> {
+        let Some(interact) = &self.callbacks.interact else {
+            return Err("lcp's host cannot ask its user".to_string());
+        };
+        let interaction = Interaction {
+            library: String::new(),
+            tool: Some(self.tool.clone()),
+            kind: InteractionKind::Form,
+            title: self.tool.clone(),
+            prompt: request["message"].as_str().unwrap_or_default().to_string(),
+            options: Vec::new(),
+            default: None,
+            schema: request.get("requestedSchema").cloned(),
+            key: None,
+        };
+        match interact(&interaction) {
+            Answer::Given(content) => Ok(json!({"action": "accept", "content": content})),
+            Answer::Declined => Ok(json!({"action": "decline"})),
+            Answer::Unavailable(why) => Err(why),
+        }
+    }
+
+    /// A `sampling/createMessage`, for lcp's host's model (it may block); the
+    /// `CreateMessageResult`.
+    pub(super) fn sample(&self, params: &Value) -> Result<Value, String> {
+        let Some(model) = &self.callbacks.model else {
+            return Err("lcp's host has no model".to_string());
+        };
+        let messages = params["messages"].as_array().cloned().unwrap_or_default();
+        let prompt = messages
+            .iter()
+            .filter_map(|message| {
+                message["content"]["text"].as_str().map(|text| (message["role"].as_str().unwrap_or("user"), text))
+            })
+            .map(|(role, text)| if messages.len() == 1 { text.to_string() } else { format!("{role}: {text}") })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let generation = Generation {
+            library: String::new(),
+            tool: Some(self.tool.clone()),
+            prompt,
+            images: Vec::new(),
+            n_predict: params["maxTokens"].as_u64(),
+            temperature: params["temperature"].as_f64(),
+            system_prompt: params["systemPrompt"].as_str().map(str::to_string),
+            extra: serde_json::Map::new(),
+            key: None,
+        };
+        let text = (model.generate)(&generation)?;
+        Ok(json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "lcp-host"}))
     }
 }
 
@@ -278,21 +404,9 @@ impl ClientHandler for Client {
             .iter()
             .find(|call| call.progress.as_ref() == Some(&params["progressToken"]))
             .cloned();
-        let Some(call) = call else { return };
-        let Some(progress) = &call.callbacks.progress else { return };
-        let mut meta = serde_json::Map::new();
-        for key in ["progress", "total"] {
-            if let Some(value) = params.get(key).filter(|v| v.is_number()) {
-                meta.insert(key.to_string(), value.clone());
-            }
+        if let Some(call) = call {
+            call.progress(&params);
         }
-        progress(&Progress {
-            tool: Some(call.tool.clone()),
-            text: params["message"].as_str().unwrap_or_default().to_string(),
-            progress: params["progress"].as_f64(),
-            total: params["total"].as_f64(),
-            meta,
-        });
     }
 
     #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what servers send.
@@ -302,24 +416,9 @@ impl ClientHandler for Client {
         _: rmcp::service::NotificationContext<RoleClient>,
     ) {
         let params = serde_json::to_value(&params).unwrap_or_default();
-        let Some(call) = self.newest() else { return };
-        let Some(log) = &call.callbacks.log else { return };
-        let level = match params["level"].as_str().unwrap_or_default() {
-            "debug" => level::DEBUG,
-            "info" | "notice" => level::INFO,
-            "warning" => level::WARNING,
-            "error" => level::ERROR,
-            _ => level::CRITICAL,
-        };
-        if level < call.log_level {
-            return;
+        if let Some(call) = self.newest() {
+            call.log(&params);
         }
-        let message = match &params["data"] {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        };
-        let logger = params["logger"].as_str().unwrap_or("root").to_string();
-        log(&LogRecord { tool: Some(call.tool.clone()), level, logger, message });
     }
 
     async fn create_elicitation(
@@ -330,29 +429,11 @@ impl ClientHandler for Client {
         let request = serde_json::to_value(&request).unwrap_or_default();
         let call =
             self.newest().ok_or_else(|| unavailable("no call of lcp's is in progress to ask for".to_string()))?;
-        let Some(interact) = call.callbacks.interact.clone() else {
-            return Err(unavailable("lcp's host cannot ask its user".to_string()));
-        };
-        let interaction = Interaction {
-            library: String::new(),
-            tool: Some(call.tool.clone()),
-            kind: InteractionKind::Form,
-            title: call.tool.clone(),
-            prompt: request["message"].as_str().unwrap_or_default().to_string(),
-            options: Vec::new(),
-            default: None,
-            schema: request.get("requestedSchema").cloned(),
-            key: None,
-        };
         // The host may block (a terminal prompt): off the async threads.
-        let answer = tokio::task::spawn_blocking(move || interact(&interaction))
+        let result = tokio::task::spawn_blocking(move || call.elicit(&request))
             .await
-            .map_err(|err| unavailable(format!("asking the user failed: {err}")))?;
-        let result = match answer {
-            Answer::Given(content) => json!({"action": "accept", "content": content}),
-            Answer::Declined => json!({"action": "decline"}),
-            Answer::Unavailable(why) => return Err(unavailable(why)),
-        };
+            .map_err(|err| unavailable(format!("asking the user failed: {err}")))?
+            .map_err(unavailable)?;
         serde_json::from_value(result)
             .map_err(|err| unavailable(format!("the answer is not an elicitation result: {err}")))
     }
@@ -366,35 +447,10 @@ impl ClientHandler for Client {
         let params = serde_json::to_value(&params).unwrap_or_default();
         let call =
             self.newest().ok_or_else(|| unavailable("no call of lcp's is in progress to sample for".to_string()))?;
-        let Some(model) = call.callbacks.model.clone() else {
-            return Err(unavailable("lcp's host has no model".to_string()));
-        };
-        let messages = params["messages"].as_array().cloned().unwrap_or_default();
-        let prompt = messages
-            .iter()
-            .filter_map(|message| {
-                message["content"]["text"].as_str().map(|text| (message["role"].as_str().unwrap_or("user"), text))
-            })
-            .map(|(role, text)| if messages.len() == 1 { text.to_string() } else { format!("{role}: {text}") })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let generation = Generation {
-            library: String::new(),
-            tool: Some(call.tool.clone()),
-            prompt,
-            images: Vec::new(),
-            n_predict: params["maxTokens"].as_u64(),
-            temperature: params["temperature"].as_f64(),
-            system_prompt: params["systemPrompt"].as_str().map(str::to_string),
-            extra: serde_json::Map::new(),
-            key: None,
-        };
-        let generate = model.generate.clone();
-        let text = tokio::task::spawn_blocking(move || generate(&generation))
+        let result = tokio::task::spawn_blocking(move || call.sample(&params))
             .await
             .map_err(|err| unavailable(format!("the host's model failed: {err}")))?
             .map_err(unavailable)?;
-        let result = json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "lcp-host"});
         serde_json::from_value(result)
             .map_err(|err| unavailable(format!("the model's answer is not a sampling result: {err}")))
     }
@@ -410,9 +466,16 @@ impl Upstreams {
             .iter()
             .map(|entry| {
                 let client = Client { wake: Arc::clone(&wake), ..Client::default() };
+                let endpoint = match &entry.transport {
+                    Transport::Http { url, headers } => {
+                        Endpoint::new(url, headers, entry.startup_timeout, client.hello()).map(Arc::new)
+                    }
+                    Transport::Stdio { .. } => None,
+                };
                 Arc::new(Upstream {
                     entry: entry.clone(),
                     client,
+                    endpoint,
                     connection: tokio::sync::Mutex::new(None),
                     listed: Mutex::new(None),
                 })
@@ -478,28 +541,84 @@ impl Upstreams {
         Arc::new(move |library, tool, args, options| upstreams.call(library, tool, args, options))
     }
 
-    fn call(&self, library: &Library, tool: &Tool, args: &Value, options: &CallOptions) -> ToolResult {
+    /// The server of a tool of one of these servers, and the tool's name there; or why
+    /// there is none.
+    fn route(&self, library: &Library, tool: &Tool) -> Result<(&Arc<Upstream>, String), String> {
         let Origin::Mcp { server } = &library.origin else {
-            return ToolResult::failure(format!("`{}` is not a tool of an MCP server", tool.name));
+            return Err(format!("`{}` is not a tool of an MCP server", tool.name));
         };
         let Some(upstream) = self.servers.iter().find(|s| &s.entry.name == server) else {
-            return ToolResult::failure(format!("no MCP server `{server}` is configured"));
+            return Err(format!("no MCP server `{server}` is configured"));
         };
         // Its name on the server: lcp's without the server's `prefix`.
         let name = tool.name.strip_prefix(upstream.entry.prefix.as_str()).unwrap_or(&tool.name).to_string();
+        Ok((upstream, name))
+    }
+
+    /// Whether the calls of `library`'s tools go the short way: its server is on plain
+    /// `http://` (see [`Upstreams::lean_call`]).
+    pub fn is_lean(&self, library: &Library) -> bool {
+        let Origin::Mcp { server } = &library.origin else { return false };
+        self.servers.iter().any(|upstream| &upstream.entry.name == server && upstream.endpoint.is_some())
+    }
+
+    /// A call of a tool of a server on plain `http://` (`forward.rs`), to be awaited
+    /// on the caller's own runtime, with `args` already checked against its schema;
+    /// `None` for any other tool.
+    pub fn lean_call(&self, library: &Library, tool: &Tool, args: &Value, options: &CallOptions) -> Option<Forwarding> {
+        let (upstream, name) = self.route(library, tool).ok()?;
+        let endpoint = Arc::clone(upstream.endpoint.as_ref()?);
+        let server = upstream.entry.name.clone();
+        let timeout = options.timeout;
+        let call = forward::Call {
+            tool: name,
+            arguments: args.as_object().cloned().unwrap_or_default(),
+            token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            active: Active::of(tool, options),
+            cancel: options.cancel.clone(),
+            deadline: timeout.map(|limit| std::time::Instant::now() + limit),
+        };
+        Some(Box::pin(async move {
+            let name = &call.tool;
+            match endpoint.call(&call).await {
+                Ok(result) => relayed(result, name, &server),
+                Err(Failure::NotStarted(why)) => {
+                    ToolResult::failure(format!("the MCP server `{server}` could not be started: {why}"))
+                }
+                Err(Failure::Ended(why)) => ToolResult::ended(
+                    Outcome::Died,
+                    format!("`{name}` of the MCP server `{server}` failed: it ended during the call ({why})"),
+                ),
+                Err(Failure::Stopped(Outcome::TimedOut)) => ToolResult::ended(
+                    Outcome::TimedOut,
+                    format!("the MCP server `{server}` did not answer within {:?}", timeout.unwrap_or_default()),
+                ),
+                Err(Failure::Stopped(outcome)) => ToolResult::ended(outcome, "the call was cancelled".to_string()),
+                Err(Failure::Answered(why)) => {
+                    ToolResult::ended(Outcome::Raised, format!("`{name}` of the MCP server `{server}` failed: {why}"))
+                }
+            }
+        }))
+    }
+
+    fn call(&self, library: &Library, tool: &Tool, args: &Value, options: &CallOptions) -> ToolResult {
+        if let Some(lean) = self.lean_call(library, tool, args, options) {
+            return self
+                .runtime
+                .run(lean)
+                .unwrap_or_else(|err| ToolResult::failure(format!("the forwarded call failed: {err}")));
+        }
+        let (upstream, name) = match self.route(library, tool) {
+            Ok(routed) => routed,
+            Err(why) => return ToolResult::failure(why),
+        };
         let arguments = args.as_object().cloned().unwrap_or_default();
         let timeout = options.timeout;
         let cancel = options.cancel.clone();
         let upstream = Arc::clone(upstream);
         let server = upstream.entry.name.clone();
-        let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let active = Active {
-            token,
-            progress: None,
-            tool: tool.name.clone(),
-            callbacks: options.callbacks.clone(),
-            log_level: options.log_level.unwrap_or(level::INFO),
-        };
+        let active = Active::of(tool, options);
+        let token = active.token;
         sync::lock(&upstream.client.calls).push(active);
         let _registered = Registered { calls: Arc::clone(&upstream.client.calls), token };
         // On the runtime's own thread, where the server's notifications are handled: a
@@ -677,25 +796,7 @@ impl Upstream {
             _ => Err(ServiceError::UnexpectedResponse),
         });
         match answered {
-            Ok(result) => {
-                let is_error = result.is_error == Some(true);
-                let output = serde_json::to_value(&result).unwrap_or(Value::Null);
-                let error = is_error.then(|| {
-                    let texts: Vec<&str> =
-                        result.content.iter().filter_map(|block| block.as_text().map(|t| t.text.as_str())).collect();
-                    if texts.is_empty() {
-                        format!("`{tool}` of the MCP server `{server}` failed")
-                    } else {
-                        texts.join("\n")
-                    }
-                });
-                ToolResult {
-                    outcome: Outcome::Relayed { is_error },
-                    output,
-                    error,
-                    ..ToolResult::failure(String::new())
-                }
-            }
+            Ok(result) => relayed(serde_json::to_value(&result).unwrap_or(Value::Null), &tool, server),
             Err(err) => {
                 let ended = matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_));
                 let mut connection = self.connection.lock().await;
@@ -712,6 +813,24 @@ impl Upstream {
             }
         }
     }
+}
+
+/// A server's `CallToolResult`, relayed as it sent it (SPEC §14); the text of its
+/// content is the error of a result marked `isError`.
+fn relayed(output: Value, tool: &str, server: &str) -> ToolResult {
+    use serde::Deserialize;
+    if let Err(err) = rmcp::model::CallToolResult::deserialize(&output) {
+        let why = format!("`{tool}` of the MCP server `{server}` failed: its result is not a tool's result: {err}");
+        return ToolResult::ended(Outcome::Raised, why);
+    }
+    let is_error = output["isError"] == true;
+    let error = is_error.then(|| {
+        let blocks = output["content"].as_array().into_iter().flatten();
+        let texts: Vec<&str> =
+            blocks.filter(|block| block["type"] == "text").filter_map(|b| b["text"].as_str()).collect();
+        if texts.is_empty() { format!("`{tool}` of the MCP server `{server}` failed") } else { texts.join("\n") }
+    });
+    ToolResult { outcome: Outcome::Relayed { is_error }, output, error, ..ToolResult::failure(String::new()) }
 }
 
 /// SPEC §14: `d` is 0 with `readOnlyHint: true`, else 2 with `destructiveHint: false`,

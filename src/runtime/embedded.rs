@@ -83,6 +83,22 @@ pub type Resolver = Arc<dyn Fn(&str) -> Option<VirtualTool> + Send + Sync>;
 /// library (whose origin says where it is), arguments already checked, the options.
 pub type Forward = Arc<dyn Fn(&Library, &Tool, &Value, &CallOptions) -> ToolResult + Send + Sync>;
 
+/// `args` as `tool` takes them (a text holding the JSON of what a parameter asks for is
+/// that value), checked against its schema: what every call passes before it runs; a
+/// refusal naming each problem otherwise.
+pub(crate) fn checked_arguments<'a>(tool: &Tool, args: &'a Value) -> Result<std::borrow::Cow<'a, Value>, String> {
+    let schema = tool.parameters.value();
+    let args = match validate::as_meant(schema, args) {
+        Some(meant) => std::borrow::Cow::Owned(meant),
+        None => std::borrow::Cow::Borrowed(args),
+    };
+    let problems = validate::check(schema, &args);
+    if !problems.is_empty() {
+        return Err(validate::report(&tool.name, schema, &problems));
+    }
+    Ok(args)
+}
+
 /// Where this runtime's calls run.
 enum Place {
     InProcess(Engine),
@@ -347,14 +363,10 @@ impl Runtime {
         let Some((library, found)) = registry.tool(tool) else {
             return ToolResult::failure(crate::suggest::unknown_tool(registry, tool));
         };
-        let schema = found.parameters.value();
-        let meant = validate::as_meant(schema, args);
-        let args = meant.as_ref().unwrap_or(args);
-        let problems = validate::check(schema, args);
-        if !problems.is_empty() {
-            return ToolResult::failure(validate::report(tool, schema, &problems));
+        match checked_arguments(found, args) {
+            Ok(args) => self.call_checked(library, found, &args, options),
+            Err(refused) => ToolResult::failure(refused),
         }
-        self.call_checked(library, found, args, options)
     }
 
     /// [`Runtime::call`] of `tool` of `library` with arguments the caller has already

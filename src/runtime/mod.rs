@@ -61,6 +61,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 #[cfg(feature = "python")]
+pub(crate) use embedded::checked_arguments;
+#[cfg(feature = "python")]
 pub use embedded::{Forward, Resolver, Runtime, VirtualTool, python_build};
 use host_objects::Callbacks;
 pub use settings::{Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key};

@@ -433,41 +433,56 @@ fn a_desktop_assistants_servers_are_read_from_its_config_after_the_files_own_and
     assert!(processes_marked("mcp-host-configs").is_empty(), "no server is left running");
 }
 
-#[test]
-fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
-    let config = servers_config("mcp-bridged", &everything("", "mcp-bridged"));
+/// A session of lcp's client (mode `mode`) with `lcp serve --config config`, whose
+/// server-everything (unprefixed) asks the client (elicitation), its model (sampling)
+/// and reports progress during three calls: each reaches the client, and its answers
+/// go back.
+fn ask_server_everything_through(mode: &str, config: &str) {
     let form = json!([{"name": "Ada", "email": "ada@example.com", "age": 36, "favoriteColor": "red"}]).to_string();
-    for mode in MODES {
-        let steps = json!([
-            {"call": "trigger-elicitation-request", "arguments": {}},
-            {"call": "trigger-sampling-request", "arguments": {"prompt": "say hi"}},
-            {"call": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 2}, "progress": true},
-        ]);
-        let client = ["--elicit", "accept", "--content", form.as_str(), "--sample", "hi from the model"];
-        let report = crate::mcp::session_with(mode, &client, &["--config", &config, FOLDER], steps);
-        let results = report["results"].as_array().unwrap();
-        // The server's elicitation was the downstream client's to answer, and its answer went back.
-        assert_eq!(report["elicitations"].as_array().map(Vec::len), Some(1), "{mode}: {report}");
-        let answered = results[0].to_string();
-        assert!(answered.contains("ada@example.com"), "{mode}: {answered}");
-        // Its sampling request went to the downstream client's model, and the text came back.
-        assert_eq!(report["samplings"][0]["systemPrompt"], "You are a helpful test server.", "{mode}: {report}");
-        assert!(results[1].to_string().contains("hi from the model"), "{mode}: {}", results[1]);
-        // Its progress reached the client that asked for it.
-        let progress = report["progress"].as_array().unwrap();
-        assert_eq!(progress.len(), 2, "{mode}: {progress:?}");
-        assert_eq!(progress[1]["progress"], 2.0, "{mode}: {progress:?}");
-    }
-    let config = servers_config("mcp-chatty", &sdk_server("chatty", "mcp-chatty"));
+    let steps = json!([
+        {"call": "trigger-elicitation-request", "arguments": {}},
+        {"call": "trigger-sampling-request", "arguments": {"prompt": "say hi"}},
+        {"call": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 2}, "progress": true},
+    ]);
+    let client = ["--elicit", "accept", "--content", form.as_str(), "--sample", "hi from the model"];
+    let report = crate::mcp::session_with(mode, &client, &["--config", config, FOLDER], steps);
+    let results = report["results"].as_array().unwrap();
+    // The server's elicitation was the downstream client's to answer, and its answer went back.
+    assert_eq!(report["elicitations"].as_array().map(Vec::len), Some(1), "{mode}: {report}");
+    let answered = results[0].to_string();
+    assert!(answered.contains("ada@example.com"), "{mode}: {answered}");
+    // Its sampling request went to the downstream client's model, and the text came back.
+    assert_eq!(report["samplings"][0]["systemPrompt"], "You are a helpful test server.", "{mode}: {report}");
+    assert!(results[1].to_string().contains("hi from the model"), "{mode}: {}", results[1]);
+    // Its progress reached the client that asked for it.
+    let progress = report["progress"].as_array().unwrap();
+    assert_eq!(progress.len(), 2, "{mode}: {progress:?}");
+    assert_eq!(progress[1]["progress"], 2.0, "{mode}: {progress:?}");
+}
+
+/// A call of the SDK server's `chatty` through `lcp serve --config config`: its log
+/// line and its two progress reports reach lcp's client, and its result comes back.
+fn hear_chatty_through(config: &str) {
     let report = crate::mcp::session_with(
         "legacy",
         &["--log-level", "info"],
-        &["--config", &config, FOLDER],
+        &["--config", config, FOLDER],
         json!([{"call": "chatty", "arguments": {}, "progress": true}]),
     );
     assert_eq!(report["logs"], json!([{"level": "info", "logger": "root", "data": "chatty is working"}]), "{report}");
     let messages: Vec<&Value> = report["progress"].as_array().unwrap().iter().map(|p| &p["message"]).collect();
     assert_eq!(messages, [&json!("half way"), &json!("done")], "{report}");
+    assert!(crate::mcp::text(&report["results"][0]).contains("said it all"), "{report}");
+}
+
+#[test]
+fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
+    let config = servers_config("mcp-bridged", &everything("", "mcp-bridged"));
+    for mode in MODES {
+        ask_server_everything_through(mode, &config);
+    }
+    let config = servers_config("mcp-chatty", &sdk_server("chatty", "mcp-chatty"));
+    hear_chatty_through(&config);
     assert!(processes_marked("mcp-bridged").is_empty() && processes_marked("mcp-chatty").is_empty());
 }
 
@@ -495,6 +510,84 @@ fn a_streamable_http_server_is_a_source_with_its_url_from_the_environment() {
         stderr.contains("`mcp_servers.remote`: `url`: `${LCP_TEST_UPSTREAM_URL}` is not set in lcp's environment"),
         "{stderr}"
     );
+}
+
+/// An MCP server over Streamable HTTP on `127.0.0.1:port`, its processes marked with
+/// `mark`, once it listens; ended when dropped.
+struct Listening(std::process::Child);
+
+impl Listening {
+    fn start(mut command: std::process::Command, port: u16, mark: &str) -> Listening {
+        let child = command
+            .env("LCP_TEST_MARK", mark)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let server = Listening(child);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "the server never listened on {port}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// `tests/python/crashing_mcp_server.py` (the SDK's own server).
+    fn sdk(port: u16, mark: &str) -> Listening {
+        let mut command = std::process::Command::new(test_python());
+        command.arg(root().join("tests/python/crashing_mcp_server.py")).env("LCP_TEST_HTTP_PORT", port.to_string());
+        Listening::start(command, port, mark)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        crate::support::stop(&mut self.0);
+    }
+}
+
+#[test]
+fn what_a_streamable_http_server_asks_during_a_call_is_answered_by_lcps_own_client() {
+    let mark = "mcp-http-bridged";
+    let port = free_port();
+    let mut command = std::process::Command::new(everything_server());
+    command.arg("streamableHttp").env("PORT", port.to_string());
+    let upstream = Listening::start(command, port, mark);
+    let config = servers_config(mark, &format!("[mcp_servers.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"));
+    for mode in MODES {
+        ask_server_everything_through(mode, &config);
+    }
+    drop(upstream);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
+#[test]
+fn a_streamable_http_servers_calls_carry_progress_logs_and_cancellation_and_outlive_its_restart() {
+    let mark = "mcp-http-crashy";
+    let port = free_port();
+    let mut upstream = Listening::sdk(port, mark);
+    let config = servers_config(mark, &format!("[mcp_servers.crashy]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"));
+    // What the server tells during the call, on the call's own event stream, reaches
+    // lcp's client as it would from a stdio server.
+    hear_chatty_through(&config);
+
+    let mut server = crate::mcp::RawServer::start(&["--config", &config, FOLDER]);
+    server.initialize();
+    let before = cancel_on_the_server(&mut server, mark);
+    // A server that dies during a call fails that call alone; started again, it is
+    // called in a session of its own.
+    let crashed = server.call(5, "crash");
+    assert_error(&crashed, &["`crash` of the MCP server `crashy` failed", "it ended during the call"]);
+    drop(upstream);
+    upstream = Listening::sdk(port, mark);
+    let after = server.call(6, "pid")["structuredContent"]["result"].clone();
+    assert!(after.is_u64() && after != before, "a new server process answers: {after} after {before}");
+    let stdout = server.finish();
+    assert!(!stdout.contains("\"id\":3"), "the cancelled call was answered: {stdout}");
+    drop(upstream);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
 
 // Virtual tools: declared in the config, implemented by the embedding host.
@@ -630,26 +723,33 @@ fn a_server_tool_a_format_cannot_take_is_left_out_of_that_format_alone_naming_it
     assert!(processes_marked("mcp-formats").is_empty(), "no server is left running");
 }
 
-#[test]
-fn a_call_cancelled_by_lcps_client_is_cancelled_on_the_server_and_the_server_goes_on() {
-    let config = servers_config("mcp-cancelled", &sdk_server("crashy", "mcp-cancelled"));
-    let marker = temp_dir("mcp-cancelled").join("call").display().to_string();
-    let mut server = crate::mcp::RawServer::start(&["--config", &config, FOLDER]);
-    server.initialize();
+/// Through `server` (an `lcp serve` of the SDK server, initialized): `pid` (request 2),
+/// then `wait_for_cancel` (request 3), cancelled by lcp's client once it runs, then
+/// `pid` again (request 4). The server hears of the cancellation (its handler was
+/// cancelled: it writes the marker then), and only that call ended: the same server
+/// process answers the next one. Its pid.
+fn cancel_on_the_server(server: &mut crate::mcp::RawServer, mark: &str) -> Value {
     let before = server.call(2, "pid")["structuredContent"]["result"].clone();
     assert!(before.is_u64(), "{before}");
+    let marker = temp_dir(mark).join("call").display().to_string();
     server.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "wait_for_cancel", "arguments": {"marker": marker}}}));
     assert!(wait_for_file(std::path::Path::new(&format!("{marker}.started"))), "the call never reached the server");
     server.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}));
-    // The server heard of it: its handler was cancelled (it writes the marker then).
     assert!(
         wait_for_file(std::path::Path::new(&format!("{marker}.cancelled"))),
         "the server was never told the call was cancelled"
     );
-    // Only that call ended: the same server process answers the next one.
-    let after = server.call(4, "pid")["structuredContent"]["result"].clone();
-    assert_eq!(after, before, "the server was not restarted");
+    assert_eq!(server.call(4, "pid")["structuredContent"]["result"], before, "the server was not restarted");
+    before
+}
+
+#[test]
+fn a_call_cancelled_by_lcps_client_is_cancelled_on_the_server_and_the_server_goes_on() {
+    let config = servers_config("mcp-cancelled", &sdk_server("crashy", "mcp-cancelled"));
+    let mut server = crate::mcp::RawServer::start(&["--config", &config, FOLDER]);
+    server.initialize();
+    cancel_on_the_server(&mut server, "mcp-cancelled");
     let stdout = server.finish();
     assert!(!stdout.contains("\"id\":3"), "the cancelled call was answered: {stdout}");
     assert!(processes_marked("mcp-cancelled").is_empty(), "no server is left running");

@@ -1,4 +1,5 @@
-"""An MCP server (the official SDK's MCPServer, over stdio) with a tool that ends the
+"""An MCP server (the official SDK's MCPServer, over stdio, or over Streamable HTTP on
+127.0.0.1:$LCP_TEST_HTTP_PORT when that is set) with a tool that ends the
 server's process mid-call, one that logs and reports progress, one that waits until it
 is cancelled, and two that some export formats cannot take: lcp's upstream restart,
 bridging, cancellation and export are tested against it."""
@@ -64,4 +65,7 @@ def files_count(folder: str) -> int:
 
 
 if __name__ == "__main__":
-    server.run()
+    if os.environ.get("LCP_TEST_HTTP_PORT"):
+        server.run("streamable-http", port=int(os.environ["LCP_TEST_HTTP_PORT"]))
+    else:
+        server.run()
