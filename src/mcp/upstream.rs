@@ -4,7 +4,8 @@
 //! group of its own, or its Streamable HTTP endpoint), listing its tools as libraries of the registry
 //! ([`Origin::Mcp`]: full input and output schemas, description, annotations, a grade
 //! from the annotations under the per-tool tables), and forwarding calls, whose
-//! results go back as the server sent them ([`Outcome::Relayed`]). Servers start in
+//! results go back as the server sent them ([`Outcome::Relayed`]): over rmcp's client
+//! session, or, for a server on plain `http://`, the short way (`forward.rs`). Servers start in
 //! parallel, each within its `startup_timeout`; one that fails is skipped with one
 //! diagnostic naming it and why, and the others are unaffected. A server that dies
 //! is started again on the next call of one of its tools. Every server is ended
