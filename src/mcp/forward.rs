@@ -345,11 +345,16 @@ impl Endpoint {
             200 if head.event_stream => self.events(&mut connection, &mut body, (session, id), call, watch).await?,
             200 => {
                 let text = body.read_all(&mut connection, watch).await?;
-                let message: Value = serde_json::from_slice(&text)
-                    .map_err(|err| Fault::Protocol(format!("its response is not JSON: {err}")))?;
-                match message {
-                    Value::Array(messages) => messages.into_iter().find(|message| answers(message, id)),
-                    message => answers(&message, id).then_some(message),
+                // A notification or an answer of lcp's may be taken with an empty 200.
+                if id.is_none() && text.trim_ascii().is_empty() {
+                    None
+                } else {
+                    let message: Value = serde_json::from_slice(&text)
+                        .map_err(|err| Fault::Protocol(format!("its response is not JSON: {err}")))?;
+                    match message {
+                        Value::Array(messages) => messages.into_iter().find(|message| answers(message, id)),
+                        message => answers(&message, id).then_some(message),
+                    }
                 }
             }
             202 => {
@@ -863,5 +868,89 @@ mod tests {
         stopper.join().unwrap();
         let watch = Watch::within(Duration::from_millis(50));
         assert!(matches!(read_head(&mut connection, watch).await, Err(Fault::Stopped(Outcome::TimedOut))));
+    }
+
+    /// A server that answers in plain JSON, takes notifications with an empty 200, and
+    /// has forgotten the session by the second call (404): each call's result comes back,
+    /// the second in a new session.
+    #[tokio::test]
+    async fn a_server_answering_in_json_is_called_and_one_that_forgot_the_session_gets_a_new_one() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut sessions = 0;
+            let mut calls = 0;
+            // A connection the client dropped (with the session it forgot) is followed by another.
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut writer = stream;
+            while calls < 2 {
+                let mut head = Vec::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        let (stream, _) = listener.accept().unwrap();
+                        reader = BufReader::new(stream.try_clone().unwrap());
+                        writer = stream;
+                        continue;
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                    head.push(line.to_ascii_lowercase());
+                }
+                let length =
+                    head.iter().find_map(|h| h.strip_prefix("content-length: ")).unwrap().trim().parse().unwrap();
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let message: Value = serde_json::from_slice(&body).unwrap();
+                let session =
+                    head.iter().find_map(|h| h.strip_prefix("mcp-session-id: ")).map(str::trim).map(str::to_string);
+                let reply = match message["method"].as_str().unwrap() {
+                    "initialize" => {
+                        sessions += 1;
+                        let answer =
+                            json!({"jsonrpc": "2.0", "id": message["id"], "result": {"protocolVersion": "2025-06-18"}});
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s{sessions}\r\nContent-Length: {}\r\n\r\n{answer}",
+                            answer.to_string().len()
+                        )
+                    }
+                    "notifications/initialized" => "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string(),
+                    "tools/call" if session.as_deref() == Some("s1") && calls == 1 => {
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string()
+                    }
+                    "tools/call" => {
+                        calls += 1;
+                        let result = json!({"content": [{"type": "text", "text": format!("{} in {}", message["params"]["arguments"]["x"], session.unwrap_or_default())}]});
+                        let answer = json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
+                            answer.to_string().len()
+                        )
+                    }
+                    other => panic!("unexpected {other}"),
+                };
+                writer.write_all(reply.as_bytes()).unwrap();
+            }
+        });
+        let endpoint = Arc::new(Endpoint::new(&format!("http://{address}/mcp"), &[], SHORT, json!({})).unwrap());
+        let active = Active::default();
+        let call = |x: u64| Call {
+            tool: "echo".to_string(),
+            arguments: json!({"x": x}).as_object().cloned().unwrap(),
+            token: x,
+            active: active.clone(),
+            cancel: None,
+            deadline: None,
+        };
+        let text = |result: Result<Value, Failure>| match result {
+            Ok(result) => result["content"][0]["text"].as_str().unwrap().to_string(),
+            Err(_) => panic!("the call failed"),
+        };
+        assert_eq!(text(endpoint.call(&call(1)).await), "1 in s1");
+        assert_eq!(text(endpoint.call(&call(2)).await), "2 in s2");
+        server.join().unwrap();
     }
 }

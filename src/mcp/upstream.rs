@@ -241,7 +241,7 @@ struct Client {
 /// What hears that a server's tools changed.
 type Wake = Arc<dyn Fn() + Send + Sync>;
 
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(super) struct Active {
     /// The call's key among its server's calls.
     token: u64,
