@@ -36,7 +36,7 @@ use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
 
 /// A forwarded call in progress, to be awaited (see [`Upstreams::lean_call`]).
-pub type Forwarding = std::pin::Pin<Box<dyn Future<Output = ToolResult> + Send>>;
+pub(crate) type Forwarding = std::pin::Pin<Box<dyn Future<Output = ToolResult> + Send>>;
 
 /// Progress tokens, unique in this process.
 static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -558,7 +558,7 @@ impl Upstreams {
 
     /// Whether the calls of `library`'s tools go the short way: its server is on plain
     /// `http://` (see [`Upstreams::lean_call`]).
-    pub fn is_lean(&self, library: &Library) -> bool {
+    pub(crate) fn is_lean(&self, library: &Library) -> bool {
         let Origin::Mcp { server } = &library.origin else { return false };
         self.servers.iter().any(|upstream| &upstream.entry.name == server && upstream.endpoint.is_some())
     }
@@ -566,7 +566,13 @@ impl Upstreams {
     /// A call of a tool of a server on plain `http://` (`forward.rs`), to be awaited
     /// on the caller's own runtime, with `args` already checked against its schema;
     /// `None` for any other tool.
-    pub fn lean_call(&self, library: &Library, tool: &Tool, args: &Value, options: &CallOptions) -> Option<Forwarding> {
+    pub(crate) fn lean_call(
+        &self,
+        library: &Library,
+        tool: &Tool,
+        args: &Value,
+        options: &CallOptions,
+    ) -> Option<Forwarding> {
         let (upstream, name) = self.route(library, tool).ok()?;
         let endpoint = Arc::clone(upstream.endpoint.as_ref()?);
         let server = upstream.entry.name.clone();
