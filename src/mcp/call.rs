@@ -288,18 +288,18 @@ pub(super) async fn call_member(
     responses: Option<&InputResponses>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Driven, ErrorData> {
+    let started = |rounds| {
+        run.map(|(registry, admitted, arguments)| {
+            let declared = declared(&registry, &server.shared.settings.config.current(), &admitted);
+            begin(server, registry, &admitted, declared, arguments, rounds, false, context)
+        })
+    };
     let followed = match state {
         Some(state) => match resume(server, target, state, responses, context)? {
             Resumed::Here(followed) => Some(followed),
-            Resumed::Elsewhere(rounds) => run.map(|(registry, admitted, arguments)| {
-                let declared = declared(&registry, &server.shared.settings.config.current(), &admitted);
-                begin(server, registry, &admitted, declared, arguments, rounds, false, context)
-            }),
+            Resumed::Elsewhere(rounds) => started(rounds),
         },
-        None => run.map(|(registry, admitted, arguments)| {
-            let declared = declared(&registry, &server.shared.settings.config.current(), &admitted);
-            begin(server, registry, &admitted, declared, arguments, Vec::new(), false, context)
-        }),
+        None => started(Vec::new()),
     };
     let Some(followed) = followed else { return Ok(Driven::Ended("nothing to run".to_string())) };
     Ok(match drive(server, target, followed, context).await? {
@@ -540,6 +540,7 @@ fn start(
     };
     // A tool of a server on plain `http://` is called right here, on the server's
     // own thread: nothing runs in lcp, so nothing needs a thread of its own.
+    let arguments = Value::Object(arguments);
     if let Some(forwarding) = server.lean_call(&registry, tool, &arguments, &options) {
         tokio::spawn(async move {
             let _ = events.send(Event::Done(forwarding.await));
@@ -551,7 +552,7 @@ fn start(
     tokio::task::spawn_blocking(move || {
         let result = match server.python() {
             Err(err) => ToolResult::failure(err),
-            Ok(runtime) => runtime.call_admitted(&registry, &tool, &Value::Object(arguments), &options),
+            Ok(runtime) => runtime.call_admitted(&registry, &tool, &arguments, &options),
         };
         let _ = events.send(Event::Done(result));
     });

@@ -74,9 +74,8 @@ pub(super) struct Call {
     /// The tool's name on the server.
     pub tool: String,
     pub arguments: Map<String, Value>,
-    /// Unique in this process: the request's id and progress token.
-    pub token: u64,
-    /// Whose callbacks hear what the server asks and tells.
+    /// Whose callbacks hear what the server asks and tells; its token (unique in this
+    /// process) makes the request's id and progress token.
     pub active: Active,
     pub cancel: Option<Cancel>,
     pub deadline: Option<Instant>,
@@ -189,7 +188,7 @@ impl Endpoint {
 
     /// Calls the tool and returns the result the server sent (a `CallToolResult`).
     pub(super) async fn call(self: &Arc<Self>, call: &Call) -> Result<Value, Failure> {
-        let id = json!(format!("lcp-{}", call.token));
+        let id = json!(format!("lcp-{}", call.active.token()));
         let request = json!({
             "jsonrpc": "2.0",
             "id": id,
@@ -408,7 +407,7 @@ impl Endpoint {
                     answer = Some(message);
                     watching = Watch::within(STREAM_END);
                 } else {
-                    self.heard(message, session, call).await;
+                    self.heard(message, (session, id), call).await;
                 }
             }
             if body.ended {
@@ -417,16 +416,22 @@ impl Endpoint {
         }
     }
 
-    /// A message of the server's during a call: a notification for the call's
-    /// callbacks, or a request, answered on another connection in `session` (the
-    /// host's answer may take long, and blocks: on a blocking thread).
-    async fn heard(self: &Arc<Self>, message: Value, session: Option<&Session>, call: Option<&Call>) {
+    /// A message of the server's during the request `id`: a notification for the
+    /// call's callbacks (progress under the request's id, its progress token), or a
+    /// request, answered on another connection in `session` (the host's answer may
+    /// take long, and blocks: on a blocking thread).
+    async fn heard(
+        self: &Arc<Self>,
+        message: Value,
+        (session, id): (Option<&Session>, Option<&Value>),
+        call: Option<&Call>,
+    ) {
         let Some(method) = message["method"].as_str() else { return };
         let params = &message["params"];
         let Some(request_id) = message.get("id") else {
             let Some(call) = call else { return };
             match method {
-                "notifications/progress" if params["progressToken"] == json!(format!("lcp-{}", call.token)) => {
+                "notifications/progress" if id == Some(&params["progressToken"]) => {
                     call.active.progress(params);
                 }
                 "notifications/message" => call.active.log(params),
@@ -940,7 +945,6 @@ mod tests {
         let call = |x: u64| Call {
             tool: "echo".to_string(),
             arguments: json!({"x": x}).as_object().cloned().unwrap(),
-            token: x,
             active: active.clone(),
             cancel: None,
             deadline: None,

@@ -407,7 +407,7 @@ impl Server {
         &self,
         registry: &Registry,
         admitted: &crate::view::Admitted,
-        arguments: &serde_json::Map<String, serde_json::Value>,
+        arguments: &serde_json::Value,
         options: &crate::runtime::CallOptions,
     ) -> Option<upstream::Forwarding> {
         let upstreams = self.shared.upstreams.as_ref()?;
@@ -418,8 +418,7 @@ impl Server {
         if !upstreams.is_lean(library) {
             return None;
         }
-        let arguments = serde_json::Value::Object(arguments.clone());
-        Some(match crate::runtime::checked_arguments(tool, &arguments) {
+        Some(match crate::runtime::checked_arguments(tool, arguments) {
             Ok(arguments) => upstreams.lean_call(library, tool, &arguments, options)?,
             Err(refused) => Box::pin(std::future::ready(crate::runtime::ToolResult::failure(refused))),
         })

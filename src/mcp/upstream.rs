@@ -278,6 +278,11 @@ impl Active {
         }
     }
 
+    /// The call's key among its server's calls, unique in this process.
+    pub(super) fn token(&self) -> u64 {
+        self.token
+    }
+
     /// A `notifications/progress` of the call's, for its progress callback.
     pub(super) fn progress(&self, params: &Value) {
         let Some(progress) = &self.callbacks.progress else { return };
@@ -580,7 +585,6 @@ impl Upstreams {
         let call = forward::Call {
             tool: name,
             arguments: args.as_object().cloned().unwrap_or_default(),
-            token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             active: Active::of(tool, options),
             cancel: options.cancel.clone(),
             deadline: timeout.map(|limit| std::time::Instant::now() + limit),
@@ -589,18 +593,12 @@ impl Upstreams {
             let name = &call.tool;
             match endpoint.call(&call).await {
                 Ok(result) => relayed(result, name, &server),
-                Err(Failure::NotStarted(why)) => {
-                    ToolResult::failure(format!("the MCP server `{server}` could not be started: {why}"))
-                }
+                Err(Failure::NotStarted(why)) => not_started(&server, &why),
                 Err(Failure::Ended(why)) => ToolResult::ended(
                     Outcome::Died,
                     format!("`{name}` of the MCP server `{server}` failed: it ended during the call ({why})"),
                 ),
-                Err(Failure::Stopped(Outcome::TimedOut)) => ToolResult::ended(
-                    Outcome::TimedOut,
-                    format!("the MCP server `{server}` did not answer within {:?}", timeout.unwrap_or_default()),
-                ),
-                Err(Failure::Stopped(outcome)) => ToolResult::ended(outcome, "the call was cancelled".to_string()),
+                Err(Failure::Stopped(outcome)) => stopped(outcome, &server, timeout),
                 Err(Failure::Answered(why)) => {
                     ToolResult::ended(Outcome::Raised, format!("`{name}` of the MCP server `{server}` failed: {why}"))
                 }
@@ -633,7 +631,7 @@ impl Upstreams {
         // yielding lets it reach the call's callbacks before the call is over.
         let forwarded = self.runtime.run(async move {
             let call = upstream.call(name, arguments, token);
-            let stopped = async {
+            let cancelled = async {
                 loop {
                     if cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
                         return Outcome::Cancelled;
@@ -649,10 +647,8 @@ impl Upstreams {
             };
             let result = tokio::select! {
                 result = call => result,
-                outcome = stopped => ToolResult::ended(outcome, "the call was cancelled".to_string()),
-                () = limit => ToolResult::ended(Outcome::TimedOut, format!(
-                    "the MCP server `{server}` did not answer within {:?}", timeout.unwrap_or_default()
-                )),
+                outcome = cancelled => stopped(outcome, &server, timeout),
+                () = limit => stopped(Outcome::TimedOut, &server, timeout),
             };
             for _ in 0..4 {
                 tokio::task::yield_now().await;
@@ -762,9 +758,7 @@ impl Upstream {
             *connection = None;
             match tokio::time::timeout(self.entry.startup_timeout, connect(&self.entry, self.client.clone())).await {
                 Ok(Ok(started)) => *connection = Some(started),
-                Ok(Err(why)) => {
-                    return ToolResult::failure(format!("the MCP server `{server}` could not be started: {why}"));
-                }
+                Ok(Err(why)) => return not_started(server, &why),
                 Err(_) => {
                     return ToolResult::failure(format!(
                         "the MCP server `{server}` did not start within {:?}",
@@ -819,6 +813,22 @@ impl Upstream {
                 ToolResult::ended(outcome, format!("`{tool}` of the MCP server `{server}` failed: {why}"))
             }
         }
+    }
+}
+
+/// A call whose server could not be started (or reached), saying why.
+fn not_started(server: &str, why: &str) -> ToolResult {
+    ToolResult::failure(format!("the MCP server `{server}` could not be started: {why}"))
+}
+
+/// A call lcp stopped: cancelled, or out of its `timeout`.
+fn stopped(outcome: Outcome, server: &str, timeout: Option<Duration>) -> ToolResult {
+    match outcome {
+        Outcome::TimedOut => ToolResult::ended(
+            outcome,
+            format!("the MCP server `{server}` did not answer within {:?}", timeout.unwrap_or_default()),
+        ),
+        outcome => ToolResult::ended(outcome, "the call was cancelled".to_string()),
     }
 }
 
