@@ -25,6 +25,7 @@
 //! docs_tools = true           # `lcp serve` adds `docs_index` and `resolve_doc`
 //! state_key = "..."           # signs `requestState` (SPEC §16); else `$LCP_STATE_KEY`
 //! task_store = "redis://..."  # where MCP tasks live (SPEC §16); else `$LCP_TASK_STORE`, else memory
+//! session_idle = 120          # seconds an unused `lcp serve --http` session stays open
 //! ```
 //!
 //! `kits/NAME.kit` files beside the config file (beside the current directory without
@@ -93,6 +94,14 @@ pub struct McpConfig {
     /// replicas that answer for each other's tasks. Default: `$LCP_TASK_STORE`, else
     /// the server's memory.
     pub task_store: Option<String>,
+    /// How long a session of `lcp serve --http` stays open unused (read when the server
+    /// starts). Default: [`McpConfig::DEFAULT_SESSION_IDLE`].
+    pub session_idle: Option<std::time::Duration>,
+}
+
+impl McpConfig {
+    /// How long an unused session stays open when `session_idle` is not set.
+    pub const DEFAULT_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(120);
 }
 
 /// A `[tool_policies.NAME]` table.
@@ -451,6 +460,16 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                                 &pointer(&here, &name),
                                 format!("`mcp.task_store` is {other}; expected a redis:// or rediss:// URL"),
                             )),
+                            ("session_idle", Value::Number(seconds))
+                                if seconds.as_u64().is_some_and(|seconds| seconds >= 1) =>
+                            {
+                                let seconds = seconds.as_u64().unwrap_or(1);
+                                config.mcp.session_idle = Some(std::time::Duration::from_secs(seconds));
+                            }
+                            ("session_idle", other) => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp.session_idle` is {other}; expected a whole number of seconds, at least 1"),
+                            )),
                             ("host_configs", Value::Array(paths)) => {
                                 for path in paths {
                                     match path.as_str() {
@@ -474,7 +493,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                             )),
                             _ => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key or task_store"),
+                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key, task_store or session_idle"),
                             )),
                         }
                     }
@@ -585,10 +604,14 @@ mod tests {
         );
         check(json!({"libraries": 3}), Err("`libraries` must be a table keyed by library"));
         check(json!({"mcp": {"inline_refs": 1}}), Err("`mcp.inline_refs` is 1; expected true or false"));
+        for idle in [json!(0), json!(1.5), json!("2m")] {
+            let message = format!("`mcp.session_idle` is {idle}; expected a whole number of seconds, at least 1");
+            check(json!({"mcp": {"session_idle": idle}}), Err(message.as_str()));
+        }
         check(
             json!({"mcp": {"inline": true}}),
             Err(
-                "`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key or task_store",
+                "`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key, task_store or session_idle",
             ),
         );
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));

@@ -23,13 +23,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ErrorData;
+#[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
+use rmcp::model::LoggingMessageNotification;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequests, InputRequiredResult,
-    InputResponses, ProgressToken, ProtocolVersion, TASKS_EXTENSION_ID,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, InputRequests,
+    InputRequiredResult, InputResponses, ProgressNotification, ProgressToken, ProtocolVersion, ServerNotification,
+    ServerRequest, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::content;
@@ -137,25 +141,87 @@ struct Reporter {
 
 impl Reporter {
     #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
-    async fn tell(&mut self, peer: &Peer<RoleServer>, notice: Notice) {
-        // A client that went away hears nothing more; the call goes on to its end.
-        match notice {
+    async fn tell(&mut self, to: &Channel, notice: Notice) {
+        let notification = match notice {
             Notice::Progress(progress) => match &self.token {
                 Some(token) => {
-                    let _ = peer.notify_progress(host::progress_notification(token, &progress, self.reports)).await;
+                    let params = host::progress_notification(token, &progress, self.reports);
                     self.reports += 1;
+                    ProgressNotification::new(params).into()
                 }
                 None if self.level <= level::INFO => {
-                    let _ = peer.notify_logging_message(host::progress_message(&progress)).await;
+                    LoggingMessageNotification::new(host::progress_message(&progress)).into()
                 }
-                None => {}
+                None => return,
             },
             Notice::Log(record) if record.level >= self.level => {
-                let _ = peer.notify_logging_message(host::log_message(&record)).await;
+                LoggingMessageNotification::new(host::log_message(&record)).into()
             }
-            Notice::Log(_) => {}
+            Notice::Log(_) => return,
             // Only a call that may become a task hears it, and `drive` takes it.
-            Notice::BecomeTask(_) => {}
+            Notice::BecomeTask(_) => return,
+        };
+        to.notify(notification).await;
+    }
+}
+
+/// The client a call answers to, as its request reached lcp: how to reach it, what it
+/// can be asked, and what fires when it cancels the request.
+pub(super) struct Requester {
+    pub(super) to: Channel,
+    pub(super) ct: CancellationToken,
+    /// The request is on the handshake-less protocol (2026-07-28 and later), which
+    /// forbids server→client requests.
+    pub(super) handshake_less: bool,
+    pub(super) able: Able,
+    pub(super) progress: Option<ProgressToken>,
+    /// Records below this Python level are neither made nor sent.
+    pub(super) level: u32,
+}
+
+impl Requester {
+    /// The client of a request rmcp routed.
+    pub(super) fn of(server: &Server, context: &RequestContext<RoleServer>) -> Requester {
+        Requester {
+            to: Channel::Peer(context.peer.clone()),
+            ct: context.ct.clone(),
+            handshake_less: handshake_less(context),
+            able: able(server, context.client_capabilities().as_ref()),
+            progress: context.meta.get_progress_token(),
+            level: server.log_level(context),
+        }
+    }
+}
+
+/// How what a call tells and asks reaches its client.
+pub(super) enum Channel {
+    /// rmcp's peer of the request.
+    Peer(Peer<RoleServer>),
+    /// The event stream of a call the lane answers (`lane.rs`).
+    Lane(super::lane::Stream),
+}
+
+impl Channel {
+    async fn notify(&self, notification: ServerNotification) {
+        // A client that went away hears nothing more; the call goes on to its end.
+        match self {
+            Channel::Peer(peer) => {
+                let _ = peer.send_notification(notification).await;
+            }
+            Channel::Lane(stream) => stream.notify(notification),
+        }
+    }
+
+    /// The client's answer to `request` (the response's `result`), or why there is none.
+    async fn ask(&self, request: ServerRequest) -> Result<Value, String> {
+        match self {
+            Channel::Peer(peer) => match peer.send_request(request).await {
+                Ok(result) => {
+                    serde_json::to_value(&result).map_err(|err| format!("the client's answer is unreadable: {err}"))
+                }
+                Err(err) => Err(format!("the client could not answer: {err}")),
+            },
+            Channel::Lane(stream) => stream.ask(request).await,
         }
     }
 }
@@ -263,7 +329,7 @@ fn resume(
     target: &str,
     state: &str,
     responses: Option<&InputResponses>,
-    context: &RequestContext<RoleServer>,
+    requester: &Requester,
 ) -> Result<Resumed, ErrorData> {
     let (id, mut rounds) = server.shared.parked.open(state, target)?;
     rounds.push(responses.cloned().unwrap_or_default());
@@ -272,7 +338,7 @@ fn resume(
     waiting.question.answer(answer);
     // The first request is over: what the call reports from now on belongs to this
     // one, under its progress token.
-    let reporter = Reporter { token: context.meta.get_progress_token(), ..waiting.reporter };
+    let reporter = Reporter { token: requester.progress.clone(), ..waiting.reporter };
     let (events, cancel) = (waiting.events, waiting.cancel);
     Ok(Resumed::Here(Followed { events, cancel, reporter, rounds, replay: Default::default() }))
 }
@@ -288,21 +354,22 @@ pub(super) async fn call_member(
     responses: Option<&InputResponses>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Driven, ErrorData> {
+    let requester = Requester::of(server, context);
     let started = |rounds| {
         run.map(|(registry, admitted, arguments)| {
             let declared = declared(&registry, &server.shared.settings.config.current(), &admitted);
-            begin(server, registry, &admitted, declared, arguments, rounds, false, context)
+            begin(server, registry, &admitted, declared, arguments, rounds, false, &requester)
         })
     };
     let followed = match state {
-        Some(state) => match resume(server, target, state, responses, context)? {
+        Some(state) => match resume(server, target, state, responses, &requester)? {
             Resumed::Here(followed) => Some(followed),
             Resumed::Elsewhere(rounds) => started(rounds),
         },
         None => started(Vec::new()),
     };
     let Some(followed) = followed else { return Ok(Driven::Ended("nothing to run".to_string())) };
-    Ok(match drive(server, target, followed, context).await? {
+    Ok(match drive(server, target, followed, &requester).await? {
         // Only a tool's call is offered `become_task`.
         Driven::Task(events, cancel, _) => {
             cancel.cancel();
@@ -324,11 +391,10 @@ fn begin(
     arguments: Map<String, Value>,
     replay: Vec<InputResponses>,
     may_become_task: bool,
-    context: &RequestContext<RoleServer>,
+    requester: &Requester,
 ) -> Followed {
-    let level = server.log_level(context);
-    let reporter = Reporter { token: context.meta.get_progress_token(), level, reports: 0 };
-    let able = able(server, context);
+    let (level, able) = (requester.level, requester.able);
+    let reporter = Reporter { token: requester.progress.clone(), level, reports: 0 };
     let (events, cancel) = start(server, registry, admitted, declared, arguments, able, level, may_become_task);
     Followed { events, cancel, reporter, rounds: replay.clone(), replay: replay.into() }
 }
@@ -342,12 +408,13 @@ pub(super) async fn call_tool(
     // the tool's file are now (SPEC §12), before any code runs: the config as it is
     // when the request comes, for the whole request.
     let config = server.shared.settings.config.current();
+    let requester = Requester::of(server, &context);
     let mut replay = Vec::new();
     if let Some(state) = &request.request_state {
-        match resume(server, &request.name, state, request.input_responses.as_ref(), &context)? {
+        match resume(server, &request.name, state, request.input_responses.as_ref(), &requester)? {
             Resumed::Here(followed) => {
                 let shape = server.output_shape(&server.snapshot(), &config, &request.name);
-                return finish(server, &request.name, followed, shape, &context).await;
+                return finish(server, &request.name, followed, shape, &requester).await;
             }
             Resumed::Elsewhere(rounds) => replay = rounds,
         }
@@ -392,11 +459,56 @@ pub(super) async fn call_tool(
     };
     let shape = server.output_shape(&registry, &config, name);
     let arguments = request.arguments.clone().unwrap_or_default();
-    let followed = begin(server, registry, &tool, declared, arguments, replay, may_become_task, &context);
+    let followed = begin(server, registry, &tool, declared, arguments, replay, may_become_task, &requester);
     if as_task {
-        return run_as_task(server, name, (followed.events, followed.cancel, None), shape, &context).await;
+        return run_as_task(server, name, (followed.events, followed.cancel, None), shape, &requester).await;
     }
-    finish(server, name, followed, shape, &context).await
+    finish(server, name, followed, shape, &requester).await
+}
+
+/// A call the lane answers (`lane.rs`), started; [`follow`] it to its response.
+pub(super) struct Forwarded {
+    followed: Followed,
+    shape: content::Shape,
+}
+
+/// Starts a `tools/call` for the lane as every call starts: of the tool shown as
+/// `name`, admitted as the config is now, whose server's tools have not changed since
+/// they were listed, forwarded the short way, declaring neither a task nor headers.
+/// `None` for any other call: rmcp's path takes it (rescanning, refusing, running it as
+/// a task or checking its headers as [`call_tool`] does).
+pub(super) fn start_forwarded(
+    server: &Server,
+    name: &str,
+    arguments: Map<String, Value>,
+    requester: &Requester,
+) -> Option<Forwarded> {
+    let config = server.shared.settings.config.current();
+    let registry = server.snapshot();
+    let Admission::Run(tool) = server.admit(&registry, &config, name) else { return None };
+    let (library, _) = registry.tool(tool.tool())?;
+    if !registry.is_current(library) || !server.upstreams()?.is_lean(library) {
+        return None;
+    }
+    let declared = declared(&registry, &config, &tool);
+    if declared.as_ref().is_some_and(|declared| {
+        matches!(declared.task, Some(TaskSupport::Optional | TaskSupport::Required)) || declared.mcp_headers.is_some()
+    }) {
+        return None;
+    }
+    let shape = server.output_shape(&registry, &config, name);
+    let followed = begin(server, registry, &tool, declared, arguments, Vec::new(), false, requester);
+    Some(Forwarded { followed, shape })
+}
+
+/// Follows a call [`start_forwarded`] started to its response.
+pub(super) async fn follow(
+    server: &Server,
+    name: &str,
+    forwarded: Forwarded,
+    requester: &Requester,
+) -> Result<CallToolResponse, ErrorData> {
+    finish(server, name, forwarded.followed, forwarded.shape, requester).await
 }
 
 /// What the host holds the admitted tool declares: the config laid over its file.
@@ -424,15 +536,19 @@ async fn run_as_task(
     tool: &str,
     (events, cancel, status): (mpsc::UnboundedReceiver<Event>, Cancel, Option<String>),
     shape: content::Shape,
-    context: &RequestContext<RoleServer>,
+    requester: &Requester,
 ) -> Result<CallToolResponse, ErrorData> {
     let max_output = server.shared.settings.max_output;
+    let watcher = match &requester.to {
+        Channel::Peer(peer) if !requester.handshake_less => Some(peer.clone()),
+        _ => None,
+    };
     let run = TaskRun {
         events,
         cancel,
         status,
-        watcher: (!handshake_less(context)).then(|| context.peer.clone()),
-        able: able(server, context),
+        watcher,
+        able: requester.able,
         finish: Box::new(move |result| content::tool_result(result, max_output, shape)),
     };
     let caller = server.caller();
@@ -446,28 +562,26 @@ async fn finish(
     tool: &str,
     followed: Followed,
     shape: content::Shape,
-    context: &RequestContext<RoleServer>,
+    requester: &Requester,
 ) -> Result<CallToolResponse, ErrorData> {
-    Ok(match drive(server, tool, followed, context).await? {
+    Ok(match drive(server, tool, followed, requester).await? {
         Driven::Done(result) => content::tool_result(result, server.shared.settings.max_output, shape).into(),
         Driven::Asked(asked) => asked.into(),
         Driven::Ended(reason) => failure(&reason).into(),
         Driven::Task(events, cancel, status) => {
             let status = Some(status).filter(|status| !status.is_empty());
-            return run_as_task(server, tool, (events, cancel, status), shape, context).await;
+            return run_as_task(server, tool, (events, cancel, status), shape, requester).await;
         }
     })
 }
 
-/// What the client of this request can be asked.
-fn able(server: &Server, context: &RequestContext<RoleServer>) -> Able {
-    let capabilities = context.client_capabilities();
+/// What a client that declared `capabilities` can be asked.
+pub(super) fn able(server: &Server, capabilities: Option<&ClientCapabilities>) -> Able {
     let elicit = capabilities
-        .as_ref()
         .and_then(|capabilities| capabilities.elicitation.as_ref())
         .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
-    let sample = capabilities.as_ref().is_some_and(|capabilities| capabilities.sampling.is_some());
-    let roots = capabilities.as_ref().is_some_and(|capabilities| capabilities.roots.is_some());
+    let sample = capabilities.is_some_and(|capabilities| capabilities.sampling.is_some());
+    let roots = capabilities.is_some_and(|capabilities| capabilities.roots.is_some());
     Able { elicit, sample, roots, yes: server.shared.settings.yes }
 }
 
@@ -577,21 +691,16 @@ fn unexpected<T>(answer: HostAnswer) -> T {
 }
 
 /// Follows the call until it ends, is parked on a question, or is cancelled.
-async fn drive(
-    server: &Server,
-    tool: &str,
-    followed: Followed,
-    context: &RequestContext<RoleServer>,
-) -> Result<Driven, ErrorData> {
+async fn drive(server: &Server, tool: &str, followed: Followed, requester: &Requester) -> Result<Driven, ErrorData> {
     let Followed { mut events, cancel, mut reporter, rounds, mut replay } = followed;
-    let able = able(server, context);
+    let (able, to) = (requester.able, &requester.to);
     let mut next = None;
     loop {
         let event = match next.take() {
             Some(event) => event,
             None => tokio::select! {
                 event = events.recv() => event,
-                () = context.ct.cancelled() => return Ok(cancelled(events, &cancel)),
+                () = requester.ct.cancelled() => return Ok(cancelled(events, &cancel)),
             },
         };
         let question = match event {
@@ -599,7 +708,7 @@ async fn drive(
             None => return Ok(Driven::Ended("the call ended without a result".to_string())),
             Some(Event::Tell(Notice::BecomeTask(status))) => return Ok(Driven::Task(events, cancel, status.text)),
             Some(Event::Tell(notice)) => {
-                reporter.tell(&context.peer, notice).await;
+                reporter.tell(to, notice).await;
                 continue;
             }
             Some(Event::Ask(question)) => question,
@@ -611,7 +720,7 @@ async fn drive(
             continue;
         }
         if let HostRequest::Batch(requests) = &question.request {
-            if handshake_less(context) {
+            if requester.handshake_less {
                 // One round: every request the client can take, under its key.
                 let (mut asked, mut settled, mut missing) = (InputRequests::new(), Vec::new(), None);
                 for (key, request) in requests {
@@ -654,14 +763,11 @@ async fn drive(
                 let answer = match host::outbound(request, able) {
                     Err(answer) => answer,
                     Ok(outbound) => tokio::select! {
-                        answer = context.peer.send_request(outbound.server_request()) => match answer {
-                            Ok(result) => match serde_json::to_value(&result) {
-                                Ok(result) => host::answer(request, &result),
-                                Err(err) => refused(request, &format!("the client's answer is unreadable: {err}")),
-                            },
-                            Err(err) => refused(request, &format!("the client could not answer: {err}")),
+                        answer = to.ask(outbound.server_request()) => match answer {
+                            Ok(result) => host::answer(request, &result),
+                            Err(why) => refused(request, &why),
                         },
-                        () = context.ct.cancelled() => {
+                        () = requester.ct.cancelled() => {
                             question.refuse("the call was cancelled");
                             return Ok(cancelled(events, &cancel));
                         }
@@ -675,7 +781,7 @@ async fn drive(
         // On the handshake-less protocol a request declares what its client can do:
         // one that needs a capability it did not declare is refused as a whole (SPEC
         // §16), the tool stopped.
-        if handshake_less(context)
+        if requester.handshake_less
             && let Some(capability) = host::missing_capability(&question.request, able)
         {
             question.refuse(&format!("the request did not declare the client capability `{capability}`"));
@@ -690,7 +796,7 @@ async fn drive(
                 continue;
             }
         };
-        if handshake_less(context) {
+        if requester.handshake_less {
             match server.shared.parked.new_state(tool, &rounds) {
                 Some((id, state)) => {
                     let key = input_key(&question.request).to_string();
@@ -704,17 +810,14 @@ async fn drive(
             }
             continue;
         }
-        let asking = context.peer.send_request(outbound.server_request());
+        let asking = to.ask(outbound.server_request());
         tokio::pin!(asking);
         loop {
             tokio::select! {
                 answer = &mut asking => {
                     let answer = match answer {
-                        Ok(result) => match serde_json::to_value(&result) {
-                            Ok(result) => host::answer(&question.request, &result),
-                            Err(err) => refused(&question.request, &format!("the client's answer is unreadable: {err}")),
-                        },
-                        Err(err) => refused(&question.request, &format!("the client could not answer: {err}")),
+                        Ok(result) => host::answer(&question.request, &result),
+                        Err(why) => refused(&question.request, &why),
                     };
                     question.answer(answer);
                     break;
@@ -722,14 +825,14 @@ async fn drive(
                 // The call can still end meanwhile (its timeout): then the question is moot.
                 event = events.recv() => match event {
                     Some(Event::Ask(other)) => other.refuse("another question of this call is waiting for the client"),
-                    Some(Event::Tell(notice)) => reporter.tell(&context.peer, notice).await,
+                    Some(Event::Tell(notice)) => reporter.tell(to, notice).await,
                     event => {
                         question.refuse("the call ended before the client answered");
                         next = Some(event);
                         break;
                     }
                 },
-                () = context.ct.cancelled() => {
+                () = requester.ct.cancelled() => {
                     question.refuse("the call was cancelled");
                     return Ok(cancelled(events, &cancel));
                 }

@@ -1,10 +1,11 @@
 //! `lcp serve --http ADDR`: Streamable HTTP on one address, endpoint `/mcp`.
 //!
 //! rmcp's `StreamableHttpService` does the protocol (sessions for handshake clients,
-//! stateless requests for handshake-less ones); this file accepts connections (with
-//! `TCP_NODELAY`: replies are small and latency-bound), checks each request (SPEC
-//! §17), routes the path, and puts the kept tool list into `tools/list` responses
-//! (`listing`).
+//! stateless requests for handshake-less ones), but for what the lane answers (a
+//! session's calls of tools forwarded the short way, `lane.rs`); this file accepts
+//! connections (with `TCP_NODELAY`: replies are small and latency-bound), checks each
+//! request (SPEC §17), routes the path, and puts the kept tool list into `tools/list`
+//! responses (`listing`).
 //! On a loopback address, `Host` must be a loopback name (DNS rebinding) and a
 //! browser's `Origin`, when there is one, a loopback origin (another site's page).
 //! Any other address is reachable from other machines: `Origin` must then be one of
@@ -30,6 +31,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::net::TcpListener;
 
 use super::auth::{self, Refusal};
+use super::lane;
 use super::listing::{Listings, SplicingBody};
 use super::{ServeError, Server};
 
@@ -91,8 +93,6 @@ impl std::error::Error for AddressError {}
 const MAX_CONNECTIONS: usize = 512;
 /// Most sessions kept at once; past it, an `initialize` is answered 503.
 pub const MAX_SESSIONS: usize = 256;
-/// A session unused this long is closed.
-const SESSION_IDLE: Duration = Duration::from_secs(120);
 /// How long a client may take to send a request's headers (also the idle time
 /// allowed between requests on a kept connection).
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -107,6 +107,8 @@ struct Access {
     auth: Option<Arc<auth::Gate>>,
     /// Browser origins allowed on an address that is not loopback (`[auth] allowed_origins`).
     allowed_origins: Option<Vec<String>>,
+    /// The address is loopback.
+    loopback: bool,
 }
 
 /// Serves `server` on `address`, printing where on stderr; returns only when the
@@ -127,10 +129,12 @@ pub(super) async fn serve(
         StreamableHttpServerConfig::default().disable_allowed_hosts()
     };
     let allowed_origins = (!loopback).then(|| server.shared.settings.config.current().auth.allowed_origins.clone());
-    let access = Arc::new(Access { auth: auth.map(Arc::new), allowed_origins });
+    let access = Arc::new(Access { auth: auth.map(Arc::new), allowed_origins, loopback });
     let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    // A session unused this long is closed (`[mcp] session_idle`).
+    sessions.session_config.keep_alive = Some(server.shared.lane.idle());
     let sessions = Arc::new(sessions);
+    let lane = server.clone();
     let service = StreamableHttpService::new(move || Ok(server.new_session()), Arc::clone(&sessions), config);
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     eprintln!("lcp: serving MCP at http://{bound}{PATH}");
@@ -149,13 +153,18 @@ pub(super) async fn serve(
             tokio::spawn(refuse_connection(stream));
             continue;
         };
-        let (service, listings, access, sessions) =
-            (service.clone(), Arc::clone(&listings), Arc::clone(&access), Arc::clone(&sessions));
+        let endpoint = Endpoint {
+            service: service.clone(),
+            lane: lane.clone(),
+            listings: Arc::clone(&listings),
+            access: Arc::clone(&access),
+            sessions: Arc::clone(&sessions),
+        };
         tokio::spawn(async move {
+            let endpoint = Arc::new(endpoint);
             let route = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let (service, listings, access, sessions) =
-                    (service.clone(), Arc::clone(&listings), Arc::clone(&access), Arc::clone(&sessions));
-                async move { Ok::<_, Infallible>(route(request, &service, listings, &access, &sessions).await) }
+                let endpoint = Arc::clone(&endpoint);
+                async move { Ok::<_, Infallible>(route(request, &endpoint).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -167,18 +176,23 @@ pub(super) async fn serve(
     }
 }
 
-type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+pub(super) type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// What answers the requests of one connection.
+struct Endpoint {
+    service: StreamableHttpService<Server, LocalSessionManager>,
+    /// The server whose lane answers what it takes (`lane.rs`).
+    lane: Server,
+    listings: Arc<Listings>,
+    access: Arc<Access>,
+    sessions: Arc<LocalSessionManager>,
+}
 
 /// One request: the checks of SPEC §17 in order (one `Host`, the metadata, the
 /// endpoint, `Origin`, the token, the session cap, the body read in bounded time),
-/// then the protocol.
-async fn route(
-    request: Request<Incoming>,
-    service: &StreamableHttpService<Server, LocalSessionManager>,
-    listings: Arc<Listings>,
-    access: &Access,
-    sessions: &LocalSessionManager,
-) -> Response<Body> {
+/// then the protocol: the lane's, or rmcp's.
+async fn route(request: Request<Incoming>, endpoint: &Endpoint) -> Response<Body> {
+    let Endpoint { service, lane, listings, access, sessions } = endpoint;
     if request.headers().get_all(hyper::header::HOST).iter().count() > 1 {
         return plain(StatusCode::BAD_REQUEST, "more than one Host header");
     }
@@ -247,8 +261,11 @@ async fn route(
             &serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error: the body is not JSON"}}),
         );
     }
+    if let Some(answered) = lane::answer(lane, sessions, &parts, &body, access.loopback).await {
+        return answered;
+    }
     let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
-    response.map(|body| SplicingBody::new(body, listings).boxed())
+    response.map(|body| SplicingBody::new(body, Arc::clone(listings)).boxed())
 }
 
 /// Past the connection cap: one 503, then the connection is closed.

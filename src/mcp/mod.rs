@@ -18,6 +18,8 @@
 //! - `tasks.rs`: calls run as MCP tasks, in memory or in Redis (SPEC §16).
 //! - `stdio.rs`: the protocol on private duplicates of fd 0 and 1.
 //! - `http.rs`: Streamable HTTP.
+//! - `lane.rs`: a session's calls of tools forwarded the short way, answered by lcp
+//!   without rmcp's session machinery (a gateway's hot path).
 //! - `upstream.rs`: lcp as a client of the config's MCP servers, whose tools are a
 //!   source (SPEC §14): listed into the registry, calls forwarded.
 //!
@@ -35,6 +37,7 @@ mod docs;
 mod forward;
 mod host;
 pub mod http;
+mod lane;
 mod listing;
 mod members;
 mod state;
@@ -310,6 +313,8 @@ struct Shared {
     parked: call::Parked,
     /// The calls run as tasks (SPEC §16).
     tasks: Arc<tasks::Tasks>,
+    /// The sessions and calls of the lane (`lane.rs`).
+    lane: Arc<lane::Lane>,
 }
 
 impl Server {
@@ -321,6 +326,7 @@ impl Server {
         tasks: tasks::Tasks,
     ) -> Server {
         let (tools_changed, _) = broadcast::channel(16);
+        let idle = settings.config.current().mcp.session_idle.unwrap_or(crate::config::McpConfig::DEFAULT_SESSION_IDLE);
         let shared = Shared {
             snapshot: RwLock::new((0, Arc::new(registry.clone()))),
             registry: Mutex::new(registry),
@@ -335,13 +341,28 @@ impl Server {
             tools_changed,
             parked: call::Parked::new(key),
             tasks: Arc::new(tasks),
+            lane: Arc::new(lane::Lane::new(idle)),
         };
         Server { shared: Arc::new(shared), session: Arc::default() }
     }
 
     /// The server for a new session: the same tools, its own settings.
     fn new_session(&self) -> Server {
-        Server { shared: Arc::clone(&self.shared), session: Arc::default() }
+        self.of_session(Arc::default())
+    }
+
+    /// The server of `session`.
+    fn of_session(&self, session: Arc<Session>) -> Server {
+        Server { shared: Arc::clone(&self.shared), session }
+    }
+
+    /// Tells the lane of this session, once its client is known: the request of
+    /// `extensions` came with its `Mcp-Session-Id`.
+    fn meet(&self, extensions: &rmcp::model::Extensions, peer: &Peer<RoleServer>) {
+        let Some(info) = peer.peer_info() else { return };
+        let parts = extensions.get::<hyper::http::request::Parts>();
+        let Some(id) = parts.and_then(|parts| parts.headers.get("mcp-session-id")?.to_str().ok()) else { return };
+        self.shared.lane.meet(id, &self.session, Some(info.capabilities.clone()));
     }
 
     /// The Python level below which a request's records are neither made nor sent:
@@ -357,6 +378,11 @@ impl Server {
         if handshake_less {
             return crate::runtime::host_objects::level::OFF;
         }
+        self.session_log_level()
+    }
+
+    /// The session's level (`logging/setLevel`, default info).
+    fn session_log_level(&self) -> u32 {
         sync::lock(&self.session.log_level).unwrap_or(crate::runtime::host_objects::level::INFO)
     }
 
@@ -575,11 +601,14 @@ impl Server {
     /// Ties the session to the profile its request's token chose (the first request
     /// decides); a request whose token chose another is refused.
     fn bind_caller(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        let caller = context
-            .extensions
-            .get::<hyper::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<auth::Caller>())
-            .and_then(|caller| caller.profile.clone());
+        self.meet(&context.extensions, &context.peer);
+        self.bind_caller_of(context.extensions.get::<hyper::http::request::Parts>())
+    }
+
+    /// [`Server::bind_caller`] of a request's HTTP head, if it came over HTTP.
+    fn bind_caller_of(&self, parts: Option<&hyper::http::request::Parts>) -> Result<(), ErrorData> {
+        let caller =
+            parts.and_then(|parts| parts.extensions.get::<auth::Caller>()).and_then(|caller| caller.profile.clone());
         let bound = self.session.caller.get_or_init(|| caller.clone());
         if *bound == caller {
             Ok(())
@@ -711,6 +740,10 @@ impl ServerHandler for Server {
         context.peer.set_peer_info(request.clone());
         self.forward_list_changes(context.peer.clone());
         self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.meet(&context.extensions, &context.peer);
     }
 
     /// `logging/setLevel`: the level of this session's log messages (SPEC §9).

@@ -12,6 +12,7 @@ mod docstrings;
 mod exports;
 mod extraction;
 mod fuzz;
+mod gateway;
 mod host_objects;
 mod idioms;
 mod interop;

@@ -10,7 +10,7 @@ use crate::mcp::{MODES, assert_error, session};
 use crate::support::*;
 
 const CONFIG: &str = "fixtures/sources/config_tools/lcp.toml";
-const FOLDER: &str = "fixtures/sources/config_tools/tools";
+pub(crate) const FOLDER: &str = "fixtures/sources/config_tools/tools";
 
 fn manifest() -> Value {
     stdout_json(&lcp(&["export", "--format", "manifest", "--config", CONFIG, FOLDER]))
@@ -183,7 +183,7 @@ fn a_bad_config_tool_is_reported_at_its_entry() {
 // tool that crashes it, `lcp serve` itself, and servers that never start.
 
 /// A config file of `[mcp_servers]` tables (TOML text) in a folder of its own.
-fn servers_config(name: &str, tables: &str) -> String {
+pub(crate) fn servers_config(name: &str, tables: &str) -> String {
     let dir = temp_dir(name);
     let config = dir.join("lcp.toml");
     write(&config, tables);
@@ -433,11 +433,11 @@ fn a_desktop_assistants_servers_are_read_from_its_config_after_the_files_own_and
     assert!(processes_marked("mcp-host-configs").is_empty(), "no server is left running");
 }
 
-/// A session of lcp's client (mode `mode`) with `lcp serve --config config`, whose
-/// server-everything (unprefixed) asks the client (elicitation), its model (sampling)
-/// and reports progress during three calls: each reaches the client, and its answers
-/// go back.
-fn ask_server_everything_through(mode: &str, config: &str) {
+/// A session of lcp's client (mode `mode`) with `lcp serve SERVE` (or the `--url` of
+/// one), whose server-everything (unprefixed) asks the client (elicitation), its model
+/// (sampling) and reports progress during three calls: each reaches the client, and
+/// its answers go back.
+pub(crate) fn ask_server_everything_through(mode: &str, serve: &[&str]) {
     let form = json!([{"name": "Ada", "email": "ada@example.com", "age": 36, "favoriteColor": "red"}]).to_string();
     let steps = json!([
         {"call": "trigger-elicitation-request", "arguments": {}},
@@ -445,7 +445,7 @@ fn ask_server_everything_through(mode: &str, config: &str) {
         {"call": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 2}, "progress": true},
     ]);
     let client = ["--elicit", "accept", "--content", form.as_str(), "--sample", "hi from the model"];
-    let report = crate::mcp::session_with(mode, &client, &["--config", config, FOLDER], steps);
+    let report = crate::mcp::session_with(mode, &client, serve, steps);
     let results = report["results"].as_array().unwrap();
     // The server's elicitation was the downstream client's to answer, and its answer went back.
     assert_eq!(report["elicitations"].as_array().map(Vec::len), Some(1), "{mode}: {report}");
@@ -460,13 +460,14 @@ fn ask_server_everything_through(mode: &str, config: &str) {
     assert_eq!(progress[1]["progress"], 2.0, "{mode}: {progress:?}");
 }
 
-/// A call of the SDK server's `chatty` through `lcp serve --config config`: its log
-/// line and its two progress reports reach lcp's client, and its result comes back.
-fn hear_chatty_through(config: &str) {
+/// A call of the SDK server's `chatty` through `lcp serve SERVE` (or the `--url` of
+/// one): its log line and its two progress reports reach lcp's client, and its result
+/// comes back.
+pub(crate) fn hear_chatty_through(serve: &[&str]) {
     let report = crate::mcp::session_with(
         "legacy",
         &["--log-level", "info"],
-        &["--config", config, FOLDER],
+        serve,
         json!([{"call": "chatty", "arguments": {}, "progress": true}]),
     );
     assert_eq!(report["logs"], json!([{"level": "info", "logger": "root", "data": "chatty is working"}]), "{report}");
@@ -479,10 +480,10 @@ fn hear_chatty_through(config: &str) {
 fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
     let config = servers_config("mcp-bridged", &everything("", "mcp-bridged"));
     for mode in MODES {
-        ask_server_everything_through(mode, &config);
+        ask_server_everything_through(mode, &["--config", &config, FOLDER]);
     }
     let config = servers_config("mcp-chatty", &sdk_server("chatty", "mcp-chatty"));
-    hear_chatty_through(&config);
+    hear_chatty_through(&["--config", &config, FOLDER]);
     assert!(processes_marked("mcp-bridged").is_empty() && processes_marked("mcp-chatty").is_empty());
 }
 
@@ -514,10 +515,10 @@ fn a_streamable_http_server_is_a_source_with_its_url_from_the_environment() {
 
 /// An MCP server over Streamable HTTP on `127.0.0.1:port`, its processes marked with
 /// `mark`, once it listens; ended when dropped.
-struct Listening(std::process::Child);
+pub(crate) struct Listening(std::process::Child);
 
 impl Listening {
-    fn start(mut command: std::process::Command, port: u16, mark: &str) -> Listening {
+    pub(crate) fn start(mut command: std::process::Command, port: u16, mark: &str) -> Listening {
         let child = command
             .env("LCP_TEST_MARK", mark)
             .stdin(std::process::Stdio::null())
@@ -535,7 +536,7 @@ impl Listening {
     }
 
     /// `tests/python/crashing_mcp_server.py` (the SDK's own server).
-    fn sdk(port: u16, mark: &str) -> Listening {
+    pub(crate) fn sdk(port: u16, mark: &str) -> Listening {
         let mut command = std::process::Command::new(test_python());
         command.arg(root().join("tests/python/crashing_mcp_server.py")).env("LCP_TEST_HTTP_PORT", port.to_string());
         Listening::start(command, port, mark)
@@ -557,7 +558,7 @@ fn what_a_streamable_http_server_asks_during_a_call_is_answered_by_lcps_own_clie
     let upstream = Listening::start(command, port, mark);
     let config = servers_config(mark, &format!("[mcp_servers.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"));
     for mode in MODES {
-        ask_server_everything_through(mode, &config);
+        ask_server_everything_through(mode, &["--config", &config, FOLDER]);
     }
     drop(upstream);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
@@ -571,7 +572,7 @@ fn a_streamable_http_servers_calls_carry_progress_logs_and_cancellation_and_outl
     let config = servers_config(mark, &format!("[mcp_servers.crashy]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"));
     // What the server tells during the call, on the call's own event stream, reaches
     // lcp's client as it would from a stdio server.
-    hear_chatty_through(&config);
+    hear_chatty_through(&["--config", &config, FOLDER]);
 
     let mut server = crate::mcp::RawServer::start(&["--config", &config, FOLDER]);
     server.initialize();

@@ -1,0 +1,160 @@
+//! SPEC §14 through `lcp serve --http` as a gateway: a handshake session's calls of the
+//! tools of an MCP server on plain `http://` (answered by lcp itself, without rmcp's
+//! session machinery: `src/mcp/lane.rs`) carry what the server asks and tells both
+//! ways, come back in one JSON reply when nothing came before the result, and are
+//! cancelled on the server when their client cancels them or goes away. The servers
+//! are server-everything and the official Python SDK's; the client is the SDK's, or
+//! raw HTTP where the wire itself is checked.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::auth::{address_of, header, initialize, post};
+use crate::mcp::{HttpServer, MODES};
+use crate::sources::{FOLDER, Listening, ask_server_everything_through, hear_chatty_through, servers_config};
+use crate::support::*;
+
+#[test]
+fn a_sessions_calls_through_the_gateway_carry_what_the_server_asks_and_tells_both_ways() {
+    let mark = "gateway-bridged";
+    let (everything_port, sdk_port) = (free_port(), free_port());
+    let mut command = std::process::Command::new(everything_server());
+    command.arg("streamableHttp").env("PORT", everything_port.to_string());
+    let everything = Listening::start(command, everything_port, mark);
+    let sdk = Listening::sdk(sdk_port, mark);
+    let config = servers_config(
+        mark,
+        &format!(
+            "[mcp_servers.everything]\nurl = \"http://127.0.0.1:{everything_port}/mcp\"\n\n\
+             [mcp_servers.crashy]\nurl = \"http://127.0.0.1:{sdk_port}/mcp\"\n"
+        ),
+    );
+    let gateway = HttpServer::start(&["--config", &config, FOLDER]);
+    // Elicitation and sampling go to the downstream client and its answers come back;
+    // progress reaches it (a handshake session, and the handshake-less protocol).
+    for mode in MODES {
+        ask_server_everything_through(mode, &["--url", &gateway.url]);
+    }
+    // The server's log line and progress reports, on the call's own stream.
+    hear_chatty_through(&["--url", &gateway.url]);
+    drop(gateway);
+    drop((everything, sdk));
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
+/// A handshake session with the server at `url`: its `Mcp-Session-Id`.
+fn open_session(url: &str) -> String {
+    let (status, headers, reply) = post(url, None, None, initialize());
+    assert_eq!(status, 200, "{reply}");
+    let session = header(&headers, "mcp-session-id").to_string();
+    assert!(!session.is_empty(), "initialize opens a session");
+    let (status, _, _) =
+        post(url, None, Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(status, 202);
+    session
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+}
+
+/// `marker` followed by `suffix`, as the SDK server's `wait_for_cancel` writes it.
+fn marked(marker: &str, suffix: &str) -> bool {
+    wait_for_file(Path::new(&format!("{marker}.{suffix}")))
+}
+
+#[test]
+fn a_quick_result_is_one_json_reply_and_a_cancelled_or_abandoned_call_is_cancelled_on_the_server() {
+    let mark = "gateway-cancel";
+    let port = free_port();
+    let upstream = Listening::sdk(port, mark);
+    let config = servers_config(mark, &format!("[mcp_servers.crashy]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"));
+    let gateway = HttpServer::start(&["--config", &config, FOLDER]);
+    let url = gateway.url.clone();
+    let session = open_session(&url);
+
+    // A result with nothing before it: one `application/json` reply.
+    let (status, headers, reply) = post(&url, None, Some(&session), call(2, "pid", json!({})));
+    assert_eq!((status, header(&headers, "content-type")), (200, "application/json"), "{reply}");
+    assert_eq!(reply["id"], 2, "{reply}");
+    let pid = reply["result"]["structuredContent"]["result"].clone();
+    assert!(pid.is_u64(), "{reply}");
+    assert!(reply["result"].get("resultType").is_none(), "a session's result keeps its protocol's shape: {reply}");
+    // A Python file's tool in the same session: an event stream, as every call's.
+    let (status, headers, reply) = post(&url, None, Some(&session), call(3, "tool_folder_only", json!({"x": 4})));
+    assert_eq!((status, header(&headers, "content-type")), (200, "text/event-stream"), "{reply}");
+    assert_eq!(reply["result"]["structuredContent"], json!({"result": 4}), "{reply}");
+    // Arguments are checked against the server's schema before anything is sent.
+    let (_, _, reply) = post(&url, None, Some(&session), call(4, "wait_for_cancel", json!({"marker": 5})));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("invalid arguments for `wait_for_cancel`"), "{reply}");
+
+    // Cancelled by its client: the server hears of it, and the request is not answered.
+    let marker = temp_dir(mark).join("cancelled").display().to_string();
+    let waiting = {
+        let (url, session, marker) = (url.clone(), session.clone(), marker.clone());
+        std::thread::spawn(move || {
+            post(&url, None, Some(&session), call(5, "wait_for_cancel", json!({"marker": marker})))
+        })
+    };
+    assert!(marked(&marker, "started"), "the call never reached the server");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}});
+    let (status, _, _) = post(&url, None, Some(&session), cancel);
+    assert_eq!(status, 202);
+    assert!(marked(&marker, "cancelled"), "the server was never told the call was cancelled");
+    let (status, _, reply) = waiting.join().expect("the cancelled call's exchange ends");
+    assert_eq!((status, reply), (200, Value::Null), "the cancelled call was answered");
+
+    // Its client gone (the connection closed mid-call): cancelled on the server too.
+    let marker = temp_dir(mark).join("abandoned").display().to_string();
+    let body = call(6, "wait_for_cancel", json!({"marker": marker})).to_string();
+    let address = address_of(&url);
+    let mut abandoning = TcpStream::connect(&address).expect("the gateway accepts");
+    write!(
+        abandoning,
+        "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\n\
+         mcp-session-id: {session}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("the request is sent");
+    assert!(marked(&marker, "started"), "the call never reached the server");
+    drop(abandoning);
+    assert!(marked(&marker, "cancelled"), "the server was never told the call was abandoned");
+
+    // The same server process goes on answering, in the same session.
+    let (_, _, reply) = post(&url, None, Some(&session), call(7, "pid", json!({})));
+    assert_eq!(reply["result"]["structuredContent"]["result"], pid, "{reply}");
+    drop(gateway);
+    drop(upstream);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
+#[test]
+fn a_session_used_only_for_forwarded_calls_stays_open_and_an_unused_one_closes_after_session_idle() {
+    let mark = "gateway-idle";
+    let port = free_port();
+    let upstream = Listening::sdk(port, mark);
+    let config = servers_config(
+        mark,
+        &format!("[mcp]\nsession_idle = 2\n\n[mcp_servers.crashy]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"),
+    );
+    let gateway = HttpServer::start(&["--config", &config, FOLDER]);
+    let (used, unused) = (open_session(&gateway.url), open_session(&gateway.url));
+    // Three idle times of calls that lcp answers itself, nothing passing through rmcp.
+    for id in 0..12 {
+        let (status, _, reply) = post(&gateway.url, None, Some(&used), call(id, "pid", json!({})));
+        assert_eq!(status, 200, "call {id}: {reply}");
+        assert!(reply["result"]["structuredContent"]["result"].is_u64(), "call {id}: {reply}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (status, _, reply) = post(&gateway.url, None, Some(&unused), call(12, "pid", json!({})));
+    assert_eq!(status, 404, "the unused session was closed: {reply}");
+    drop(gateway);
+    drop(upstream);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
