@@ -13,6 +13,9 @@
 //! (a log message without one); log records at or above the call's level become
 //! `notifications/message`.
 //!
+//! The client is a [`Requester`]: rmcp's peer of the request, or the event stream of
+//! a call the lane answers (`lane.rs`); everything above is the same for both.
+//!
 //! Cancellation stops the call: with worker processes the tool is stopped (its
 //! worker is ended if it does not stop); in-process (`--in-process`) it finishes in
 //! the background and whatever it still asks is refused.
@@ -23,25 +26,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ErrorData;
-#[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
-use rmcp::model::LoggingMessageNotification;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, InputRequests,
-    InputRequiredResult, InputResponses, ProgressNotification, ProgressToken, ProtocolVersion, ServerNotification,
-    ServerRequest, TASKS_EXTENSION_ID,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequests, InputRequiredResult,
+    InputResponses, TASKS_EXTENSION_ID,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::content;
 use super::host::{self, Able};
+use super::requester::{Channel, Reporter, Requester};
 use super::state::{self, StateKey};
 use super::tasks::TaskRun;
 use crate::policy::{Declared, TaskSupport};
-use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, level, refused};
+use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
 use crate::view::{Admission, Admitted};
@@ -127,102 +127,6 @@ impl Question {
     pub(super) fn refuse(self, reason: &str) {
         let answer = refused(&self.request, reason);
         self.answer(answer);
-    }
-}
-
-/// Where a call's notices go: its progress token and log level, and how many
-/// progress reports came so far.
-struct Reporter {
-    token: Option<ProgressToken>,
-    /// Records below this Python level are not sent.
-    level: u32,
-    reports: u64,
-}
-
-impl Reporter {
-    #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
-    async fn tell(&mut self, to: &Channel, notice: Notice) {
-        let notification = match notice {
-            Notice::Progress(progress) => match &self.token {
-                Some(token) => {
-                    let params = host::progress_notification(token, &progress, self.reports);
-                    self.reports += 1;
-                    ProgressNotification::new(params).into()
-                }
-                None if self.level <= level::INFO => {
-                    LoggingMessageNotification::new(host::progress_message(&progress)).into()
-                }
-                None => return,
-            },
-            Notice::Log(record) if record.level >= self.level => {
-                LoggingMessageNotification::new(host::log_message(&record)).into()
-            }
-            Notice::Log(_) => return,
-            // Only a call that may become a task hears it, and `drive` takes it.
-            Notice::BecomeTask(_) => return,
-        };
-        to.notify(notification).await;
-    }
-}
-
-/// The client a call answers to, as its request reached lcp: how to reach it, what it
-/// can be asked, and what fires when it cancels the request.
-pub(super) struct Requester {
-    pub(super) to: Channel,
-    pub(super) ct: CancellationToken,
-    /// The request is on the handshake-less protocol (2026-07-28 and later), which
-    /// forbids server→client requests.
-    pub(super) handshake_less: bool,
-    pub(super) able: Able,
-    pub(super) progress: Option<ProgressToken>,
-    /// Records below this Python level are neither made nor sent.
-    pub(super) level: u32,
-}
-
-impl Requester {
-    /// The client of a request rmcp routed.
-    pub(super) fn of(server: &Server, context: &RequestContext<RoleServer>) -> Requester {
-        Requester {
-            to: Channel::Peer(context.peer.clone()),
-            ct: context.ct.clone(),
-            handshake_less: handshake_less(context),
-            able: able(server, context.client_capabilities().as_ref()),
-            progress: context.meta.get_progress_token(),
-            level: server.log_level(context),
-        }
-    }
-}
-
-/// How what a call tells and asks reaches its client.
-pub(super) enum Channel {
-    /// rmcp's peer of the request.
-    Peer(Peer<RoleServer>),
-    /// The event stream of a call the lane answers (`lane.rs`).
-    Lane(super::lane::Stream),
-}
-
-impl Channel {
-    async fn notify(&self, notification: ServerNotification) {
-        // A client that went away hears nothing more; the call goes on to its end.
-        match self {
-            Channel::Peer(peer) => {
-                let _ = peer.send_notification(notification).await;
-            }
-            Channel::Lane(stream) => stream.notify(notification),
-        }
-    }
-
-    /// The client's answer to `request` (the response's `result`), or why there is none.
-    async fn ask(&self, request: ServerRequest) -> Result<Value, String> {
-        match self {
-            Channel::Peer(peer) => match peer.send_request(request).await {
-                Ok(result) => {
-                    serde_json::to_value(&result).map_err(|err| format!("the client's answer is unreadable: {err}"))
-                }
-                Err(err) => Err(format!("the client could not answer: {err}")),
-            },
-            Channel::Lane(stream) => stream.ask(request).await,
-        }
     }
 }
 
@@ -575,16 +479,6 @@ async fn finish(
     })
 }
 
-/// What a client that declared `capabilities` can be asked.
-pub(super) fn able(server: &Server, capabilities: Option<&ClientCapabilities>) -> Able {
-    let elicit = capabilities
-        .and_then(|capabilities| capabilities.elicitation.as_ref())
-        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
-    let sample = capabilities.is_some_and(|capabilities| capabilities.sampling.is_some());
-    let roots = capabilities.is_some_and(|capabilities| capabilities.roots.is_some());
-    Able { elicit, sample, roots, yes: server.shared.settings.yes }
-}
-
 /// Starts the call on a blocking thread, with host callbacks that ask this call's
 /// client, and a flag that stops it.
 #[allow(clippy::too_many_arguments)] // Each is one part of the call; a struct would only rename them.
@@ -910,11 +804,6 @@ pub(super) fn drain(mut events: mpsc::UnboundedReceiver<Event>) {
             }
         }
     });
-}
-
-/// The handshake-less protocol (2026-07-28 and later) forbids server→client requests.
-fn handshake_less(context: &RequestContext<RoleServer>) -> bool {
-    context.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 fn failure(message: &str) -> CallToolResult {

@@ -33,8 +33,9 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::call::{self, Channel, Requester};
+use super::call;
 use super::http::Body;
+use super::requester::{self, Channel, Requester};
 use super::{Server, Session};
 use crate::sync;
 
@@ -217,7 +218,7 @@ async fn call(
         to: Channel::Lane(Stream { out, lane: Arc::clone(&lane), session: session.to_string() }),
         ct: ct.clone(),
         handshake_less: false,
-        able: call::able(&server, capabilities.as_ref()),
+        able: requester::able(&server, capabilities.as_ref()),
         progress,
         level: server.session_log_level(),
     };

@@ -12,6 +12,7 @@
 //! - `listing.rs`: the serialized `tools/list`, kept per registry generation and
 //!   configuration, and spliced into responses by the transports.
 //! - `call.rs`: one call: confirmations as elicitations, cancellation, results.
+//! - `requester.rs`: the client a call answers to, and how it reaches it.
 //! - `docs.rs`: `docs_index` and `resolve_doc` (`[mcp] docs_tools`).
 //! - `members.rs`: prompts, resources and completion (SPEC §15).
 //! - `state.rs`: the signed `requestState` of a call parked on a question (SPEC §16).
@@ -40,6 +41,7 @@ pub mod http;
 mod lane;
 mod listing;
 mod members;
+mod requester;
 mod state;
 mod stdio;
 mod tasks;
