@@ -361,7 +361,7 @@ pub(super) async fn call_tool(
         Some(TaskSupport::Required) => return Err(tasks_needed(name)),
         _ => (false, false),
     };
-    let shape = server.output_shape(&registry, &config, name);
+    let shape = registry.tool(tool.tool()).map_or(content::Shape::Free, |(_, found)| super::output_shape_of(found));
     let arguments = request.arguments.clone().unwrap_or_default();
     let followed = begin(server, registry, &tool, declared, arguments, replay, may_become_task, &requester);
     if as_task {
@@ -390,17 +390,17 @@ pub(super) fn start_forwarded(
     let config = server.shared.settings.config.current();
     let registry = server.snapshot();
     let Admission::Run(tool) = server.admit(&registry, &config, name) else { return None };
-    let (library, _) = registry.tool(tool.tool())?;
+    let (library, found) = registry.tool(tool.tool())?;
     if !registry.is_current(library) || !server.upstreams()?.is_lean(library) {
         return None;
     }
+    let shape = super::output_shape_of(found);
     let declared = declared(&registry, &config, &tool);
     if declared.as_ref().is_some_and(|declared| {
         matches!(declared.task, Some(TaskSupport::Optional | TaskSupport::Required)) || declared.mcp_headers.is_some()
     }) {
         return None;
     }
-    let shape = server.output_shape(&registry, &config, name);
     let followed = begin(server, registry, &tool, declared, arguments, Vec::new(), false, requester);
     Some(Forwarded { followed, shape })
 }

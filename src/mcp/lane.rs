@@ -46,8 +46,7 @@ const QUESTION: &str = "lcp-lane-";
 pub(super) struct Lane {
     /// How long rmcp keeps a session that nothing passes through (`[mcp] session_idle`).
     idle: Duration,
-    /// The sessions lcp has met (a request or `notifications/initialized` after their
-    /// `initialize`), by `Mcp-Session-Id`.
+    /// The sessions lcp has met (their `notifications/initialized`), by `Mcp-Session-Id`.
     sessions: Mutex<HashMap<String, Met>>,
     /// The calls in progress, by session and the JSON text of their request's id.
     calls: Mutex<HashMap<(String, String), CancellationToken>>,
@@ -58,7 +57,7 @@ pub(super) struct Lane {
 
 struct Met {
     session: Weak<Session>,
-    capabilities: Option<ClientCapabilities>,
+    capabilities: ClientCapabilities,
     /// When rmcp's session was last told it is in use.
     touched: Instant,
 }
@@ -86,18 +85,18 @@ impl Lane {
     }
 
     /// Remembers the session `id` (once), and what its client declared it can do.
-    pub(super) fn meet(&self, id: &str, session: &Arc<Session>, capabilities: Option<ClientCapabilities>) {
+    pub(super) fn meet(&self, id: &str, session: &Arc<Session>, capabilities: &ClientCapabilities) {
         let mut sessions = sync::lock(&self.sessions);
         if sessions.contains_key(id) {
             return;
         }
         sessions.retain(|_, met| met.session.strong_count() > 0);
-        let met = Met { session: Arc::downgrade(session), capabilities, touched: Instant::now() };
+        let met = Met { session: Arc::downgrade(session), capabilities: capabilities.clone(), touched: Instant::now() };
         sessions.insert(id.to_string(), met);
     }
 
     /// The session `id` while lcp serves it, and what its client can do.
-    fn session(&self, id: &str) -> Option<(Arc<Session>, Option<ClientCapabilities>)> {
+    fn session(&self, id: &str) -> Option<(Arc<Session>, ClientCapabilities)> {
         let sessions = sync::lock(&self.sessions);
         let met = sessions.get(id)?;
         Some((met.session.upgrade()?, met.capabilities.clone()))
@@ -218,7 +217,7 @@ async fn call(
         to: Channel::Lane(Stream { out, lane: Arc::clone(&lane), session: session.to_string() }),
         ct: ct.clone(),
         handshake_less: false,
-        able: requester::able(&server, capabilities.as_ref()),
+        able: requester::able(&server, Some(&capabilities)),
         progress,
         level: server.session_log_level(),
     };
@@ -364,7 +363,6 @@ async fn respond(mut sent: mpsc::UnboundedReceiver<Sent>, running: Running) -> R
         Some(Sent::Told(told)) => Events { first: Some(told), sent, _running: running }.boxed(),
     };
     let mut response = Response::new(body);
-    *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache"));

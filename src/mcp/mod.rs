@@ -358,15 +358,6 @@ impl Server {
         Server { shared: Arc::clone(&self.shared), session }
     }
 
-    /// Tells the lane of this session, once its client is known: the request of
-    /// `extensions` came with its `Mcp-Session-Id`.
-    fn meet(&self, extensions: &rmcp::model::Extensions, peer: &Peer<RoleServer>) {
-        let Some(info) = peer.peer_info() else { return };
-        let parts = extensions.get::<hyper::http::request::Parts>();
-        let Some(id) = parts.and_then(|parts| parts.headers.get("mcp-session-id")?.to_str().ok()) else { return };
-        self.shared.lane.meet(id, &self.session, Some(info.capabilities.clone()));
-    }
-
     /// The Python level below which a request's records are neither made nor sent:
     /// the request's own (`io.modelcontextprotocol/logLevel`), else the session's
     /// (`logging/setLevel`, default info). A handshake-less request that names none
@@ -603,7 +594,6 @@ impl Server {
     /// Ties the session to the profile its request's token chose (the first request
     /// decides); a request whose token chose another is refused.
     fn bind_caller(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.meet(&context.extensions, &context.peer);
         self.bind_caller_of(context.extensions.get::<hyper::http::request::Parts>())
     }
 
@@ -675,11 +665,7 @@ impl Server {
     /// `structuredContent` (SPEC §12).
     fn output_shape(&self, registry: &Registry, config: &Config, name: &str) -> content::Shape {
         let Admission::Run(tool) = self.admit(registry, config, name) else { return content::Shape::Free };
-        match registry.tool(tool.tool()).and_then(|(_, tool)| tool.output.as_ref()) {
-            None => content::Shape::Free,
-            Some(schema) if export::mcp_output_schema(schema.value()).1 => content::Shape::Wrapped,
-            Some(_) => content::Shape::Object,
-        }
+        registry.tool(tool.tool()).map_or(content::Shape::Free, |(_, tool)| output_shape_of(tool))
     }
 
     /// Sends `notifications/tools/list_changed` to a handshake session until it closes.
@@ -721,6 +707,15 @@ impl Server {
     }
 }
 
+/// What a tool's `outputSchema` asks of its results' `structuredContent` (SPEC §12).
+fn output_shape_of(tool: &crate::extract::Tool) -> content::Shape {
+    match tool.output.as_ref() {
+        None => content::Shape::Free,
+        Some(schema) if export::mcp_output_schema(schema.value()).1 => content::Shape::Wrapped,
+        Some(_) => content::Shape::Object,
+    }
+}
+
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         let config = self.shared.settings.config.current();
@@ -744,8 +739,13 @@ impl ServerHandler for Server {
         self.negotiate_initialize(&request)
     }
 
+    /// A session over HTTP, its client known, is one the lane may answer for.
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        self.meet(&context.extensions, &context.peer);
+        let parts = context.extensions.get::<hyper::http::request::Parts>();
+        let id = parts.and_then(|parts| parts.headers.get("mcp-session-id")?.to_str().ok());
+        if let (Some(id), Some(info)) = (id, context.peer.peer_info()) {
+            self.shared.lane.meet(id, &self.session, &info.capabilities);
+        }
     }
 
     /// `logging/setLevel`: the level of this session's log messages (SPEC §9).
