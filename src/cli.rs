@@ -704,12 +704,22 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
             .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
             .collect();
         let mut grade = format!("{}{}", tool.policy.grade(), if tool.policy.grade.is_some() { "" } else { "?" });
-        // What the kernel enforces, in brackets (SPEC §18).
-        let enforced = crate::runtime::sandbox::enforced(&tool.policy);
-        if !enforced.is_empty() {
+        // What the kernel enforces, in brackets (SPEC §18); what a server or the
+        // host only says of its tools, marked as theirs.
+        let enforced = crate::runtime::sandbox::enforced(&library.origin, &tool.policy);
+        let (said, by) = match library.origin {
+            crate::extract::Origin::Mcp { .. } => {
+                (crate::runtime::sandbox::Sandbox::of(&tool.policy).enforced(), "declared by the server: ")
+            }
+            crate::extract::Origin::Virtual => {
+                (crate::runtime::sandbox::Sandbox::of(&tool.policy).enforced(), "declared: ")
+            }
+            crate::extract::Origin::File | crate::extract::Origin::Config { .. } => (enforced, ""),
+        };
+        if !said.is_empty() {
             let shown: Vec<&str> =
-                enforced.iter().map(|name| if *name == "open_world" { "open_world: false" } else { name }).collect();
-            grade.push_str(&format!(" [{}]", shown.join(", ")));
+                said.iter().map(|name| if *name == "open_world" { "open_world: false" } else { name }).collect();
+            grade.push_str(&format!(" [{by}{}]", shown.join(", ")));
         }
         rows.push([
             cell(&tool.name, Cut::End),

@@ -399,7 +399,7 @@ fn entry(
             if let Some(task) = tool.policy.task {
                 entry["execution"] = json!({ "taskSupport": task.as_str() });
             }
-            let enforced = crate::runtime::sandbox::enforced(&tool.policy);
+            let enforced = crate::runtime::sandbox::enforced(&library.origin, &tool.policy);
             if !enforced.is_empty() {
                 entry["_meta"] = json!({ ENFORCED_META: enforced });
             }
@@ -428,7 +428,7 @@ fn entry(
             "returns": tool.returns,
             "prompt_provider": tool.prompt_provider,
             "output_schema": tool.output,
-            "policy": policy::manifest(&tool.policy),
+            "policy": policy::manifest(&tool.policy, &crate::runtime::sandbox::enforced(&library.origin, &tool.policy)),
         }),
     })
 }

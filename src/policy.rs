@@ -482,10 +482,9 @@ impl HostPolicy {
 }
 
 /// The manifest's view of a tool's declarations: all of them, the grade that counts,
-/// and those the kernel enforces when lcp runs the tool (SPEC §18), if any.
-pub fn manifest(declared: &Declared) -> Value {
+/// and `enforced`, those the kernel enforces when lcp runs the tool (SPEC §18), if any.
+pub fn manifest(declared: &Declared, enforced: &[&str]) -> Value {
     let mut manifest = json!({ "declared": declared, "grade": declared.grade() });
-    let enforced = crate::runtime::sandbox::enforced(declared);
     if !enforced.is_empty() {
         manifest["enforced"] = json!(enforced);
     }

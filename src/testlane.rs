@@ -421,7 +421,14 @@ fn call(
         }),
         ..Callbacks::default()
     };
-    let options = CallOptions { workspace: Some(workspace.path.clone()), timeout, callbacks, ..CallOptions::default() };
+    // The view's tool holds what the config declares of it: its worker's sandbox.
+    let options = CallOptions {
+        workspace: Some(workspace.path.clone()),
+        timeout,
+        callbacks,
+        declared: Some(shown.policy.clone()),
+        ..CallOptions::default()
+    };
     // The payload is checked above, once: the call does not check it again.
     let Some((library, tool)) = registry.tool(real) else {
         return (ToolResult::failure(crate::suggest::unknown_tool(registry, real)), None);

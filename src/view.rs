@@ -188,6 +188,7 @@ impl Member {
 pub struct Admitted {
     name: String,
     member: Member,
+    declared: crate::policy::Declared,
 }
 
 impl Admitted {
@@ -199,6 +200,13 @@ impl Admitted {
     /// What it is.
     pub fn member(&self) -> Member {
         self.member
+    }
+
+    /// What it declares, the config's `[tool_policies]` laid over its source's
+    /// ([`Config::declared`]): what the policy judged, and the sandbox of the worker
+    /// that runs it (SPEC §18), the same under every command.
+    pub fn declared(&self) -> &crate::policy::Declared {
+        &self.declared
     }
 }
 
@@ -258,9 +266,10 @@ pub fn admit_member(
             _ => format!("there is no {noun} `{name}`"),
         });
     };
-    match config.policy.forbids(name, &config.declared(found)) {
+    let declared = config.declared(found);
+    match config.policy.forbids(name, &declared) {
         Some(rule) => Admission::Refused(rule),
-        None => Admission::Run(Admitted { name: real, member }),
+        None => Admission::Run(Admitted { name: real, member, declared }),
     }
 }
 

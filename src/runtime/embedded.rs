@@ -240,6 +240,10 @@ impl Runtime {
         options: &CallOptions,
     ) -> ToolResult {
         match admitted.member() {
+            Member::Tool if options.declared.is_none() => {
+                let options = CallOptions { declared: Some(admitted.declared().clone()), ..options.clone() };
+                self.call(registry, admitted.tool(), args, &options)
+            }
             Member::Tool => self.call(registry, admitted.tool(), args, options),
             Member::Prompt => self.get_prompt(registry, admitted, args, options),
             Member::Resource => self.read_resource(registry, admitted, args, options),
@@ -404,7 +408,8 @@ impl Runtime {
             validate::check_result(&mut result, tool);
             return result;
         }
-        let rerun = tool.policy.idempotent == Some(true) || tool.policy.read_only == Some(true);
+        let declared = options.declared.as_ref().unwrap_or(&tool.policy);
+        let rerun = declared.idempotent == Some(true) || declared.read_only == Some(true);
         let (function, filled);
         let args = match &library.origin {
             Origin::Config { function: name, parameters, .. } => {

@@ -38,6 +38,8 @@ pub mod host_objects;
 #[cfg(feature = "python")]
 mod line_search;
 #[cfg(feature = "python")]
+mod memory;
+#[cfg(feature = "python")]
 mod process_tree;
 #[cfg(feature = "python")]
 mod python;

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::extract::Origin;
 use crate::policy::Declared;
 
 /// The declarations a worker enforces: tools of one sandbox share workers, never
@@ -60,12 +61,16 @@ pub fn run_in_process() {
     IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The declarations of `declared` that lcp's workers enforce on this machine: those
-/// a sandbox exists for, where the kernel has its mechanism; none once this process
-/// runs its tools in itself ([`run_in_process`]). A build without the `python` feature
-/// says the same as the default build (it describes tools as that build runs them).
-pub fn enforced(declared: &Declared) -> Vec<&'static str> {
-    if IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
+/// The declarations of `declared` that lcp's workers enforce on this machine for a
+/// tool of `origin`: those a sandbox exists for, where the kernel has its mechanism,
+/// and only for the tools lcp's own workers run (files and `[[tools]]`: an MCP
+/// server's tool runs in that server, a virtual one in the host, and lcp vouches for
+/// neither); none once this process runs its tools in itself ([`run_in_process`]). A
+/// build without the `python` feature says the same as the default build (it
+/// describes tools as that build runs them).
+pub fn enforced(origin: &Origin, declared: &Declared) -> Vec<&'static str> {
+    let runs_in_a_worker = matches!(origin, Origin::File | Origin::Config { .. });
+    if !runs_in_a_worker || IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
         return Vec::new();
     }
     let sandbox = Sandbox::of(declared);
@@ -127,42 +132,176 @@ fn kernel() -> Offered {
 /// Puts this process into `sandbox`: a read-only worker writes only in `scratch`,
 /// any other only there and in `writable` (its workspace, the system's temp folder,
 /// `[sandbox] writable`). Call it on the main thread before any other thread starts.
-/// Where the kernel lacks a mechanism, a declaration that needs it fails when
-/// `require` is set; the writes of a worker that declares nothing stay unconfined.
-/// Returns whether its writes are confined.
+///
+/// In this order: namespaces of its own where the kernel lets this process make them
+/// (a mount namespace with a private `/dev/shm`, and for `open_world: false` an empty
+/// network namespace; a user namespace first when lcp is not root), `no_new_privs`,
+/// every capability dropped (bounding and ambient sets too), Landlock (writes, and
+/// signals to processes outside the worker's own tree), then seccomp (a read-only
+/// worker changes no file's metadata and makes no special file; an offline one opens
+/// no socket but `AF_UNIX`). Where the kernel lacks a mechanism, a declaration that
+/// needs it fails when `require` is set; the writes of a worker that declares nothing
+/// stay unconfined. Returns whether its writes are confined.
 pub(crate) fn enter(sandbox: Sandbox, scratch: &Path, writable: &[&Path], require: bool) -> Result<bool, String> {
+    let own_shm = namespaces(sandbox.offline);
     let mut places = vec![scratch];
     places.extend(DEVICES.iter().map(Path::new));
     if !sandbox.read_only {
         places.extend(writable);
+        if own_shm {
+            places.push(Path::new(SHM));
+        }
     }
-    let confined = match writes_only_in(&places) {
+    no_new_privileges()?;
+    drop_capabilities()?;
+    let confined = match writes_only_in(&places, sandbox.offline) {
         Err(err) if sandbox.read_only && require => return Err(err),
         Err(_) => false,
         Ok(()) => true,
     };
-    if sandbox.offline {
-        match no_network_sockets() {
-            Err(err) if require => return Err(err),
-            Err(_) | Ok(()) => {}
-        }
+    let filters = seccomp_filters(sandbox);
+    match filters.and_then(|filters| filters.iter().try_for_each(|filter| apply(filter))) {
+        Err(err) if require => Err(err),
+        Err(_) | Ok(()) => Ok(confined),
     }
-    Ok(confined)
 }
 
 /// The devices a program writes to as if they were nowhere.
 #[cfg(feature = "python")]
-const DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/shm"];
+const DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Where POSIX shared memory lives: a worker's own, or none it may write.
+#[cfg(feature = "python")]
+const SHM: &str = "/dev/shm";
+
+#[cfg(feature = "python")]
+/// Makes this process's own mount namespace, with a private tmpfs on `/dev/shm` (its
+/// pages counted as the worker's, gone with it), and, when `offline`, its own empty
+/// network namespace. As root (with `CAP_SYS_ADMIN`) directly; otherwise inside a user
+/// namespace of its own that maps only this process's user and group. Anything the
+/// kernel refuses is left out: then `/dev/shm` is not writable, and the network is
+/// closed by seccomp alone. Returns whether the worker has a `/dev/shm` of its own.
+fn namespaces(offline: bool) -> bool {
+    let flags = libc::CLONE_NEWNS | if offline { libc::CLONE_NEWNET } else { 0 };
+    // SAFETY: unshare, getuid and getgid only change or read this process's own
+    // namespaces and ids; the process has one thread (the caller's contract).
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let mut unshared = unsafe { libc::unshare(flags) } == 0;
+    if !unshared && unsafe { libc::unshare(libc::CLONE_NEWUSER | flags) } == 0 {
+        // Maps this process's ids onto themselves: it stays who it was, with no
+        // capability outside (and, once they are dropped below, none inside).
+        let mapped = std::fs::write("/proc/self/setgroups", "deny").is_ok()
+            && std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")).is_ok()
+            && std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")).is_ok();
+        unshared = mapped;
+    }
+    unshared && private_shm()
+}
+
+#[cfg(feature = "python")]
+/// In a new mount namespace: nothing mounted here reaches the rest of the system, and
+/// `/dev/shm` is a tmpfs of this worker's, no larger than its address-space limit.
+fn private_shm() -> bool {
+    use std::ffi::CString;
+    let (Ok(root), Ok(shm), Ok(tmpfs)) = (CString::new("/"), CString::new(SHM), CString::new("tmpfs")) else {
+        return false;
+    };
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one `rlimit`.
+    let size = if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0 && limit.rlim_cur != libc::RLIM_INFINITY
+    {
+        format!(",size={}", limit.rlim_cur)
+    } else {
+        String::new()
+    };
+    let Ok(options) = CString::new(format!("mode=1777{size}")) else { return false };
+    // SAFETY: mount(2) with valid C strings; it changes only this process's own mount
+    // namespace, made just before.
+    unsafe {
+        libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) == 0
+            && libc::mount(
+                tmpfs.as_ptr(),
+                shm.as_ptr(),
+                tmpfs.as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                options.as_ptr().cast(),
+            ) == 0
+    }
+}
+
+#[cfg(feature = "python")]
+/// `no_new_privs`: nothing the worker runs gains a privilege by `execve` (set-user-ID
+/// programs, file capabilities), and Landlock and seccomp may be entered without one.
+fn no_new_privileges() -> Result<(), String> {
+    // SAFETY: PR_SET_NO_NEW_PRIVS changes only this process's own flag.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(format!("cannot set no_new_privs: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+#[cfg(feature = "python")]
+/// Drops every capability: the bounding set (nothing a program it runs could regain),
+/// the ambient set, then the effective, permitted and inheritable ones. A worker of
+/// root's is then root without any of root's powers: no `chown` of another's file, no
+/// `mount`, `sethostname`, raw sockets or network changes, no reading past permissions.
+fn drop_capabilities() -> Result<(), String> {
+    // SAFETY: the prctl and capset calls below change only this process's own
+    // capability sets; capset is given one header and two zeroed data structs, as
+    // version 3 of its interface takes.
+    unsafe {
+        let mut capability = 0;
+        // PR_CAPBSET_DROP needs CAP_SETPCAP: a process without it has an empty
+        // effective set already, and no_new_privs keeps a program from gaining one.
+        while libc::prctl(libc::PR_CAPBSET_READ, capability, 0, 0, 0) >= 0 {
+            libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
+            capability += 1;
+        }
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: libc::c_int,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        const VERSION_3: u32 = 0x2008_0522;
+        let mut header = Header { version: VERSION_3, pid: 0 };
+        let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+        if libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) != 0 {
+            return Err(format!("cannot drop the worker's capabilities: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
 
 #[cfg(feature = "python")]
 /// Landlock: every write (creating, changing, removing, renaming a file anywhere) is
-/// refused but beneath `writable`; reading is left alone.
-fn writes_only_in(writable: &[&Path]) -> Result<(), String> {
-    use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules};
+/// refused but beneath `writable`; reading is left alone. Signals (and, when
+/// `offline`, connections to abstract Unix sockets) reach only the worker's own tree
+/// (ABI 6; an older kernel confines the writes alone).
+fn writes_only_in(writable: &[&Path], offline: bool) -> Result<(), String> {
+    use landlock::{
+        ABI, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+        path_beneath_rules,
+    };
     let abi = ABI::V5;
     let lacking = |err: &dyn std::fmt::Display| format!("writes cannot be confined: Landlock: {err}");
+    let scopes = if offline { Scope::Signal | Scope::AbstractUnixSocket } else { Scope::Signal.into() };
     let status = Ruleset::default()
         .handle_access(AccessFs::from_write(abi))
+        .and_then(|ruleset| ruleset.set_compatibility(CompatLevel::BestEffort).scope(scopes))
         .and_then(|ruleset| ruleset.create())
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(writable, AccessFs::from_write(abi))))
         .and_then(|ruleset| ruleset.restrict_self())
@@ -173,31 +312,74 @@ fn writes_only_in(writable: &[&Path]) -> Result<(), String> {
     }
 }
 
+/// System calls that change a file's metadata or make a special file: a read-only
+/// worker may make none of them, whatever the file (seccomp sees no path).
 #[cfg(feature = "python")]
-/// seccomp: `socket(AF_INET | AF_INET6, …)` fails with `EACCES`, and so does
-/// `io_uring_setup` (its rings could open sockets without the system call); Unix
-/// sockets, lcp's own channel among them, keep working.
-fn no_network_sockets() -> Result<(), String> {
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+const METADATA_CALLS: [libc::c_long; 20] = [
+    libc::SYS_chmod,
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat2,
+    libc::SYS_chown,
+    libc::SYS_fchown,
+    libc::SYS_lchown,
+    libc::SYS_fchownat,
+    libc::SYS_utime,
+    libc::SYS_utimes,
+    libc::SYS_utimensat,
+    libc::SYS_futimesat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    libc::SYS_mknod,
+    libc::SYS_mknodat,
+];
+
+/// `setxattrat` and `removexattrat` (Linux 6.13), numbered alike on every
+/// architecture, as every system call from 424 on is.
+#[cfg(feature = "python")]
+const XATTRAT_CALLS: [libc::c_long; 2] = [463, 466];
+
+#[cfg(feature = "python")]
+/// The seccomp programs of `sandbox`: a read-only worker's metadata changes fail with
+/// `EPERM`; an offline worker's sockets of any family but `AF_UNIX` fail with
+/// `EACCES`; both lose `io_uring` (its rings would do either without a system call).
+fn seccomp_filters(sandbox: Sandbox) -> Result<Vec<seccompiler::BpfProgram>, String> {
+    use seccompiler::{SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule};
+    let lacking = |err: &dyn std::fmt::Display| format!("the sandbox cannot be entered: seccomp: {err}");
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(|err| lacking(&err))?;
+    let program = |rules: Vec<(libc::c_long, Vec<SeccompRule>)>, errno: i32| {
+        SeccompFilter::new(rules.into_iter().collect(), SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)
+            .map_err(|err| lacking(&err))
+            .and_then(|filter| filter.try_into().map_err(|err: seccompiler::BackendError| lacking(&err)))
     };
-    let lacking = |err: &dyn std::fmt::Display| format!("open_world: false cannot be enforced: seccomp: {err}");
-    let family = |family: i32| {
-        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)
-            .and_then(|condition| SeccompRule::new(vec![condition]))
-    };
-    let rules = [libc::AF_INET, libc::AF_INET6].into_iter().map(family).collect::<Result<Vec<_>, _>>();
-    let rules = rules.map_err(|err| lacking(&err))?;
-    let arch = std::env::consts::ARCH.try_into().map_err(|err| lacking(&err))?;
-    let filter = SeccompFilter::new(
-        [(libc::SYS_socket, rules), (libc::SYS_io_uring_setup, Vec::new())].into_iter().collect(),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EACCES as u32),
-        arch,
-    )
-    .map_err(|err| lacking(&err))?;
-    let program: BpfProgram = filter.try_into().map_err(|err: seccompiler::BackendError| lacking(&err))?;
-    seccompiler::apply_filter(&program).map_err(|err| lacking(&err))
+    let mut programs = Vec::new();
+    if sandbox.read_only {
+        let calls = METADATA_CALLS.iter().chain(&XATTRAT_CALLS).chain(&[libc::SYS_io_uring_setup]);
+        programs.push(program(calls.map(|&call| (call, Vec::new())).collect(), libc::EPERM)?);
+    }
+    if sandbox.offline {
+        let not_unix = || {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
+                .and_then(|condition| SeccompRule::new(vec![condition]))
+                .map_err(|err| lacking(&err))
+        };
+        let rules = vec![
+            (libc::SYS_socket, vec![not_unix()?]),
+            (libc::SYS_socketpair, vec![not_unix()?]),
+            (libc::SYS_io_uring_setup, Vec::new()),
+        ];
+        programs.push(program(rules, libc::EACCES)?);
+    }
+    Ok(programs)
+}
+
+#[cfg(feature = "python")]
+fn apply(program: &seccompiler::BpfProgram) -> Result<(), String> {
+    seccompiler::apply_filter(program).map_err(|err| format!("the sandbox cannot be entered: seccomp: {err}"))
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@
 //! Must never: block a call on another worker's call, or leave a process behind
 //! when the pool is dropped.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::channel::{self, Connection};
 use super::engine::{self, Job, WirePath};
 use super::host_objects::{Callbacks, HostAnswer, HostRequest, Notice};
+use super::memory::MemoryCgroup;
 use super::sandbox::Sandbox;
 use super::{Cancel, Carried, Outcome, ToolResult, WorkerSettings};
 use crate::sync;
@@ -134,6 +135,35 @@ fn end_orphans() {
     if super::process_tree::is_subreaper() {
         super::process_tree::end_adopted(|pid| sync::lock(&WORKER_PIDS).contains(&pid));
     }
+}
+
+/// A pipe for a worker's own output: lcp's end first (close-on-exec), the worker's second.
+fn log_pipe() -> std::io::Result<(std::fs::File, OwnedFd)> {
+    let mut ends = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into `ends`, owned by nothing else.
+    if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both were just made above.
+    unsafe { Ok((std::fs::File::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1]))) }
+}
+
+/// Copies what worker `pid` prints to lcp's stderr, a line at a time, each marked
+/// `lcp: worker PID: ` with its control characters escaped, until the worker and
+/// everything it started have closed the pipe.
+fn relay_log(log: std::fs::File, pid: u32) {
+    let relay = move || {
+        use std::io::{BufRead, Write};
+        let mut lines = std::io::BufReader::new(log);
+        let mut line = Vec::new();
+        while lines.read_until(b'\n', &mut line).is_ok_and(|read| read > 0) {
+            let text = String::from_utf8_lossy(&line);
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            let _ = writeln!(std::io::stderr().lock(), "lcp: worker {pid}: {}", crate::shown::line(text));
+            line.clear();
+        }
+    };
+    let _ = std::thread::Builder::new().name(format!("lcp-worker-log-{pid}")).spawn(relay);
 }
 
 /// A confined worker's own folder in the system's temp folder: made here, private
@@ -300,6 +330,8 @@ struct Worker {
     control: OwnedFd,
     /// A confined worker's scratch folder, removed once it ended.
     scratch: Option<PathBuf>,
+    /// Its memory cgroup, removed once it ended.
+    cgroup: Mutex<Option<MemoryCgroup>>,
     /// Files whose modules it must drop before its next calls, by sequence number:
     /// sent with every call until a call that carried them has come back.
     stale: Mutex<Vec<(u64, WirePath)>>,
@@ -589,16 +621,13 @@ impl Inner {
     fn start(self: &Arc<Self>) -> Result<Arc<Worker>, String> {
         let failed = |err: &dyn std::fmt::Display| format!("cannot start a worker process: {err}");
         let (ours, theirs) = channel::control_pair().map_err(|err| failed(&err))?;
-        let stderr = std::io::stderr().as_raw_fd();
-        // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor that nothing else owns.
-        let output = unsafe { libc::fcntl(stderr, libc::F_DUPFD_CLOEXEC, 3) };
-        if output < 0 {
-            return Err(failed(&std::io::Error::last_os_error()));
-        }
-        // SAFETY: `output` was just made above and is owned by nothing else.
-        let output: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(output) };
+        // What the worker itself prints (fds 1 and 2 outside a call's capture) reaches
+        // lcp's log through a pipe, each line marked as the worker's: never lcp's own
+        // stderr, which a tool could seek in, truncate or forge lines in.
+        let (log, printed) = log_pipe().map_err(|err| failed(&err))?;
+        let printed_too = printed.try_clone().map_err(|err| failed(&err))?;
         let mut command = Command::new(&self.settings.program);
-        command.arg(WORKER_ARGUMENT).stdin(Stdio::null()).stdout(Stdio::from(output)).stderr(Stdio::inherit());
+        command.arg(WORKER_ARGUMENT).stdin(Stdio::null()).stdout(Stdio::from(printed)).stderr(Stdio::from(printed_too));
         let mut hello = self.engine.clone();
         let scratch =
             if self.engine.sandbox.is_open() { None } else { Some(scratch_folder().map_err(|err| failed(&err))?) };
@@ -609,6 +638,14 @@ impl Inner {
         }
         let channel_fd = theirs.as_raw_fd();
         let memory = self.settings.memory_limit_mib.map(|mib| mib.saturating_mul(1024 * 1024));
+        // A memory cgroup counts every page the worker and its children map; without
+        // one, the worker's whole address space is what is limited, and lcp's
+        // allocator in it reserves little of it ahead.
+        let cgroup = memory.and_then(MemoryCgroup::make);
+        let limited = if cgroup.is_some() { libc::RLIMIT_DATA } else { libc::RLIMIT_AS };
+        if memory.is_some() && cgroup.is_none() {
+            command.env("MIMALLOC_ARENA_RESERVE", "4MiB");
+        }
         // SAFETY: the closure runs in the child between fork and exec and calls only
         // async-signal-safe functions (dup2, fcntl, setpgid, setrlimit).
         unsafe {
@@ -620,11 +657,23 @@ impl Inner {
                 } else if libc::dup2(channel_fd, CONTROL_FD) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // No descriptor of lcp's but the three standard ones and its channel:
+                // every other one closes at exec (the way std reports a failed exec
+                // stays open until then).
+                const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+                let first = CONTROL_FD as libc::c_uint + 1;
+                if libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC) != 0 {
+                    for fd in first as libc::c_int..65536 {
+                        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
+                }
                 // Its own process group: ending a worker ends what its tools started.
                 libc::setpgid(0, 0);
                 if let Some(bytes) = memory {
+                    // With a cgroup, the heap's limit makes a `MemoryError` of what
+                    // would otherwise be the cgroup's kill.
                     let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
-                    libc::setrlimit(libc::RLIMIT_DATA, &limit);
+                    libc::setrlimit(limited, &limit);
                 }
                 Ok(())
             });
@@ -642,10 +691,15 @@ impl Inner {
             child
         };
         drop(theirs);
+        drop(command);
+        relay_log(log, child.id());
+        // In its cgroup before it hears its settings, so before its Python starts.
+        let cgroup = cgroup.filter(|cgroup| cgroup.adopt(child.id()).is_ok());
         let worker = Arc::new(Worker {
             pid: child.id() as libc::pid_t,
             control: ours,
             scratch,
+            cgroup: Mutex::new(cgroup),
             stale: Mutex::new(Vec::new()),
             idle: Mutex::new(Vec::new()),
             ended_by_lcp: Mutex::new(None),
@@ -1002,6 +1056,7 @@ impl Worker {
         // SAFETY: a signal to the group of a process we started.
         unsafe { libc::kill(-self.pid, libc::SIGKILL) };
         sync::lock(&WORKER_PIDS).retain(|pid| *pid != self.pid);
+        drop(sync::lock(&self.cgroup).take());
         if let Some(scratch) = &self.scratch {
             let _ = std::fs::remove_dir_all(scratch);
         }

@@ -96,7 +96,9 @@ def _broken_declaration(exc, tool):
                     f"{tool} may write only in its workspace, the temp folder and [sandbox] writable, "
                     f"but tried to write {os.fsdecode(written[-1])}"
                 )
-            if not paths and sandbox.get("offline"):
+            # seccomp refuses a socket with EACCES; EPERM without a path is a refused
+            # metadata change, special file or signal, left as the kernel said it.
+            if not paths and sandbox.get("offline") and exc.errno == errno.EACCES:
                 return f"{tool} declares open_world: false but tried to open a network socket"
         exc = exc.__cause__ or exc.__context__
     return None
