@@ -29,6 +29,7 @@ mod rescan;
 mod robustness;
 mod runtime;
 mod sandbox;
+mod sandbox_escape;
 mod security;
 mod sources;
 mod testlane;
