@@ -774,6 +774,16 @@ fn server_filesystems_tools_are_graded_from_their_annotations_governed_by_policy
     assert_eq!(grade("create_directory"), json!({"w": 1, "d": 2}), "destructiveHint: false");
     assert_eq!(grade("write_file"), json!({"w": 1, "d": 3}), "destructiveHint: true");
     assert_eq!(tool(&manifest, "write_file")["source"], "mcp:files");
+    // Its annotations are the server's word: lcp's workers do not run it, so lcp
+    // vouches for none of them (SPEC §18), and says whose word they are.
+    assert!(tool(&manifest, "read_text_file")["policy"].get("enforced").is_none(), "{manifest}");
+    let exported = stdout_json(&lcp(&["export", "--format", "mcp", "--config", &config, FOLDER]));
+    let listed = exported["tools"].as_array().unwrap().iter().find(|t| t["name"] == "read_text_file").unwrap();
+    assert_eq!(listed["annotations"]["readOnlyHint"], true, "{listed}");
+    assert!(listed.get("_meta").is_none_or(|meta| meta.get("lcp/enforced").is_none()), "{listed}");
+    let list = String::from_utf8(lcp(&["list", "--wide", "--config", &config, FOLDER]).stdout).unwrap();
+    let row = list.lines().find(|line| line.starts_with("read_text_file")).expect("listed");
+    assert!(row.contains("[declared by the server: read_only, open_world: false]"), "{row}");
 
     let notes = allowed.join("notes.txt").display().to_string();
     let read = stdout_json(&lcp(&[
