@@ -134,6 +134,10 @@ enum Command {
         host: HostArgs,
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,
+        /// Record the tools' definitions the servers with `pin = true` list now as
+        /// their pins (accepting the changes that hid them).
+        #[arg(long)]
+        accept: bool,
     },
     /// Serve the tools to MCP clients (over stdio unless --http is given).
     Serve {
@@ -348,8 +352,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Test { .. } => Err(without_python("test")),
         #[cfg(feature = "python")]
         command @ (Command::Call { .. } | Command::Serve { .. } | Command::Test { .. }) => run::command(command),
-        Command::Check { sources, host, format } => {
-            let (registry, config, profile, _servers) = load_host_with(&sources, &host, Servers::Start)?;
+        Command::Check { sources, host, format, accept } => {
+            let servers = if accept { Servers::Accept } else { Servers::Start };
+            let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers)?;
             let mut diagnostics = registry.diagnostics().to_vec();
             diagnostics.extend(config_problems(&registry, &config, profile.as_ref()));
             let tools = registry.tools().count();
@@ -421,6 +426,9 @@ fn load_host(sources: &SourceArgs, host: &HostArgs) -> Result<(Registry, Config,
 pub(crate) enum Servers {
     /// Started: their tools are listed (and callable while the value lives).
     Start,
+    /// Started, and the definitions the servers with `pin = true` list are recorded
+    /// as their pins (`lcp check --accept`).
+    Accept,
     /// Not started (`--static`): their tools are left out, with one note naming them.
     Static,
 }
@@ -482,7 +490,7 @@ fn start_servers(config: &Config, servers: Servers) -> Started {
         );
         return None;
     }
-    Some(crate::mcp::upstream::Upstreams::connect(&config.servers))
+    Some(crate::mcp::upstream::Upstreams::connect_with(&config.servers, servers == Servers::Accept))
 }
 
 /// The started servers' tools added after every other source's (SPEC §14).

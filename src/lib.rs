@@ -56,4 +56,5 @@ pub(crate) mod suggest;
 mod sync;
 #[cfg(feature = "python")]
 pub(crate) mod testlane;
+pub mod text_safety;
 pub mod view;

@@ -13,10 +13,11 @@ use serde_json::{Map, Value};
 
 use crate::located::{ConfigError, Located, pointer};
 use crate::policy::{self, Declared};
+use crate::text_safety::Secrets;
 
 /// The keys of a `[mcp_servers.NAME]` table.
-const KEYS: [&str; 10] =
-    ["transport", "command", "args", "env", "cwd", "url", "headers", "prefix", "startup_timeout", "tools"];
+const KEYS: [&str; 11] =
+    ["transport", "command", "args", "env", "cwd", "url", "headers", "prefix", "startup_timeout", "tools", "pin"];
 
 /// How long a server may take to start and list its tools, unless it says.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,6 +39,12 @@ pub struct ServerEntry {
     pub file: PathBuf,
     /// The line, in a TOML file.
     pub line: Option<u32>,
+    /// `pin = true`: each tool's definition is recorded on first sight, and a tool
+    /// whose definition changed since is hidden until `lcp check --accept`.
+    pub pin: bool,
+    /// What no message about it may show: every value its `${VAR}`s expanded to, its
+    /// URL's userinfo and query values, its header values.
+    pub secrets: Secrets,
 }
 
 /// How a server is reached.
@@ -64,6 +71,12 @@ pub enum Transport {
 }
 
 impl ServerEntry {
+    /// `text` (a message, a log line, an error about this server) with its secrets
+    /// replaced by `***`.
+    pub fn redact(&self, text: &str) -> String {
+        self.secrets.redacted(text)
+    }
+
     /// What the server declares about `tool` in its `tools` tables, if anything.
     pub fn declared(&self, tool: &str) -> Option<&Declared> {
         self.tools.iter().find(|(name, _)| name == tool).map(|(_, declared)| declared)
@@ -122,6 +135,15 @@ fn entry(
     for key in table.keys().filter(|key| !KEYS.contains(&key.as_str())) {
         problem(key, format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")));
     }
+    // Every value a `${VAR}` expands to is a secret of this server's.
+    let secrets = std::cell::RefCell::new(Secrets::default());
+    let expand = |text: &str| {
+        expand_with(text, &mut |value| {
+            if let Ok(mut secrets) = secrets.try_borrow_mut() {
+                secrets.add(value)
+            }
+        })
+    };
     let string = |key: &str, problem: &mut dyn FnMut(&str, String)| match table.get(key) {
         None => None,
         Some(Value::String(text)) => match expand(text) {
@@ -199,7 +221,17 @@ fn entry(
             problem("url", "an http server needs `url`".to_string());
             return None;
         };
-        Transport::Http { url, headers: pairs("headers", &mut problem) }
+        let headers = pairs("headers", &mut problem);
+        let mut secrets = secrets.borrow_mut();
+        secrets.add_url(&url);
+        for (_, value) in &headers {
+            secrets.add(value);
+            // `Authorization: Bearer <token>`: the token alone is a secret too.
+            if let Some((_, token)) = value.split_once(' ') {
+                secrets.add(token.trim());
+            }
+        }
+        Transport::Http { url, headers }
     } else {
         let Some(command) = command.filter(|command| !command.trim().is_empty()) else {
             problem("command", "a stdio server needs `command`".to_string());
@@ -209,6 +241,14 @@ fn entry(
         Transport::Stdio { command, args: strings("args", &mut problem), env: pairs("env", &mut problem), cwd }
     };
     let prefix = string("prefix", &mut problem).unwrap_or_default();
+    let pin = match table.get("pin") {
+        None => false,
+        Some(Value::Bool(pin)) => *pin,
+        Some(other) => {
+            problem("pin", format!("`pin` must be true or false, not {other}"));
+            false
+        }
+    };
     let startup_timeout = match table.get("startup_timeout") {
         None => STARTUP_TIMEOUT,
         Some(value) => match value.as_f64() {
@@ -247,11 +287,19 @@ fn entry(
         tools,
         file: PathBuf::new(),
         line: None,
+        pin,
+        secrets: secrets.into_inner(),
     })
 }
 
 /// `text` with each `${VAR}` replaced by that variable of lcp's environment.
+#[cfg(test)]
 fn expand(text: &str) -> Result<String, String> {
+    expand_with(text, &mut |_| {})
+}
+
+/// [`expand`], each value put in telling `expanded`.
+fn expand_with(text: &str, expanded: &mut dyn FnMut(&str)) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -262,7 +310,10 @@ fn expand(text: &str) -> Result<String, String> {
         };
         let name = &after[..end];
         match std::env::var(name) {
-            Ok(value) => out.push_str(&value),
+            Ok(value) => {
+                expanded(&value);
+                out.push_str(&value)
+            }
             Err(_) => return Err(format!("`${{{name}}}` is not set in lcp's environment")),
         }
         rest = &after[end + 1..];

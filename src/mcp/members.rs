@@ -112,10 +112,14 @@ impl Server {
             let (fixed, templates): (Vec<_>, Vec<_>) = resources.partition(|resource| !resource.is_template());
             fixed.into_iter().chain(templates).find_map(|resource| {
                 let arguments = resource.arguments_of(&wanted)?;
-                Some((resource.function.name.clone(), arguments, resource.mime_type.clone()))
+                let refused = segment_refusal(&resource.uri, &arguments);
+                Some((resource.function.name.clone(), arguments, resource.mime_type.clone(), refused))
             })
         });
-        let (name, arguments, mime_type) = found.await.ok().flatten()?;
+        let (name, arguments, mime_type, refused) = found.await.ok().flatten()?;
+        if let Some(refused) = refused {
+            return Some(Err(ErrorData::invalid_params(refused, Some(json!({ "uri": uri })))));
+        }
         let run = match self.admitted(&registry, &name, Member::Resource) {
             Ok(admitted) => Some((registry, admitted, arguments)),
             Err(err) => return Some(Err(err)),
@@ -217,21 +221,46 @@ impl Server {
 
 /// The output of a prompt or resource that ran, or the protocol error of one that
 /// did not: invalid arguments are the caller's (`-32602`), anything else the server's.
+/// The client hears the exception's type and message; its traceback (the server's
+/// paths) goes to lcp's log alone.
 fn succeeded(result: ToolResult, name: &str) -> Result<Value, ErrorData> {
     if result.ok() {
         return Ok(result.output);
     }
     let error = result.error.unwrap_or_else(|| "it failed".to_string());
-    let error = match &result.traceback {
-        Some(traceback) => format!("{error}\n{traceback}"),
-        None => error,
-    };
+    if let Some(traceback) = result.traceback.as_deref().filter(|traceback| !traceback.is_empty()) {
+        eprintln!("lcp: `{name}` failed: {error}\n{}", traceback.trim_end());
+    }
     match result.outcome {
         Outcome::Refused | Outcome::Invalid if result.traceback.is_none() => {
             Err(ErrorData::invalid_params(error, None))
         }
         _ => Err(ErrorData::internal_error(format!("`{name}` failed: {error}"), None)),
     }
+}
+
+/// Why the values a URI gave a template's `{name}` variables cannot be taken, if they
+/// cannot: `{name}` is one segment, so its decoded value holds no `/` and no NUL and is
+/// not `.` or `..` (`{+name}` takes any characters).
+fn segment_refusal(template: &str, arguments: &serde_json::Map<String, Value>) -> Option<String> {
+    arguments.iter().find_map(|(variable, value)| {
+        let value = value.as_str()?;
+        if template.contains(&format!("{{+{variable}}}")) {
+            return None;
+        }
+        let why = if value.contains('/') {
+            "holds `/`"
+        } else if value.contains('\0') {
+            "holds a NUL character"
+        } else if value == "." || value == ".." {
+            "is `.` or `..`"
+        } else {
+            return None;
+        };
+        Some(format!(
+            "the URI variable `{variable}` of `{template}` takes one path segment, and its value {why} once decoded"
+        ))
+    })
 }
 
 /// A prompt's value as `prompts/get`'s result: a string is one user message; a list
@@ -362,6 +391,17 @@ mod tests {
         assert!(prompt_result(json!(3)).unwrap_err().contains("a number"));
         assert!(prompt_result(json!([{"role": "system", "content": "x"}])).unwrap_err().contains("`system`"));
         assert!(prompt_result(json!([{"content": {"type": "video"}}])).unwrap_err().contains("no block"));
+    }
+
+    #[test]
+    fn a_template_variable_takes_one_segment() {
+        let args = |value: &str| serde_json::Map::from_iter([("topic".to_string(), json!(value))]);
+        for value in ["../../etc/hostname", "a/b", ".", "..", "a\0b"] {
+            let refused = segment_refusal("notes://{topic}", &args(value)).unwrap_or_else(|| panic!("{value:?}"));
+            assert!(refused.contains("`topic`"), "{refused}");
+        }
+        assert_eq!(segment_refusal("notes://{topic}", &args("..a")), None);
+        assert_eq!(segment_refusal("files://{+topic}", &args("a/../b")), None);
     }
 
     #[test]

@@ -12,7 +12,15 @@
 //! when [`Upstreams`] is dropped, as MCP ends a stdio server: its input closed, a
 //! moment to exit, `SIGTERM`, a moment more, then `SIGKILL` to its whole process group.
 //!
-//! Must never: let one server's fault reach another's tools, or leave a server running.
+//! What lcp says about a server (diagnostics, failed calls) has the server's secrets
+//! replaced (`ServerEntry::redact`); what it relays of the server's tools has the
+//! control, bidi and zero-width characters of its texts stripped; a server with
+//! `pin = true` has its tools checked against their recorded definitions (`pins.rs`).
+//!
+//! Must never: let one server's fault reach another's tools, leave a server running,
+//! or show a server's secret.
+
+mod pins;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -34,6 +42,7 @@ use crate::runtime::host_objects::{
 };
 use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
+use crate::text_safety;
 
 /// A forwarded call in progress, to be awaited (see [`Upstreams::lean_call`]).
 pub(crate) type Forwarding = std::pin::Pin<Box<dyn Future<Output = ToolResult> + Send>>;
@@ -161,14 +170,20 @@ impl std::fmt::Debug for Upstreams {
     }
 }
 
+/// A server's tools as listed, with the problems that hid some (a changed pinned
+/// tool); or why they could not be listed.
+type Listing = Result<(Library, Vec<String>), String>;
+
 struct Upstream {
     entry: ServerEntry,
     client: Client,
     /// Where its calls go the short way (`forward.rs`): a server on plain `http://`.
     endpoint: Option<Arc<Endpoint>>,
     connection: tokio::sync::Mutex<Option<Connection>>,
-    /// Its tools as last listed, or why it could not be.
-    listed: Mutex<Option<Result<Library, String>>>,
+    /// Its tools as last listed (and the problems of the listing), or why it could not be.
+    listed: Mutex<Option<Listing>>,
+    /// `lcp check --accept`: its listed definitions are recorded as its pins.
+    accept: bool,
 }
 
 /// A running session with a server, and its process.
@@ -466,6 +481,12 @@ impl Upstreams {
     /// Connects to every server of `entries` in parallel and lists their tools: one
     /// library per server that answered, and a diagnostic for each that did not.
     pub fn connect(entries: &[ServerEntry]) -> (Upstreams, Vec<Library>, Vec<Diagnostic>) {
+        Upstreams::connect_with(entries, false)
+    }
+
+    /// [`Upstreams::connect`]; with `accept` (`lcp check --accept`), the definitions
+    /// listed by the servers with `pin = true` are recorded as their pins.
+    pub fn connect_with(entries: &[ServerEntry], accept: bool) -> (Upstreams, Vec<Library>, Vec<Diagnostic>) {
         let runtime = Driver::start();
         let wake: Arc<Mutex<Option<Wake>>> = Arc::default();
         let servers: Vec<Arc<Upstream>> = entries
@@ -484,6 +505,7 @@ impl Upstreams {
                     endpoint,
                     connection: tokio::sync::Mutex::new(None),
                     listed: Mutex::new(None),
+                    accept,
                 })
             })
             .collect();
@@ -511,7 +533,10 @@ impl Upstreams {
         let (mut libraries, mut diagnostics) = (Vec::new(), Vec::new());
         for server in &self.servers {
             match sync::lock(&server.listed).clone() {
-                Some(Ok(library)) => libraries.push(library),
+                Some(Ok((library, problems))) => {
+                    libraries.push(library);
+                    diagnostics.extend(problems.into_iter().map(|problem| server.diagnostic(Level::Error, problem)));
+                }
                 Some(Err(why)) => diagnostics.push(server.diagnostic(Level::Error, format!("it is skipped: {why}"))),
                 None => {}
             }
@@ -581,6 +606,7 @@ impl Upstreams {
         let (upstream, name) = self.route(library, tool).ok()?;
         let endpoint = Arc::clone(upstream.endpoint.as_ref()?);
         let server = upstream.entry.name.clone();
+        let entry = Arc::clone(upstream);
         let timeout = options.timeout;
         let call = forward::Call {
             tool: name,
@@ -591,7 +617,7 @@ impl Upstreams {
         };
         Some(Box::pin(async move {
             let name = &call.tool;
-            match endpoint.call(&call).await {
+            let result = match endpoint.call(&call).await {
                 Ok(result) => relayed(result, name, &server),
                 Err(Failure::NotStarted(why)) => not_started(&server, &why),
                 Err(Failure::Ended(why)) => ToolResult::ended(
@@ -602,7 +628,8 @@ impl Upstreams {
                 Err(Failure::Answered(why)) => {
                     ToolResult::ended(Outcome::Raised, format!("`{name}` of the MCP server `{server}` failed: {why}"))
                 }
-            }
+            };
+            entry.redacted(result)
         }))
     }
 
@@ -617,6 +644,7 @@ impl Upstreams {
             Ok(routed) => routed,
             Err(why) => return ToolResult::failure(why),
         };
+        let entry = Arc::clone(upstream);
         let arguments = args.as_object().cloned().unwrap_or_default();
         let timeout = options.timeout;
         let cancel = options.cancel.clone();
@@ -655,7 +683,8 @@ impl Upstreams {
             }
             result
         });
-        forwarded.unwrap_or_else(|err| ToolResult::failure(format!("the forwarded call failed: {err}")))
+        let result = forwarded.unwrap_or_else(|err| ToolResult::failure(format!("the forwarded call failed: {err}")));
+        entry.redacted(result)
     }
 }
 
@@ -666,12 +695,30 @@ impl Upstream {
             self.entry.line.unwrap_or(1),
             1,
             level,
-            format!("MCP server `{}`: {message}", self.entry.name),
+            self.entry.redact(&format!("MCP server `{}`: {message}", self.entry.name)),
         )
     }
 
+    /// `result` with this server's secrets out of what lcp says of it (its error,
+    /// traceback and printed text; the server's own output is relayed as it sent it).
+    fn redacted(&self, mut result: ToolResult) -> ToolResult {
+        if self.entry.secrets.is_empty() {
+            return result;
+        }
+        let redact = |text: &mut String| {
+            if let std::borrow::Cow::Owned(redacted) = self.entry.secrets.redact(text) {
+                *text = redacted;
+            }
+        };
+        result.error.iter_mut().for_each(redact);
+        result.traceback.iter_mut().for_each(redact);
+        redact(&mut result.stdout);
+        redact(&mut result.stderr);
+        result
+    }
+
     /// Connects (within the startup timeout) and lists the tools as a library.
-    async fn list(self: Arc<Self>) -> Result<Library, String> {
+    async fn list(self: Arc<Self>) -> Listing {
         let limit = self.entry.startup_timeout;
         let listed = tokio::time::timeout(limit, async {
             // The running session when there is one (a list_changed), else a new one.
@@ -688,9 +735,16 @@ impl Upstream {
         })
         .await
         .map_err(|_| format!("it did not start and list its tools within {limit:?} (`startup_timeout`)"))??;
-        let tools =
-            listed.iter().filter_map(|tool| serde_json::to_value(tool).ok()).map(|tool| self.tool(&tool)).collect();
-        Ok(Library {
+        let mut listed: Vec<Value> = listed.iter().filter_map(|tool| serde_json::to_value(tool).ok()).collect();
+        let mut problems = Vec::new();
+        if self.entry.pin {
+            let checked = pins::check(&self.entry, &listed, self.accept)?;
+            listed.retain(|tool| !checked.changed.iter().any(|changed| tool["name"] == changed.tool.as_str()));
+            problems.extend(checked.changed.iter().map(|changed| pins::hidden_message(changed, &checked.file)));
+            problems.extend(checked.problems);
+        }
+        let tools = listed.iter().map(|tool| self.tool(&stripped(tool))).collect();
+        let library = Library {
             path: self.entry.file.clone(),
             package: None,
             stem: self.entry.name.clone(),
@@ -704,7 +758,8 @@ impl Upstream {
             resources: Vec::new(),
             completers: Vec::new(),
             origin: Origin::Mcp { server: self.entry.name.clone() },
-        })
+        };
+        Ok((library, problems))
     }
 
     /// One of its tools as lcp's: the schemas as the server gave them, the grade from
@@ -814,6 +869,31 @@ impl Upstream {
             }
         }
     }
+}
+
+/// A listed tool with the control, bidi and zero-width characters stripped from every
+/// text lcp relays of it: its description and title, its schemas' `description` and
+/// `title` strings, its annotations' title.
+fn stripped(listed: &Value) -> Value {
+    let mut tool = listed.clone();
+    for key in ["description", "title"] {
+        if let Some(Value::String(text)) = tool.get_mut(key)
+            && let std::borrow::Cow::Owned(plain) = text_safety::strip_invisible(text)
+        {
+            *text = plain;
+        }
+    }
+    if let Some(Value::String(text)) = tool.pointer_mut("/annotations/title")
+        && let std::borrow::Cow::Owned(plain) = text_safety::strip_invisible(text)
+    {
+        *text = plain;
+    }
+    for key in ["inputSchema", "outputSchema"] {
+        if let Some(schema) = tool.get_mut(key) {
+            text_safety::strip_schema_texts(schema);
+        }
+    }
+    tool
 }
 
 /// A call whose server could not be started (or reached), saying why.
@@ -939,7 +1019,10 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
                 custom.insert(header, value);
             }
             let transport = StreamableHttpClientTransport::with_client(http_client(), config.custom_headers(custom));
-            let service = client.serve(transport).await.map_err(|err| format!("`{url}` did not initialize: {err}"))?;
+            let service = client
+                .serve(transport)
+                .await
+                .map_err(|err| format!("`{}` did not initialize: {err}", text_safety::shown_url(url)))?;
             Ok(Connection { service, process: None, stderr: Arc::default() })
         }
     }

@@ -34,3 +34,4 @@ mod security;
 mod sources;
 mod testlane;
 mod types;
+mod upstream_safety;
