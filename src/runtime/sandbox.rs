@@ -97,6 +97,13 @@ pub fn kernel_gaps() -> Vec<String> {
                 .to_string(),
         );
     }
+    if offered.landlock && !offered.scopes {
+        gaps.push(
+            "this kernel's Landlock has no scopes (ABI 6, Linux 6.12): workers can signal other processes of lcp's \
+             user"
+                .to_string(),
+        );
+    }
     if !offered.seccomp {
         gaps.push(
             "this kernel has no seccomp: tools declaring open_world: false are refused \
@@ -110,6 +117,8 @@ pub fn kernel_gaps() -> Vec<String> {
 #[derive(Clone, Copy)]
 struct Offered {
     landlock: bool,
+    /// Landlock's signal and abstract-socket scopes (ABI 6).
+    scopes: bool,
     seccomp: bool,
 }
 
@@ -124,7 +133,7 @@ fn kernel() -> Offered {
         // SAFETY: PR_GET_SECCOMP reads this thread's seccomp mode; it fails where the
         // kernel has no seccomp.
         let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP) } >= 0;
-        Offered { landlock: abi >= 1, seccomp }
+        Offered { landlock: abi >= 1, scopes: abi >= 6, seccomp }
     })
 }
 
