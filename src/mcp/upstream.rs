@@ -243,10 +243,15 @@ impl Drop for Group {
 /// callbacks, exactly as a Python tool's would (SPEC §9, §14).
 #[derive(Clone, Default)]
 struct Client {
-    /// The calls in progress on this server, oldest first: progress finds its call by
-    /// token; a log message, an elicitation or a sampling request, which name no call,
-    /// goes to the newest.
+    /// The call in progress on this server (SPEC §17: what a server asks or tells
+    /// reaches the call it belongs to): progress finds its call by token; a log
+    /// message, an elicitation or a sampling request names no call, so a server
+    /// reached through rmcp's client (stdio, `https://`, `http://` with credentials)
+    /// runs one call at a time (`turn`), and these go to that one call.
     calls: Arc<Mutex<Vec<Active>>>,
+    /// Held by the call in progress through rmcp's client, from before it is in
+    /// `calls` until it left them.
+    turn: Arc<tokio::sync::Mutex<()>>,
     /// Set by the server's `notifications/tools/list_changed`: list it again.
     changed: Arc<std::sync::atomic::AtomicBool>,
     /// Told of each such change ([`Upstreams::on_change`]); shared by every server.
@@ -652,13 +657,20 @@ impl Upstreams {
         let server = upstream.entry.name.clone();
         let active = Active::of(tool, options);
         let token = active.token;
-        sync::lock(&upstream.client.calls).push(active);
-        let _registered = Registered { calls: Arc::clone(&upstream.client.calls), token };
         // On the runtime's own thread, where the server's notifications are handled: a
         // notification sent before the result was queued before this call woke, and
         // yielding lets it reach the call's callbacks before the call is over.
         let forwarded = self.runtime.run(async move {
-            let call = upstream.call(name, arguments, token);
+            let turn = Arc::clone(&upstream.client.turn);
+            let calls = Arc::clone(&upstream.client.calls);
+            let call = async move {
+                // Its turn first: whatever the server asks or tells until the result
+                // belongs to this call and no other caller's.
+                let _turn = turn.lock().await;
+                sync::lock(&calls).push(active);
+                let _registered = Registered { calls, token };
+                upstream.call(name, arguments, token).await
+            };
             let cancelled = async {
                 loop {
                     if cancel.as_ref().is_some_and(|c| c.is_cancelled()) {

@@ -158,3 +158,45 @@ fn a_session_used_only_for_forwarded_calls_stays_open_and_an_unused_one_closes_a
     drop(upstream);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
+
+#[test]
+fn a_stdio_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
+    let mark = "gateway-routed";
+    let python = test_python().display().to_string();
+    let script = root().join("tests/python/asking_mcp_server.py").display().to_string();
+    let config = servers_config(
+        mark,
+        &format!(
+            "[mcp_servers.asker]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = {mark:?} }}\n"
+        ),
+    );
+    let gateway = HttpServer::start(&["--config", &config, FOLDER]);
+    // Two clients call the same tool of the same server at once, each answering its
+    // questions with its own name.
+    let client = |who: &str| {
+        let mut command = std::process::Command::new(test_python());
+        command
+            .arg(root().join("tests/python/mcp_client_session.py"))
+            .args(["--mode", "legacy", "--elicit", "accept", "--log-level", "info"])
+            .args(["--content", &json!([{"name": who}]).to_string(), "--url", &gateway.url])
+            .current_dir(root());
+        let steps = json!([{"call": "ask", "arguments": {"tag": who}}]).to_string();
+        std::thread::spawn(move || output_within(&mut command, steps.as_bytes(), std::time::Duration::from_secs(120)))
+    };
+    let (first, second) = (client("alice"), client("bob"));
+    for (who, output) in [("alice", first.join().unwrap()), ("bob", second.join().unwrap())] {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{who}'s client failed: {stderr}");
+        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        let result = &report["results"][0];
+        assert_eq!(result["content"][0]["text"], format!("{who} was answered by {who}"), "{who}: {report}");
+        let asked = report["elicitations"].to_string();
+        assert!(asked.contains(&format!("who asked for {who}?")), "{who} was asked another's question: {asked}");
+        let other = if who == "alice" { "bob" } else { "alice" };
+        assert!(!asked.contains(other), "{who} was asked {other}'s question: {asked}");
+        let logs = report["logs"].to_string();
+        assert!(!logs.contains(&format!("working for {other}")), "{who} heard {other}'s log: {logs}");
+    }
+    drop(gateway);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
