@@ -6,7 +6,10 @@
 //! (this server's resource URI), `exp` and `nbf` checked. Keys are fetched when
 //! first needed and again when a token names a key not seen (at most once a
 //! minute); a failure to fetch them refuses the request. With `[auth.scopes]`, a
-//! token's scope chooses the profile its calls see. What a refused request gets is a
+//! token's scope chooses the profile its calls see. A request's [`Caller`] is who it
+//! comes from (the token's subject, else the static token's digest, else its profile)
+//! and that profile: what it makes (sessions, tasks, parked calls) is bound to it. What
+//! a refused request gets is a
 //! 401 (or 403 for a missing scope) whose `WWW-Authenticate` names the Protected
 //! Resource Metadata (RFC 9728) this server publishes.
 //! Must never: let a request through when a check cannot be made.
@@ -38,8 +41,36 @@ const LEEWAY_SECONDS: u64 = 30;
 /// Who a request's token says it is allowed to be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// Who made the request: the token's subject (`sub:…`), else the static token's
+    /// digest (`token:…`), else its profile (`profile:…`); [`ANONYMOUS`] without
+    /// credentials. What a caller makes (sessions, tasks, parked calls) is its own.
+    pub id: String,
     /// The profile its token's scope chose (`[auth.scopes]`), if any.
     pub profile: Option<String>,
+}
+
+/// The one caller of a server that asks for no credentials.
+pub const ANONYMOUS: &str = "anonymous";
+
+impl Caller {
+    /// The caller of a request without credentials (a server without `[auth]`, stdio).
+    pub fn anonymous() -> Caller {
+        Caller { id: ANONYMOUS.to_string(), profile: None }
+    }
+
+    /// The caller and its profile in one text: what a task or a parked call is bound to.
+    pub fn key(&self) -> String {
+        match &self.profile {
+            Some(profile) => format!("{}\nprofile:{profile}", self.id),
+            None => self.id.clone(),
+        }
+    }
+
+    /// A caller whose profile is `profile` and who is known by nothing else.
+    fn of_profile(profile: Option<String>) -> Caller {
+        let id = format!("profile:{}", profile.as_deref().unwrap_or_default());
+        Caller { id, profile }
+    }
 }
 
 /// Why a request is refused.
@@ -69,6 +100,8 @@ struct Keys {
 /// The claims lcp reads beyond those `jsonwebtoken` checks.
 #[derive(Deserialize)]
 struct Claims {
+    #[serde(default)]
+    sub: Option<String>,
     #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
@@ -134,14 +167,20 @@ impl Gate {
         };
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if self.static_tokens.iter().any(|known| equal_in_constant_time(known, &digest)) {
-            return Ok(Caller { profile: None });
+            let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+            return Ok(Caller { id: format!("token:{hex}"), profile: None });
         }
         if self.config.issuer.is_none() {
             return Err(unauthorized("the token is not one of the server's tokens"));
         }
         let claims = self.verify(token)?;
+        // The subject, when the token names one; else the profile alone.
+        let caller = |profile: Option<String>| match claims.sub.as_deref().filter(|sub| !sub.is_empty()) {
+            Some(sub) => Caller { id: format!("sub:{sub}"), profile },
+            None => Caller::of_profile(profile),
+        };
         if self.config.scopes.is_empty() {
-            return Ok(Caller { profile: None });
+            return Ok(caller(None));
         }
         let granted: Vec<&str> = match (&claims.scope, &claims.scp) {
             (Some(scope), _) => scope.split_whitespace().collect(),
@@ -151,7 +190,7 @@ impl Gate {
         // The token's first scope that names a profile.
         let chosen = granted.iter().find_map(|granted| self.config.scopes.iter().find(|(scope, _)| scope == granted));
         match chosen {
-            Some((_, profile)) => Ok(Caller { profile: Some(profile.clone()) }),
+            Some((_, profile)) => Ok(caller(Some(profile.clone()))),
             None => Err(Refusal::InsufficientScope),
         }
     }
@@ -390,7 +429,8 @@ mod tests {
         std::fs::write(&file, format!("# ops\n{digest}\n")).unwrap();
         let config = AuthConfig { tokens_file: Some(file.clone()), ..AuthConfig::default() };
         let gate = Gate::new(&config).unwrap();
-        assert_eq!(gate.check(&[b"Bearer s3cret"]), Ok(Caller { profile: None }));
+        let caller = gate.check(&[b"Bearer s3cret"]).unwrap();
+        assert_eq!((caller.id.strip_prefix("token:"), caller.profile), (Some(digest.as_str()), None));
         assert!(matches!(gate.check(&[b"Bearer other"]), Err(Refusal::Unauthorized(_))));
         assert!(matches!(gate.check(&[]), Err(Refusal::Unauthorized(reason)) if reason == MISSING));
         assert!(matches!(gate.check(&[b"Bearer s3cret", b"Bearer s3cret"]), Err(Refusal::Unauthorized(_))));

@@ -135,31 +135,58 @@ impl Parked {
         Parked { calls: Arc::default(), next: AtomicU64::new(0), key }
     }
 
-    /// An id no other client can guess (with HTTP, whoever names it answers the
-    /// question) and the signed `requestState` that carries it with the answers of the
-    /// earlier rounds; `None` when the system has no randomness to offer.
-    fn new_state(&self, tool: &str, rounds: &[InputResponses]) -> Option<(String, String)> {
+    /// An id no other client can guess and the signed `requestState` that carries it
+    /// with the answers of the earlier rounds, bound to its caller and its call; `None`
+    /// when the system has no randomness to offer.
+    fn new_state(&self, tool: &str, rounds: &[InputResponses], bound: &Bound) -> Option<(String, String)> {
         let secret = unguessable()?;
         let id = format!("{}-{secret}", self.next.fetch_add(1, Ordering::Relaxed));
-        let state = self.key.sign(json!({ "call": id, "tool": tool, "rounds": rounds }), PARKED_FOR);
-        Some((id, state))
+        let payload = json!({
+            "call": id, "tool": tool, "rounds": rounds,
+            "caller": state::digest(&[&bound.caller]), "arguments": bound.call,
+        });
+        Some((id, self.key.sign(payload, PARKED_FOR)))
     }
 
     /// The id of the call a `requestState` of a call of `tool` parks, and the answers
-    /// of its earlier rounds; a state this server did not sign (with this key), or
-    /// whose time is up, is refused.
-    fn open(&self, state: &str, tool: &str) -> Result<(String, Vec<InputResponses>), ErrorData> {
-        let payload = self.key.open(state).map_err(|refused| {
-            ErrorData::invalid_params(refused.to_string(), Some(json!({ "requestState": "refused" })))
-        })?;
+    /// of its earlier rounds; a state this server did not sign (with this key), whose
+    /// time is up, or made for another caller or other arguments, is refused.
+    fn open(&self, state: &str, tool: &str, bound: &Bound) -> Result<(String, Vec<InputResponses>), ErrorData> {
+        let refused = |message: String| ErrorData::invalid_params(message, Some(json!({ "requestState": "refused" })));
+        let payload = self.key.open(state).map_err(|why| refused(why.to_string()))?;
         let rounds = serde_json::from_value(payload["rounds"].clone()).unwrap_or_default();
-        match (payload["call"].as_str(), payload["tool"].as_str()) {
-            (Some(id), Some(signed_for)) if signed_for == tool => Ok((id.to_string(), rounds)),
-            (Some(_), Some(signed_for)) => Err(ErrorData::invalid_params(
-                format!("requestState belongs to a call of `{signed_for}`, not of `{tool}`"),
-                None,
-            )),
-            _ => Err(ErrorData::invalid_params(state::Refused::Forged.to_string(), None)),
+        let (Some(id), Some(signed_for), Some(caller), Some(call)) = (
+            payload["call"].as_str(),
+            payload["tool"].as_str(),
+            payload["caller"].as_str(),
+            payload["arguments"].as_str(),
+        ) else {
+            return Err(refused(state::Refused::Forged.to_string()));
+        };
+        if signed_for != tool {
+            return Err(refused(format!("requestState belongs to a call of `{signed_for}`, not of `{tool}`")));
+        }
+        if caller != state::digest(&[&bound.caller]) {
+            return Err(refused(
+                "requestState belongs to another caller: only the caller whose call asked may answer it".to_string(),
+            ));
+        }
+        if call != bound.call {
+            return Err(refused(format!(
+                "requestState was made for a call of `{tool}` with other arguments: retry with the same arguments"
+            )));
+        }
+        Ok((id.to_string(), rounds))
+    }
+
+    /// Ends the call a `requestState` parks, when it is this caller's and this server
+    /// holds it (its caller may no longer run it).
+    fn abandon(&self, state: &str, tool: &str, bound: &Bound) {
+        let Ok((id, _)) = self.open(state, tool, bound) else { return };
+        if let Some(waiting) = self.take(&id, tool) {
+            waiting.question.refuse("the call is no longer admitted");
+            waiting.cancel.cancel();
+            drain(waiting.events);
         }
     }
 
@@ -183,6 +210,24 @@ impl Parked {
     fn take(&self, id: &str, tool: &str) -> Option<Waiting> {
         let mut calls = sync::lock(&self.calls);
         if calls.get(id).is_some_and(|waiting| waiting.tool == tool) { calls.remove(id) } else { None }
+    }
+}
+
+/// What a call's `requestState` is bound to (SPEC §16): who made it, and what it calls
+/// with what.
+#[derive(Clone)]
+pub(super) struct Bound {
+    /// The caller, with its profile (`auth::Caller::key`): the owner of the tasks it makes.
+    pub(super) caller: String,
+    /// The digest of the target (a tool, a prompt, a resource URI) and its arguments.
+    call: String,
+}
+
+impl Bound {
+    pub(super) fn new(caller: &super::auth::Caller, target: &str, arguments: Option<&Map<String, Value>>) -> Bound {
+        let arguments =
+            arguments.map_or_else(|| "{}".to_string(), |given| state::canonical(&Value::Object(given.clone())));
+        Bound { caller: caller.key(), call: state::digest(&[target, &arguments]) }
     }
 }
 
@@ -224,18 +269,22 @@ struct Followed {
     rounds: Vec<InputResponses>,
     /// Answers to give the call's next questions without asking (a call run again).
     replay: std::collections::VecDeque<InputResponses>,
+    /// Its caller and call, which a `requestState` of it names.
+    bound: Bound,
 }
 
 /// The call a `requestState` names, given the client's answers. A state this server
-/// did not sign for `target` is refused.
+/// did not sign for `target`, this caller and these arguments is refused, the call it
+/// parks left as it is. Only for a request already admitted.
 fn resume(
     server: &Server,
     target: &str,
     state: &str,
+    bound: &Bound,
     responses: Option<&InputResponses>,
     requester: &Requester,
 ) -> Result<Resumed, ErrorData> {
-    let (id, mut rounds) = server.shared.parked.open(state, target)?;
+    let (id, mut rounds) = server.shared.parked.open(state, target, bound)?;
     rounds.push(responses.cloned().unwrap_or_default());
     let Some(waiting) = server.shared.parked.take(&id, target) else { return Ok(Resumed::Elsewhere(rounds)) };
     let answer = answered(&waiting.question.request, responses, &waiting.settled);
@@ -244,7 +293,8 @@ fn resume(
     // one, under its progress token.
     let reporter = Reporter { token: requester.progress.clone(), ..waiting.reporter };
     let (events, cancel) = (waiting.events, waiting.cancel);
-    Ok(Resumed::Here(Followed { events, cancel, reporter, rounds, replay: Default::default() }))
+    let bound = bound.clone();
+    Ok(Resumed::Here(Followed { events, cancel, reporter, rounds, replay: Default::default(), bound }))
 }
 
 /// A prompt or resource run as a call is (SPEC §15, §16): what its function asks the
@@ -259,14 +309,16 @@ pub(super) async fn call_member(
     context: &RequestContext<RoleServer>,
 ) -> Result<Driven, ErrorData> {
     let requester = Requester::of(server, context);
+    let caller = super::caller_of(context.extensions.get::<hyper::http::request::Parts>());
+    let bound = Bound::new(&caller, target, run.as_ref().map(|(_, _, arguments)| arguments));
     let started = |rounds| {
         run.map(|(registry, admitted, arguments)| {
             let declared = declared(&registry, &server.shared.settings.config.current(), &admitted);
-            begin(server, registry, &admitted, declared, arguments, rounds, false, &requester)
+            begin(server, registry, &admitted, declared, arguments, rounds, false, &requester, bound.clone())
         })
     };
     let followed = match state {
-        Some(state) => match resume(server, target, state, responses, &requester)? {
+        Some(state) => match resume(server, target, state, &bound, responses, &requester)? {
             Resumed::Here(followed) => Some(followed),
             Resumed::Elsewhere(rounds) => started(rounds),
         },
@@ -296,11 +348,12 @@ fn begin(
     replay: Vec<InputResponses>,
     may_become_task: bool,
     requester: &Requester,
+    bound: Bound,
 ) -> Followed {
     let (level, able) = (requester.level, requester.able);
     let reporter = Reporter { token: requester.progress.clone(), level, reports: 0 };
     let (events, cancel) = start(server, registry, admitted, declared, arguments, able, level, may_become_task);
-    Followed { events, cancel, reporter, rounds: replay.clone(), replay: replay.into() }
+    Followed { events, cancel, reporter, rounds: replay.clone(), replay: replay.into(), bound }
 }
 
 pub(super) async fn call_tool(
@@ -313,17 +366,16 @@ pub(super) async fn call_tool(
     // when the request comes, for the whole request.
     let config = server.shared.settings.config.current();
     let requester = Requester::of(server, &context);
-    let mut replay = Vec::new();
-    if let Some(state) = &request.request_state {
-        match resume(server, &request.name, state, request.input_responses.as_ref(), &requester)? {
-            Resumed::Here(followed) => {
-                let shape = server.output_shape(&server.snapshot(), &config, &request.name);
-                return finish(server, &request.name, followed, shape, &requester).await;
-            }
-            Resumed::Elsewhere(rounds) => replay = rounds,
-        }
-    }
     let name = request.name.as_ref();
+    let caller = super::caller_of(context.extensions.get::<hyper::http::request::Parts>());
+    // A retry answering a question names its call by a `requestState`, bound to its
+    // caller and arguments: checked once the retry is admitted as any call is.
+    let bound = Bound::new(&caller, name, request.arguments.as_ref());
+    let abandoned = || {
+        if let Some(state) = &request.request_state {
+            server.shared.parked.abandon(state, name, &bound);
+        }
+    };
     // The folders are read again when the tool's file changed or the tool is not known.
     let current = server.snapshot();
     let fresh = match server.admit(&current, &config, name) {
@@ -338,8 +390,12 @@ pub(super) async fn call_tool(
     };
     let tool = match server.admit(&registry, &config, name) {
         Admission::Run(tool) => tool,
-        Admission::Refused(rule) => return Ok(failure(&rule).into()),
+        Admission::Refused(rule) => {
+            abandoned();
+            return Ok(failure(&rule).into());
+        }
         Admission::Unknown(message) => {
+            abandoned();
             return match server.docs_call(&registry, name, request.arguments.as_ref()).await {
                 Some(result) => Ok(result.into()),
                 None => Err(ErrorData::invalid_params(message, None)),
@@ -352,6 +408,14 @@ pub(super) async fn call_tool(
     {
         check_param_headers(&parts.headers, headers, request.arguments.as_ref())?;
     }
+    let shape = registry.tool(tool.tool()).map_or(content::Shape::Free, |(_, found)| super::output_shape_of(found));
+    let mut replay = Vec::new();
+    if let Some(state) = &request.request_state {
+        match resume(server, name, state, &bound, request.input_responses.as_ref(), &requester)? {
+            Resumed::Here(followed) => return finish(server, name, followed, shape, &requester).await,
+            Resumed::Elsewhere(rounds) => replay = rounds,
+        }
+    }
     // A task tool that calls `become_task` is an ordinary call up to that point.
     let (as_task, may_become_task) = match declared.as_ref().and_then(|declared| declared.task) {
         Some(TaskSupport::Optional | TaskSupport::Required) if takes_tasks(&context) => {
@@ -361,11 +425,11 @@ pub(super) async fn call_tool(
         Some(TaskSupport::Required) => return Err(tasks_needed(name)),
         _ => (false, false),
     };
-    let shape = registry.tool(tool.tool()).map_or(content::Shape::Free, |(_, found)| super::output_shape_of(found));
     let arguments = request.arguments.clone().unwrap_or_default();
-    let followed = begin(server, registry, &tool, declared, arguments, replay, may_become_task, &requester);
+    let followed = begin(server, registry, &tool, declared, arguments, replay, may_become_task, &requester, bound);
     if as_task {
-        return run_as_task(server, name, (followed.events, followed.cancel, None), shape, &requester).await;
+        let owner = followed.bound.caller.clone();
+        return run_as_task(server, name, (followed.events, followed.cancel, None), shape, &requester, owner).await;
     }
     finish(server, name, followed, shape, &requester).await
 }
@@ -386,6 +450,7 @@ pub(super) fn start_forwarded(
     name: &str,
     arguments: Map<String, Value>,
     requester: &Requester,
+    caller: &super::auth::Caller,
 ) -> Option<Forwarded> {
     let config = server.shared.settings.config.current();
     let registry = server.snapshot();
@@ -401,7 +466,8 @@ pub(super) fn start_forwarded(
     }) {
         return None;
     }
-    let followed = begin(server, registry, &tool, declared, arguments, Vec::new(), false, requester);
+    let bound = Bound::new(caller, name, Some(&arguments));
+    let followed = begin(server, registry, &tool, declared, arguments, Vec::new(), false, requester, bound);
     Some(Forwarded { followed, shape })
 }
 
@@ -441,6 +507,7 @@ async fn run_as_task(
     (events, cancel, status): (mpsc::UnboundedReceiver<Event>, Cancel, Option<String>),
     shape: content::Shape,
     requester: &Requester,
+    owner: String,
 ) -> Result<CallToolResponse, ErrorData> {
     let max_output = server.shared.settings.max_output;
     let watcher = match &requester.to {
@@ -455,8 +522,7 @@ async fn run_as_task(
         able: requester.able,
         finish: Box::new(move |result| content::tool_result(result, max_output, shape)),
     };
-    let caller = server.caller();
-    let created = server.shared.tasks.create(tool, caller, run).await?;
+    let created = server.shared.tasks.create(tool, owner, run).await?;
     Ok(CallToolResponse::Task(created))
 }
 
@@ -468,13 +534,14 @@ async fn finish(
     shape: content::Shape,
     requester: &Requester,
 ) -> Result<CallToolResponse, ErrorData> {
+    let owner = followed.bound.caller.clone();
     Ok(match drive(server, tool, followed, requester).await? {
         Driven::Done(result) => content::tool_result(result, server.shared.settings.max_output, shape).into(),
         Driven::Asked(asked) => asked.into(),
         Driven::Ended(reason) => failure(&reason).into(),
         Driven::Task(events, cancel, status) => {
             let status = Some(status).filter(|status| !status.is_empty());
-            return run_as_task(server, tool, (events, cancel, status), shape, requester).await;
+            return run_as_task(server, tool, (events, cancel, status), shape, requester, owner).await;
         }
     })
 }
@@ -586,7 +653,7 @@ fn unexpected<T>(answer: HostAnswer) -> T {
 
 /// Follows the call until it ends, is parked on a question, or is cancelled.
 async fn drive(server: &Server, tool: &str, followed: Followed, requester: &Requester) -> Result<Driven, ErrorData> {
-    let Followed { mut events, cancel, mut reporter, rounds, mut replay } = followed;
+    let Followed { mut events, cancel, mut reporter, rounds, mut replay, bound } = followed;
     let (able, to) = (requester.able, &requester.to);
     let mut next = None;
     loop {
@@ -641,7 +708,7 @@ async fn drive(server: &Server, tool: &str, followed: Followed, requester: &Requ
                     question.answer(HostAnswer::Batch(settled));
                     continue;
                 }
-                match server.shared.parked.new_state(tool, &rounds) {
+                match server.shared.parked.new_state(tool, &rounds, &bound) {
                     Some((id, state)) => {
                         let waiting = Waiting { tool: tool.to_string(), events, question, settled, cancel, reporter };
                         server.shared.parked.park(&id, waiting);
@@ -691,7 +758,7 @@ async fn drive(server: &Server, tool: &str, followed: Followed, requester: &Requ
             }
         };
         if requester.handshake_less {
-            match server.shared.parked.new_state(tool, &rounds) {
+            match server.shared.parked.new_state(tool, &rounds, &bound) {
                 Some((id, state)) => {
                     let key = input_key(&question.request).to_string();
                     let requests = InputRequests::from([(key, outbound.input_request())]);

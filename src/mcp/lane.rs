@@ -221,7 +221,8 @@ async fn call(
         progress,
         level: server.session_log_level(),
     };
-    let started = call::start_forwarded(&server, &name, arguments, &requester)?;
+    let caller = super::caller_of(Some(parts));
+    let started = call::start_forwarded(&server, &name, arguments, &requester, &caller)?;
     let key = (session.to_string(), message["id"].to_string());
     sync::lock(&lane.calls).insert(key.clone(), ct.clone());
     let running = Running { lane: Arc::clone(&lane), key, ct };

@@ -578,11 +578,6 @@ impl Server {
         self.view_with(registry, &self.shared.settings.config.current())
     }
 
-    /// The profile its token chose, when `[auth.scopes]` chose one.
-    fn caller(&self) -> Option<String> {
-        self.session.caller.get().cloned().flatten()
-    }
-
     /// The profile this session sees: its token's, else `--profile`'s.
     fn choice(&self) -> Option<Choice> {
         match self.session.caller.get() {
@@ -661,13 +656,6 @@ impl Server {
         }
     }
 
-    /// What the `outputSchema` of the tool shown as `name` asks of its results'
-    /// `structuredContent` (SPEC §12).
-    fn output_shape(&self, registry: &Registry, config: &Config, name: &str) -> content::Shape {
-        let Admission::Run(tool) = self.admit(registry, config, name) else { return content::Shape::Free };
-        registry.tool(tool.tool()).map_or(content::Shape::Free, |(_, tool)| output_shape_of(tool))
-    }
-
     /// Sends `notifications/tools/list_changed` to a handshake session until it closes.
     fn forward_list_changes(&self, peer: Peer<RoleServer>) {
         let mut changes = self.shared.tools_changed.subscribe();
@@ -705,6 +693,12 @@ impl Server {
             }
         });
     }
+}
+
+/// Who made a request (SPEC §17): the caller its token showed over HTTP (`http.rs` puts
+/// it in every request's head), else the one anonymous caller (stdio).
+fn caller_of(parts: Option<&hyper::http::request::Parts>) -> auth::Caller {
+    parts.and_then(|parts| parts.extensions.get::<auth::Caller>()).cloned().unwrap_or_else(auth::Caller::anonymous)
 }
 
 /// What a tool's `outputSchema` asks of its results' `structuredContent` (SPEC §12).
@@ -924,7 +918,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         self.bind_caller(&context)?;
-        self.shared.tasks.get(&request.task_id, self.caller().as_deref()).await
+        let caller = caller_of(context.extensions.get::<hyper::http::request::Parts>());
+        self.shared.tasks.get(&request.task_id, &caller.key()).await
     }
 
     /// `tasks/update`: the client's answers to a task's questions.
@@ -934,7 +929,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.bind_caller(&context)?;
-        self.shared.tasks.update(&request.task_id, request.input_responses, self.caller().as_deref()).await
+        let caller = caller_of(context.extensions.get::<hyper::http::request::Parts>());
+        self.shared.tasks.update(&request.task_id, request.input_responses, &caller.key()).await
     }
 
     /// `tasks/cancel`.
@@ -944,7 +940,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.bind_caller(&context)?;
-        self.shared.tasks.cancel(&request.task_id, self.caller().as_deref()).await
+        let caller = caller_of(context.extensions.get::<hyper::http::request::Parts>());
+        self.shared.tasks.cancel(&request.task_id, &caller.key()).await
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {

@@ -4,7 +4,8 @@
 //! Owns the key (`[mcp] state_key`, `$LCP_STATE_KEY`, else one made at start), the
 //! state's text (`<base64url payload>.<base64url HMAC-SHA256>`) and its check: a state
 //! whose signature does not match (tampered, or signed with another key) or whose time
-//! is up is refused before any of it is read. Must never: trust a field of a state
+//! is up is refused before any of it is read. A state names its caller and its call
+//! (tool and arguments) only by digests ([`digest`], [`canonical`]). Must never: trust a field of a state
 //! whose signature it has not checked, or compare signatures in variable time.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -96,6 +97,55 @@ impl StateKey {
     }
 }
 
+/// The SHA-256 of `parts` (each length-prefixed, so no two lists run together), as
+/// base64url: what a state carries of its caller and of its call, never the text itself.
+pub(super) fn digest(parts: &[&str]) -> String {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part.as_bytes());
+    }
+    URL_SAFE_NO_PAD.encode(hasher.finalize())
+}
+
+/// `value` as JSON text with every object's keys sorted: the same arguments give the
+/// same text in whatever order a client wrote them.
+pub(super) fn canonical(value: &Value) -> String {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(object) => {
+                let mut keys: Vec<&String> = object.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (index, key) in keys.into_iter().enumerate() {
+                    if index > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push(':');
+                    write(&object[key], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (index, item) in items.iter().enumerate() {
+                    if index > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
 fn now_seconds() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs())
 }
@@ -149,5 +199,16 @@ mod tests {
         let mac = URL_SAFE_NO_PAD.encode(ours.mac(text.as_bytes()));
         assert_eq!(ours.open(&format!("{text}.{mac}")), Err(Refused::Expired));
         assert!(StateKey::new(Some("short")).unwrap_err().contains("at least 16"));
+    }
+
+    #[test]
+    fn the_digest_of_arguments_ignores_key_order_and_not_values() {
+        let one: Value = serde_json::from_str(r#"{"b": [1, {"y": 2, "x": 1}], "a": "t"}"#).unwrap();
+        let two: Value = serde_json::from_str(r#"{"a": "t", "b": [1, {"x": 1, "y": 2}]}"#).unwrap();
+        assert_eq!(canonical(&one), canonical(&two));
+        assert_eq!(canonical(&one), r#"{"a":"t","b":[1,{"x":1,"y":2}]}"#);
+        let other: Value = serde_json::from_str(r#"{"a": "u", "b": [1, {"x": 1, "y": 2}]}"#).unwrap();
+        assert_ne!(digest(&["tool", &canonical(&one)]), digest(&["tool", &canonical(&other)]));
+        assert_ne!(digest(&["ab", "c"]), digest(&["a", "bc"]));
     }
 }

@@ -12,8 +12,8 @@
 //! fails the tasks it runs.
 //!
 //! Must never: answer for a task another caller created (its id is the only way in,
-//! and a caller with another profile is told there is no such task), or leave a task
-//! `working` that nobody runs.
+//! and another caller, or the same with another profile, is told there is no such
+//! task), or leave a task `working` that nobody runs.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -70,7 +70,10 @@ struct Record {
     lease_until_ms: u64,
     /// The tool called.
     tool: String,
-    /// The profile of the caller that created it (`[auth.scopes]`), if any.
+    /// The caller that created it, with its profile (`auth::Caller::key`): the only
+    /// one that sees it. A record without one (written before callers were kept) is
+    /// nobody's.
+    #[serde(default)]
     caller: Option<String>,
 }
 
@@ -299,7 +302,7 @@ impl Tasks {
     pub(super) async fn create(
         self: &Arc<Self>,
         tool: &str,
-        caller: Option<String>,
+        caller: String,
         run: TaskRun,
     ) -> Result<CreateTaskResult, ErrorData> {
         let id = format!("task-{}", super::call::unguessable().ok_or_else(|| internal("no randomness"))?);
@@ -318,7 +321,7 @@ impl Tasks {
             owner: self.replica.clone(),
             lease_until_ms: now_ms() + LEASE.as_millis() as u64,
             tool: tool.to_string(),
-            caller,
+            caller: Some(caller),
         };
         if let Err(err) = self.store.put(&record).await {
             run.cancel.cancel();
@@ -337,7 +340,7 @@ impl Tasks {
     }
 
     /// `tasks/get`: the task as it is now.
-    pub(super) async fn get(&self, id: &str, caller: Option<&str>) -> Result<GetTaskResult, ErrorData> {
+    pub(super) async fn get(&self, id: &str, caller: &str) -> Result<GetTaskResult, ErrorData> {
         let mut record = self.find(id, caller).await?;
         if record.orphaned() {
             record.fail("the lcp serve replica that ran this task stopped before the task finished".to_string());
@@ -352,12 +355,7 @@ impl Tasks {
     /// acknowledgement comes once the task took the answers (at once on the replica
     /// that runs it, within [`INBOX_EVERY`] on another): a `tasks/get` right after it,
     /// on any replica, no longer shows the answered requests waiting.
-    pub(super) async fn update(
-        &self,
-        id: &str,
-        responses: InputResponses,
-        caller: Option<&str>,
-    ) -> Result<(), ErrorData> {
+    pub(super) async fn update(&self, id: &str, responses: InputResponses, caller: &str) -> Result<(), ErrorData> {
         let record = self.find(id, caller).await?;
         if record.status.is_terminal() {
             return Ok(());
@@ -386,7 +384,7 @@ impl Tasks {
     }
 
     /// `tasks/cancel`: stops the task; one that ended already stays as it ended.
-    pub(super) async fn cancel(&self, id: &str, caller: Option<&str>) -> Result<(), ErrorData> {
+    pub(super) async fn cancel(&self, id: &str, caller: &str) -> Result<(), ErrorData> {
         let mut record = self.find(id, caller).await?;
         if record.status.is_terminal() {
             return Ok(());
@@ -413,10 +411,11 @@ impl Tasks {
         }
     }
 
-    async fn find(&self, id: &str, caller: Option<&str>) -> Result<Record, ErrorData> {
+    /// The task `id` when `caller` made it; another caller's task is not found.
+    async fn find(&self, id: &str, caller: &str) -> Result<Record, ErrorData> {
         let unknown = || ErrorData::invalid_params(format!("no task `{id}`"), Some(json!({ "taskId": id })));
         match self.store.get(id).await.map_err(|err| internal(&err))? {
-            Some(record) if record.caller.as_deref() == caller => Ok(record),
+            Some(record) if record.caller.as_deref() == Some(caller) => Ok(record),
             _ => Err(unknown()),
         }
     }

@@ -6,6 +6,7 @@ mod support;
 
 mod auth;
 mod call;
+mod callers;
 mod cli;
 mod discovery;
 mod docstrings;
