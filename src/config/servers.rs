@@ -412,4 +412,28 @@ mod tests {
         );
         assert!(expand("${OPEN").unwrap_err().contains("without its"));
     }
+
+    fn entry_of(table: Value, problems: &mut Vec<String>) -> Option<ServerEntry> {
+        let mut fail = |key: &str, message: String| problems.push(format!("{key}: {message}"));
+        entry("s", table.as_object().unwrap(), Path::new("."), &mut fail)
+    }
+
+    #[test]
+    fn a_servers_secrets_are_its_expanded_values_url_userinfo_and_query_values_and_header_values() {
+        let home = std::env::var("HOME").unwrap();
+        let table = serde_json::json!({
+            "url": "http://name:pa55@127.0.0.1:9/mcp?key=qv&x",
+            "headers": {"Authorization": "Bearer tok3n", "X-Other": "hv", "X-Home": "at ${HOME}"},
+            "pin": true,
+        });
+        let mut problems = Vec::new();
+        let entry = entry_of(table, &mut problems).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(entry.pin);
+        let said = entry.redact(&format!("name pa55 qv Bearer tok3n, tok3n hv {home}, and 127.0.0.1:9/mcp?key= stays"));
+        assert_eq!(said, "*** *** *** ***, *** *** ***, and 127.0.0.1:9/mcp?key= stays");
+        let mut problems = Vec::new();
+        assert!(entry_of(serde_json::json!({"command": "x", "pin": "yes"}), &mut problems).is_none());
+        assert_eq!(problems, ["pin: `pin` must be true or false, not \"yes\""]);
+    }
 }

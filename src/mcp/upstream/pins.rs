@@ -99,6 +99,7 @@ pub(super) fn check(entry: &ServerEntry, listed: &[Value], accept: bool) -> Resu
     let pinned = document["servers"][entry.name.as_str()].as_object().cloned().unwrap_or_default();
     let mut recorded = pinned.clone();
     let mut checked = Checked { file: file.clone(), ..Checked::default() };
+    let mut accepted = Vec::new();
     for tool in listed {
         let Some(name) = tool["name"].as_str() else { continue };
         let definition = definition(tool);
@@ -113,7 +114,10 @@ pub(super) fn check(entry: &ServerEntry, listed: &[Value], accept: bool) -> Resu
                 let parts = if parts.is_empty() { vec!["definition"] } else { parts };
                 checked.changed.push(Changed { tool: name.to_string(), parts });
             }
-            _ => {
+            seen => {
+                if seen.is_some() {
+                    accepted.push(format!("`{name}`"));
+                }
                 recorded.insert(name.to_string(), json!({"digest": digest, "definition": definition}));
             }
         }
@@ -123,10 +127,18 @@ pub(super) fn check(entry: &ServerEntry, listed: &[Value], accept: bool) -> Resu
             document["servers"] = json!({});
         }
         document["servers"][entry.name.as_str()] = Value::Object(recorded);
-        if let Err(err) = write(&file, &sorted(&document)) {
-            checked
+        match write(&file, &sorted(&document)) {
+            Err(err) => checked
                 .problems
-                .push(format!("its tools' definitions could not be recorded in `{}`: {err}", file.display()));
+                .push(format!("its tools' definitions could not be recorded in `{}`: {err}", file.display())),
+            // `lcp check --accept` says what it accepted.
+            Ok(()) if !accepted.is_empty() => eprintln!(
+                "lcp: MCP server `{}`: the new definitions of {} are recorded in `{}`",
+                entry.name,
+                accepted.join(", "),
+                file.display()
+            ),
+            Ok(()) => {}
         }
     }
     Ok(checked)
