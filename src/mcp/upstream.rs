@@ -353,10 +353,14 @@ impl Active {
             tool: Some(self.tool.clone()),
             kind: InteractionKind::Form,
             title: self.tool.clone(),
-            prompt: request["message"].as_str().unwrap_or_default().to_string(),
+            // What the server asks is shown as it would be plain.
+            prompt: text_safety::strip_invisible(request["message"].as_str().unwrap_or_default()).into_owned(),
             options: Vec::new(),
             default: None,
-            schema: request.get("requestedSchema").cloned(),
+            schema: request.get("requestedSchema").cloned().map(|mut schema| {
+                text_safety::strip_schema_texts(&mut schema);
+                schema
+            }),
             key: None,
         };
         match interact(&interaction) {
