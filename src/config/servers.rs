@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::located::{ConfigError, Located, pointer};
 use crate::policy::{self, Declared};
-use crate::text_safety::Secrets;
+use crate::text_safety::{self, Secrets};
 
 /// The keys of a `[mcp_servers.NAME]` table.
 const KEYS: [&str; 11] =
@@ -48,7 +48,7 @@ pub struct ServerEntry {
 }
 
 /// How a server is reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Transport {
     /// A command whose standard input and output speak MCP.
     Stdio {
@@ -68,6 +68,28 @@ pub enum Transport {
         /// Headers sent with every request (`Authorization`).
         headers: Vec<(String, String)>,
     },
+}
+
+/// Without the values that may be secrets: the URL as [`text_safety::shown_url`]
+/// shows it, the names of headers and variables without their values.
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |pairs: &[(String, String)]| pairs.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
+        match self {
+            Transport::Stdio { command, args, env, cwd } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", &args.len())
+                .field("env", &names(env))
+                .field("cwd", cwd)
+                .finish(),
+            Transport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &text_safety::shown_url(url))
+                .field("headers", &names(headers))
+                .finish(),
+        }
+    }
 }
 
 impl ServerEntry {
@@ -430,6 +452,10 @@ mod tests {
         let entry = entry_of(table, &mut problems).unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         assert!(entry.pin);
+        let debug = format!("{entry:?}");
+        for secret in ["pa55", "tok3n", "qv", "hv", home.as_str()] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
         let said = entry.redact(&format!("name pa55 qv Bearer tok3n, tok3n hv {home}, and 127.0.0.1:9/mcp?key= stays"));
         assert_eq!(said, "*** *** *** ***, *** *** ***, and 127.0.0.1:9/mcp?key= stays");
         let mut problems = Vec::new();
