@@ -169,7 +169,7 @@ pub(crate) fn enter(sandbox: Sandbox, scratch: &Path, writable: &[&Path], requir
         Ok(()) => true,
     };
     let filters = seccomp_filters(sandbox);
-    match filters.and_then(|filters| filters.iter().try_for_each(|filter| apply(filter))) {
+    match filters.and_then(|filters| filters.iter().try_for_each(apply)) {
         Err(err) if require => Err(err),
         Err(_) | Ok(()) => Ok(confined),
     }
