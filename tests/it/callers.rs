@@ -298,6 +298,38 @@ fn another_subjects_task_is_not_found() {
     assert_eq!(done["result"]["content"][0]["text"], "the private result", "{done}");
 }
 
+#[test]
+fn a_token_of_another_profile_cannot_use_a_session_of_its_subject() {
+    let keys = Keys::serve();
+    let extra = format!(
+        "issuer = \"{ISSUER}\"\nresource = \"{RESOURCE}\"\njwks_uri = \"{}\"\n\n[auth.scopes]\n\"tools:slow\" = \"slow\"\n\
+         \"tools:other\" = \"other\"\n\n[profiles.slow]\ntools = [\"tool_slow\"]\n\n[profiles.other]\ntools = [\"tool_other\"]\n",
+        keys.url
+    );
+    let (server, _folder) = serve_with_tokens("callers-profile", &extra);
+    let url = &server.url;
+    let (slow, other) = (jwt("ada", "tools:slow"), jwt("ada", "tools:other"));
+    let (status, headers, _) = post(url, Some(&slow), None, initialize());
+    assert_eq!(status, 200);
+    let session = header(&headers, "mcp-session-id").to_string();
+    post(url, Some(&slow), Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let address = address_of(url);
+    let request = |method: &str, token: &str| {
+        format!(
+            "{method} /mcp HTTP/1.1\r\nhost: {address}\r\naccept: text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\n\
+             authorization: Bearer {token}\r\nmcp-session-id: {session}\r\nconnection: close\r\n\r\n"
+        )
+    };
+    // Its stream and its end are refused to a token that chose another profile.
+    let (status, _, reply) = exchange(&address, &request("GET", &other));
+    assert_eq!(status, 403, "{reply}");
+    let (status, _, reply) = exchange(&address, &request("DELETE", &other));
+    assert_eq!(status, 403, "{reply}");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (_, _, listed) = post(url, Some(&slow), Some(&session), list);
+    assert_eq!(listed["result"]["tools"][0]["name"], "tool_slow", "{listed}");
+}
+
 /// `count` sessions opened and left (each on its own connection); their ids.
 fn open_sessions(url: &str, count: usize) -> Vec<String> {
     (0..count)
