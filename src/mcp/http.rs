@@ -107,7 +107,10 @@ impl std::error::Error for AddressError {}
 
 /// Most connections served at once; past it, a new one is answered 503 and closed.
 const MAX_CONNECTIONS: usize = 512;
-/// Most connections of one peer address at once; past it, 503 and closed.
+/// With `[auth]`, most connections of one peer address at once that have not shown a
+/// valid token; past it, 503 and closed. A connection that showed one no longer
+/// counts (clients behind one proxy or NAT share an address), nor does any on a
+/// server that asks for no token (its every client shows all it needs).
 pub const MAX_CONNECTIONS_PER_PEER: usize = 64;
 /// With `[auth]`, most connections that have not shown a valid token yet: the rest of
 /// [`MAX_CONNECTIONS`] is kept for callers with one (a connection accepted into it is
@@ -232,6 +235,18 @@ struct Counts {
     waiting: std::collections::VecDeque<Arc<Connection>>,
 }
 
+impl Counts {
+    /// One connection fewer of `peer` without a valid token.
+    fn less_of(&mut self, peer: IpAddr) {
+        if let Some(count) = self.by_peer.get_mut(&peer) {
+            *count -= 1;
+            if *count == 0 {
+                self.by_peer.remove(&peer);
+            }
+        }
+    }
+}
+
 /// One connection, as the caps see it.
 struct Connection {
     peer: IpAddr,
@@ -264,7 +279,7 @@ impl Connections {
     /// A slot for a new connection from `peer`, or `None` (503) past the caps.
     fn admit(connections: &Arc<Connections>, peer: IpAddr) -> Option<Held> {
         let mut counts = sync::lock(&connections.counts);
-        if counts.by_peer.get(&peer).is_some_and(|&count| count >= MAX_CONNECTIONS_PER_PEER) {
+        if connections.reserve && counts.by_peer.get(&peer).is_some_and(|&count| count >= MAX_CONNECTIONS_PER_PEER) {
             return None;
         }
         let class = if !connections.reserve {
@@ -288,7 +303,9 @@ impl Connections {
             evicted: tokio_util::sync::CancellationToken::new(),
         });
         counts.open += 1;
-        *counts.by_peer.entry(peer).or_default() += 1;
+        if class != Class::Proven {
+            *counts.by_peer.entry(peer).or_default() += 1;
+        }
         match class {
             Class::Unproven => counts.unproven += 1,
             Class::Kept => counts.waiting.push_back(Arc::clone(&connection)),
@@ -308,8 +325,12 @@ impl Connections {
     /// A request on `connection` showed a valid token.
     fn proven(&self, connection: &Connection) {
         let mut class = sync::lock(&connection.class);
-        if *class == Class::Unproven {
-            sync::lock(&self.counts).unproven -= 1;
+        if *class != Class::Proven {
+            let mut counts = sync::lock(&self.counts);
+            if *class == Class::Unproven {
+                counts.unproven -= 1;
+            }
+            counts.less_of(connection.peer);
         }
         *class = Class::Proven;
     }
@@ -320,12 +341,8 @@ impl Drop for Held {
         let class = *sync::lock(&self.connection.class);
         let mut counts = sync::lock(&self.connections.counts);
         counts.open -= 1;
-        let peer = self.connection.peer;
-        if let Some(count) = counts.by_peer.get_mut(&peer) {
-            *count -= 1;
-            if *count == 0 {
-                counts.by_peer.remove(&peer);
-            }
+        if class != Class::Proven {
+            counts.less_of(self.connection.peer);
         }
         match class {
             Class::Unproven => counts.unproven -= 1,

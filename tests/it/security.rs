@@ -553,18 +553,22 @@ fn four_results_of_100_mib_at_once_leave_the_servers_memory_bounded() {
 }
 
 #[test]
-fn past_the_session_cap_a_new_session_is_refused_with_503() {
+fn abandoned_sessions_stay_bounded_the_least_recently_used_idle_one_ending_past_the_cap() {
     let server = crate::mcp::HttpServer::start(&["fixtures/security"]);
     let mut statuses = std::collections::BTreeMap::new();
+    let mut sessions = Vec::new();
     for _ in 0..lcp::mcp::http::MAX_SESSIONS + 20 {
-        let (status, _, _) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
+        let (status, headers, _) = crate::auth::post(&server.url, None, None, crate::auth::initialize());
         *statuses.entry(status).or_insert(0) += 1;
+        sessions.push(crate::auth::header(&headers, "mcp-session-id").to_string());
     }
-    assert_eq!(
-        statuses,
-        [(200, lcp::mcp::http::MAX_SESSIONS), (503, 20)].into_iter().collect(),
-        "abandoned sessions are bounded"
-    );
+    // Nobody is locked out: each new session is made, an idle abandoned one ending.
+    assert_eq!(statuses, [(200, lcp::mcp::http::MAX_SESSIONS + 20)].into_iter().collect());
+    let ping = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+    let (oldest, _, _) = crate::auth::post(&server.url, None, Some(&sessions[0]), ping.clone());
+    assert_eq!(oldest, 404, "the least recently used session was ended past the cap");
+    let (newest, _, _) = crate::auth::post(&server.url, None, Some(sessions.last().unwrap()), ping);
+    assert_ne!(newest, 404, "the newest session is kept");
 }
 
 #[test]
