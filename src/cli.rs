@@ -815,7 +815,7 @@ fn source_cell(library: &crate::extract::Library, tool: &crate::extract::Tool) -
 /// The width of the terminal `lcp list` prints to: `$COLUMNS` when set, else the
 /// terminal's own; `None` when stdout is not a terminal (a file or a pipe gets every
 /// cell whole).
-fn terminal_width() -> Option<usize> {
+pub(crate) fn terminal_width() -> Option<usize> {
     if let Some(columns) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()).filter(|&c| c > 0) {
         return Some(columns);
     }
@@ -831,7 +831,7 @@ fn terminal_width() -> Option<usize> {
 /// (the later one on a tie), and cells are cut at the end given, with `…`. A table
 /// still too wide with every column at its floor is left so: the floors keep each
 /// column readable.
-fn fit<const N: usize>(rows: &mut [[String; N]], width: usize, narrowing: &[(usize, usize, Cut)]) {
+pub(crate) fn fit<const N: usize>(rows: &mut [[String; N]], width: usize, narrowing: &[(usize, usize, Cut)]) {
     let natural = column_widths(rows);
     let mut widths = natural.clone();
     let mut line = widths.iter().sum::<usize>() + 2 * N.saturating_sub(1);
@@ -869,7 +869,7 @@ fn column_widths<const N: usize>(rows: &[[String; N]]) -> Vec<usize> {
 }
 
 /// Rows as left-aligned columns, each line ending in a newline.
-fn columns<const N: usize>(rows: &[[String; N]]) -> String {
+pub(crate) fn columns<const N: usize>(rows: &[[String; N]]) -> String {
     let widths = column_widths(rows);
     let mut out = String::new();
     for row in rows {
@@ -889,14 +889,14 @@ fn columns<const N: usize>(rows: &[[String; N]]) -> String {
 
 /// Which end of a long cell is cut: a source keeps its end (the file name and line).
 #[derive(Clone, Copy)]
-enum Cut {
+pub(crate) enum Cut {
     Start,
     End,
 }
 
 /// A table cell: control characters become spaces, and text over [`CELL_CHARS`]
 /// characters is cut to that many, with `…` where it was cut.
-fn cell(text: &str, cut: Cut) -> String {
+pub(crate) fn cell(text: &str, cut: Cut) -> String {
     const CELL_CHARS: usize = 72;
     // Escaped (SPEC §17): a name or a description cannot draw over the table.
     elide(&shown::line(text), CELL_CHARS, cut)

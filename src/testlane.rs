@@ -15,13 +15,21 @@
 //! `--yes`), a question to the user is declined, and `generate_text` fails saying
 //! there is no model. A call that met one of these passes when the tool reports it as
 //! a failure instead of acting or crashing.
+//!
+//! A folder of tool files may hold a test file, [`TESTS_FILE`] (`lcp_tests.toml`),
+//! read without running code ([`read_tests`]): a `fixtures` folder copied into every
+//! call's workspace, a `setup` shell command run there before each call (with a time
+//! limit; what it leaves running is ended with the call), and recorded calls of its
+//! tools (`[[call]]`: arguments, files, and what the call must give: an output,
+//! exactly or in part, or a failure saying a text). A tool's recorded calls replace
+//! its generated payload; its `Examples:` still run, in workspaces prepared alike.
 
-use std::path::{Component, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::extract::Tool;
@@ -41,6 +49,8 @@ pub enum Source {
     Example,
     /// Made from the parameters' schemas.
     Generated,
+    /// A `[[call]]` of the folder's test file.
+    Recorded,
 }
 
 impl Source {
@@ -49,6 +59,7 @@ impl Source {
         match self {
             Source::Example => "example",
             Source::Generated => "generated",
+            Source::Recorded => "recorded",
         }
     }
 }
@@ -62,15 +73,32 @@ pub struct Payload {
     pub args: Value,
     /// Files to create in the scratch workspace: relative path → text.
     pub files: Vec<(PathBuf, String)>,
+    /// How every call of the tool's folder is prepared (its test file), if it has one.
+    pub prepare: Option<Arc<Prepare>>,
+    /// What a recorded call sets and expects.
+    pub recorded: Option<Box<Recorded>>,
 }
 
-/// The outcome of one call: `{"tool", "source", "payload", "ok", "error"?, "note"?, "seconds"}`.
+impl Payload {
+    fn new(source: Source, args: Value, files: Vec<(PathBuf, String)>) -> Payload {
+        Payload { source, args, files, prepare: None, recorded: None }
+    }
+}
+
+/// The outcome of one call: `{"tool", "source", "name"?, "at"?, "payload", "ok",
+/// "error"?, "note"?, "output"?, "seconds"}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
     /// The tool called.
     pub tool: String,
     /// Where the payload comes from.
     pub source: Source,
+    /// A recorded call's `name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Where a recorded call is: `file:line`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
     /// The arguments of the call.
     pub payload: Value,
     /// Whether the call passed.
@@ -85,6 +113,12 @@ pub struct Outcome {
     /// The same, in a few words, for the table.
     #[serde(skip)]
     pub unmet: Option<Unmet>,
+    /// The call failed, as its recorded call expected.
+    #[serde(skip)]
+    pub failed_as_expected: bool,
+    /// What the tool returned, when it ran and returned something.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
     /// How long the call took.
     pub seconds: f64,
 }
@@ -98,6 +132,9 @@ pub struct Options {
     pub yes: bool,
     /// Only these tools (names as shown); empty: every tool of the view.
     pub only: Vec<String>,
+    /// The Python a setup command finds as `$LCP_TEST_PYTHON` (the venv's, else the
+    /// embedded interpreter's executable).
+    pub python: Option<PathBuf>,
 }
 
 /// The payloads of a tool: its examples, or one generated from its input schema. An
@@ -108,7 +145,7 @@ pub fn payloads(tool: &Tool) -> Vec<Result<Payload, String>> {
         return examples;
     }
     let args = generate(tool.parameters.value());
-    vec![Ok(Payload { source: Source::Generated, args, files: Vec::new() })]
+    vec![Ok(Payload::new(Source::Generated, args, Vec::new()))]
 }
 
 /// The JSON objects of a docstring's `Examples:` section (Google `Examples:` or NumPy
@@ -151,27 +188,29 @@ fn example(text: &str) -> Result<Payload, String> {
     let Value::Object(mut args) = serde_json::from_str::<Value>(text).map_err(|err| err.to_string())? else {
         return Err("it is not an object".to_string());
     };
-    let mut files = Vec::new();
-    match args.remove(FILES_KEY) {
-        None => {}
-        Some(Value::Object(listed)) => {
-            for (name, content) in listed {
-                let path = PathBuf::from(&name);
-                let inside = path.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-                match content {
-                    Value::String(text) if inside && !name.is_empty() => files.push((path, text)),
-                    Value::String(_) => {
-                        return Err(format!(
-                            "`{FILES_KEY}` names `{name}`, which is not a relative path inside the workspace"
-                        ));
-                    }
-                    other => return Err(format!("`{FILES_KEY}[\"{name}\"]` must be the file's text, not {other}")),
-                }
-            }
-        }
+    let files = match args.remove(FILES_KEY) {
+        None => Vec::new(),
+        Some(Value::Object(listed)) => workspace_files(FILES_KEY, listed)?,
         Some(other) => return Err(format!("`{FILES_KEY}` must map file names to their text, not {other}")),
+    };
+    Ok(Payload::new(Source::Example, Value::Object(args), files))
+}
+
+/// `{"name": "text"}` as files of the workspace: each name a relative path inside it.
+fn workspace_files(key: &str, listed: Map<String, Value>) -> Result<Vec<(PathBuf, String)>, String> {
+    let mut files = Vec::new();
+    for (name, content) in listed {
+        let path = PathBuf::from(&name);
+        let inside = path.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        match content {
+            Value::String(text) if inside && !name.is_empty() => files.push((path, text)),
+            Value::String(_) => {
+                return Err(format!("`{key}` names `{name}`, which is not a relative path inside the workspace"));
+            }
+            other => return Err(format!("`{key}[\"{name}\"]` must be the file's text, not {other}")),
+        }
     }
-    Ok(Payload { source: Source::Example, args: Value::Object(args), files })
+    Ok(files)
 }
 
 /// The smallest arguments an input schema accepts: required parameters only, each
@@ -255,22 +294,340 @@ fn minimal(schema: &Value, root: &Value, depth: usize) -> Value {
     }
 }
 
+/// The test file of a folder of tool files (SPEC §13): its tools' recorded calls and
+/// how every call of them is prepared.
+pub const TESTS_FILE: &str = "lcp_tests.toml";
+
+/// How long a setup command may run unless the test file says otherwise.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How every call of the tools of a test file's folder is prepared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepare {
+    /// The test file.
+    pub file: PathBuf,
+    /// A folder copied into each call's workspace (`fixtures`).
+    pub fixtures: Option<PathBuf>,
+    /// A shell command run in each call's workspace before the call (`setup`).
+    pub setup: Option<String>,
+    /// How long a setup command may run (`setup_timeout`).
+    pub setup_timeout: Duration,
+}
+
+/// What a recorded call (`[[call]]`) sets and expects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// Where it is: `file:line`.
+    pub at: String,
+    /// Its `name`, if it has one.
+    pub name: Option<String>,
+    /// The folder copied into its workspace: its own `fixtures`, else the file's.
+    pub fixtures: Option<PathBuf>,
+    /// Its own `setup`, run after the file's.
+    pub setup: Option<String>,
+    /// `yes = true`: what the tool asks to confirm is allowed.
+    pub yes: bool,
+    /// `timeout`: its own time limit.
+    pub timeout: Option<Duration>,
+    /// What the call must give.
+    pub expect: Expect,
+    /// `files_after`: files the workspace must hold after the call, with their text.
+    pub files_after: Vec<(PathBuf, String)>,
+}
+
+/// What a call must give to pass.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Expect {
+    /// Success, any output (an example's and a generated payload's expectation).
+    #[default]
+    Success,
+    /// `output` (or `output_json`): success with exactly this output.
+    Output(Value),
+    /// `output_includes`: success with an output holding this (see [`difference`]).
+    Includes(Value),
+    /// `error`: a failure whose error says this text.
+    Failure(String),
+}
+
+/// A test file, read: how its folder's calls are prepared, and its recorded calls by
+/// the name of their tool.
+#[derive(Debug, Clone)]
+pub struct Tests {
+    /// What every call of the folder's tools is prepared with.
+    pub prepare: Arc<Prepare>,
+    /// `(tool, payload)` in the file's order.
+    pub calls: Vec<(String, Payload)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTests {
+    fixtures: Option<toml::Spanned<String>>,
+    setup: Option<String>,
+    setup_timeout: Option<toml::Spanned<f64>>,
+    #[serde(default)]
+    call: Vec<toml::Spanned<RawCall>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    tool: String,
+    name: Option<String>,
+    #[serde(default)]
+    args: Map<String, Value>,
+    #[serde(default)]
+    files: Map<String, Value>,
+    fixtures: Option<String>,
+    setup: Option<String>,
+    #[serde(default)]
+    yes: bool,
+    timeout: Option<f64>,
+    output: Option<Value>,
+    output_json: Option<String>,
+    output_includes: Option<Value>,
+    error: Option<String>,
+    #[serde(default)]
+    files_after: Map<String, Value>,
+}
+
+/// Reads the test file `file`, whose recorded calls may name the tools `tools` (those
+/// of its folder). Every problem is an error at its line (`file:line: message`).
+/// Nothing is run: fixture folders are only looked at.
+pub fn read_tests(file: &Path, tools: &[&str]) -> Result<Tests, Vec<String>> {
+    let text = crate::config::read_regular_file(file).map_err(|err| vec![format!("{}: {err}", file.display())])?;
+    let line_of = |offset: usize| text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1;
+    let at = |offset: usize| format!("{}:{}", file.display(), line_of(offset));
+    let raw: RawTests = toml::from_str(&text).map_err(|err| {
+        let line = err.span().map(|span| format!(":{}", line_of(span.start))).unwrap_or_default();
+        vec![format!("{}{line}: {}", file.display(), err.message().trim_end())]
+    })?;
+    let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut errors = Vec::new();
+    let folder = |name: &str, place: &str, errors: &mut Vec<String>| -> Option<PathBuf> {
+        let path = base.join(name);
+        if name.is_empty() {
+            return None;
+        }
+        if !path.is_dir() {
+            errors.push(format!("{place}: `fixtures` names `{name}`, which is not a folder beside the test file"));
+        }
+        Some(path)
+    };
+    let seconds = |secs: f64, key: &str, place: &str, errors: &mut Vec<String>| match Duration::try_from_secs_f64(secs)
+    {
+        Ok(duration) if secs > 0.0 => Some(duration),
+        _ => {
+            errors.push(format!("{place}: `{key}` is {secs}; expected a positive number of seconds"));
+            None
+        }
+    };
+    let prepare = Arc::new(Prepare {
+        file: file.to_path_buf(),
+        fixtures: raw.fixtures.and_then(|name| folder(name.get_ref(), &at(name.span().start), &mut errors)),
+        setup: raw.setup.filter(|command| !command.trim().is_empty()),
+        setup_timeout: raw
+            .setup_timeout
+            .and_then(|secs| seconds(*secs.get_ref(), "setup_timeout", &at(secs.span().start), &mut errors))
+            .unwrap_or(SETUP_TIMEOUT),
+    });
+    let mut calls = Vec::new();
+    for spanned in raw.call {
+        let place = at(spanned.span().start);
+        let call = spanned.into_inner();
+        let problems_before = errors.len();
+        if !tools.contains(&call.tool.as_str()) {
+            let near = crate::suggest::closest(&call.tool, tools.iter().copied(), |name| {
+                name.strip_prefix("tool_").map(str::to_string)
+            });
+            errors.push(format!(
+                "{place}: `{}` is not a tool of the files beside this test file{}",
+                call.tool,
+                crate::suggest::did_you_mean(&near)
+            ));
+        }
+        let given =
+            [call.output.is_some(), call.output_json.is_some(), call.output_includes.is_some(), call.error.is_some()];
+        if given.iter().filter(|&&given| given).count() > 1 {
+            errors.push(format!("{place}: give at most one of `output`, `output_json`, `output_includes` and `error`"));
+        }
+        let expect = if let Some(output) = call.output {
+            Expect::Output(output)
+        } else if let Some(text) = call.output_json {
+            match serde_json::from_str(&text) {
+                Ok(output) => Expect::Output(output),
+                Err(err) => {
+                    errors.push(format!("{place}: `output_json` is not JSON: {err}"));
+                    Expect::Success
+                }
+            }
+        } else if let Some(part) = call.output_includes {
+            Expect::Includes(part)
+        } else if let Some(text) = call.error {
+            Expect::Failure(text)
+        } else {
+            Expect::Success
+        };
+        let files = workspace_files("files", call.files).unwrap_or_else(|err| {
+            errors.push(format!("{place}: {err}"));
+            Vec::new()
+        });
+        let files_after = workspace_files("files_after", call.files_after).unwrap_or_else(|err| {
+            errors.push(format!("{place}: {err}"));
+            Vec::new()
+        });
+        let fixtures = match call.fixtures.as_deref() {
+            Some(name) => folder(name, &place, &mut errors),
+            None => prepare.fixtures.clone(),
+        };
+        let timeout = call.timeout.and_then(|secs| seconds(secs, "timeout", &place, &mut errors));
+        if errors.len() > problems_before {
+            continue;
+        }
+        let recorded = Recorded {
+            at: place,
+            name: call.name,
+            fixtures,
+            setup: call.setup.filter(|command| !command.trim().is_empty()),
+            yes: call.yes,
+            timeout,
+            expect,
+            files_after,
+        };
+        let payload = Payload {
+            source: Source::Recorded,
+            args: Value::Object(call.args),
+            files,
+            prepare: Some(Arc::clone(&prepare)),
+            recorded: Some(Box::new(recorded)),
+        };
+        calls.push((call.tool, payload));
+    }
+    if errors.is_empty() { Ok(Tests { prepare, calls }) } else { Err(errors) }
+}
+
+/// Where `got` departs from `expected`, said in a sentence; `None` when it matches.
+/// With `partly`, an object matches when each key it has is in the output with a
+/// matching value (the output may hold more); otherwise every key must be the same.
+/// Arrays match item by item and must be as long; numbers match by value (`1` and
+/// `1.0`); anything else must be equal.
+pub fn difference(expected: &Value, got: &Value, partly: bool) -> Option<String> {
+    let mut at = String::new();
+    let found = differ(expected, got, partly, &mut at)?;
+    let place = if at.is_empty() { String::new() } else { format!(" at `{at}`") };
+    Some(format!("the output differs{place}: {found}"))
+}
+
+fn differ(expected: &Value, got: &Value, partly: bool, at: &mut String) -> Option<String> {
+    let kind = |value: &Value| match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let mismatch = || Some(format!("expected {}, got {}", brief(expected), brief(got)));
+    match (expected, got) {
+        (Value::Object(want), Value::Object(have)) => {
+            for (key, value) in want {
+                let depth = at.len();
+                at.push_str(&crate::located::pointer("", key));
+                match have.get(key) {
+                    None => return Some(format!("missing (expected {})", brief(value))),
+                    Some(other) => {
+                        if let Some(found) = differ(value, other, partly, at) {
+                            return Some(found);
+                        }
+                    }
+                }
+                at.truncate(depth);
+            }
+            if !partly && let Some((key, value)) = have.iter().find(|(key, _)| !want.contains_key(*key)) {
+                at.push_str(&crate::located::pointer("", key));
+                return Some(format!("not expected (got {})", brief(value)));
+            }
+            None
+        }
+        (Value::Array(want), Value::Array(have)) => {
+            for (index, (value, other)) in want.iter().zip(have).enumerate() {
+                let depth = at.len();
+                at.push_str(&format!("/{index}"));
+                if let Some(found) = differ(value, other, partly, at) {
+                    return Some(found);
+                }
+                at.truncate(depth);
+            }
+            (want.len() != have.len()).then(|| format!("expected {} items, got {}", want.len(), have.len()))
+        }
+        (Value::Number(want), Value::Number(have)) => {
+            let same = match (want.as_i64(), have.as_i64(), want.as_u64(), have.as_u64()) {
+                (Some(a), Some(b), _, _) => a == b,
+                (_, _, Some(a), Some(b)) => a == b,
+                _ => want.as_f64() == have.as_f64(),
+            };
+            if same { None } else { mismatch() }
+        }
+        _ if std::mem::discriminant(expected) != std::mem::discriminant(got) => {
+            Some(format!("expected {}, got {} {}", brief(expected), kind(got), brief(got)))
+        }
+        _ if expected == got => None,
+        _ => mismatch(),
+    }
+}
+
+/// A value as compact JSON, cut after 120 characters.
+fn brief(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= 120 { text } else { text.chars().take(119).chain(['…']).collect() }
+}
+
+/// The test files of the folders holding the tools of `view`, read, by folder; the
+/// names their calls may use are the tools of `registry` in that folder.
+fn tests_of(view: &View, registry: &Registry) -> Result<Vec<(PathBuf, Tests)>, String> {
+    let folder = |library: &crate::extract::Library| {
+        (library.origin == crate::extract::Origin::File).then(|| library.path.parent().map(Path::to_path_buf)).flatten()
+    };
+    let mut folders: Vec<PathBuf> = view.registry.libraries().iter().filter_map(|library| folder(library)).collect();
+    folders.sort();
+    folders.dedup();
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for dir in folders {
+        let file = dir.join(TESTS_FILE);
+        if !file.exists() {
+            continue;
+        }
+        let tools: Vec<&str> = registry
+            .tools()
+            .filter(|(library, _)| folder(library).as_deref() == Some(dir.as_path()))
+            .map(|(_, tool)| tool.name.as_str())
+            .collect();
+        match read_tests(&file, &tools) {
+            Ok(tests) => found.push((dir, tests)),
+            Err(problems) => errors.extend(problems),
+        }
+    }
+    if errors.is_empty() { Ok(found) } else { Err(errors.join("\n")) }
+}
+
 /// Calls every tool of `view` (or those of `options.only`) once per payload, through
 /// `registry` (the tools as they are named there), and says how each call went.
-/// `progress(done, total, tool)` is told before each call.
+/// `progress(done, total, tool)` is told before each call. A test file that cannot be
+/// read is an error, every problem at its line, and nothing runs.
 pub fn run(
     view: &View,
     registry: &Registry,
     runtime: &Runtime,
     options: &Options,
     mut progress: impl FnMut(usize, usize, &str),
-) -> Vec<Outcome> {
+) -> Result<Vec<Outcome>, String> {
+    let suites = tests_of(view, registry)?;
     let met = Arc::new(Met::default());
     let counted = Arc::clone(&met);
-    let yes = options.yes;
     for problem in runtime.set_confirm_handler(move |_| {
-        if yes {
-            return Confirmation::allow("allowed with `lcp test --yes`");
+        if counted.allow.load(Ordering::Relaxed) {
+            return Confirmation::allow("allowed with `lcp test --yes` (or the recorded call's `yes = true`)");
         }
         counted.refused.fetch_add(1, Ordering::Relaxed);
         Confirmation::reject("`lcp test` refuses confirmations unless it runs with --yes")
@@ -278,10 +635,34 @@ pub fn run(
         eprintln!("{problem}");
     }
     let mut planned = Vec::new();
-    for (_, tool) in view.registry.tools() {
+    for (library, tool) in view.registry.tools() {
         if options.only.is_empty() || options.only.contains(&tool.name) {
             let real = view.tool(&tool.name).unwrap_or(&tool.name).to_string();
-            planned.extend(payloads(tool).into_iter().map(|payload| (tool, real.clone(), payload)));
+            let suite = (library.origin == crate::extract::Origin::File)
+                .then(|| library.path.parent())
+                .flatten()
+                .and_then(|dir| suites.iter().find(|(folder, _)| folder == dir))
+                .map(|(_, tests)| tests);
+            let mut list: Vec<Result<Payload, String>> = suite
+                .into_iter()
+                .flat_map(|tests| &tests.calls)
+                .filter(|(name, _)| *name == real)
+                .map(|(_, payload)| Ok(payload.clone()))
+                .collect();
+            let recorded = !list.is_empty();
+            // Recorded calls replace the generated payload; examples still run.
+            list.extend(payloads(tool).into_iter().filter(|payload| {
+                !(recorded && payload.as_ref().is_ok_and(|payload| payload.source == Source::Generated))
+            }));
+            for payload in list {
+                let payload = payload.map(|mut payload| {
+                    if payload.prepare.is_none() {
+                        payload.prepare = suite.map(|tests| Arc::clone(&tests.prepare));
+                    }
+                    payload
+                });
+                planned.push((tool, real.clone(), payload));
+            }
         }
     }
     let total = planned.len();
@@ -292,39 +673,123 @@ pub fn run(
             Err(error) => Outcome {
                 tool: tool.name.clone(),
                 source: Source::Example,
+                name: None,
+                at: None,
                 payload: Value::Null,
                 ok: false,
                 error: Some(error),
                 note: None,
                 unmet: None,
+                failed_as_expected: false,
+                output: None,
                 seconds: 0.0,
             },
             Ok(payload) => {
                 met.clear();
+                let yes = options.yes || payload.recorded.as_ref().is_some_and(|recorded| recorded.yes);
+                met.allow.store(yes, Ordering::Relaxed);
                 let began = Instant::now();
-                let (result, unmet) = call(tool, registry, &real, runtime, &payload, options.timeout, &met);
+                let ran = call(tool, registry, &real, runtime, &payload, options, &met);
+                let seconds = (began.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+                let expect = payload.recorded.as_ref().map(|recorded| &recorded.expect).unwrap_or(&Expect::Success);
+                let verdict = judge(expect, ran);
                 Outcome {
                     tool: tool.name.clone(),
                     source: payload.source,
+                    name: payload.recorded.as_ref().and_then(|recorded| recorded.name.clone()),
+                    at: payload.recorded.as_ref().map(|recorded| recorded.at.clone()),
                     payload: payload.args,
-                    // A failure the tool reports because the lane could not give it
-                    // something (no user, no model) is a pass with a note.
-                    ok: result.ok() || unmet.is_some(),
-                    error: if result.ok() || unmet.is_some() {
-                        None
-                    } else {
-                        result.error.or(Some("the call failed".to_string()))
-                    },
-                    unmet: unmet.as_ref().map(|(unmet, _)| *unmet),
-                    note: unmet.map(|(_, note)| note),
-                    seconds: (began.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+                    ok: verdict.error.is_none(),
+                    error: verdict.error,
+                    note: verdict.note,
+                    unmet: verdict.unmet,
+                    failed_as_expected: verdict.failed_as_expected,
+                    output: verdict.output,
+                    seconds,
                 }
             }
         };
         outcomes.push(outcome);
     }
     progress(total, total, "");
-    outcomes
+    Ok(outcomes)
+}
+
+/// A call that was made (or refused for its payload), before its expectation is
+/// applied; a call the lane could not make (its workspace, fixtures or setup failed)
+/// is an `Err` saying why.
+struct Made {
+    /// Its result.
+    result: ToolResult,
+    /// What the lane could not give it, with the note saying so.
+    unmet: Option<(Unmet, String)>,
+    /// How the workspace departs from the recorded call's `files_after`.
+    after: Option<String>,
+}
+
+/// A call's verdict.
+#[derive(Default)]
+struct Verdict {
+    error: Option<String>,
+    note: Option<String>,
+    unmet: Option<Unmet>,
+    failed_as_expected: bool,
+    output: Option<Value>,
+}
+
+/// Whether a call gave what `expect` asks for.
+fn judge(expect: &Expect, ran: Result<Made, String>) -> Verdict {
+    let Made { result, unmet, after } = match ran {
+        Ok(made) => made,
+        Err(error) => return Verdict { error: Some(error), ..Verdict::default() },
+    };
+    let output = (!result.output.is_null()).then(|| result.output.clone());
+    let failure = || match &unmet {
+        Some((_, note)) => note.clone(),
+        None => result.error.clone().unwrap_or_else(|| "the call failed".to_string()),
+    };
+    let mut verdict = match expect {
+        // A failure the tool reports because the lane could not give it something (no
+        // user, no model) is a pass with a note.
+        Expect::Success if result.ok() => Verdict::default(),
+        Expect::Success => match &unmet {
+            Some((unmet, note)) => Verdict { unmet: Some(*unmet), note: Some(note.clone()), ..Verdict::default() },
+            None => Verdict { error: Some(failure()), ..Verdict::default() },
+        },
+        Expect::Output(_) | Expect::Includes(_) if !result.ok() => {
+            Verdict { error: Some(failure()), ..Verdict::default() }
+        }
+        Expect::Output(expected) => {
+            Verdict { error: difference(expected, &result.output, false), ..Verdict::default() }
+        }
+        Expect::Includes(expected) => {
+            Verdict { error: difference(expected, &result.output, true), ..Verdict::default() }
+        }
+        Expect::Failure(text) if result.ok() => Verdict {
+            error: Some(format!("did not fail: expected a failure saying `{text}`, got {}", brief(&result.output))),
+            ..Verdict::default()
+        },
+        Expect::Failure(text) => {
+            let error = failure();
+            if error.contains(text.as_str()) {
+                Verdict {
+                    failed_as_expected: true,
+                    note: Some(format!("failed as expected: {error}")),
+                    ..Verdict::default()
+                }
+            } else {
+                Verdict {
+                    error: Some(format!("failed otherwise: expected `{text}` in the error, got: {error}")),
+                    ..Verdict::default()
+                }
+            }
+        }
+    };
+    if verdict.error.is_none() {
+        verdict.error = after;
+    }
+    verdict.output = output;
+    verdict
 }
 
 /// What the lane could not give a call: it has no user and no model.
@@ -350,7 +815,7 @@ impl Unmet {
 
     fn note(self, reported: &str) -> String {
         let why = match self {
-            Unmet::Confirmation => "confirmation refused (--yes allows it)",
+            Unmet::Confirmation => "confirmation refused (--yes, or a recorded call's `yes = true`, allows it)",
             Unmet::User => "the user was asked and declined (`lcp test` has no user)",
             Unmet::Model => "the tool asked for the host's model (`lcp test` has none)",
         };
@@ -358,12 +823,14 @@ impl Unmet {
     }
 }
 
-/// How many times the current call met each of [`Unmet`].
+/// How many times the current call met each of [`Unmet`], and whether it may have
+/// what it asks to confirm.
 #[derive(Default)]
 struct Met {
     refused: AtomicUsize,
     declined: AtomicUsize,
     no_model: AtomicUsize,
+    allow: AtomicBool,
 }
 
 impl Met {
@@ -381,30 +848,49 @@ impl Met {
     }
 }
 
-/// One call in a fresh scratch workspace; what the lane could not give it when it
-/// passed without going all the way, with the note saying so.
+/// One call in a fresh scratch workspace, prepared as its test file says (fixtures,
+/// files, setup commands); what the lane could not give it when it passed without
+/// going all the way, with the note saying so; how the workspace departs from what
+/// the recorded call expects after it.
 fn call(
     shown: &Tool,
     registry: &Registry,
     real: &str,
     runtime: &Runtime,
     payload: &Payload,
-    timeout: Option<Duration>,
+    options: &Options,
     met: &Arc<Met>,
-) -> (ToolResult, Option<(Unmet, String)>) {
+) -> Result<Made, String> {
+    let made = |result: ToolResult| Ok(Made { result, unmet: None, after: None });
     let source = payload.source.as_str();
     let problems = validate::check(shown.parameters.value(), &payload.args);
     if !problems.is_empty() {
         let mut error = validate::report(&shown.name, shown.parameters.value(), &problems);
         if payload.source == Source::Generated {
-            error.push_str("\nno valid payload could be generated: give the tool an `Examples:` section");
+            error.push_str(
+                "\nno valid payload could be generated: give the tool an `Examples:` section or a recorded call",
+            );
         }
-        return (ToolResult::failure(format!("the {source} payload is not valid: {error}")), None);
+        return made(ToolResult::failure(format!("the {source} payload is not valid: {error}")));
     }
-    let workspace = match Scratch::new(&payload.files) {
-        Ok(workspace) => workspace,
-        Err(err) => return (ToolResult::failure(format!("cannot make a scratch workspace: {err}")), None),
+    let recorded = payload.recorded.as_deref();
+    let fixtures = match recorded {
+        Some(recorded) => recorded.fixtures.as_deref(),
+        None => payload.prepare.as_ref().and_then(|prepare| prepare.fixtures.as_deref()),
     };
+    let workspace = match Scratch::new(fixtures, &payload.files) {
+        Ok(workspace) => workspace,
+        Err(err) => return Err(format!("cannot make a scratch workspace: {err}")),
+    };
+    // What the setup commands leave running is ended when this is dropped: after
+    // the call, before the workspace is removed.
+    let mut setups = Setups::default();
+    if let Some(prepare) = &payload.prepare {
+        let commands = [prepare.setup.as_deref(), recorded.and_then(|recorded| recorded.setup.as_deref())];
+        for command in commands.into_iter().flatten() {
+            setups.run(command, prepare, &workspace.path, real, options.python.as_deref())?;
+        }
+    }
     let declined = Arc::clone(met);
     let no_model = Arc::clone(met);
     let callbacks = Callbacks {
@@ -422,23 +908,46 @@ fn call(
         ..Callbacks::default()
     };
     // The view's tool holds what the config declares of it: its worker's sandbox.
-    let options = CallOptions {
+    let call_options = CallOptions {
         workspace: Some(workspace.path.clone()),
-        timeout,
+        timeout: recorded.and_then(|recorded| recorded.timeout).or(options.timeout),
         callbacks,
         declared: Some(shown.policy.clone()),
         ..CallOptions::default()
     };
     // The payload is checked above, once: the call does not check it again.
     let Some((library, tool)) = registry.tool(real) else {
-        return (ToolResult::failure(crate::suggest::unknown_tool(registry, real)), None);
+        return made(ToolResult::failure(crate::suggest::unknown_tool(registry, real)));
     };
-    let result = runtime.call_checked(library, tool, &payload.args, &options);
-    if let Some(unmet) = met.first().filter(|_| result.outcome == crate::runtime::Outcome::Reported) {
+    let result = runtime.call_checked(library, tool, &payload.args, &call_options);
+    drop(setups);
+    let after = recorded.and_then(|recorded| files_differ(&workspace.path, &recorded.files_after));
+    let unmet = met.first().filter(|_| result.outcome == crate::runtime::Outcome::Reported).map(|unmet| {
         let note = unmet.note(result.error.as_deref().unwrap_or_default());
-        return (result, Some((unmet, note)));
+        (unmet, note)
+    });
+    Ok(Made { result, unmet, after })
+}
+
+/// How the files of `workspace` depart from `expected` (path → text): the first one
+/// missing or different, said in a sentence.
+fn files_differ(workspace: &Path, expected: &[(PathBuf, String)]) -> Option<String> {
+    for (name, text) in expected {
+        let shown = name.display();
+        match std::fs::read(workspace.join(name)) {
+            Err(err) => return Some(format!("`{shown}` should be in the workspace after the call: {err}")),
+            Ok(bytes) if bytes == text.as_bytes() => {}
+            Ok(bytes) => {
+                let got = Value::String(String::from_utf8_lossy(&bytes).into_owned());
+                return Some(format!(
+                    "`{shown}` after the call: expected {}, got {}",
+                    brief(&Value::String(text.clone())),
+                    brief(&got)
+                ));
+            }
+        }
     }
-    (result, None)
+    None
 }
 
 /// A fresh temporary folder, removed when dropped.
@@ -447,13 +956,19 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(files: &[(PathBuf, String)]) -> std::io::Result<Scratch> {
+    /// A fresh folder holding a copy of `fixtures`, then `files`.
+    fn new(fixtures: Option<&Path>, files: &[(PathBuf, String)]) -> std::io::Result<Scratch> {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("lcp-test-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path)?;
         let scratch = Scratch { path };
+        if let Some(fixtures) = fixtures {
+            copy_tree(fixtures, &scratch.path).map_err(|err| {
+                std::io::Error::new(err.kind(), format!("cannot copy the fixtures {}: {err}", fixtures.display()))
+            })?;
+        }
         for (name, text) in files {
             let file = scratch.path.join(name);
             if let Some(parent) = file.parent() {
@@ -471,33 +986,153 @@ impl Drop for Scratch {
     }
 }
 
+/// Copies the folder `from` into `to`: files with their permissions, folders, and
+/// symbolic links as links (never followed, so a link cannot make a loop).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
+        } else if kind.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// The process groups of the setup commands of one call: what they leave running (a
+/// server the tool talks to) is ended when this is dropped, after the call.
+#[derive(Default)]
+struct Setups {
+    groups: Vec<libc::pid_t>,
+}
+
+impl Setups {
+    /// Runs `command` with `sh -c` in `workspace`, in a process group of its own,
+    /// within the test file's `setup_timeout`; its output is kept to say why it
+    /// failed. It sees `$LCP_TEST_WORKSPACE`, `$LCP_TEST_DIR` (the test file's folder),
+    /// `$LCP_TEST_TOOL` and `$LCP_TEST_PYTHON`.
+    fn run(
+        &mut self,
+        command: &str,
+        prepare: &Prepare,
+        workspace: &Path,
+        tool: &str,
+        python: Option<&Path>,
+    ) -> Result<(), String> {
+        use std::os::unix::process::CommandExt;
+        let failed = |why: String| format!("setup {why}\nthe command: {command}");
+        let log_path = workspace.with_extension("setup-log");
+        let log = std::fs::File::create(&log_path).map_err(|err| failed(format!("cannot start: {err}")))?;
+        let log_err = log.try_clone().map_err(|err| failed(format!("cannot start: {err}")))?;
+        let dir = prepare.file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let mut shell = std::process::Command::new("/bin/sh");
+        shell
+            .arg("-c")
+            .arg(command)
+            .current_dir(workspace)
+            .env("LCP_TEST_WORKSPACE", workspace)
+            .env("LCP_TEST_DIR", &dir)
+            .env("LCP_TEST_TOOL", tool)
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .process_group(0);
+        if let Some(python) = python {
+            shell.env("LCP_TEST_PYTHON", python);
+        }
+        let output = || {
+            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let _ = std::fs::remove_file(&log_path);
+            let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+            // The last line (where a failure is usually said) first, then the last few.
+            match lines.as_slice() {
+                [] => String::new(),
+                [one] => format!(": {one}"),
+                [.., last] => {
+                    format!(": {last}\nits output ends:\n{}", lines[lines.len().saturating_sub(20)..].join("\n"))
+                }
+            }
+        };
+        let mut child = match shell.spawn() {
+            Ok(child) => child,
+            Err(err) => {
+                let _ = std::fs::remove_file(&log_path);
+                return Err(failed(format!("cannot start: {err}")));
+            }
+        };
+        self.groups.push(child.id() as libc::pid_t);
+        let deadline = Instant::now() + prepare.setup_timeout;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) if status.success() => {
+                    let _ = std::fs::remove_file(&log_path);
+                    return Ok(());
+                }
+                Ok(Some(status)) => return Err(failed(format!("failed ({status}){}", output()))),
+                Ok(None) if Instant::now() >= deadline => {
+                    // SAFETY: the group is the one this command was started in.
+                    unsafe { libc::killpg(child.id() as libc::pid_t, libc::SIGKILL) };
+                    let _ = child.wait();
+                    return Err(failed(format!(
+                        "did not finish within {}s (`setup_timeout`) and was ended{}",
+                        prepare.setup_timeout.as_secs_f64(),
+                        output()
+                    )));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(err) => return Err(failed(format!("cannot be waited for: {err}"))),
+            }
+        }
+    }
+}
+
+impl Drop for Setups {
+    fn drop(&mut self) {
+        for &group in &self.groups {
+            // SAFETY: a process group this lane started; a group already empty is
+            // an error (`ESRCH`) that changes nothing.
+            unsafe { libc::killpg(group, libc::SIGKILL) };
+        }
+    }
+}
+
 /// The text report: one line per call (tool, payload source, ok or the error's first
-/// line, time), then a count.
-pub fn table(outcomes: &[Outcome]) -> String {
+/// line, time), then a count. Each cell is one line (a multi-line error is cut after
+/// its first line, with `…`; `--format json` has it whole); with a `width`, the
+/// columns are narrowed to fit it, the result first.
+pub fn table(outcomes: &[Outcome], width: Option<usize>) -> String {
+    use crate::cli::{Cut, cell, columns, fit};
     let mut rows = vec![["TOOL", "SOURCE", "RESULT", "TIME"].map(String::from)];
     for outcome in outcomes {
         let result = match (&outcome.error, &outcome.unmet) {
             (Some(error), _) => {
-                let lines: Vec<&str> = error.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
-                format!("error: {}", lines.join(" "))
+                let mut lines = error.lines().map(str::trim).filter(|line| !line.is_empty());
+                let first = lines.next().unwrap_or_default();
+                let more = if lines.next().is_some() { "…" } else { "" };
+                format!("error: {first}{more}")
             }
             (None, Some(unmet)) => format!("ok ({})", unmet.as_str()),
+            (None, None) if outcome.failed_as_expected => "ok (failed as expected)".to_string(),
             (None, None) => "ok".to_string(),
         };
         rows.push([
-            outcome.tool.clone(),
+            cell(&outcome.tool, Cut::End),
             outcome.source.as_str().to_string(),
-            result,
+            cell(&result, Cut::End),
             format!("{:.3}s", outcome.seconds),
         ]);
     }
-    let widths: Vec<usize> = (0..4).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::new();
-    for row in &rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
+    if let Some(width) = width {
+        fit(&mut rows, width, &[(0, 16, Cut::End), (2, 16, Cut::End)]);
     }
+    let mut out = columns(&rows);
     let failed = outcomes.iter().filter(|outcome| !outcome.ok).count();
     out.push_str(&format!("{} calls, {} passed, {failed} failed", outcomes.len(), outcomes.len() - failed));
     out
@@ -547,7 +1182,7 @@ mod tests {
         let doc = "Adds.\n\nArgs:\n    a: A.\n\nExamples:\n    {\"a\": 1}\n    Some prose.\n    {\"a\": 2, \"$files\": {\"n.txt\": \"hi\"}}\n    {\"a\": \n\nReturns:\n    {\"not\": \"an example\"}\n";
         let found = examples(doc);
         assert_eq!(found.len(), 3, "{found:?}");
-        assert_eq!(found[0], Ok(Payload { source: Source::Example, args: json!({"a": 1}), files: Vec::new() }));
+        assert_eq!(found[0], Ok(Payload::new(Source::Example, json!({"a": 1}), Vec::new())));
         assert_eq!(found[1].as_ref().unwrap().files, [(PathBuf::from("n.txt"), "hi".to_string())]);
         assert!(found[2].as_ref().unwrap_err().starts_with("example `{\"a\":` is not a JSON object"));
         let numpy = "Adds.\n\nExamples\n--------\n{\"a\": 3}\n\nNotes\n-----\n{\"a\": 4}\n";

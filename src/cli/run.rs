@@ -158,6 +158,11 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 }
             }
             let venv = venv.or(config.runtime.venv.clone());
+            // What a test file's setup command finds as `$LCP_TEST_PYTHON`.
+            let python = match &venv {
+                Some(venv) if venv.join("bin/python").exists() => venv.join("bin/python"),
+                _ => PathBuf::from(runtime::python_build().0),
+            };
             let settings = RuntimeConfig { isolation: isolation.isolation()?, venv, ..config.runtime.clone() };
             let in_process = settings.isolation == Isolation::InProcess;
             let runtime = Runtime::new(settings).map_err(|err| format!("cannot start Python: {err}"))?;
@@ -169,16 +174,16 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
             } else {
                 Box::new(std::io::stdout())
             };
-            let options = testlane::Options { timeout, yes, only: tools };
+            let options = testlane::Options { timeout, yes, only: tools, python: Some(python) };
             let terminal = std::io::stderr().is_terminal();
             let outcomes = testlane::run(&view, &registry, &runtime, &options, |done, total, tool| {
                 if terminal {
                     let line = if tool.is_empty() { String::new() } else { format!("[{}/{total}] {tool}", done + 1) };
                     eprint!("\r\x1b[2K{line}");
                 }
-            });
+            })?;
             let report = match format {
-                CheckFormat::Text => testlane::table(&outcomes),
+                CheckFormat::Text => testlane::table(&outcomes, terminal_width()),
                 CheckFormat::Json => pretty(&serde_json::to_value(&outcomes).map_err(|err| err.to_string())?),
             };
             write_out(&mut stdout, &report)?;

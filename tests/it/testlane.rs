@@ -168,3 +168,140 @@ fn the_built_in_tools_pass_out_of_the_box() {
     assert!(note("tool_summarize_file").starts_with("the tool asked for the host's model"), "{outcomes:?}");
     assert!(text.contains("tool_summarize_file     example    ok (no model)"), "{text}");
 }
+
+// Test files (`lcp_tests.toml`): `fixtures/testlane_recorded/notes/` has a fixture
+// folder, a setup command and recorded calls (passing and failing ones, each named);
+// `slow/` a setup over its time limit; `fixtures/testlane_bad/` test files with
+// mistakes.
+
+fn recorded(tools: &[&str]) -> Vec<Value> {
+    let mut args = vec!["fixtures/testlane_recorded"];
+    for tool in tools {
+        args.extend(["--tool", tool]);
+    }
+    outcomes(&args).1
+}
+
+fn named<'o>(outcomes: &'o [Value], name: &str) -> &'o Value {
+    outcomes.iter().find(|o| o["name"] == name).unwrap_or_else(|| panic!("no call named {name:?}: {outcomes:?}"))
+}
+
+fn error_of(outcome: &Value) -> &str {
+    assert_eq!(outcome["ok"], false, "{outcome}");
+    outcome["error"].as_str().unwrap()
+}
+
+#[test]
+fn the_fixture_folder_is_copied_into_each_calls_workspace() {
+    let outcomes = recorded(&["tool_list_workspace", "tool_append", "tool_read_note"]);
+    // The fixtures, the call's own files and what the setup made, nothing else.
+    let listed = named(&outcomes, "fixtures, files and what the setup made");
+    assert_eq!(listed["ok"], true, "{listed}");
+    assert_eq!(listed["output"], json!(["extra.txt", "notes.txt", "setup.txt", "sub/deep.txt"]));
+    // A call that changes a fixture changes its own copy: the next call reads the original.
+    let appended = of(&outcomes, "tool_append")[0];
+    assert_eq!((&appended["ok"], &appended["output"]), (&json!(true), &json!({"success": true})), "{appended}");
+    let read = of(&outcomes, "tool_read_note")[0];
+    assert_eq!((&read["ok"], &read["output"]), (&json!(true), &json!("first\nsecond\n")), "{read}");
+    // Examples run in a workspace prepared alike.
+    let example = of(&outcomes, "tool_read_note").into_iter().find(|o| o["source"] == "example").unwrap();
+    assert_eq!((&example["ok"], &example["output"]), (&json!(true), &json!("deep\n")), "{example}");
+    assert!(std::path::Path::new("fixtures/testlane_recorded/notes/fixtures/notes.txt").exists());
+    let original = std::fs::read_to_string(root().join("fixtures/testlane_recorded/notes/fixtures/notes.txt")).unwrap();
+    assert_eq!(original, "first\nsecond\n", "the fixture folder itself is never changed");
+}
+
+#[test]
+fn the_setup_command_runs_in_the_workspace_before_the_call() {
+    let outcomes = recorded(&["tool_set_up", "tool_after_slow_setup"]);
+    // The file's setup, then the call's own, in the workspace, with the tool's name.
+    let set_up = of(&outcomes, "tool_set_up")[0];
+    assert_eq!(set_up["ok"], true, "{set_up}");
+    assert_eq!(set_up["output"], "tool_set_up in notes\nthen this call's own\n");
+    // A setup that fails is the call's failure, with what it said; the tool never runs.
+    let failed = error_of(named(&outcomes, "a setup that fails"));
+    assert!(failed.starts_with("setup failed (exit status: 3): no database\n"), "{failed}");
+    assert!(failed.contains("the command: echo \"no database\" >&2; exit 3"), "{failed}");
+    // A setup over `setup_timeout` is ended.
+    let slow = of(&outcomes, "tool_after_slow_setup")[0];
+    let error = error_of(slow);
+    assert!(error.starts_with("setup did not finish within 0.5s (`setup_timeout`) and was ended: starting"), "{error}");
+    assert!(slow["seconds"].as_f64().unwrap() < 5.0, "{slow}");
+}
+
+#[test]
+fn recorded_calls_with_expected_outputs_pass_and_mismatches_name_the_difference() {
+    let (code, outcomes) = outcomes(&["fixtures/testlane_recorded", "--tool", "tool_stats", "--tool", "tool_append"]);
+    assert_eq!(code, Some(1));
+    let part = named(&outcomes, "part of the output");
+    assert_eq!(part["ok"], true, "{part}");
+    assert_eq!(part["source"], "recorded");
+    assert!(part["at"].as_str().unwrap().starts_with("fixtures/testlane_recorded/notes/lcp_tests.toml:"), "{part}");
+    assert_eq!(error_of(named(&outcomes, "a count that differs")), "the output differs at `/lines`: expected 3, got 2");
+    assert_eq!(
+        error_of(named(&outcomes, "the whole output, which has one more key")),
+        "the output differs at `/tags`: not expected (got [\"a\",\"b\"])"
+    );
+    assert_eq!(
+        error_of(named(&outcomes, "a file that is not what was expected after the call")),
+        "`notes.txt` after the call: expected \"first\\nsecond\\nthird\\n\", got \"first\\nsecond\\nfourth\\n\""
+    );
+    // Recorded calls replace the generated payload: none is made for these tools.
+    assert!(outcomes.iter().all(|o| o["source"] == "recorded"), "{outcomes:?}");
+}
+
+#[test]
+fn expected_failures_pass_when_the_tool_fails_with_the_text_and_fail_otherwise() {
+    let outcomes = recorded(&["tool_read_note"]);
+    let missing = named(&outcomes, "a missing file");
+    assert_eq!(missing["ok"], true, "{missing}");
+    assert!(missing["note"].as_str().unwrap().starts_with("failed as expected: FileNotFoundError"), "{missing}");
+    assert_eq!(
+        error_of(named(&outcomes, "a failure that does not come")),
+        "did not fail: expected a failure saying `FileNotFoundError`, got \"first\\nsecond\\n\""
+    );
+    let other = error_of(named(&outcomes, "another failure"));
+    assert!(
+        other.starts_with("failed otherwise: expected `FileNotFoundError` in the error, got: IsADirectoryError"),
+        "{other}"
+    );
+    let output = lcp(&["test", "fixtures/testlane_recorded", "--tool", "tool_read_note"]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("recorded  ok (failed as expected)"), "{text}");
+}
+
+#[test]
+fn the_text_table_never_exceeds_the_width_even_with_a_multi_line_error() {
+    let args = ["test", "fixtures/testlane_recorded", "--tool", "tool_multiline_failure", "--tool", "tool_stats"];
+    let output = lcp_with_env(&args, &[("COLUMNS", "80")]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 4 + 1, "a header, one line per call, a count: {text}");
+    for line in &lines {
+        assert!(line.chars().count() <= 80, "{} characters: {line}", line.chars().count());
+    }
+    let failure = lines.iter().find(|line| line.starts_with("tool_multiline_failure")).unwrap();
+    assert!(failure.contains("error: ValueError: first line of a l") && failure.contains('…'), "{text}");
+    assert!(failure.ends_with('s'), "the time is kept: {failure}");
+    // Without a width, each cell is still one line; the whole text is in the JSON.
+    let plain = String::from_utf8(lcp(&args).stdout).unwrap();
+    assert_eq!(plain.lines().count(), 6, "{plain}");
+    let (_, outcomes) = outcomes(&args[1..]);
+    assert!(error_of(of(&outcomes, "tool_multiline_failure")[0]).lines().count() > 20);
+}
+
+#[test]
+fn a_test_file_with_mistakes_is_a_usage_error_at_their_lines() {
+    let output = lcp(&["test", "fixtures/testlane_bad"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "nothing runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "fixtures/testlane_bad/typo/lcp_tests.toml:4: unknown field `ouput`",
+        "fixtures/testlane_bad/stranger/lcp_tests.toml:1: `fixtures` names `no-such-folder`, which is not a folder",
+        "fixtures/testlane_bad/stranger/lcp_tests.toml:8: `tool_shuot` is not a tool of the files beside this test file; did you mean `tool_shout`?",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+}
