@@ -23,7 +23,7 @@
 //! 5. the `tools/call` round trip through `lcp serve` (stdio, raw JSON-RPC client),
 //!    and its start-up time;
 //! 6. peak memory of the registry against `LCPBinding`'s;
-//! 7. isolation (worker processes), and 7b what the kernel-enforced declarations cost;
+//! 7. isolation (worker processes), and 7b what the sandbox costs against none;
 //! 8. `lcp serve` on the large corpus: the whole `tools/list` over HTTP, a dropped
 //!    file to `list_changed`, and the CPU of an idle server;
 //! 9. replicas behind nginx (throughput, one replica against two) and `tasks/get`
@@ -162,8 +162,10 @@ fn main() {
         if wanted("4") {
             runtime_rows(&mut table, &setup, &trivial);
         }
-        if wanted("7") {
+        if wanted("7a") {
             isolation_rows(&mut table, &setup, &base.join("isolation"));
+        }
+        if wanted("7b") {
             sandbox_rows(&mut table, &setup, &base.join("sandbox"));
         }
         if wanted("6") {
@@ -901,11 +903,12 @@ def tool_confined(x: int = 0) -> int:
     return x
 "#;
 
-/// Section 7b: what the kernel-enforced declarations cost (SPEC §18): a worker's start
-/// (a fresh runtime's first call: the worker process, its sandbox, Python, the import)
-/// for a tool that declares nothing (its writes confined, as every worker's) against
-/// one declared `read_only` and `open_world: false` (Landlock and seccomp), and a warm
-/// call of each.
+/// Section 7b: what the sandbox costs (SPEC §18): a worker's start (a fresh runtime's
+/// first call: the worker process, its sandbox, Python, the import) and a warm call,
+/// with no sandbox at all (`WorkerSettings::sandboxed = false`), with the sandbox every
+/// worker gets (namespaces, no capabilities, Landlock, for a tool that declares
+/// nothing), and with the full one (`read_only` and `open_world: false` add seccomp and
+/// an empty network namespace).
 fn sandbox_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     eprintln!("sandbox ...");
     fs::create_dir_all(folder).expect("sandbox library folder is creatable");
@@ -915,42 +918,66 @@ fn sandbox_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let options = CallOptions::default();
     let args = serde_json::json!({"x": 1});
     let call = |runtime: &Runtime, tool: &str| assert!(runtime.call(&registry, tool, &args, &options).ok(), "{tool}");
-    let start = |tool: &str| {
-        let runtime = worker_runtime(setup, Some(1), false);
+    let runtime = |sandboxed: bool| {
+        let mut settings = WorkerSettings::new(&setup.lcp);
+        settings.workers = 1;
+        settings.sandboxed = sandboxed;
+        let config = RuntimeConfig { venv: None, isolation: Isolation::Workers(settings), ..RuntimeConfig::default() };
+        Runtime::new(config).expect("a runtime with worker processes")
+    };
+    let start = |tool: &str, sandboxed: bool| {
+        let runtime = runtime(sandboxed);
         let took = seconds(|| call(&runtime, tool));
         runtime.shutdown();
         took
     };
-    let warm = worker_runtime(setup, Some(1), false);
+    let (warm, unconfined) = (runtime(true), runtime(false));
     call(&warm, "tool_plain");
     call(&warm, "tool_confined");
+    call(&unconfined, "tool_confined");
     let reps = setup.reps(9);
     let calls = if setup.quick { 200 } else { 2000 };
-    let warm_calls = |tool: &str| {
-        let each: Vec<f64> = (0..calls).map(|_| seconds(|| call(&warm, tool))).collect();
+    let warm_calls = |runtime: &Runtime, tool: &str| {
+        let each: Vec<f64> = (0..calls).map(|_| seconds(|| call(runtime, tool))).collect();
         Samples(each).median()
     };
     let r = interleaved(vec![
-        Contender::new("start-plain", reps, || start("tool_plain")),
-        Contender::new("start-confined", reps, || start("tool_confined")),
-        Contender::new("warm-plain", reps, || warm_calls("tool_plain")),
-        Contender::new("warm-confined", reps, || warm_calls("tool_confined")),
+        Contender::new("start-none", reps, || start("tool_confined", false)),
+        Contender::new("start-plain", reps, || start("tool_plain", true)),
+        Contender::new("start-confined", reps, || start("tool_confined", true)),
+        Contender::new("warm-none", reps, || warm_calls(&unconfined, "tool_confined")),
+        Contender::new("warm-plain", reps, || warm_calls(&warm, "tool_plain")),
+        Contender::new("warm-confined", reps, || warm_calls(&warm, "tool_confined")),
     ]);
+    warm.shutdown();
+    unconfined.shutdown();
     let m = |k: &str| r[k].median();
-    table.section("7b. Kernel-enforced declarations (Landlock, seccomp)");
-    table.time("a worker's start and first call, tool declaring nothing (writes confined)", &r["start-plain"], "", "");
+    table.section("7b. The sandbox (namespaces, capabilities, Landlock, seccomp)");
+    table.time("a worker's start and first call, no sandbox at all", &r["start-none"], "", "");
     table.time(
-        "  the same, tool declaring read_only and open_world: false (Landlock + seccomp)",
-        &r["start-confined"],
-        &ratio(m("start-confined"), m("start-plain")),
-        "",
+        "  every worker's sandbox (tool declaring nothing)",
+        &r["start-plain"],
+        &ratio(m("start-plain"), m("start-none")),
+        &verdict(m("start-plain") <= 1.5 * m("start-none"), "≤ 1.5×"),
     );
-    table.time("a warm call (median of each run), tool declaring nothing", &r["warm-plain"], "", "");
     table.time(
-        "  the same, read_only and open_world: false",
+        "  the full sandbox (read_only and open_world: false)",
+        &r["start-confined"],
+        &ratio(m("start-confined"), m("start-none")),
+        &verdict(m("start-confined") <= 1.5 * m("start-none"), "≤ 1.5×"),
+    );
+    table.time("a warm call (median of each run), no sandbox at all", &r["warm-none"], "", "");
+    table.time(
+        "  every worker's sandbox",
+        &r["warm-plain"],
+        &ratio(m("warm-plain"), m("warm-none")),
+        &verdict(m("warm-plain") <= 1.05 * m("warm-none"), "≤ 1.05×"),
+    );
+    table.time(
+        "  the full sandbox",
         &r["warm-confined"],
-        &ratio(m("warm-confined"), m("warm-plain")),
-        &verdict(m("warm-confined") < 1.1 * m("warm-plain"), "unchanged (< 1.1×)"),
+        &ratio(m("warm-confined"), m("warm-none")),
+        &verdict(m("warm-confined") <= 1.05 * m("warm-none"), "≤ 1.05×"),
     );
 }
 

@@ -127,6 +127,7 @@ impl Runtime {
             writable: config.sandbox.writable.iter().map(|dir| WirePath(base.join(dir))).collect(),
             require: config.sandbox.require,
             confined: false,
+            unconfined: false,
         };
         let place = match &config.isolation {
             Isolation::InProcess => Place::InProcess(Engine::start(settings, None).map_err(RuntimeError::Python)?),
@@ -134,6 +135,11 @@ impl Runtime {
                 // What the kernel lacks of the sandbox is said once, when workers first start.
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| super::sandbox::kernel_gaps().iter().for_each(|gap| eprintln!("lcp: {gap}")));
+                if !workers.sandboxed {
+                    // Nothing is enforced, so nothing may be claimed.
+                    super::sandbox::run_in_process();
+                }
+                let settings = engine::Settings { unconfined: !workers.sandboxed, ..settings };
                 Place::Workers(supervisor::Pools::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
             }
         };

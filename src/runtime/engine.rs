@@ -141,6 +141,9 @@ pub(crate) struct Settings {
     /// Whether a declaration the kernel cannot enforce fails the worker's start.
     #[serde(default)]
     pub require: bool,
+    /// Whether the worker enters no sandbox at all ([`super::WorkerSettings::sandboxed`]).
+    #[serde(default)]
+    pub unconfined: bool,
     /// Set by the worker once the kernel confines its writes.
     #[serde(default)]
     pub confined: bool,

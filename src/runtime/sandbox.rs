@@ -52,11 +52,13 @@ impl Sandbox {
     }
 }
 
-/// Whether this process runs its tools in itself (`--in-process`): then nothing is
-/// enforced, and [`enforced`] says so.
+/// Whether this process runs its tools unconfined (`--in-process`, or workers without
+/// their sandbox): then nothing is enforced, and [`enforced`] says so. Process-wide
+/// because what a process claims must hold for every runtime it runs.
 static IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Says that this process runs its tools in itself, where no declaration is enforced.
+/// Says that this process runs its tools unconfined (in itself, or in workers without
+/// their sandbox), where no declaration is enforced.
 pub fn run_in_process() {
     IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
 }

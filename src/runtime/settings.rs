@@ -138,20 +138,33 @@ pub struct WorkerSettings {
     /// How many worker processes may run at once; calls beyond that share them (a
     /// worker runs several calls of the same workspace at a time). At least 1.
     pub workers: usize,
-    /// Each worker's memory (its data segment) is capped at this many MiB.
+    /// Each worker's memory is capped at this many MiB: every page it and what it
+    /// starts map, shared memory included (a memory cgroup where lcp may make one,
+    /// else its address space).
     pub memory_limit_mib: Option<u64>,
     /// Keep one idle worker started ahead of need while there are fewer than
     /// `workers`: a call then does not wait for a worker to start, not even right after
     /// one died. Costs one idle interpreter; `lcp serve` keeps one, a single `lcp call`
     /// does not.
     pub standby: bool,
+    /// Whether workers enter their sandbox (SPEC §18; default `true`). `false` starts
+    /// them with nothing confined and no declaration enforced, and this process then
+    /// claims none ([`sandbox::enforced`](super::sandbox::enforced)): what the bench
+    /// measures the sandbox's cost against. lcp's commands never turn it off.
+    pub sandboxed: bool,
 }
 
 impl WorkerSettings {
     /// Workers of `program`, one per core, without a memory cap or a standby.
     pub fn new(program: impl Into<PathBuf>) -> WorkerSettings {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        WorkerSettings { program: program.into(), workers: cores, memory_limit_mib: None, standby: false }
+        WorkerSettings {
+            program: program.into(),
+            workers: cores,
+            memory_limit_mib: None,
+            standby: false,
+            sandboxed: true,
+        }
     }
 
     /// Workers of the running executable (which must serve `__worker`, as `lcp` does).

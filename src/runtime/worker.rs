@@ -58,7 +58,13 @@ pub fn main() -> ExitCode {
     let mut settings = settings;
     let writable: Vec<std::path::PathBuf> = settings.writable.iter().map(|dir| dir.0.clone()).collect();
     let writable: Vec<&std::path::Path> = writable.iter().map(std::path::PathBuf::as_path).collect();
-    match super::sandbox::enter(settings.sandbox, &scratch, &writable, settings.require) {
+    let entered = if settings.unconfined {
+        settings.sandbox = super::sandbox::Sandbox::default();
+        Ok(false)
+    } else {
+        super::sandbox::enter(settings.sandbox, &scratch, &writable, settings.require)
+    };
+    match entered {
         Ok(confined) => settings.confined = confined,
         Err(err) => {
             let _ = channel::send_packet(&control, &Report::Failed(err), None);
