@@ -166,7 +166,19 @@ fn the_built_in_tools_pass_out_of_the_box() {
     let note = |tool: &str| of(&outcomes, tool)[0]["note"].as_str().unwrap_or_default().to_string();
     assert!(note("tool_store_secret").starts_with("the user was asked and declined"), "{outcomes:?}");
     assert!(note("tool_summarize_file").starts_with("the tool asked for the host's model"), "{outcomes:?}");
-    assert!(text.contains("tool_summarize_file     example    ok (no model)"), "{text}");
+    assert!(text.contains("tool_summarize_file     example   ok (no model)"), "{text}");
+    // Their test files: fixtures, a setup making a database, recorded calls that say
+    // what the tools give, expected failures among them.
+    let recorded =
+        |tool: &str| -> Vec<&Value> { of(&outcomes, tool).into_iter().filter(|o| o["source"] == "recorded").collect() };
+    let read = recorded("tool_read_file");
+    assert_eq!(read.len(), 3, "{read:?}");
+    assert_eq!(read[0]["output"]["output"]["content"], "buy milk\ncall the bank", "{read:?}");
+    assert!(read[1]["note"].as_str().unwrap().starts_with("failed as expected"), "{read:?}");
+    assert_eq!(recorded("tool_list_tables")[0]["output"]["output"]["tables"][0]["rows"], 2);
+    assert_eq!(recorded("tool_run_command")[0]["output"]["output"]["stdout"], "hello\n");
+    assert!(recorded("tool_edit_file").iter().all(|o| o["ok"] == true && o.get("error").is_none()));
+    assert!(outcomes.iter().all(|o| o["source"] != "generated"), "every built-in tool has examples or recorded calls");
 }
 
 // Test files (`lcp_tests.toml`): `fixtures/testlane_recorded/notes/` has a fixture
