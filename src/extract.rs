@@ -626,7 +626,7 @@ impl<'t> Reader<'t> {
             self.warn_unknown_documented(function, doc, raw, doc_range, &parameters.keywords);
         }
 
-        let output = function.returns.as_deref().and_then(|annotation| self.output(annotation, scope, &name));
+        let output = function.returns.as_deref().and_then(|annotation| self.output(annotation, scope, siblings, &name));
         let (line, _) = self.lines.position(function.name.range);
         let (text, summary, returns) = match doc {
             Some(d) => (Some(d.text), Some(d.summary), d.returns),
@@ -782,10 +782,17 @@ impl<'t> Reader<'t> {
         Parameters { schema, with_defs: parameters_with_defs, keywords }
     }
 
-    /// The output schema of a return annotation (SPEC §12): the parameter type rules,
-    /// and `None` for a type that says nothing about the value (`Any`, `dict`).
-    fn output(&mut self, annotation: &Expr, scope: &Scope, name: &str) -> Option<SchemaText> {
-        let mut converter = Converter::new(scope);
+    /// The output schema of a return annotation (SPEC §12): the parameter type rules
+    /// (names resolved as for parameters, sibling modules included), and `None` for a
+    /// type that says nothing about the value (`Any`, `dict`).
+    fn output<'a>(
+        &mut self,
+        annotation: &Expr,
+        scope: &Scope<'a>,
+        siblings: &Siblings<'_, 'a>,
+        name: &str,
+    ) -> Option<SchemaText> {
+        let mut converter = Converter::with_siblings(scope, siblings).for_output();
         let (mut schema, _) = converter.annotation(annotation);
         for (range, message) in std::mem::take(&mut converter.warnings) {
             self.warning(range, format!("in the return annotation of `{name}`: {message}"));

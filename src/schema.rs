@@ -90,6 +90,9 @@ pub struct Converter<'a, 's> {
     /// Set while converting a sibling's definition, whose ranges are in another
     /// file: warnings point at the tool's annotation that led there.
     sibling_range: Option<TextRange>,
+    /// Converting a return annotation: a value as pydantic dumps it (a `NamedTuple`
+    /// is an array) rather than as a call takes it.
+    output: bool,
 }
 
 impl<'a, 's> Converter<'a, 's> {
@@ -113,7 +116,15 @@ impl<'a, 's> Converter<'a, 's> {
             string_range: None,
             conversions: 0,
             sibling_range: None,
+            output: false,
         }
+    }
+
+    /// The same converter for a return annotation: each type as pydantic dumps a value
+    /// of it (SPEC §12), a `NamedTuple` an array of its fields in order.
+    pub fn for_output(mut self) -> Self {
+        self.output = true;
+        self
     }
 
     /// The schema of an annotation, and its `Annotated` / `Field` description if any.

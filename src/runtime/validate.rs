@@ -26,10 +26,14 @@ pub fn check(schema: &Value, args: &Value) -> Vec<String> {
 
 /// The arguments as clients mean them (SPEC §5), when that differs from what they
 /// sent: `null` for an optional parameter whose schema does not take `null` means
-/// "not given" (OpenAI's strict mode sends it for every parameter left out), and a
+/// "not given" (OpenAI's strict mode sends it for every parameter left out); a
 /// string where the schema takes no string but the string is the JSON text of a value
 /// the schema takes (an array or an object) is that value (clients that stringify
-/// arguments). `None`: nothing to change. Validation then goes on as for any call.
+/// arguments); and, at any depth, a string where the schema takes no string but a
+/// number or a boolean is that number or boolean when pydantic's lax mode reads it
+/// so (`"1"`, `"2.5"`, `"true"`, `"off"`: see [`read_laxly`]; the MCP Inspector sends
+/// every number as text). `None`: nothing to change. Validation then goes on as for
+/// any call.
 pub fn as_meant(schema: &Value, args: &Value) -> Option<Value> {
     let (Value::Object(given), Some(Value::Object(properties))) = (args, schema.get("properties")) else {
         return None;
@@ -46,14 +50,22 @@ pub fn as_meant(schema: &Value, args: &Value) -> Option<Value> {
             Value::String(text) if text.trim_start().starts_with(['[', '{']) && !accepts(property, value) => {
                 match serde_json::from_str::<Value>(text) {
                     Ok(decoded) if decoded.is_array() || decoded.is_object() => {
-                        if !accepts(property, &decoded) {
-                            continue;
+                        if accepts(property, &decoded) {
+                            Some(decoded)
+                        } else {
+                            match lax(schema, property, &decoded, 0) {
+                                Some(read) if accepts(property, &read) => Some(read),
+                                _ => continue,
+                            }
                         }
-                        Some(decoded)
                     }
                     _ => continue,
                 }
             }
+            _ if holds_lax_text(value, 0) => match lax(schema, property, value, 0) {
+                Some(read) => Some(read),
+                None => continue,
+            },
             _ => continue,
         };
         let fields = meant.get_or_insert_with(|| given.clone());
@@ -67,6 +79,187 @@ pub fn as_meant(schema: &Value, args: &Value) -> Option<Value> {
         }
     }
     meant.map(Value::Object)
+}
+
+/// `value` with each string that `schema` (a part of `root`) does not take, where it
+/// takes a number or a boolean pydantic's lax mode reads the string as, replaced by
+/// that value, at every depth; of an `anyOf`, the first branch that then takes it.
+/// A place with an `enum` or a `const` takes no such string (pydantic reads none for
+/// a `Literal`). `None` when nothing changes.
+fn lax(root: &Value, schema: &Value, value: &Value, depth: usize) -> Option<Value> {
+    let Value::Object(keywords) = schema else { return None };
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    if let Some(target) = keyword(keywords, "$ref").and_then(Value::as_str).and_then(|r| resolve(root, r)) {
+        return lax(root, target, value, depth + 1);
+    }
+    if let Some(branches) = keyword(keywords, "anyOf").and_then(Value::as_array) {
+        // A string one branch takes is not read as another's number (a `Decimal`'s text).
+        if (value.is_string() && branches.iter().any(|branch| takes_strings(root, branch, depth + 1)))
+            || takes(root, schema, value, false)
+        {
+            return None;
+        }
+        return branches
+            .iter()
+            .find_map(|branch| lax(root, branch, value, depth + 1).filter(|read| takes(root, branch, read, false)));
+    }
+    match value {
+        Value::String(text) => {
+            if keyword(keywords, "enum").is_some() || keyword(keywords, "const").is_some() {
+                return None;
+            }
+            let candidates = read_laxly(text);
+            if candidates.is_empty() || takes(root, schema, value, false) {
+                return None;
+            }
+            // A number with a fraction or an exponent is an integer for JSON Schema
+            // (`1e3`), but not for pydantic, who reads it only where a float goes.
+            let wanted = keyword(keywords, "type");
+            candidates
+                .into_iter()
+                .filter(|(kind, _)| wanted.is_none_or(|wanted| names_type(wanted, kind)))
+                .map(|(_, candidate)| candidate)
+                .find(|candidate| takes(root, schema, candidate, false))
+        }
+        Value::Object(fields) => {
+            let properties = keyword(keywords, "properties").and_then(Value::as_object);
+            let additional = keyword(keywords, "additionalProperties");
+            let mut read: Option<Map<String, Value>> = None;
+            for (name, item) in fields {
+                let Some(field) = properties.and_then(|p| p.get(name)).or(additional) else { continue };
+                if let Some(item) = lax(root, field, item, depth + 1) {
+                    read.get_or_insert_with(|| fields.clone()).insert(name.clone(), item);
+                }
+            }
+            read.map(Value::Object)
+        }
+        Value::Array(items) => {
+            let prefix = keyword(keywords, "prefixItems").and_then(Value::as_array);
+            let rest = keyword(keywords, "items");
+            let mut read: Option<Vec<Value>> = None;
+            for (index, item) in items.iter().enumerate() {
+                let Some(item_schema) = prefix.and_then(|prefix| prefix.get(index)).or(rest) else { continue };
+                if let Some(item) = lax(root, item_schema, item, depth + 1) {
+                    read.get_or_insert_with(|| items.clone())[index] = item;
+                }
+            }
+            read.map(Value::Array)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `schema` takes some strings: a `type` naming `string`, an `anyOf` with a
+/// branch that does, or no `type` at all.
+fn takes_strings(root: &Value, schema: &Value, depth: usize) -> bool {
+    let Value::Object(keywords) = schema else { return schema != &Value::Bool(false) };
+    if depth > MAX_DEPTH {
+        return true;
+    }
+    if let Some(target) = keyword(keywords, "$ref").and_then(Value::as_str).and_then(|r| resolve(root, r)) {
+        return takes_strings(root, target, depth + 1);
+    }
+    if let Some(branches) = keyword(keywords, "anyOf").and_then(Value::as_array) {
+        return branches.iter().any(|branch| takes_strings(root, branch, depth + 1));
+    }
+    keyword(keywords, "type").is_none_or(|wanted| names_type(wanted, "string"))
+}
+
+/// Whether `value` holds a string [`read_laxly`] reads as something: only then is
+/// [`lax`] worth its walk through the schema.
+fn holds_lax_text(value: &Value, depth: usize) -> bool {
+    match value {
+        Value::String(text) => !read_laxly(text).is_empty(),
+        Value::Array(items) if depth < MAX_DEPTH => items.iter().any(|item| holds_lax_text(item, depth + 1)),
+        Value::Object(fields) if depth < MAX_DEPTH => fields.values().any(|item| holds_lax_text(item, depth + 1)),
+        _ => false,
+    }
+}
+
+/// What pydantic's lax mode reads a string as where it wants a number or a boolean,
+/// in that order: an integer (`" 1_000 "`, `"+7"`, `"3.00"`; never `"1.5"` or
+/// `"1e3"`), a finite number (`"2.5"`, `".5"`, `"1e3"`), a boolean (`true`, `yes`,
+/// `on`, `t`, `y`, `1` and their opposites, in any case).
+/// Each value is given with the JSON Schema type it is read for.
+fn read_laxly(text: &str) -> Vec<(&'static str, Value)> {
+    let mut read = Vec::new();
+    let trimmed = text.trim();
+    if let Some(integer) = lax_integer(trimmed) {
+        read.push(("integer", integer));
+    }
+    if let Some(number) = lax_number(trimmed) {
+        read.push(("number", number));
+    }
+    let flag = match text.to_ascii_lowercase().as_str() {
+        "1" | "on" | "t" | "true" | "y" | "yes" => Some(true),
+        "0" | "off" | "f" | "false" | "n" | "no" => Some(false),
+        _ => None,
+    };
+    read.extend(flag.map(|flag| ("boolean", Value::Bool(flag))));
+    read
+}
+
+/// Whether a `type` keyword takes values of the type `kind` (`number` takes integers).
+fn names_type(wanted: &Value, kind: &str) -> bool {
+    let names = |name: &str| name == kind || (name == "number" && kind == "integer");
+    match wanted {
+        Value::String(name) => names(name),
+        Value::Array(names_given) => names_given.iter().filter_map(Value::as_str).any(names),
+        _ => true,
+    }
+}
+
+/// `digits` without the single underscores pydantic allows between two digits;
+/// `None` when an underscore stands anywhere else.
+fn without_underscores(digits: &str) -> Option<String> {
+    let bytes = digits.as_bytes();
+    let mut kept = String::with_capacity(digits.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'_' {
+            let between = i > 0 && bytes[i - 1].is_ascii_digit() && bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+            if !between {
+                return None;
+            }
+        } else {
+            kept.push(b as char);
+        }
+    }
+    Some(kept)
+}
+
+/// An integer as pydantic reads one from text: a sign, digits (underscores between
+/// them), and nothing after but a point and zeros.
+fn lax_integer(text: &str) -> Option<Value> {
+    let (sign, rest) = match text.as_bytes().first()? {
+        b'-' => ("-", &text[1..]),
+        b'+' => ("", &text[1..]),
+        _ => ("", text),
+    };
+    let digits = match rest.split_once('.') {
+        Some((whole, zeros)) if !zeros.is_empty() && zeros.bytes().all(|b| b == b'0') => whole,
+        Some(_) => return None,
+        None => rest,
+    };
+    let digits = without_underscores(digits)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let digits = digits.trim_start_matches('0');
+    let digits = if digits.is_empty() { "0" } else { digits };
+    serde_json::from_str(&format!("{sign}{digits}")).ok()
+}
+
+/// A finite number as pydantic reads one from text (Rust's reading of a float, which
+/// is Python's, less infinities and NaN, which JSON cannot carry).
+fn lax_number(text: &str) -> Option<Value> {
+    let plain = without_underscores(text)?;
+    if !plain.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E')) {
+        return None;
+    }
+    let number: f64 = plain.parse().ok()?;
+    serde_json::Number::from_f64(number).map(Value::Number)
 }
 
 /// The arguments of a prompt or a resource template (SPEC §15), which MCP sends as
@@ -707,6 +900,43 @@ mod meant_tests {
         // Text that is not a valid value stays as it is, for the check to report.
         assert_eq!(as_meant(&schema(), &json!({"pattern": "p", "label": "a", "tags": "[1, 2]"})), None);
         assert_eq!(as_meant(&schema(), &json!({"pattern": "p", "label": "a", "tags": "[oops"})), None);
+    }
+
+    #[test]
+    fn a_number_or_boolean_sent_as_text_is_read_as_pydantic_lax_mode_reads_it() {
+        let schema = json!({"type": "object", "properties": {
+            "count": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "ratio": {"type": "number"},
+            "flag": {"type": "boolean"},
+            "name": {"type": "string"},
+            "level": {"enum": [1, 2], "type": "integer"},
+            "price": {"anyOf": [{"type": "number"}, {"type": "string", "pattern": "^\\d+(\\.\\d{1,2})?$"}]},
+            "rows": {"type": "array", "items": {"$ref": "#/$defs/Row"}}},
+            "$defs": {"Row": {"type": "object", "properties": {"n": {"type": "integer"}}}}});
+        let read = |args: serde_json::Value| as_meant(&schema, &args);
+        for (given, meant) in [
+            ("1", json!(1)),
+            (" 1_000 ", json!(1000)),
+            ("+7", json!(7)),
+            ("-3.00", json!(-3)),
+            ("007", json!(7)),
+            ("99999999999999999999999", serde_json::from_str("99999999999999999999999").unwrap()),
+        ] {
+            assert_eq!(read(json!({"count": given})), Some(json!({"count": meant})), "{given}");
+        }
+        for refused in ["1.5", "1e3", "1_", "_1", "1__0", "0x10", "1.", "", "inf", "one"] {
+            assert_eq!(read(json!({"count": refused})), None, "{refused}");
+        }
+        assert_eq!(read(json!({"ratio": ".5"})), Some(json!({"ratio": 0.5})));
+        assert_eq!(read(json!({"ratio": "1e3"})), Some(json!({"ratio": 1000.0})));
+        assert_eq!(read(json!({"ratio": "nan"})), None);
+        for (given, meant) in [("true", true), ("YES", true), ("on", true), ("t", true), ("1", true), ("n", false)] {
+            assert_eq!(read(json!({"flag": given})), Some(json!({"flag": meant})), "{given}");
+        }
+        assert_eq!(read(json!({"flag": " true"})), None);
+        // Where a string is taken, it stays one: a string, a `Literal`, a `Decimal`'s text.
+        assert_eq!(read(json!({"name": "1", "level": "1", "price": "1.234"})), None);
+        assert_eq!(read(json!({"rows": [{"n": "2"}, {"n": 3}]})), Some(json!({"rows": [{"n": 2}, {"n": 3}]})));
     }
 }
 

@@ -46,6 +46,23 @@ pub(super) enum FieldFunction {
     Dataclasses,
 }
 
+/// A `NamedTuple`'s object schema as the array pydantic dumps it to: its fields in
+/// order as `prefixItems`, as many items as it has fields, at least its required ones.
+fn dumped_tuple(mut schema: Value) -> Value {
+    let Some(object) = schema.as_object_mut() else { return schema };
+    let fields: Vec<Value> = match object.remove("properties") {
+        Some(Value::Object(properties)) => properties.into_iter().map(|(_, field)| field).collect(),
+        _ => Vec::new(),
+    };
+    let required = object.remove("required").and_then(|r| r.as_array().map(Vec::len)).unwrap_or(0);
+    object.remove("additionalProperties");
+    object.insert("type", json!("array"));
+    object.insert("minItems", json!(required));
+    object.insert("maxItems", json!(fields.len()));
+    object.insert("prefixItems", Value::Array(fields));
+    schema
+}
+
 /// A class keyword given as a literal, as source-like text: `total=False` → `False`.
 pub(super) fn class_keyword(class: &ast::StmtClassDef, name: &str) -> Option<String> {
     let keyword =
@@ -280,6 +297,9 @@ impl<'a, 's> Converter<'a, 's> {
         }
         if let (Some(extra), Some(object)) = (self.config_schema_extra(class), schema.as_object_mut()) {
             object.extend(extra);
+        }
+        if kind == ClassKind::NamedTuple && self.output {
+            return dumped_tuple(schema);
         }
         schema
     }

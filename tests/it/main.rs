@@ -22,6 +22,7 @@ mod mcp;
 mod mcp_host;
 mod members;
 mod mutate;
+mod new_user_types;
 mod policy;
 mod profiles;
 mod python_reference;

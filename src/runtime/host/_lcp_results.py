@@ -9,12 +9,18 @@ Never: runs tool code.
 """
 
 import base64
+import dataclasses
+import datetime
+import decimal
+import enum
 import errno
 import json
 import math
 import os
+import pathlib
 import re
 import traceback
+import uuid
 
 
 # Problems listed when a return value cannot be carried by JSON.
@@ -154,10 +160,18 @@ def _dumps(value):
 
 
 def _jsonable(value, where, problems):
-    """``value`` as plain JSON data (tuples become arrays); what JSON cannot carry is
-    added to ``problems`` with the place it sits."""
+    """``value`` as plain JSON data, as pydantic's ``to_jsonable_python`` makes it:
+    tuples (``NamedTuple`` too) and sets become arrays, models their
+    ``model_dump(mode="json", by_alias=True)``, dataclasses objects of their fields,
+    enums their value, the ``datetime`` family, UUIDs, decimals, paths and IP
+    addresses text, ``timedelta`` an ISO 8601 duration and bytes base64 text. pydantic
+    is never imported: a model is an object with a ``model_dump`` method. What JSON
+    cannot carry (NaN, infinity, other objects) is added to ``problems`` with the
+    place it sits."""
     if value is None or value is True or value is False:
         return value
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value, where, problems)
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int):
@@ -167,25 +181,104 @@ def _jsonable(value, where, problems):
             problems.append(f"`{where}` is {value!r}, which JSON cannot represent")
             return None
         return float(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return [_jsonable(item, f"{where}[{i}]", problems) for i, item in enumerate(value)]
     if isinstance(value, dict):
         result = {}
         for key, item in value.items():
-            if isinstance(key, str):
-                key = str.__str__(key)
-            elif isinstance(key, int) and not isinstance(key, bool):
-                key = str(int(key))
-            else:
+            text = _key(key)
+            if text is None:
                 problems.append(f"`{where}` has a key {key!r} of type {type(key).__name__} (keys must be strings)")
                 continue
-            result[key] = _jsonable(item, f"{where}[{json.dumps(key, ensure_ascii=False)}]", problems)
+            result[text] = _jsonable(item, f"{where}[{json.dumps(text, ensure_ascii=False)}]", problems)
         return result
-    if isinstance(value, (set, frozenset)):
-        problems.append(f"`{where}` is a {type(value).__name__} (JSON has no sets: return a list)")
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        problems.append(f"`{where}` is {type(value).__name__} (decode it to text or encode it as base64)")
-    else:
-        module = re.sub(r"_lcp_\d+_", "", type(value).__module__)
-        problems.append(f"`{where}` is a {module}.{type(value).__qualname__} object")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    text = _text(value)
+    if text is not None:
+        return text
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):  # a pydantic 2 model
+        try:
+            dumped = dump(mode="json", by_alias=True)
+        except Exception as exc:  # pydantic's serialization error, without importing it
+            problems.append(f"`{where}` is a {_type_name(value)} model that cannot be dumped: {_message(exc)}")
+            return None
+        return _jsonable(dumped, where, problems)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            field.name: _jsonable(getattr(value, field.name), f"{where}[{json.dumps(field.name)}]", problems)
+            for field in dataclasses.fields(value)
+        }
+    problems.append(f"`{where}` is a {_type_name(value)} object")
     return None
+
+
+def _type_name(value):
+    """``module.Class``, without the private prefix lcp gives a tool's module."""
+    module = re.sub(r"_lcp_\d+_", "", type(value).__module__)
+    return f"{module}.{type(value).__qualname__}"
+
+
+def _key(key):
+    """A dict key as JSON's text, as pydantic makes it; ``None`` for a key it cannot be."""
+    if isinstance(key, enum.Enum):
+        key = key.value
+    if isinstance(key, str):
+        return str.__str__(key)
+    if isinstance(key, int) and not isinstance(key, bool):
+        return str(int(key))
+    return None
+
+
+def _text(value):
+    """The text pydantic makes of a value of a standard library type it writes as a
+    string (``datetime`` family, ``timedelta``, ``UUID``, ``Decimal``, paths, IP
+    addresses); ``None`` for any other value."""
+    if isinstance(value, datetime.datetime):
+        return value.replace(tzinfo=None).isoformat() + _offset(value.utcoffset())
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, datetime.time):
+        return value.replace(tzinfo=None).isoformat() + _offset(value.utcoffset())
+    if isinstance(value, datetime.timedelta):
+        return _duration(value)
+    if isinstance(value, (uuid.UUID, decimal.Decimal, pathlib.PurePath)):
+        return str(value)
+    if type(value).__module__ == "ipaddress":
+        return str(value)
+    return None
+
+
+def _offset(offset):
+    """A UTC offset as pydantic writes it: ``Z``, ``+01:00``; nothing for a naive value."""
+    if offset is None:
+        return ""
+    seconds = int(offset.total_seconds())
+    if abs(seconds) < 60:
+        return "Z"
+    sign = "-" if seconds < 0 else "+"
+    hours, minutes = divmod(abs(seconds) // 60, 60)
+    return f"{sign}{hours:02d}:{minutes:02d}"
+
+
+def _duration(delta):
+    """A ``timedelta`` as pydantic writes it: ISO 8601, ``P1Y35DT1H1M1.5S``, a year
+    being 365 days, ``-`` before a negative one, ``PT0S`` for none."""
+    micros = delta.days * 86_400_000_000 + delta.seconds * 1_000_000 + delta.microseconds
+    sign = "-" if micros < 0 else ""
+    days, rest = divmod(abs(micros), 86_400_000_000)
+    seconds, micros = divmod(rest, 1_000_000)
+    years, days = divmod(days, 365)
+    text = sign + "P" + (f"{years}Y" if years else "") + (f"{days}D" if days else "")
+    if seconds or micros:
+        hours, seconds = divmod(seconds, 3600)
+        minutes, seconds = divmod(seconds, 60)
+        text += "T" + (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "")
+        if micros:
+            text += f"{seconds}.{micros:06d}".rstrip("0") + "S"
+        elif seconds:
+            text += f"{seconds}S"
+    elif not (years or days):
+        text += "T0S"
+    return text
