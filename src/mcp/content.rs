@@ -53,7 +53,7 @@ pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -
         return relayed;
     }
     let ok = result.ok();
-    let ToolResult { outcome: _, output, error, traceback, stdout, stderr, output_cut_from } = result;
+    let ToolResult { outcome: _, output, error, traceback, stdout, stderr, output_cut_from, refused } = result;
     let mut blocks = Vec::new();
     let (text, structured) = match (output, error) {
         (Value::Null, Some(error)) if !ok => {
@@ -103,6 +103,10 @@ pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -
             let printed = cut(&printed, max_output).unwrap_or(printed);
             content.push(ContentBlock::text(format!("[the tool printed to {stream}]\n{printed}")));
         }
+    }
+    if !refused.is_empty() {
+        // A subprocess's bare `Permission denied` explained (SPEC §18).
+        content.push(ContentBlock::text(format!("[the sandbox refused]\n{}", refused.join("\n"))));
     }
     let mut result = if ok { CallToolResult::success(content) } else { CallToolResult::error(content) };
     // An error result carries no structured content (SPEC §5): a client checks
@@ -276,6 +280,7 @@ mod tests {
             stdout: String::new(),
             stderr: String::new(),
             output_cut_from: None,
+            refused: Vec::new(),
         }
     }
 

@@ -174,7 +174,7 @@ impl Resolved {
 
 /// The outcome of trying a job on the direct path.
 enum Direct {
-    Ran(ToolResult),
+    Ran(Box<ToolResult>),
     /// Not callable directly (yet, or any more): `host.py`'s path runs it.
     Declined,
 }
@@ -302,7 +302,7 @@ impl Engine {
             && cancel.is_none()
             && let Direct::Ran(result) = self.call_direct(job, &callbacks)
         {
-            return result;
+            return *result;
         }
         let result = self.run_hosted(job, callbacks, timeout, cancel);
         INTERPRETER.log_level.store(job.host.log_level, Ordering::Release);
@@ -315,6 +315,11 @@ impl Engine {
     /// Marks the modules of these files as out of date: the next call drops them.
     /// Modules belong to the process, like the interpreter: every engine of this
     /// process stops using them.
+    /// The sandbox this process entered (SPEC §18).
+    pub(crate) fn sandbox(&self) -> super::sandbox::Sandbox {
+        self.settings.sandbox
+    }
+
     pub(crate) fn drop_modules(&self, paths: impl IntoIterator<Item = WirePath>) {
         INTERPRETER.drop_modules(paths);
     }
@@ -354,12 +359,12 @@ impl Engine {
         }
         let scope = match CallScope::enter(job.id, callbacks.clone(), job.workspace.as_deref()) {
             Ok(scope) => scope,
-            Err(err) => return Direct::Ran(ToolResult::failure(err)),
+            Err(err) => return Direct::Ran(Box::new(ToolResult::failure(err))),
         };
         let capture = capture::begin(job.id);
         let outcome = python::call_direct(&direct, job.id, args);
         let raw_stdout = capture.finish();
-        Direct::Ran(match outcome {
+        Direct::Ran(Box::new(match outcome {
             Ok(python::DirectOutcome::Rebound) => {
                 // The module rebound the tool's name: nothing ran; `host.py` calls what
                 // the name holds now, and the tool is resolved again after.
@@ -375,6 +380,7 @@ impl Engine {
                 stdout: stdout + &raw_stdout,
                 stderr,
                 output_cut_from: None,
+                refused: Vec::new(),
             },
             Ok(python::DirectOutcome::Replied { reply, stdout, stderr }) => {
                 let mut result = read_reply(Ok(reply), raw_stdout);
@@ -383,7 +389,7 @@ impl Engine {
                 result
             }
             Err(err) => read_reply(Err(err), raw_stdout),
-        })
+        }))
     }
 
     /// Records how the job's function is called from now on, unless known.

@@ -43,6 +43,8 @@ mod memory;
 mod process_tree;
 #[cfg(feature = "python")]
 mod python;
+#[cfg(feature = "python")]
+mod refusals;
 pub mod sandbox;
 mod settings;
 #[cfg(feature = "python")]
@@ -176,6 +178,10 @@ pub struct ToolResult {
     /// When the output's text was longer than [`CallOptions::max_output`]: its length
     /// in bytes, and `output` holds the start of that text (a string) and no more.
     pub output_cut_from: Option<usize>,
+    /// What the worker's sandbox refused during the call (SPEC §18), a sentence each
+    /// naming the declaration, the process and what it tried: a subprocess's bare
+    /// `Permission denied` explained.
+    pub refused: Vec<String>,
 }
 
 impl Serialize for ToolResult {
@@ -194,6 +200,9 @@ impl Serialize for ToolResult {
         fields.serialize_field("stderr", &self.stderr)?;
         if let Some(total) = self.output_cut_from {
             fields.serialize_field("output_cut_from", &total)?;
+        }
+        if !self.refused.is_empty() {
+            fields.serialize_field("refused", &self.refused)?;
         }
         fields.end()
     }
@@ -216,19 +225,21 @@ pub(crate) struct Carried {
     stderr: String,
     #[serde(default)]
     output_cut_from: Option<usize>,
+    #[serde(default)]
+    refused: Vec<String>,
 }
 
 impl From<ToolResult> for Carried {
     fn from(result: ToolResult) -> Carried {
-        let ToolResult { outcome, output, error, traceback, stdout, stderr, output_cut_from } = result;
-        Carried { outcome, output, error, traceback, stdout, stderr, output_cut_from }
+        let ToolResult { outcome, output, error, traceback, stdout, stderr, output_cut_from, refused } = result;
+        Carried { outcome, output, error, traceback, stdout, stderr, output_cut_from, refused }
     }
 }
 
 impl From<Carried> for ToolResult {
     fn from(carried: Carried) -> ToolResult {
-        let Carried { outcome, output, error, traceback, stdout, stderr, output_cut_from } = carried;
-        ToolResult { outcome, output, error, traceback, stdout, stderr, output_cut_from }
+        let Carried { outcome, output, error, traceback, stdout, stderr, output_cut_from, refused } = carried;
+        ToolResult { outcome, output, error, traceback, stdout, stderr, output_cut_from, refused }
     }
 }
 
@@ -248,6 +259,7 @@ impl ToolResult {
             stdout: String::new(),
             stderr: String::new(),
             output_cut_from: None,
+            refused: Vec::new(),
         }
     }
 

@@ -170,8 +170,7 @@ pub(crate) fn enter(sandbox: Sandbox, scratch: &Path, writable: &[&Path], requir
         Err(_) => false,
         Ok(()) => true,
     };
-    let filters = seccomp_filters(sandbox);
-    match filters.and_then(|filters| filters.iter().try_for_each(apply)) {
+    match seccomp(sandbox, confined, &places) {
         Err(err) if require => Err(err),
         Err(_) | Ok(()) => Ok(confined),
     }
@@ -323,74 +322,113 @@ fn writes_only_in(writable: &[&Path], offline: bool) -> Result<(), String> {
     }
 }
 
-/// System calls that change a file's metadata or make a special file: a read-only
-/// worker may make none of them, whatever the file (seccomp sees no path).
 #[cfg(feature = "python")]
-const METADATA_CALLS: [libc::c_long; 20] = [
-    libc::SYS_chmod,
-    libc::SYS_fchmod,
-    libc::SYS_fchmodat,
-    libc::SYS_fchmodat2,
-    libc::SYS_chown,
-    libc::SYS_fchown,
-    libc::SYS_lchown,
-    libc::SYS_fchownat,
-    libc::SYS_utime,
-    libc::SYS_utimes,
-    libc::SYS_utimensat,
-    libc::SYS_futimesat,
-    libc::SYS_setxattr,
-    libc::SYS_lsetxattr,
-    libc::SYS_fsetxattr,
-    libc::SYS_removexattr,
-    libc::SYS_lremovexattr,
-    libc::SYS_fremovexattr,
-    libc::SYS_mknod,
-    libc::SYS_mknodat,
-];
-
-/// `setxattrat` and `removexattrat` (Linux 6.13), numbered alike on every
-/// architecture, as every system call from 424 on is.
-#[cfg(feature = "python")]
-const XATTRAT_CALLS: [libc::c_long; 2] = [463, 466];
-
-#[cfg(feature = "python")]
-/// The seccomp programs of `sandbox`: a read-only worker's metadata changes fail with
-/// `EPERM`; an offline worker's sockets of any family but `AF_UNIX` fail with
-/// `EACCES`; both lose `io_uring` (its rings would do either without a system call).
-fn seccomp_filters(sandbox: Sandbox) -> Result<Vec<seccompiler::BpfProgram>, String> {
-    use seccompiler::{SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule};
-    let lacking = |err: &dyn std::fmt::Display| format!("the sandbox cannot be entered: seccomp: {err}");
-    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(|err| lacking(&err))?;
-    let program = |rules: Vec<(libc::c_long, Vec<SeccompRule>)>, errno: i32| {
-        SeccompFilter::new(rules.into_iter().collect(), SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)
-            .map_err(|err| lacking(&err))
-            .and_then(|filter| filter.try_into().map_err(|err: seccompiler::BackendError| lacking(&err)))
-    };
-    let mut programs = Vec::new();
-    if sandbox.read_only {
-        let calls = METADATA_CALLS.iter().chain(&XATTRAT_CALLS).chain(&[libc::SYS_io_uring_setup]);
-        programs.push(program(calls.map(|&call| (call, Vec::new())).collect(), libc::EPERM)?);
+/// Seccomp (SPEC §18): a read-only worker makes no metadata change and no special
+/// file; an offline one opens no socket of a family but `AF_UNIX`; both lose
+/// `io_uring` (its rings would do either without a system call). Where the kernel
+/// lets a listener hear them (`SECCOMP_RET_USER_NOTIF`), these calls, and every write
+/// of a worker whose writes Landlock confines, go to the worker's listener thread,
+/// which refuses the first and records the writes Landlock will refuse
+/// (`refusals.rs`), so a call's result says what was refused; else they fail with
+/// `EPERM` / `EACCES`, unexplained.
+fn seccomp(sandbox: Sandbox, confined: bool, writable: &[&Path]) -> Result<(), String> {
+    use seccompiler::SeccompAction;
+    let refused = refused_rules(sandbox, confined)?;
+    if refused.is_empty() {
+        return Ok(());
     }
-    if sandbox.offline {
-        let not_unix = || {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-                .and_then(|condition| SeccompRule::new(vec![condition]))
-                .map_err(|err| lacking(&err))
-        };
-        let rules = vec![
-            (libc::SYS_socket, vec![not_unix()?]),
-            (libc::SYS_socketpair, vec![not_unix()?]),
-            (libc::SYS_io_uring_setup, Vec::new()),
-        ];
-        programs.push(program(rules, libc::EACCES)?);
+    // The listener's program: seccompiler has no USER_NOTIF action, so the program is
+    // made with a marked TRACE and the mark is turned into USER_NOTIF.
+    const MARK: u32 = 0x1c9;
+    let listened = program(refused.clone(), SeccompAction::Trace(MARK))?;
+    let marked = libc::SECCOMP_RET_TRACE | MARK;
+    let listened: Vec<libc::sock_filter> = listened
+        .iter()
+        .map(|op| {
+            let is_return = op.code == (libc::BPF_RET | libc::BPF_K) as u16;
+            let k = if is_return && op.k == marked { libc::SECCOMP_RET_USER_NOTIF } else { op.k };
+            libc::sock_filter { code: op.code, jt: op.jt, jf: op.jf, k }
+        })
+        .collect();
+    if let Ok(fd) = super::refusals::install(&listened) {
+        let writable = writable.iter().filter_map(|place| place.canonicalize().ok()).collect();
+        super::refusals::Listener { fd, sandbox, writable }.start();
+        return Ok(());
     }
-    Ok(programs)
+    // Without listeners: the refusals alone, each with its error.
+    let parts = [
+        (Sandbox { read_only: sandbox.read_only, offline: false }, libc::EPERM),
+        (Sandbox { read_only: false, offline: sandbox.offline }, libc::EACCES),
+    ];
+    for (part, errno) in parts {
+        let rules = refused_rules(part, false)?;
+        if !rules.is_empty() {
+            let program = program(rules, SeccompAction::Errno(errno as u32))?;
+            seccompiler::apply_filter(&program).map_err(|err| lacking(&err))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(feature = "python")]
-fn apply(program: &seccompiler::BpfProgram) -> Result<(), String> {
-    seccompiler::apply_filter(program).map_err(|err| format!("the sandbox cannot be entered: seccomp: {err}"))
+fn lacking(err: &dyn std::fmt::Display) -> String {
+    format!("the sandbox cannot be entered: seccomp: {err}")
+}
+
+#[cfg(feature = "python")]
+type Rules = Vec<(libc::c_long, Vec<seccompiler::SeccompRule>)>;
+
+#[cfg(feature = "python")]
+/// The calls `sandbox` refuses, and, when `confined` (Landlock confines its writes),
+/// the calls that write, to be recorded.
+fn refused_rules(sandbox: Sandbox, confined: bool) -> Result<Rules, String> {
+    use super::refusals::{METADATA, WRITES, WRITING_FLAGS, XATTRAT};
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
+    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(|err| lacking(&err));
+    let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|err| lacking(&err))
+    };
+    let mut rules: std::collections::BTreeMap<libc::c_long, Vec<SeccompRule>> = Default::default();
+    if sandbox.read_only || sandbox.offline {
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    if sandbox.read_only {
+        for (call, _, _) in METADATA.into_iter().chain(XATTRAT) {
+            rules.insert(call, Vec::new());
+        }
+    }
+    if sandbox.offline {
+        for call in [libc::SYS_socket, libc::SYS_socketpair] {
+            let not_unix = condition(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?;
+            rules.insert(call, vec![rule(vec![not_unix])?]);
+        }
+    }
+    if confined {
+        for (call, _, flags) in WRITES {
+            if rules.contains_key(&call) {
+                continue;
+            }
+            let when = match flags {
+                // Any one flag that writes: one rule each.
+                Some(arg) => WRITING_FLAGS
+                    .iter()
+                    .map(|&flag| rule(vec![condition(arg, SeccompCmpOp::MaskedEq(flag), flag)?]))
+                    .collect::<Result<Vec<_>, _>>()?,
+                None => Vec::new(),
+            };
+            rules.insert(call, when);
+        }
+    }
+    Ok(rules.into_iter().collect())
+}
+
+#[cfg(feature = "python")]
+/// A program that takes `action` on `rules` and allows everything else.
+fn program(rules: Rules, action: seccompiler::SeccompAction) -> Result<seccompiler::BpfProgram, String> {
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(|err| lacking(&err))?;
+    seccompiler::SeccompFilter::new(rules.into_iter().collect(), seccompiler::SeccompAction::Allow, action, arch)
+        .map_err(|err| lacking(&err))
+        .and_then(|filter| filter.try_into().map_err(|err: seccompiler::BackendError| lacking(&err)))
 }
 
 #[cfg(test)]

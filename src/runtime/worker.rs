@@ -23,7 +23,7 @@ use super::channel::{self, Connection};
 use super::engine::{self, Engine, WirePath};
 use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Notice, Offered, refused};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Report, Stream, ToWorker, WORKER_ARGUMENT};
-use super::{Confirmation, Outcome, capture, process_tree, python};
+use super::{Confirmation, Outcome, capture, process_tree, python, refusals};
 use crate::registry::FastMap;
 use crate::sync;
 
@@ -244,8 +244,11 @@ fn serve(engine: &'static Engine, stream: UnixStream) {
         sync::lock(&LINKS).insert(job.id, Arc::clone(&link));
         let callbacks = asking(&link, job.host);
         CURRENT_CALL.set(job.id);
+        let refusals_from = refusals::mark();
         let mut result = engine.run(&job, callbacks, None, None);
         CURRENT_CALL.set(0);
+        let sandbox = engine.sandbox();
+        result.refused = refusals::since(refusals_from).iter().map(|r| r.told(&job.function, sandbox)).collect();
         if let Some(max) = job.max_output {
             // Cut here: lcp never reads more of an output than it may show.
             result.bound(max);

@@ -259,3 +259,45 @@ fn lcp_call_applies_the_configs_declarations_as_lcp_serve_does() {
     assert!(failed(&result).contains("declares read_only"), "{result}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "kept");
 }
+
+#[test]
+fn what_the_sandbox_refused_a_subprocess_is_named_in_the_result() {
+    for (user, wrapper) in users() {
+        let workspace = temp_dir("escape-refused");
+        // A read-only tool's shell cannot write: the call returns, and says why.
+        let (result, _) = call_as(&wrapper, "tool_shell_write", json!({"name": "out.txt"}), &workspace, &[]);
+        assert_ne!(result["output"], "exit 0", "{user}: {result}");
+        let refused = result["refused"].to_string();
+        let written = workspace.join("out.txt");
+        assert!(
+            refused.contains("`tool_shell_write` declares read_only: the sandbox refused process")
+                && refused.contains(&format!("(`sh`) a write to {}", written.display())),
+            "{user}: {result}"
+        );
+        assert!(!written.exists(), "{user}");
+        // An offline tool's child process cannot open a network socket.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (result, _) = call_as(&wrapper, "tool_subprocess_connect", json!({"port": port}), &workspace, &[]);
+        assert_ne!(result["output"], "exit 0", "{user}: {result}");
+        assert!(
+            result["refused"].to_string().contains("declares open_world: false: the sandbox refused process"),
+            "{user}: {result}"
+        );
+        // Any tool's shell writing outside its workspace.
+        let outside = temp_dir("escape-refused-outside").join("far.txt");
+        let (result, _) = call_as(&wrapper, "tool_shell_write_anywhere", json!({"path": outside}), &workspace, &[]);
+        assert!(
+            result["refused"].to_string().contains(
+                "may write only in its workspace, the temp folder and [sandbox] writable: the sandbox refused process"
+            ) && result["refused"].to_string().contains(&outside.display().to_string()),
+            "{user}: {result}"
+        );
+        assert!(!outside.exists(), "{user}");
+        // What it may do is not reported.
+        let inside = workspace.join("near.txt");
+        let (result, _) = call_as(&wrapper, "tool_shell_write_anywhere", json!({"path": inside}), &workspace, &[]);
+        assert_eq!(result["output"], "exit 0", "{user}: {result}");
+        assert!(result.get("refused").is_none(), "{user}: {result}");
+    }
+}
