@@ -328,8 +328,30 @@ pub fn metadata_url(resource: &str) -> Option<String> {
 
 /// The issuer's key set: from `jwks_uri`, else from the `jwks_uri` its metadata
 /// (RFC 8414, then OpenID discovery) names.
+///
+/// Fetched with the HTTP client lcp's MCP client uses (reqwest), on a thread of its
+/// own with a runtime of its own: the check that asks for the keys is synchronous,
+/// and may run on `lcp serve`'s runtime.
 fn fetch_keys(config: &AuthConfig) -> Result<JwkSet, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(FETCH_TIMEOUT)).build().into();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|err| format!("cannot fetch the issuer's keys: {err}"))?;
+                runtime.block_on(fetch_keys_with(config))
+            })
+            .join()
+            .unwrap_or_else(|_| Err("fetching the issuer's keys failed".to_string()))
+    })
+}
+
+async fn fetch_keys_with(config: &AuthConfig) -> Result<JwkSet, String> {
+    let agent = reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .build()
+        .map_err(|err| format!("cannot make an HTTP client: {err}"))?;
     let jwks_uri = match &config.jwks_uri {
         Some(uri) => uri.clone(),
         None => {
@@ -337,7 +359,7 @@ fn fetch_keys(config: &AuthConfig) -> Result<JwkSet, String> {
             let mut last = String::new();
             let mut found = None;
             for url in discovery_urls(issuer) {
-                match fetch_json(&agent, &url) {
+                match fetch_json(&agent, &url).await {
                     Ok(metadata) => match metadata["jwks_uri"].as_str() {
                         Some(uri) => {
                             found = Some(uri.to_string());
@@ -351,7 +373,7 @@ fn fetch_keys(config: &AuthConfig) -> Result<JwkSet, String> {
             found.ok_or(last)?
         }
     };
-    let set = fetch_json(&agent, &jwks_uri)?;
+    let set = fetch_json(&agent, &jwks_uri).await?;
     serde_json::from_value(set).map_err(|err| format!("{jwks_uri}: not a JWK set: {err}"))
 }
 
@@ -367,7 +389,7 @@ fn discovery_urls(issuer: &str) -> Vec<String> {
 }
 
 /// A JSON document over HTTPS (plain HTTP only from this machine's loopback).
-fn fetch_json(agent: &ureq::Agent, url: &str) -> Result<Value, String> {
+async fn fetch_json(agent: &reqwest::Client, url: &str) -> Result<Value, String> {
     let parsed = url::Url::parse(url).map_err(|err| format!("{url}: {err}"))?;
     let loopback = match parsed.host() {
         Some(url::Host::Domain(name)) => name == "localhost",
@@ -378,14 +400,18 @@ fn fetch_json(agent: &ureq::Agent, url: &str) -> Result<Value, String> {
     if parsed.scheme() != "https" && !(parsed.scheme() == "http" && loopback) {
         return Err(format!("{url}: keys are fetched over https only"));
     }
-    let mut response = agent.get(url).call().map_err(|err| format!("{url}: {err}"))?;
-    let text = response
-        .body_mut()
-        .with_config()
-        .limit(MAX_FETCHED_BYTES)
-        .read_to_string()
-        .map_err(|err| format!("{url}: {err}"))?;
-    serde_json::from_str(&text).map_err(|err| format!("{url}: not JSON: {err}"))
+    let mut response = agent.get(url).send().await.map_err(|err| format!("{url}: {err}"))?;
+    if !response.status().is_success() {
+        return Err(format!("{url}: {}", response.status()));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|err| format!("{url}: {err}"))? {
+        if body.len() + chunk.len() > MAX_FETCHED_BYTES as usize {
+            return Err(format!("{url}: more than {MAX_FETCHED_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&body).map_err(|err| format!("{url}: not JSON: {err}"))
 }
 
 #[cfg(test)]
