@@ -54,6 +54,7 @@ pub(crate) mod shown;
 pub mod source;
 pub(crate) mod suggest;
 mod sync;
+pub(crate) mod table;
 #[cfg(feature = "python")]
 pub(crate) mod testlane;
 pub mod text_safety;
