@@ -635,7 +635,7 @@ impl<'t> Reader<'t> {
         Tool {
             name,
             description: summary.filter(|s| !s.is_empty()).unwrap_or_else(|| NO_DESCRIPTION.to_string()),
-            parameters: SchemaText::new(&parameters.schema),
+            parameters: SchemaText::with_other_names(&parameters.schema, parameters.other_names),
             parameters_with_defs: parameters.with_defs,
             line,
             is_async: function.is_async,
@@ -695,6 +695,7 @@ impl<'t> Reader<'t> {
 
         let mut properties = Map::new();
         let mut required = Vec::new();
+        let mut other_names = Vec::new();
         for param in parameters.iter_non_variadic_params() {
             let param_name = param.parameter.name.as_str();
             if injected.iter().any(|i| i == param_name) {
@@ -722,6 +723,7 @@ impl<'t> Reader<'t> {
                 schema::set_description(&mut schema, text);
             }
             let property = field.alias.unwrap_or_else(|| param_name.to_string());
+            other_names.extend(field.other_names.into_iter().map(|name| (name, property.clone())));
             if !field.optional {
                 required.push(Value::from(property.as_str()));
             }
@@ -779,7 +781,7 @@ impl<'t> Reader<'t> {
         for (range, message) in std::mem::take(&mut converter.warnings) {
             self.warning(range, format!("in `{name}`: {message}"));
         }
-        Parameters { schema, with_defs: parameters_with_defs, keywords }
+        Parameters { schema, with_defs: parameters_with_defs, keywords, other_names }
     }
 
     /// The output schema of a return annotation (SPEC §12): the parameter type rules
@@ -828,6 +830,8 @@ struct Parameters {
     with_defs: Option<SchemaText>,
     /// The keywords of an unpacked `**kwargs: Unpack[TD]`.
     keywords: Vec<String>,
+    /// The other names of parameters (`AliasChoices`): `(name, property)`.
+    other_names: Vec<(String, String)>,
 }
 
 /// `import a.b as c` binds `c` to `a.b`; `import a.b` binds `a`. The first binding

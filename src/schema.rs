@@ -39,7 +39,7 @@ use classes::*;
 use json::{Map, Value, json};
 use resolve::*;
 pub use resolve::{Scope, Siblings};
-pub use text::SchemaText;
+pub use text::{OTHER_NAMES, SchemaText};
 use types::*;
 
 /// Deepest annotation followed; deeper ones are treated as unknown.

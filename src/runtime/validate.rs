@@ -14,6 +14,8 @@ mod formats;
 
 use serde_json::{Map, Value};
 
+use crate::schema::OTHER_NAMES;
+
 /// Values deeper than this are not looked into (serde_json parses at most 128 levels).
 const MAX_DEPTH: usize = 256;
 
@@ -42,8 +44,9 @@ pub fn as_meant(schema: &Value, args: &Value) -> Option<Value> {
         schema.get("required").and_then(Value::as_array).is_some_and(|names| names.iter().any(|n| n == name))
     };
     let accepts = |property: &Value, value: &Value| takes(schema, property, value, false);
-    let mut meant: Option<Map<String, Value>> = None;
-    for (name, value) in given {
+    let mut meant: Option<Map<String, Value>> = other_names_taken(schema, given);
+    let named = meant.clone();
+    for (name, value) in named.as_ref().unwrap_or(given) {
         let Some(property) = properties.get(name) else { continue };
         let replacement = match value {
             Value::Null if !required(name) && !accepts(property, value) => None,
@@ -79,6 +82,25 @@ pub fn as_meant(schema: &Value, args: &Value) -> Option<Value> {
         }
     }
     meant.map(Value::Object)
+}
+
+/// `given` with each parameter given under another name it has (`AliasChoices`,
+/// under [`OTHER_NAMES`] in the schema) under its property, as pydantic takes it: the
+/// property's own name first, then the other names in order; the names not taken are
+/// dropped, as pydantic ignores them. `None` when no other name is given.
+fn other_names_taken(schema: &Value, given: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let others = schema.get(OTHER_NAMES)?.as_object()?;
+    if !others.keys().any(|name| given.contains_key(name)) {
+        return None;
+    }
+    let mut taken = given.clone();
+    for (name, property) in others {
+        let (Some(property), Some(value)) = (property.as_str(), taken.shift_remove(name)) else { continue };
+        if !taken.contains_key(property) {
+            taken.insert(property.to_string(), value);
+        }
+    }
+    Some(taken)
 }
 
 /// `value` with each string that `schema` (a part of `root`) does not take, where it
@@ -181,23 +203,23 @@ fn holds_lax_text(value: &Value, depth: usize) -> bool {
 /// What pydantic's lax mode reads a string as where it wants a number or a boolean,
 /// in that order: an integer (`" 1_000 "`, `"+7"`, `"3.00"`; never `"1.5"` or
 /// `"1e3"`), a finite number (`"2.5"`, `".5"`, `"1e3"`), a boolean (`true`, `yes`,
-/// `on`, `t`, `y`, `1` and their opposites, in any case).
-/// Each value is given with the JSON Schema type it is read for.
+/// `on`, `t`, `y`, `1` and their opposites, in any case), each with the JSON Schema
+/// type it is read for.
 fn read_laxly(text: &str) -> Vec<(&'static str, Value)> {
     let mut read = Vec::new();
     let trimmed = text.trim();
-    if let Some(integer) = lax_integer(trimmed) {
-        read.push(("integer", integer));
+    // Most text is no number: one look at its characters says so, before any copy.
+    let numeric = |b: u8| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'_' | b'e' | b'E');
+    if !trimmed.is_empty() && trimmed.bytes().all(numeric) {
+        read.extend(lax_integer(trimmed).map(|integer| ("integer", integer)));
+        read.extend(lax_number(trimmed).map(|number| ("number", number)));
     }
-    if let Some(number) = lax_number(trimmed) {
-        read.push(("number", number));
+    let is = |words: &[&str]| words.iter().any(|word| text.eq_ignore_ascii_case(word));
+    if is(&["1", "on", "t", "true", "y", "yes"]) {
+        read.push(("boolean", Value::Bool(true)));
+    } else if is(&["0", "off", "f", "false", "n", "no"]) {
+        read.push(("boolean", Value::Bool(false)));
     }
-    let flag = match text.to_ascii_lowercase().as_str() {
-        "1" | "on" | "t" | "true" | "y" | "yes" => Some(true),
-        "0" | "off" | "f" | "false" | "n" | "no" => Some(false),
-        _ => None,
-    };
-    read.extend(flag.map(|flag| ("boolean", Value::Bool(flag))));
     read
 }
 
@@ -251,14 +273,11 @@ fn lax_integer(text: &str) -> Option<Value> {
     serde_json::from_str(&format!("{sign}{digits}")).ok()
 }
 
-/// A finite number as pydantic reads one from text (Rust's reading of a float, which
-/// is Python's, less infinities and NaN, which JSON cannot carry).
+/// A finite number as pydantic reads one from text of digits, signs, points,
+/// exponents and underscores (Rust's reading of a float, which is Python's; JSON
+/// cannot carry infinities and NaN, which such text never spells).
 fn lax_number(text: &str) -> Option<Value> {
-    let plain = without_underscores(text)?;
-    if !plain.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E')) {
-        return None;
-    }
-    let number: f64 = plain.parse().ok()?;
+    let number: f64 = without_underscores(text)?.parse().ok()?;
     serde_json::Number::from_f64(number).map(Value::Number)
 }
 

@@ -22,8 +22,11 @@ pub struct FieldCall {
     pub optional: bool,
     /// The default as JSON, when it is a value lcp can write down.
     pub default: Option<Value>,
-    /// `validation_alias=` (else `alias=`) given as a string: the name callers use.
+    /// `validation_alias=` (else `alias=`) given as a string, or the first string of
+    /// an `AliasChoices`: the name callers use.
     pub alias: Option<String>,
+    /// The other strings of an `AliasChoices`, in order: names pydantic accepts too.
+    pub other_names: Vec<String>,
     /// What a `default_factory` of a built-in container (`list`, `dict`, `set`, …)
     /// makes: how a model default that leaves the field out serialises it.
     pub made_by_factory: Option<Value>,
@@ -452,8 +455,11 @@ impl<'a, 's> Converter<'a, 's> {
                 ..FieldCall::default()
             }),
         };
-        if field.alias.is_none() {
-            field.alias = annotated.and_then(|annotated| annotated.alias);
+        if field.alias.is_none()
+            && let Some(annotated) = annotated
+        {
+            field.alias = annotated.alias;
+            field.other_names = annotated.other_names;
         }
         field
     }
@@ -551,6 +557,14 @@ impl<'a, 's> Converter<'a, 's> {
                         && (arg.as_str() == "validation_alias" || alias.is_none())
                     {
                         alias = Some(text.into_owned());
+                    } else if arg.as_str() == "validation_alias"
+                        && let Expr::Call(choices) = &keyword.value
+                    {
+                        let mut names = self.alias_choices(choices).into_iter();
+                        if let Some(first) = names.next() {
+                            alias = Some(first);
+                            field.other_names = names.collect();
+                        }
                     }
                 }
                 key => {
@@ -562,6 +576,53 @@ impl<'a, 's> Converter<'a, 's> {
         }
         field.alias = alias;
         field
+    }
+
+    /// The names of `AliasChoices('a', 'b')`, in order, as pydantic accepts them (the
+    /// first is the property of its JSON Schema); an `AliasPath`, which reaches into a
+    /// value, is not followed: a warning names it. Empty for any other call.
+    fn alias_choices(&mut self, call: &ast::ExprCall) -> Vec<String> {
+        let is = |this: &Self, func: &Expr, name: &str| {
+            this.is_qualified(func, &format!("pydantic.{name}"))
+                || this.is_qualified(func, &format!("pydantic.aliases.{name}"))
+        };
+        if is(self, &call.func, "AliasPath") {
+            self.alias_path_ignored(call);
+            return Vec::new();
+        }
+        if !is(self, &call.func, "AliasChoices") {
+            return Vec::new();
+        }
+        let mut names = Vec::new();
+        for choice in &call.arguments.args {
+            match choice {
+                Expr::StringLiteral(text) => names.push(text.value.to_str().to_string()),
+                Expr::Call(path) if is(self, &path.func, "AliasPath") => self.alias_path_ignored(path),
+                _ => {}
+            }
+        }
+        names
+    }
+
+    /// Warns of an `AliasPath`, once however often its annotation is read.
+    fn alias_path_ignored(&mut self, path: &ast::ExprCall) {
+        let steps: Vec<String> = path
+            .arguments
+            .args
+            .iter()
+            .map(|step| match self.literal(step) {
+                Some(value) => serde_json::Value::from(value).to_string(),
+                None => expression_text(step),
+            })
+            .collect();
+        let message = format!(
+            "`AliasPath({})` reaches into the value given, which lcp does not follow: the property is the first string alias, else the field's name",
+            steps.join(", ")
+        );
+        let at = self.sibling_range.or(self.string_range).unwrap_or(path.range());
+        if !self.warnings.iter().any(|(range, known)| *range == at && *known == message) {
+            self.warn(path.range(), message);
+        }
     }
 
     pub(super) fn model_forbids_extra(&self, class: &ast::StmtClassDef) -> bool {

@@ -9,17 +9,35 @@ use super::*;
 /// [`SchemaText::parse`] makes a new `Value` each time, for code that reads a schema
 /// once (exports); [`SchemaText::value`] parses it on first use and keeps the result,
 /// for code that reads it again and again (the runtime checks every call's arguments).
+///
+/// A tool's parameters may also be given under other names than their properties'
+/// (pydantic's `AliasChoices`): no JSON Schema keyword says so, so the text never
+/// does; [`SchemaText::value`], the schema calls are checked against, holds them
+/// under [`OTHER_NAMES`] for `validate::as_meant`.
 #[derive(Clone)]
 pub struct SchemaText {
     text: Box<RawValue>,
     parsed: OnceLock<serde_json::Value>,
+    /// Each other name a caller may use, with the property it stands for, in
+    /// pydantic's order of preference.
+    other_names: Box<[(String, String)]>,
 }
+
+/// The keyword of [`SchemaText::value`]'s root that maps each other name of a
+/// parameter to its property (`{"town": "argument"}`); never in the schema's text.
+pub const OTHER_NAMES: &str = "x-lcp-other-names";
 
 impl SchemaText {
     /// `schema` as compact text.
     pub fn new(schema: &impl Serialize) -> SchemaText {
+        SchemaText::with_other_names(schema, Vec::new())
+    }
+
+    /// `schema` as compact text, whose properties callers may also give under these
+    /// other names (`(name, property)`, in order of preference).
+    pub fn with_other_names(schema: &impl Serialize, other_names: Vec<(String, String)>) -> SchemaText {
         let text = serde_json::value::to_raw_value(schema).expect("a Value always serializes");
-        SchemaText { text, parsed: OnceLock::new() }
+        SchemaText { text, parsed: OnceLock::new(), other_names: other_names.into_boxed_slice() }
     }
 
     /// The compact JSON text.
@@ -27,23 +45,32 @@ impl SchemaText {
         self.text.get()
     }
 
-    /// The schema as a new `Value`.
+    /// The schema as a new `Value`: its text's, without [`OTHER_NAMES`].
     pub fn parse(&self) -> serde_json::Value {
         match self.parsed.get() {
-            Some(value) => value.clone(),
-            None => serde_json::from_str(self.text.get()).expect("the text was serialized from a Value"),
+            Some(value) if self.other_names.is_empty() => value.clone(),
+            _ => serde_json::from_str(self.text.get()).expect("the text was serialized from a Value"),
         }
     }
 
-    /// The schema, parsed once and kept.
+    /// The schema, parsed once and kept, with the other names of its properties under
+    /// [`OTHER_NAMES`] when it has some: what calls are checked against.
     pub fn value(&self) -> &serde_json::Value {
-        self.parsed.get_or_init(|| serde_json::from_str(self.text.get()).expect("the text was serialized from a Value"))
+        self.parsed.get_or_init(|| {
+            let mut value: serde_json::Value =
+                serde_json::from_str(self.text.get()).expect("the text was serialized from a Value");
+            if let (false, Some(object)) = (self.other_names.is_empty(), value.as_object_mut()) {
+                let names = self.other_names.iter().map(|(name, property)| (name.clone(), property.clone().into()));
+                object.insert(OTHER_NAMES.to_string(), serde_json::Value::Object(names.collect()));
+            }
+            value
+        })
     }
 }
 
 impl PartialEq for SchemaText {
     fn eq(&self, other: &SchemaText) -> bool {
-        self.as_str() == other.as_str()
+        self.as_str() == other.as_str() && self.other_names == other.other_names
     }
 }
 

@@ -216,3 +216,40 @@ fn a_number_or_boolean_sent_as_a_string_is_taken_as_pydantic_lax_mode_does() {
         Ok(json!({"counts": [["int", 4]], "limits": {}}))
     );
 }
+
+#[test]
+fn the_first_alias_choice_is_the_property_and_the_others_are_accepted() {
+    let registry = registry();
+    assert_eq!(
+        parameters(&registry, "tool_weather")["properties"],
+        json!({"argument": {"type": "string"}, "days": {"type": "integer", "default": 1}})
+    );
+    assert_eq!(required(&registry, "tool_weather"), ["argument"]);
+    // An `AliasPath` among the choices is passed over for the first string, and named.
+    assert_eq!(required(&registry, "tool_annotated"), ["place"]);
+    let place = &parameters(&registry, "tool_place")["properties"]["place"];
+    assert_eq!(place["required"], json!(["where"]), "{place}");
+    for path in ["AliasPath(\"a\", 0)", "AliasPath(\"zone\", \"name\")"] {
+        assert_eq!(diagnostics_with(&registry, &["aliases.py", path, "does not follow"]).len(), 1, "{path}");
+    }
+    // The other names are no part of any schema a client sees.
+    for format in ["mcp", "openai", "manifest"] {
+        let listed = String::from_utf8_lossy(&lcp(&["export", "--format", format, &folder()]).stdout).into_owned();
+        assert!(listed.contains("\"argument\"") && !listed.contains("x-lcp-other-names"), "{listed}");
+    }
+    let schema = registry.tool("tool_weather").unwrap().1.parameters.value();
+    assert_eq!(schema["x-lcp-other-names"], json!({"town": "argument"}));
+
+    let venv = venv();
+    let weather = |args: Value| lcp_call("tool_weather", &args, &["--venv", &venv]);
+    assert_eq!(weather(json!({"argument": "Paris"}))["output"], "Paris for 1");
+    assert_eq!(weather(json!({"town": "Lyon", "days": "2"}))["output"], "Lyon for 2");
+    // As pydantic: the first choice given wins, and the Python name is no name callers use.
+    assert_eq!(weather(json!({"town": "Lyon", "argument": "Nice"}))["output"], "Nice for 1");
+    let refused = weather(json!({"city": "Paris"}));
+    assert!(refused["error"].as_str().unwrap().contains("unknown parameter `city`"), "{refused}");
+    let annotated = lcp_call("tool_annotated", &json!({"spot": "here"}), &["--venv", &venv]);
+    assert_eq!(annotated["output"], "here", "{annotated}");
+    let place = lcp_call("tool_place", &json!({"place": {"where": "Arles"}}), &["--venv", &venv]);
+    assert_eq!(place["output"], "Arles", "{place}");
+}

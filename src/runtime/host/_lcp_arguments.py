@@ -49,7 +49,7 @@ class _Plan:
             field = _field_info(p.default, hint)
             key, default = p.name, p.default
             if field is not None:
-                alias = field.validation_alias if isinstance(field.validation_alias, str) else field.alias
+                alias = _validation_name(field)
                 key = alias if isinstance(alias, str) else p.name
                 default = _FieldDefault(field) if not field.is_required() else inspect.Parameter.empty
             self.parameters.append((p.name, key, p.kind, hint, default))
@@ -85,6 +85,21 @@ def _field_info(default, hint):
         if fields:
             return fields[-1]
     return None
+
+
+def _validation_name(field):
+    """The name callers give a ``Field``'s parameter under, as lcp's schema names it: a
+    string ``validation_alias``, the first string of an ``AliasChoices`` (the call
+    passes the others under it), else ``alias``; ``None`` for none."""
+    alias = field.validation_alias
+    if isinstance(alias, str):
+        return alias
+    choices = getattr(alias, "choices", None)  # pydantic's AliasChoices
+    if isinstance(choices, (list, tuple)):
+        named = [choice for choice in choices if isinstance(choice, str)]
+        if named:
+            return named[0]
+    return field.alias
 
 
 def _is_field_info(value):
