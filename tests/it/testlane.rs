@@ -239,6 +239,16 @@ fn the_setup_command_runs_in_the_workspace_before_the_call() {
     let error = error_of(slow);
     assert!(error.starts_with("setup did not finish within 0.5s (`setup_timeout`) and was ended: starting"), "{error}");
     assert!(slow["seconds"].as_f64().unwrap() < 5.0, "{slow}");
+    // What a setup leaves running lives until the call ends, then is ended.
+    let dir = temp_dir("testlane-setup");
+    let record = dir.join("pid");
+    let args = ["test", "fixtures/testlane_recorded", "--tool", "tool_set_up", "--format", "json"];
+    let output = lcp_with_env(&args, &[("LCP_TEST_RECORD", record.to_str().unwrap())]);
+    let left = named(stdout_json(&output).as_array().unwrap(), "a setup that leaves a process running").clone();
+    assert_eq!(left["ok"], true, "{left}");
+    let pid = std::fs::read_to_string(&record).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).unwrap_or_default();
+    assert!(status.is_empty() || status.contains("State:\tZ"), "the setup's `sleep` {} still runs", pid.trim());
 }
 
 #[test]
