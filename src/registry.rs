@@ -465,38 +465,59 @@ impl Registry {
     }
 
     /// Prompt names and resource URIs are unique, as tool names are: the first
-    /// discovery wins.
+    /// discovery wins (SPEC §14's precedence: the config's tools, the files, then the
+    /// MCP servers), and a member of another source than its winner's is named with
+    /// both sources.
     fn drop_duplicate_members(&mut self) {
         let (mut prompts, mut uris) = (FastMap::default(), FastMap::default());
         for index in 0..self.libraries.len() {
             let library = &self.libraries[index];
             let mut problems = Vec::new();
             let path = &library.path;
+            let source = library.origin.source().into_owned();
             let keep_prompt = first_wins(
                 &library.prompts,
                 &mut prompts,
-                path,
+                (path, &source),
                 |p| &p.name,
-                |prompt, first| {
-                    let message = format!(
-                        "prompt `{}` is already defined in {}; this one is ignored",
-                        prompt.name,
-                        first.display()
-                    );
+                |prompt, (first, first_source)| {
+                    let message = if source == "file" && first_source == "file" {
+                        format!(
+                            "prompt `{}` is already defined in {}; this one is ignored",
+                            prompt.name,
+                            first.display()
+                        )
+                    } else {
+                        format!(
+                            "prompt `{}` ({source} source) is shadowed by `{}` of the {first_source} source at {}; \
+                             this one is ignored",
+                            prompt.name,
+                            prompt.name,
+                            first.display()
+                        )
+                    };
                     problems.push(Diagnostic::new(path, prompt.line, 1, Level::Warning, message));
                 },
             );
             let keep_resource = first_wins(
                 &library.resources,
                 &mut uris,
-                path,
+                (path, &source),
                 |r| &r.uri,
-                |resource, first| {
+                |resource, (first, first_source)| {
                     let (name, uri) = (&resource.function.name, &resource.uri);
-                    let message = format!(
-                        "resource `{name}` has the URI `{uri}` of a resource of {}; this one is ignored",
-                        first.display()
-                    );
+                    let message = if source == "file" && first_source == "file" {
+                        format!(
+                            "resource `{name}` has the URI `{uri}` of a resource of {}; this one is ignored",
+                            first.display()
+                        )
+                    } else {
+                        format!(
+                            "resource `{name}` ({source} source) has the URI `{uri}` of a resource of the \
+                             {first_source} source at {}; this one is ignored",
+                            first.display()
+                        )
+                    };
                     problems.push(Diagnostic::new(path, resource.function.line, 1, Level::Warning, message));
                 },
             );
@@ -555,24 +576,24 @@ impl Registry {
 }
 
 /// For each of `items`, whether it is the first of its `key`: `seen` holds the keys
-/// met so far with the file each came from (`file` for those met now); `repeated` is
-/// told of an item whose key was met before, with that file.
+/// met so far with the file and source each came from (`from` for those met now);
+/// `repeated` is told of an item whose key was met before, with that file and source.
 fn first_wins<T>(
     items: &[T],
-    seen: &mut FastMap<String, PathBuf>,
-    file: &Path,
+    seen: &mut FastMap<String, (PathBuf, String)>,
+    from: (&Path, &str),
     key: impl Fn(&T) -> &str,
-    mut repeated: impl FnMut(&T, &Path),
+    mut repeated: impl FnMut(&T, (&Path, &str)),
 ) -> Vec<bool> {
     let mut keep = Vec::with_capacity(items.len());
     for item in items {
         match seen.get(key(item)) {
-            Some(first) => {
-                repeated(item, first);
+            Some((first, source)) => {
+                repeated(item, (first, source));
                 keep.push(false);
             }
             None => {
-                seen.insert(key(item).to_string(), file.to_path_buf());
+                seen.insert(key(item).to_string(), (from.0.to_path_buf(), from.1.to_string()));
                 keep.push(true);
             }
         }

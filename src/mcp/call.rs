@@ -116,12 +116,39 @@ pub(super) enum Event {
 /// refuses it.
 pub(super) struct Question {
     pub(super) request: HostRequest,
-    reply: std::sync::mpsc::Sender<HostAnswer>,
+    reply: std::sync::mpsc::Sender<(HostAnswer, Option<String>)>,
+}
+
+thread_local! {
+    /// The model the client's sampling result named, for the thread whose call asked
+    /// (`generate_text` on it): a gateway tells the server that asked which model
+    /// answered (`mcp::upstream`).
+    static SAMPLED_MODEL: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The model the client's last sampling result on this thread named, taken.
+pub(super) fn take_sampled_model() -> Option<String> {
+    SAMPLED_MODEL.with(|model| model.borrow_mut().take())
+}
+
+/// The model a client's result for `request` names, when `request` asked for sampling.
+fn sampled_model(request: &HostRequest, result: Option<&Value>) -> Option<String> {
+    match request {
+        HostRequest::Generate(_) => result?.get("model")?.as_str().map(str::to_string),
+        _ => None,
+    }
 }
 
 impl Question {
     pub(super) fn answer(self, answer: HostAnswer) {
-        let _ = self.reply.send(answer);
+        let _ = self.reply.send((answer, None));
+    }
+
+    /// The answer the client's `result` gives, with the model it names (sampling).
+    fn answer_from(self, result: &Value) {
+        let answer = host::answer(&self.request, result);
+        let model = sampled_model(&self.request, Some(result));
+        let _ = self.reply.send((answer, model));
     }
 
     pub(super) fn refuse(self, reason: &str) {
@@ -288,7 +315,9 @@ fn resume(
     rounds.push(responses.cloned().unwrap_or_default());
     let Some(waiting) = server.shared.parked.take(&id, target) else { return Ok(Resumed::Elsewhere(rounds)) };
     let answer = answered(&waiting.question.request, responses, &waiting.settled);
-    waiting.question.answer(answer);
+    let request = &waiting.question.request;
+    let model = sampled_model(request, responses.and_then(|responses| responses.get(input_key(request))));
+    let _ = waiting.question.reply.send((answer, model));
     // The first request is over: what the call reports from now on belongs to this
     // one, under its progress token.
     let reporter = Reporter { token: requester.progress.clone(), ..waiting.reporter };
@@ -643,7 +672,13 @@ fn ask(events: &mpsc::UnboundedSender<Event>, request: HostRequest) -> HostAnswe
         let Event::Ask(question) = unsent.0 else { unreachable!("the event sent is a question") };
         return refused(&question.request, "nobody waits for this call any more");
     }
-    answer.recv().unwrap_or(refusal)
+    match answer.recv() {
+        Ok((answer, model)) => {
+            SAMPLED_MODEL.with(|sampled| *sampled.borrow_mut() = model);
+            answer
+        }
+        Err(_) => refusal,
+    }
 }
 
 /// An answer of another kind than the request: never made by `drive`.
@@ -776,11 +811,13 @@ async fn drive(server: &Server, tool: &str, followed: Followed, requester: &Requ
         loop {
             tokio::select! {
                 answer = &mut asking => {
-                    let answer = match answer {
-                        Ok(result) => host::answer(&question.request, &result),
-                        Err(why) => refused(&question.request, &why),
-                    };
-                    question.answer(answer);
+                    match answer {
+                        Ok(result) => question.answer_from(&result),
+                        Err(why) => {
+                            let refusal = refused(&question.request, &why);
+                            question.answer(refusal);
+                        }
+                    }
                     break;
                 }
                 // The call can still end meanwhile (its timeout): then the question is moot.

@@ -10,6 +10,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -86,6 +87,13 @@ impl Server {
             Driven::Ended(reason) => return Err(ErrorData::internal_error(format!("prompt `{name}`: {reason}"), None)),
             // `call_member` never lets a prompt become a task.
             Driven::Task(..) => return Err(ErrorData::internal_error(format!("prompt `{name}` is no task"), None)),
+            // An MCP server's prompt: its `GetPromptResult` as it sent it.
+            Driven::Done(result) if matches!(result.outcome, Outcome::Relayed { .. }) => {
+                let relayed = complete(succeeded(result, &name)?);
+                return serde_json::from_value::<GetPromptResult>(relayed)
+                    .map(Into::into)
+                    .map_err(|err| ErrorData::internal_error(format!("prompt `{name}`: {err}"), None));
+            }
             Driven::Done(result) => succeeded(result, &name)?,
         };
         let messages = prompt_result(output)
@@ -110,11 +118,16 @@ impl Server {
             // A resource of that very URI before any template that matches it.
             let resources = view.registry.resources().map(|(_, resource)| resource);
             let (fixed, templates): (Vec<_>, Vec<_>) = resources.partition(|resource| !resource.is_template());
-            fixed.into_iter().chain(templates).find_map(|resource| {
-                let arguments = resource.arguments_of(&wanted)?;
-                let refused = segment_refusal(&resource.uri, &arguments);
-                Some((resource.function.name.clone(), arguments, resource.mime_type.clone(), refused))
-            })
+            let resources = fixed.into_iter().chain(templates);
+            let mut found = resources.filter_map(|resource| Some((resource.arguments_of(&wanted)?, resource)));
+            let (arguments, resource) = found.next()?;
+            // An MCP server's variables are its own to judge.
+            let forwarded = view
+                .registry
+                .resource(&resource.function.name)
+                .is_some_and(|(library, _)| matches!(library.origin, crate::extract::Origin::Mcp { .. }));
+            let refused = if forwarded { None } else { segment_refusal(&resource.uri, &arguments) };
+            Some((resource.function.name.clone(), arguments, resource.mime_type.clone(), refused))
         });
         let (name, arguments, mime_type, refused) = found.await.ok().flatten()?;
         if let Some(refused) = refused {
@@ -131,6 +144,14 @@ impl Server {
             Ok(Driven::Asked(asked)) => return Some(Ok(asked.into())),
             Ok(Driven::Ended(reason)) => {
                 return Some(Err(ErrorData::internal_error(format!("resource `{name}`: {reason}"), None)));
+            }
+            // An MCP server's resource: its `ReadResourceResult` as it sent it.
+            Ok(Driven::Done(result)) if matches!(result.outcome, Outcome::Relayed { .. }) => {
+                return Some(succeeded(result, &name).and_then(|relayed| {
+                    serde_json::from_value::<ReadResourceResult>(complete(relayed))
+                        .map(Into::into)
+                        .map_err(|err| ErrorData::internal_error(format!("resource `{name}`: {err}"), None))
+                }));
             }
             Ok(Driven::Done(result)) => succeeded(result, &name),
             // `call_member` never lets a resource become a task.
@@ -170,6 +191,36 @@ impl Server {
             _ => return Err(ErrorData::invalid_params("completion of an unknown kind of reference", None)),
         };
         let admitted = self.admitted(&registry, &name, member)?;
+        if let Some(upstreams) = self.upstreams().cloned() {
+            let (argument, value) = (request.argument.name.clone(), request.argument.value.clone());
+            let context: Option<serde_json::Map<String, Value>> = request
+                .context
+                .as_ref()
+                .and_then(|context| context.arguments.as_ref())
+                .map(|arguments| arguments.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
+            let (registry, admitted) = (Arc::clone(&registry), admitted.clone());
+            let asked = tokio::task::spawn_blocking(move || {
+                let found = match member {
+                    Member::Prompt => registry.prompt(admitted.tool()),
+                    _ => registry.resource(admitted.tool()).map(|(library, r)| (library, &r.function)),
+                };
+                let (library, function) = found?;
+                matches!(library.origin, crate::extract::Origin::Mcp { .. })
+                    .then(|| upstreams.complete(library, function, member, &argument, &value, context.as_ref()))
+            });
+            match asked.await.ok().flatten() {
+                None => {}
+                Some(Err(problem)) => return Err(ErrorData::invalid_params(problem, None)),
+                Some(Ok(mut completion)) => {
+                    // What the server offers, at most MCP's limit.
+                    if let Some(Value::Array(values)) = completion.get_mut("values") {
+                        values.truncate(MAX_COMPLETIONS);
+                    }
+                    return serde_json::from_value(json!({ "resultType": "complete", "completion": completion }))
+                        .map_err(|err| ErrorData::internal_error(err.to_string(), None));
+                }
+            }
+        }
         let (server, argument, value) = (self.clone(), request.argument.name.clone(), request.argument.value.clone());
         // A completion function runs as a tool does, in the workspace, within the
         // time limit; it asks nothing and logs nowhere.
@@ -237,6 +288,15 @@ fn succeeded(result: ToolResult, name: &str) -> Result<Value, ErrorData> {
         }
         _ => Err(ErrorData::internal_error(format!("`{name}` failed: {error}"), None)),
     }
+}
+
+/// A result relayed from a server, marked complete (SEP-2322) when it says nothing
+/// of its type.
+fn complete(mut result: Value) -> Value {
+    if let Value::Object(fields) = &mut result {
+        fields.entry("resultType").or_insert_with(|| json!("complete"));
+    }
+    result
 }
 
 /// Why the values a URI gave a template's `{name}` variables cannot be taken, if they

@@ -287,6 +287,9 @@ struct Changed {
     problems: Vec<Diagnostic>,
     files: Vec<PathBuf>,
     members: bool,
+    /// Resources an MCP server said were updated (`notifications/resources/updated`):
+    /// when there are any, nothing else changed.
+    updated: Vec<String>,
 }
 
 struct Shared {
@@ -345,6 +348,16 @@ impl Server {
             tasks: Arc::new(tasks),
             lane: Arc::new(lane::Lane::new(idle)),
         };
+        // What an MCP server says of a resource it serves reaches the sessions that
+        // subscribed to it.
+        if let Some(upstreams) = &shared.upstreams {
+            let changed = shared.tools_changed.clone();
+            upstreams.on_update(move |uri| {
+                let update =
+                    Changed { problems: Vec::new(), files: Vec::new(), members: false, updated: vec![uri.to_string()] };
+                let _ = changed.send(Arc::new(update));
+            });
+        }
         Server { shared: Arc::new(shared), session: Arc::default() }
     }
 
@@ -407,6 +420,20 @@ impl Server {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// `resources/subscribe` (`subscribe`) or `unsubscribe` of `uri` passed to the MCP
+    /// server that serves it, if one does: a server that refuses is the request's error.
+    async fn subscribe_upstream(&self, uri: &str, subscribe: bool) -> Result<(), ErrorData> {
+        let Some(upstreams) = self.upstreams().cloned() else { return Ok(()) };
+        let uri = uri.to_string();
+        let done = tokio::task::spawn_blocking(move || {
+            if subscribe { upstreams.subscribe(&uri) } else { upstreams.unsubscribe(&uri) }
+        });
+        match done.await.ok().flatten() {
+            Some(Err(why)) => Err(ErrorData::internal_error(why, None)),
+            _ => Ok(()),
         }
     }
 
@@ -498,7 +525,7 @@ impl Server {
                 || !before.resources().map(|(_, r)| r).eq(after.resources().map(|(_, r)| r));
             *snapshot = (snapshot.0 + 1, Arc::new(registry.clone()));
             let files = changes.added.iter().chain(&changes.changed).chain(&changes.removed).cloned().collect();
-            Some(Changed { problems, files, members: members_changed })
+            Some(Changed { problems, files, members: members_changed, updated: Vec::new() })
         });
         if let Ok(Some(changed)) = changed.await {
             let _ = self.shared.tools_changed.send(Arc::new(changed));
@@ -664,11 +691,21 @@ impl Server {
             loop {
                 let changed = match changes.recv().await {
                     Ok(changed) => changed,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        Arc::new(Changed { problems: Vec::new(), files: Vec::new(), members: true })
-                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => Arc::new(Changed {
+                        problems: Vec::new(),
+                        files: Vec::new(),
+                        members: true,
+                        updated: Vec::new(),
+                    }),
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
+                if !changed.updated.is_empty() {
+                    let subscribed = sync::lock(&server.session.subscribed).clone();
+                    for uri in changed.updated.iter().filter(|uri| subscribed.contains(*uri)) {
+                        let _ = peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await;
+                    }
+                    continue;
+                }
                 for problem in &changed.problems {
                     #[allow(deprecated)] // MCP's logging (SEP-2577) is deprecated but still what clients read.
                     let _ = peer.notify_logging_message(host::diagnostic_message(problem)).await;
@@ -854,6 +891,8 @@ impl ServerHandler for Server {
                 None,
             ));
         }
+        // A resource of an MCP server's is subscribed at the server too.
+        self.subscribe_upstream(&request.uri, true).await?;
         sync::lock(&self.session.subscribed).insert(request.uri);
         Ok(())
     }
@@ -872,7 +911,9 @@ impl ServerHandler for Server {
                 None,
             ));
         }
-        sync::lock(&self.session.subscribed).remove(&request.uri);
+        if sync::lock(&self.session.subscribed).remove(&request.uri) {
+            self.subscribe_upstream(&request.uri, false).await?;
+        }
         Ok(())
     }
 
@@ -957,34 +998,55 @@ impl ServerHandler for Server {
         // The handshake-less protocol's `resources/subscribe` (SPEC §15).
         let subscribed: std::collections::HashSet<String> =
             accepted.resource_subscriptions.iter().flatten().cloned().collect();
-        loop {
-            let changed = tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                change = changes.recv() => match change {
-                    Ok(changed) => changed,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        Arc::new(Changed { problems: Vec::new(), files: Vec::new(), members: true })
+        // A resource of an MCP server's is subscribed at the server while the stream lasts.
+        for uri in &subscribed {
+            self.subscribe_upstream(uri, true).await?;
+        }
+        let listened = async {
+            loop {
+                let changed = tokio::select! {
+                    () = context.cancelled() => return,
+                    change = changes.recv() => match change {
+                        Ok(changed) => changed,
+                        Err(broadcast::error::RecvError::Lagged(_)) => Arc::new(Changed {
+                            problems: Vec::new(),
+                            files: Vec::new(),
+                            members: true,
+                            updated: Vec::new(),
+                        }),
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                if !changed.updated.is_empty() {
+                    for uri in changed.updated.iter().filter(|uri| subscribed.contains(*uri)) {
+                        let _ = context.sink().notify_resource_updated(uri.clone()).await;
                     }
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
-            };
-            if wants_tools && context.sink().notify_tool_list_changed().await.is_err() {
-                return Ok(());
-            }
-            if wants_prompts && changed.members {
-                let _ = context.sink().notify_prompt_list_changed().await;
-            }
-            if wants_resources && changed.members {
-                let _ = context.sink().notify_resource_list_changed().await;
-            }
-            if !subscribed.is_empty() {
-                let (server, files, subscribed) = (self.clone(), changed.files.clone(), subscribed.clone());
-                let updated = tokio::task::spawn_blocking(move || server.updated_resources(&files, &subscribed)).await;
-                for uri in updated.unwrap_or_default() {
-                    let _ = context.sink().notify_resource_updated(uri).await;
+                    continue;
+                }
+                if wants_tools && context.sink().notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+                if wants_prompts && changed.members {
+                    let _ = context.sink().notify_prompt_list_changed().await;
+                }
+                if wants_resources && changed.members {
+                    let _ = context.sink().notify_resource_list_changed().await;
+                }
+                if !subscribed.is_empty() {
+                    let (server, files, subscribed) = (self.clone(), changed.files.clone(), subscribed.clone());
+                    let updated =
+                        tokio::task::spawn_blocking(move || server.updated_resources(&files, &subscribed)).await;
+                    for uri in updated.unwrap_or_default() {
+                        let _ = context.sink().notify_resource_updated(uri).await;
+                    }
                 }
             }
+        };
+        listened.await;
+        for uri in &subscribed {
+            let _ = self.subscribe_upstream(uri, false).await;
         }
+        Ok(())
     }
 }
 

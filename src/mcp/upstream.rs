@@ -20,6 +20,7 @@
 //! Must never: let one server's fault reach another's tools, leave a server running,
 //! or show a server's secret.
 
+mod members;
 mod pins;
 
 use std::collections::VecDeque;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolRequestParams, CancelledNotificationParam, ClientRequest, RequestId, ServerResult};
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::{ClientHandler, ServiceExt};
+use serde_json::Map;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -43,6 +45,7 @@ use crate::runtime::host_objects::{
 use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
 use crate::text_safety;
+use crate::view::Member;
 
 /// A forwarded call in progress, to be awaited (see [`Upstreams::lean_call`]).
 pub(crate) type Forwarding = std::pin::Pin<Box<dyn Future<Output = ToolResult> + Send>>;
@@ -91,6 +94,10 @@ pub struct Upstreams {
     servers: Vec<Arc<Upstream>>,
     /// What hears a server's `list_changed`; every server's client holds it.
     wake: Arc<Mutex<Option<Wake>>>,
+    /// What hears a server's `notifications/resources/updated`; every client holds it.
+    updated: Arc<Mutex<Option<Updated>>>,
+    /// How many of lcp's subscribers each URI subscribed at its server has.
+    subscriptions: Mutex<std::collections::HashMap<String, usize>>,
     runtime: Driver,
 }
 
@@ -252,14 +259,20 @@ struct Client {
     /// Held by the call in progress through rmcp's client, from before it is in
     /// `calls` until it left them.
     turn: Arc<tokio::sync::Mutex<()>>,
-    /// Set by the server's `notifications/tools/list_changed`: list it again.
+    /// Set by the server's `notifications/tools/list_changed` (or its prompts' or
+    /// resources'): list it again.
     changed: Arc<std::sync::atomic::AtomicBool>,
     /// Told of each such change ([`Upstreams::on_change`]); shared by every server.
     wake: Arc<Mutex<Option<Wake>>>,
+    /// Told of each `notifications/resources/updated` ([`Upstreams::on_update`]).
+    updated: Arc<Mutex<Option<Updated>>>,
 }
 
-/// What hears that a server's tools changed.
+/// What hears that a server's tools, prompts or resources changed.
 type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// What hears that a resource a server serves was updated: its URI.
+type Updated = Arc<dyn Fn(&str) + Send + Sync>;
 
 #[derive(Clone, Default)]
 pub(super) struct Active {
@@ -268,11 +281,22 @@ pub(super) struct Active {
     /// The progress token of its `tools/call` request (chosen by rmcp when it is sent).
     progress: Option<Value>,
     tool: String,
+    /// The server's name, as what it asks names it.
+    server: String,
     callbacks: Callbacks,
     log_level: u32,
 }
 
 impl Client {
+    /// The server said a list of its changed: it is listed again on the next rescan.
+    fn list_changed(&self) {
+        self.changed.store(true, std::sync::atomic::Ordering::Release);
+        let wake = sync::lock(&self.wake).clone();
+        if let Some(wake) = wake {
+            wake();
+        }
+    }
+
     fn newest(&self) -> Option<Active> {
         sync::lock(&self.calls).last().cloned()
     }
@@ -288,14 +312,20 @@ impl Client {
 
 impl Active {
     /// A call of `tool` that is starting, with its own token.
-    fn of(tool: &Tool, options: &CallOptions) -> Active {
+    fn of(tool: &Tool, server: &str, options: &CallOptions) -> Active {
         Active {
             token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             progress: None,
             tool: tool.name.clone(),
+            server: server.to_string(),
             callbacks: options.callbacks.clone(),
             log_level: options.log_level.unwrap_or(level::INFO),
         }
+    }
+
+    /// Who asks, as lcp's host shows it beside the tool's name: the server.
+    fn asker(&self) -> String {
+        format!("MCP server `{}`", self.server)
     }
 
     /// The call's key among its server's calls, unique in this process.
@@ -349,7 +379,7 @@ impl Active {
             return Err("lcp's host cannot ask its user".to_string());
         };
         let interaction = Interaction {
-            library: String::new(),
+            library: self.asker(),
             tool: Some(self.tool.clone()),
             kind: InteractionKind::Form,
             title: self.tool.clone(),
@@ -386,7 +416,7 @@ impl Active {
             .collect::<Vec<_>>()
             .join("\n");
         let generation = Generation {
-            library: String::new(),
+            library: self.asker(),
             tool: Some(self.tool.clone()),
             prompt,
             images: Vec::new(),
@@ -396,8 +426,12 @@ impl Active {
             extra: serde_json::Map::new(),
             key: None,
         };
+        // The model a client of `lcp serve` answered with is the one named; lcp's own
+        // host's model (a terminal's `lcp call`) is `lcp-host`.
+        let _stale = super::call::take_sampled_model();
         let text = (model.generate)(&generation)?;
-        Ok(json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "lcp-host"}))
+        let name = super::call::take_sampled_model().unwrap_or_else(|| "lcp-host".to_string());
+        Ok(json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": name}))
     }
 }
 
@@ -417,10 +451,25 @@ impl ClientHandler for Client {
     }
 
     async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
-        self.changed.store(true, std::sync::atomic::Ordering::Release);
-        let wake = sync::lock(&self.wake).clone();
-        if let Some(wake) = wake {
-            wake();
+        self.list_changed();
+    }
+
+    async fn on_prompt_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        self.list_changed();
+    }
+
+    async fn on_resource_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        self.list_changed();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let updated = sync::lock(&self.updated).clone();
+        if let Some(updated) = updated {
+            updated(&params.uri);
         }
     }
 
@@ -498,10 +547,11 @@ impl Upstreams {
     pub fn connect_with(entries: &[ServerEntry], accept: bool) -> (Upstreams, Vec<Library>, Vec<Diagnostic>) {
         let runtime = Driver::start();
         let wake: Arc<Mutex<Option<Wake>>> = Arc::default();
+        let updated: Arc<Mutex<Option<Updated>>> = Arc::default();
         let servers: Vec<Arc<Upstream>> = entries
             .iter()
             .map(|entry| {
-                let client = Client { wake: Arc::clone(&wake), ..Client::default() };
+                let client = Client { wake: Arc::clone(&wake), updated: Arc::clone(&updated), ..Client::default() };
                 let endpoint = match &entry.transport {
                     Transport::Http { url, headers } => {
                         Endpoint::new(url, headers, entry.startup_timeout, client.hello()).map(Arc::new)
@@ -532,7 +582,7 @@ impl Upstreams {
         for (server, listed) in servers.iter().zip(listed) {
             *sync::lock(&server.listed) = Some(listed);
         }
-        let upstreams = Upstreams { servers, wake, runtime };
+        let upstreams = Upstreams { servers, wake, updated, subscriptions: Mutex::default(), runtime };
         let (libraries, diagnostics) = upstreams.libraries();
         (upstreams, libraries, diagnostics)
     }
@@ -559,6 +609,138 @@ impl Upstreams {
         *sync::lock(&self.wake) = Some(Arc::new(wake));
     }
 
+    /// Calls `updated` with the URI of each `notifications/resources/updated` a server
+    /// sends (for the resources subscribed through [`Upstreams::subscribe`]).
+    pub fn on_update(&self, updated: impl Fn(&str) + Send + Sync + 'static) {
+        *sync::lock(&self.updated) = Some(Arc::new(updated));
+    }
+
+    /// The server that serves `uri`: one of its resources has that URI, else one of
+    /// its templates matches it (in the order the servers are configured).
+    fn server_of(&self, uri: &str) -> Option<&Arc<Upstream>> {
+        let serves = |server: &&Arc<Upstream>, templates: bool| {
+            let listed = sync::lock(&server.listed);
+            let Some(Ok((library, _))) = listed.as_ref() else { return false };
+            library.resources.iter().any(|resource| {
+                resource.is_template() == templates
+                    && (resource.uri == uri || (templates && resource.arguments_of(uri).is_some()))
+            })
+        };
+        let servers = || self.servers.iter();
+        servers().find(|server| serves(server, false)).or_else(|| servers().find(|server| serves(server, true)))
+    }
+
+    /// `resources/subscribe` of `uri` at the server that serves it, when it is the
+    /// first of lcp's subscribers to it: `None` when no server serves it, else
+    /// whether the server took it (its `notifications/resources/updated` then reach
+    /// [`Upstreams::on_update`]).
+    pub fn subscribe(&self, uri: &str) -> Option<Result<(), String>> {
+        let server = Arc::clone(self.server_of(uri)?);
+        {
+            let mut subscriptions = sync::lock(&self.subscriptions);
+            let count = subscriptions.entry(uri.to_string()).or_default();
+            *count += 1;
+            if *count > 1 {
+                return Some(Ok(()));
+            }
+        }
+        #[allow(deprecated)] // `resources/subscribe` is what servers of the handshake protocol take.
+        let request = ClientRequest::SubscribeRequest(rmcp::model::SubscribeRequest::new(
+            rmcp::model::SubscribeRequestParams::new(uri),
+        ));
+        let done = self.request(&server, request);
+        if done.is_err() {
+            let mut subscriptions = sync::lock(&self.subscriptions);
+            if let Some(count) = subscriptions.get_mut(uri) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    subscriptions.remove(uri);
+                }
+            }
+        }
+        Some(done.map(|_| ()))
+    }
+
+    /// `resources/unsubscribe` of `uri` at its server, when its last subscriber of
+    /// lcp's leaves; `None` when no server serves it.
+    pub fn unsubscribe(&self, uri: &str) -> Option<Result<(), String>> {
+        let server = Arc::clone(self.server_of(uri)?);
+        {
+            let mut subscriptions = sync::lock(&self.subscriptions);
+            match subscriptions.get_mut(uri) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    return Some(Ok(()));
+                }
+                Some(_) => {
+                    subscriptions.remove(uri);
+                }
+                None => return Some(Ok(())),
+            }
+        }
+        #[allow(deprecated)] // As `resources/subscribe`.
+        let request = ClientRequest::UnsubscribeRequest(rmcp::model::UnsubscribeRequest::new(
+            rmcp::model::UnsubscribeRequestParams::new(uri),
+        ));
+        Some(self.request(&server, request).map(|_| ()))
+    }
+
+    /// `completion/complete` of `argument` (what was typed: `value`; the other
+    /// arguments given: `context`) of a prompt (`member` [`Member::Prompt`], `function`
+    /// its record) or a resource template of a server: the server's `completion`
+    /// (`values`, `total`, `hasMore`), or why there is none. It blocks: not on an
+    /// async thread.
+    pub fn complete(
+        &self,
+        library: &Library,
+        function: &Tool,
+        member: Member,
+        argument: &str,
+        value: &str,
+        context: Option<&Map<String, Value>>,
+    ) -> Result<Value, String> {
+        let (server, name) = self.route(library, function)?;
+        let reference = match member {
+            Member::Prompt => json!({ "type": "ref/prompt", "name": name }),
+            _ => {
+                let uri = library.resources.iter().find(|r| r.function.name == function.name).map(|r| &r.uri);
+                json!({ "type": "ref/resource", "uri": uri.unwrap_or(&function.name) })
+            }
+        };
+        let mut params = json!({ "ref": reference, "argument": { "name": argument, "value": value } });
+        if let Some(context) = context.filter(|context| !context.is_empty()) {
+            params["context"] = json!({ "arguments": context });
+        }
+        let params = serde_json::from_value(params).map_err(|err| err.to_string())?;
+        let request = ClientRequest::CompleteRequest(rmcp::model::CompleteRequest::new(params));
+        let answer = self.request(server, request)?;
+        let completion = answer.get("completion").filter(|c| c.is_object()).cloned();
+        completion.ok_or_else(|| {
+            format!("the MCP server `{}` answered the completion without `completion`", server.entry.name)
+        })
+    }
+
+    /// One request of lcp's own to `server` (no call of a client's is behind it, so
+    /// nothing it asks has anyone to reach), awaited; its result, or why there is
+    /// none with the server's secrets redacted.
+    fn request(&self, server: &Arc<Upstream>, request: ClientRequest) -> Result<Value, String> {
+        let upstream = Arc::clone(server);
+        let limit = server.entry.startup_timeout.max(Duration::from_secs(10));
+        let answered = self.runtime.run(async move {
+            let peer = match upstream.peer().await {
+                Ok(peer) => peer,
+                Err(failed) => return Err(failed.error.unwrap_or_default()),
+            };
+            let sent = tokio::time::timeout(limit, peer.send_request(request)).await;
+            match sent {
+                Ok(Ok(result)) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
+                Ok(Err(err)) => Err(format!("the MCP server `{}` failed: {err}", upstream.entry.name)),
+                Err(_) => Err(format!("the MCP server `{}` did not answer within {limit:?}", upstream.entry.name)),
+            }
+        });
+        answered.unwrap_or_else(Err).map_err(|why| server.entry.redact(&why))
+    }
+
     /// Lists again the servers that said their tools changed: every server's tools
     /// and problems, or `None` when none did.
     pub fn relist(&self) -> Option<(Vec<Library>, Vec<Diagnostic>)> {
@@ -578,7 +760,7 @@ impl Upstreams {
     /// What [`crate::runtime::Runtime::set_forwarder`] takes: calls of these servers' tools.
     pub fn forwarder(self: &Arc<Self>) -> Forward {
         let upstreams = Arc::clone(self);
-        Arc::new(move |library, tool, args, options| upstreams.call(library, tool, args, options))
+        Arc::new(move |library, tool, member, args, options| upstreams.call(library, tool, member, args, options))
     }
 
     /// The server of a tool of one of these servers, and the tool's name there; or why
@@ -620,7 +802,7 @@ impl Upstreams {
         let call = forward::Call {
             tool: name,
             arguments: args.as_object().cloned().unwrap_or_default(),
-            active: Active::of(tool, options),
+            active: Active::of(tool, &upstream.entry.name, options),
             cancel: options.cancel.clone(),
             deadline: timeout.map(|limit| std::time::Instant::now() + limit),
         };
@@ -642,8 +824,10 @@ impl Upstreams {
         }))
     }
 
-    fn call(&self, library: &Library, tool: &Tool, args: &Value, options: &CallOptions) -> ToolResult {
-        if let Some(lean) = self.lean_call(library, tool, args, options) {
+    fn call(&self, library: &Library, tool: &Tool, member: Member, args: &Value, options: &CallOptions) -> ToolResult {
+        if member == Member::Tool
+            && let Some(lean) = self.lean_call(library, tool, args, options)
+        {
             return self
                 .runtime
                 .run(lean)
@@ -655,11 +839,20 @@ impl Upstreams {
         };
         let entry = Arc::clone(upstream);
         let arguments = args.as_object().cloned().unwrap_or_default();
+        let ask = match member {
+            Member::Tool => Ask::Tool { name, arguments },
+            Member::Prompt => Ask::Prompt { name, arguments },
+            Member::Resource => {
+                // Its function is named by its URI; a template's is made from the variables.
+                let template = library.resources.iter().find(|r| r.function.name == tool.name).map(|r| &r.uri);
+                Ask::Read { uri: members::expand(template.unwrap_or(&tool.name), &arguments) }
+            }
+        };
         let timeout = options.timeout;
         let cancel = options.cancel.clone();
         let upstream = Arc::clone(upstream);
         let server = upstream.entry.name.clone();
-        let active = Active::of(tool, options);
+        let active = Active::of(tool, &server, options);
         let token = active.token;
         // On the runtime's own thread, where the server's notifications are handled: a
         // notification sent before the result was queued before this call woke, and
@@ -673,7 +866,7 @@ impl Upstreams {
                 let _turn = turn.lock().await;
                 sync::lock(&calls).push(active);
                 let _registered = Registered { calls, token };
-                upstream.call(name, arguments, token).await
+                upstream.call(ask, token).await
             };
             let cancelled = async {
                 loop {
@@ -744,15 +937,18 @@ impl Upstream {
                 *connection = Some(connect(&self.entry, self.client.clone()).await?);
             }
             let Some(live) = connection.as_ref() else { return Err("it is not running".to_string()) };
-            match live.service.peer().list_all_tools().await {
-                Ok(tools) => Ok(tools),
-                Err(err) => Err(with_stderr(format!("listing its tools failed: {err}"), live)),
-            }
+            let peer = live.service.peer();
+            let tools = match peer.list_all_tools().await {
+                Ok(tools) => tools,
+                Err(err) => return Err(with_stderr(format!("listing its tools failed: {err}"), live)),
+            };
+            Ok((tools, list_members(peer).await))
         })
         .await
         .map_err(|_| format!("it did not start and list its tools within {limit:?} (`startup_timeout`)"))??;
+        let (listed, members) = listed;
         let mut listed: Vec<Value> = listed.iter().filter_map(|tool| serde_json::to_value(tool).ok()).collect();
-        let mut problems = Vec::new();
+        let mut problems = members.problems;
         if self.entry.pin {
             let checked = pins::check(&self.entry, &listed, self.accept)?;
             listed.retain(|tool| !checked.changed.iter().any(|changed| tool["name"] == changed.tool.as_str()));
@@ -770,8 +966,10 @@ impl Upstream {
             hooks: Default::default(),
             prompt_provider: None,
             tools,
-            prompts: Vec::new(),
-            resources: Vec::new(),
+            prompts: members.prompts.iter().filter_map(|prompt| members::prompt(&self.entry, prompt)).collect(),
+            resources: (members.resources.iter().filter_map(|r| members::resource(&self.entry, r, false)))
+                .chain(members.templates.iter().filter_map(|t| members::resource(&self.entry, t, true)))
+                .collect(),
             completers: Vec::new(),
             origin: Origin::Mcp { server: self.entry.name.clone() },
         };
@@ -822,30 +1020,44 @@ impl Upstream {
     }
 
     /// Forwards one call, connecting again first when the server is not running.
-    async fn call(self: Arc<Self>, tool: String, arguments: serde_json::Map<String, Value>, token: u64) -> ToolResult {
+    /// Its running session's peer, starting it first when it is not running; or why
+    /// it cannot be had.
+    async fn peer(&self) -> Result<Peer<RoleClient>, ToolResult> {
         let server = &self.entry.name;
         let mut connection = self.connection.lock().await;
         if connection.as_ref().is_none_or(|c| c.service.is_closed()) {
             *connection = None;
             match tokio::time::timeout(self.entry.startup_timeout, connect(&self.entry, self.client.clone())).await {
                 Ok(Ok(started)) => *connection = Some(started),
-                Ok(Err(why)) => return not_started(server, &why),
+                Ok(Err(why)) => return Err(not_started(server, &why)),
                 Err(_) => {
-                    return ToolResult::failure(format!(
+                    return Err(ToolResult::failure(format!(
                         "the MCP server `{server}` did not start within {:?}",
                         self.entry.startup_timeout
-                    ));
+                    )));
                 }
             }
         }
         let Some(live) = connection.as_ref() else {
-            return ToolResult::failure(format!("the MCP server `{server}` is not running"));
+            return Err(ToolResult::failure(format!("the MCP server `{server}` is not running")));
         };
-        let peer = live.service.peer().clone();
         // Several calls may run on one session: the lock guards starting it, not calling.
-        drop(connection);
-        let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
-        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        Ok(live.service.peer().clone())
+    }
+
+    /// Forwards one request (a call, a prompt, a read), connecting again first when
+    /// the server is not running.
+    async fn call(self: Arc<Self>, ask: Ask, token: u64) -> ToolResult {
+        let server = &self.entry.name;
+        let peer = match self.peer().await {
+            Ok(peer) => peer,
+            Err(failed) => return failed,
+        };
+        let tool = ask.named();
+        let request = match ask.request() {
+            Ok(request) => request,
+            Err(why) => return ToolResult::failure(format!("{tool} of the MCP server `{server}` failed: {why}")),
+        };
         let sent = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await;
         let answered = match sent {
             Ok(handle) => {
@@ -863,12 +1075,19 @@ impl Upstream {
             }
             Err(err) => Err(err),
         };
-        let answered = answered.and_then(|result| match result {
-            ServerResult::CallToolResult(result) => Ok(result),
-            _ => Err(ServiceError::UnexpectedResponse),
+        let answered = answered.and_then(|result| match (&ask, result) {
+            (Ask::Tool { .. }, ServerResult::CallToolResult(result)) => {
+                Ok(serde_json::to_value(&result).unwrap_or(Value::Null))
+            }
+            (Ask::Tool { .. }, _) => Err(ServiceError::UnexpectedResponse),
+            (_, result) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
         });
         match answered {
-            Ok(result) => relayed(serde_json::to_value(&result).unwrap_or(Value::Null), &tool, server),
+            Ok(result) => match &ask {
+                Ask::Tool { name, .. } => relayed(result, name, server),
+                Ask::Prompt { .. } => member_result(result, "messages", &tool, server),
+                Ask::Read { .. } => member_result(result, "contents", &tool, server),
+            },
             Err(err) => {
                 let ended = matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_));
                 let mut connection = self.connection.lock().await;
@@ -881,10 +1100,109 @@ impl Upstream {
                     *connection = None;
                 }
                 let outcome = if ended { Outcome::Died } else { Outcome::Raised };
-                ToolResult::ended(outcome, format!("`{tool}` of the MCP server `{server}` failed: {why}"))
+                ToolResult::ended(outcome, format!("{tool} of the MCP server `{server}` failed: {why}"))
             }
         }
     }
+}
+
+/// What a forwarded request asks of its server, under the server's names.
+enum Ask {
+    Tool { name: String, arguments: Map<String, Value> },
+    Prompt { name: String, arguments: Map<String, Value> },
+    Read { uri: String },
+}
+
+impl Ask {
+    /// How what lcp says of it names it: `` `echo` ``, `` the prompt `p` ``,
+    /// `` the resource `demo://a` ``.
+    fn named(&self) -> String {
+        match self {
+            Ask::Tool { name, .. } => format!("`{name}`"),
+            Ask::Prompt { name, .. } => format!("the prompt `{name}`"),
+            Ask::Read { uri } => format!("the resource `{uri}`"),
+        }
+    }
+
+    fn request(&self) -> Result<ClientRequest, String> {
+        Ok(match self {
+            Ask::Tool { name, arguments } => {
+                let params = CallToolRequestParams::new(name.clone()).with_arguments(arguments.clone());
+                ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params))
+            }
+            Ask::Prompt { name, arguments } => {
+                // MCP's prompt arguments are strings.
+                let arguments: Map<String, Value> = arguments
+                    .iter()
+                    .map(|(key, value)| match value {
+                        Value::String(_) => (key.clone(), value.clone()),
+                        other => (key.clone(), Value::String(other.to_string())),
+                    })
+                    .collect();
+                let params = serde_json::from_value(json!({ "name": name, "arguments": arguments }))
+                    .map_err(|err| err.to_string())?;
+                ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params))
+            }
+            Ask::Read { uri } => {
+                let params = serde_json::from_value(json!({ "uri": uri })).map_err(|err| err.to_string())?;
+                ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(params))
+            }
+        })
+    }
+}
+
+/// A server's `GetPromptResult` or `ReadResourceResult`, relayed as it sent it (its
+/// description stripped of invisible characters), when it holds its list `key`.
+fn member_result(mut output: Value, key: &str, named: &str, server: &str) -> ToolResult {
+    if !output.get(key).is_some_and(Value::is_array) {
+        let why = format!("{named} of the MCP server `{server}` failed: its answer has no `{key}`");
+        return ToolResult::ended(Outcome::Raised, why);
+    }
+    if let Some(Value::String(text)) = output.get_mut("description")
+        && let std::borrow::Cow::Owned(plain) = text_safety::strip_invisible(text)
+    {
+        *text = plain;
+    }
+    ToolResult { outcome: Outcome::Relayed { is_error: false }, output, ..ToolResult::failure(String::new()) }
+}
+
+/// What a server lists besides its tools, as it sent it, and what could not be listed.
+#[derive(Default)]
+struct Members {
+    prompts: Vec<Value>,
+    resources: Vec<Value>,
+    templates: Vec<Value>,
+    problems: Vec<String>,
+}
+
+/// A server's prompts, resources and resource templates, each listed when its
+/// capabilities offer them; a list that fails is a problem of the server's, and its
+/// tools stay.
+async fn list_members(peer: &Peer<RoleClient>) -> Members {
+    let capabilities = serde_json::to_value(peer.peer_info()).unwrap_or_default()["capabilities"].clone();
+    let mut members = Members::default();
+    fn values<T: serde::Serialize>(
+        items: Result<Vec<T>, ServiceError>,
+        what: &str,
+        problems: &mut Vec<String>,
+    ) -> Vec<Value> {
+        match items {
+            Ok(items) => items.iter().filter_map(|item| serde_json::to_value(item).ok()).collect(),
+            Err(err) => {
+                problems.push(format!("listing its {what} failed: {err}"));
+                Vec::new()
+            }
+        }
+    }
+    if capabilities.get("prompts").is_some_and(Value::is_object) {
+        members.prompts = values(peer.list_all_prompts().await, "prompts", &mut members.problems);
+    }
+    if capabilities.get("resources").is_some_and(Value::is_object) {
+        members.resources = values(peer.list_all_resources().await, "resources", &mut members.problems);
+        members.templates =
+            values(peer.list_all_resource_templates().await, "resource templates", &mut members.problems);
+    }
+    members
 }
 
 /// A listed tool with the control, bidi and zero-width characters stripped from every

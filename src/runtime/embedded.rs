@@ -79,9 +79,13 @@ pub type VirtualTool = Arc<dyn Fn(&Value, &CallOptions) -> ToolResult + Send + S
 /// host cannot supply it now.
 pub type Resolver = Arc<dyn Fn(&str) -> Option<VirtualTool> + Send + Sync>;
 
-/// Runs the tools that are not Python's (an MCP server's, SPEC §14): the tool, its
-/// library (whose origin says where it is), arguments already checked, the options.
-pub type Forward = Arc<dyn Fn(&Library, &Tool, &Value, &CallOptions) -> ToolResult + Send + Sync>;
+/// Runs the tools, prompts and resources that are not Python's (an MCP server's,
+/// SPEC §14): the tool (a prompt's record, or a resource's function), its library
+/// (whose origin says where it is), what it is, arguments already checked (a
+/// resource template's variables), the options. A prompt's or resource's output is
+/// the server's `GetPromptResult` or `ReadResourceResult`, as it sent it
+/// ([`super::Outcome::Relayed`]).
+pub type Forward = Arc<dyn Fn(&Library, &Tool, Member, &Value, &CallOptions) -> ToolResult + Send + Sync>;
 
 /// `args` as `tool` takes them (a text holding the JSON of what a parameter asks for is
 /// that value), checked against its schema: what every call passes before it runs; a
@@ -271,6 +275,9 @@ impl Runtime {
         let Some((library, prompt)) = registry.prompt(admitted.tool()) else {
             return ToolResult::failure(format!("there is no prompt `{}`", admitted.tool()));
         };
+        if matches!(library.origin, Origin::Mcp { .. }) {
+            return self.forward_member(library, prompt, Member::Prompt, args, options);
+        }
         self.call_member(library, prompt, &prompt.name, Kind::Tool, args, options)
     }
 
@@ -289,6 +296,9 @@ impl Runtime {
             return ToolResult::failure(format!("there is no resource `{}`", admitted.tool()));
         };
         let function = &resource.function;
+        if matches!(library.origin, Origin::Mcp { .. }) {
+            return self.forward_member(library, function, Member::Resource, args, options);
+        }
         self.call_member(library, function, &function.name, Kind::Resource, args, options)
     }
 
@@ -313,6 +323,10 @@ impl Runtime {
         let Some((library, function)) = found else {
             return Err(format!("there is no prompt or resource `{}`", admitted.tool()));
         };
+        if let Origin::Mcp { server } = &library.origin {
+            // `lcp serve` asks the server itself (`Upstreams::complete`).
+            return Err(format!("`{}` is the MCP server `{server}`'s: its server completes it", function.name));
+        }
         let completer = format!("{}{}", crate::extract::COMPLETE_PREFIX, function.name);
         if library.completers.contains(&completer) {
             let args = serde_json::json!({"argument": argument, "value": value});
@@ -342,6 +356,38 @@ impl Runtime {
             .into_iter()
             .filter(|candidate| candidate.to_lowercase().starts_with(&typed))
             .collect())
+    }
+
+    /// A prompt or resource of an MCP server's, its arguments checked as
+    /// [`Runtime::call_member`] checks them, forwarded as [`Runtime::call_checked`]
+    /// forwards a tool: what the server asks or tells meanwhile reaches the call's
+    /// callbacks.
+    fn forward_member(
+        &self,
+        library: &Library,
+        function: &Tool,
+        member: Member,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
+        let schema = function.parameters.value();
+        let args = validate::texts_as_values(schema, args);
+        let problems = validate::check(schema, &args);
+        if !problems.is_empty() {
+            return ToolResult::failure(validate::report(&function.name, schema, &problems));
+        }
+        let Some(forward) = sync::read(&self.forward).clone() else {
+            let server = match &library.origin {
+                Origin::Mcp { server } => server.as_str(),
+                _ => "?",
+            };
+            return ToolResult::failure(format!(
+                "`{}` is the MCP server `{server}`'s, and this runtime has no connection to it",
+                function.name
+            ));
+        };
+        let options = CallOptions { callbacks: self.callbacks_of(options), ..options.clone() };
+        forward(library, function, member, &args, &options)
     }
 
     /// A prompt or resource function called as a tool is, with its arguments checked
@@ -394,7 +440,7 @@ impl Runtime {
             // The server's requests reach the same callbacks a Python tool's would.
             let options = CallOptions { callbacks: self.callbacks_of(options), ..options.clone() };
             return match forward {
-                Some(forward) => forward(library, tool, args, &options),
+                Some(forward) => forward(library, tool, Member::Tool, args, &options),
                 None => ToolResult::failure(format!(
                     "`{}` is a tool of the MCP server `{server}`, and this runtime has no connection to it",
                     tool.name

@@ -14,6 +14,7 @@ mod exports;
 mod extraction;
 mod fuzz;
 mod gateway;
+mod gateway_members;
 mod host_objects;
 mod idioms;
 mod interop;
