@@ -78,14 +78,21 @@ fn upstream_prompts_and_resources_are_listed_read_and_completed_through_the_gate
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
 
-/// An MCP server of the official Python SDK with a prompt `prompt_greet` and a
-/// resource `notes://today`, written to `folder`; as `[mcp_servers.NAME]`.
+/// An MCP server of the official Python SDK with the prompts `prompt_greet` and
+/// `prompt_ask` (which asks its client a name) and the resource `notes://today`,
+/// written to `folder`; as `[mcp_servers.NAME]`.
 fn sdk_members_server(name: &str, folder: &std::path::Path, mark: &str) -> String {
     let script = folder.join("members_server.py");
     write(
         &script,
-        "from mcp.server.mcpserver import MCPServer\n\n\
+        "from pydantic import BaseModel\n\
+         from mcp.server.mcpserver import Context, MCPServer\n\n\
          server = MCPServer('members')\n\n\
+         class Name(BaseModel):\n    name: str\n\n\
+         @server.prompt()\n\
+         async def prompt_ask(topic: str, ctx: Context) -> str:\n    \"\"\"Asks who wants it.\"\"\"\n    \
+         answer = await ctx.elicit(message=f'who wants {topic}?', schema=Name)\n    \
+         return f'{topic} for {answer.data.name}' if answer.action == 'accept' else answer.action\n\n\
          @server.prompt()\n\
          def prompt_greet(name: str) -> str:\n    \"\"\"Greets from the server.\"\"\"\n    return f'server greets {name}'\n\n\
          @server.resource('notes://today')\n\
@@ -136,7 +143,9 @@ fn a_local_prompt_shadows_an_upstream_one_with_a_warning() {
     ]);
     let report = session_with("legacy", &[], &["--config", &config, &folder], steps);
     let results = report["results"].as_array().unwrap();
-    assert_eq!(names(&results[0], "prompts", "name"), ["prompt_greet"], "{}", results[0]);
+    // The file's `prompt_greet`, then the server's other prompt.
+    assert_eq!(names(&results[0], "prompts", "name"), ["prompt_greet", "prompt_ask"], "{}", results[0]);
+    assert_eq!(results[0]["prompts"][0]["description"], "Greets from the file.", "{}", results[0]);
     assert_eq!(results[1]["messages"][0]["content"]["text"], "file greets Ada", "{}", results[1]);
     assert_eq!(results[2]["contents"][0]["text"], "file notes", "{}", results[2]);
 
@@ -148,12 +157,20 @@ fn a_local_prompt_shadows_an_upstream_one_with_a_warning() {
     let steps = json!([
         "prompts",
         {"prompt": "up_prompt_greet", "arguments": {"name": "Ada"}},
+        {"prompt": "up_prompt_ask", "arguments": {"topic": "tea"}},
     ]);
-    let report = session_with("legacy", &[], &["--config", &config, &folder], steps);
-    let results = report["results"].as_array().unwrap();
-    let prompts = names(&results[0], "prompts", "name");
-    assert!(prompts.contains(&"prompt_greet") && prompts.contains(&"up_prompt_greet"), "{prompts:?}");
-    assert_eq!(results[1]["messages"][0]["content"]["text"], "server greets Ada", "{}", results[1]);
+    let client = ["--elicit", "accept", "--content", r#"[{"name": "Ada"}]"#];
+    for mode in MODES {
+        let report = session_with(mode, &client, &["--config", &config, &folder], steps.clone());
+        let results = report["results"].as_array().unwrap();
+        let prompts = names(&results[0], "prompts", "name");
+        assert!(prompts.contains(&"prompt_greet") && prompts.contains(&"up_prompt_greet"), "{mode}: {prompts:?}");
+        assert_eq!(results[1]["messages"][0]["content"]["text"], "server greets Ada", "{mode}: {}", results[1]);
+        // What the server's prompt asks reaches the client, named after the server.
+        let asked = report["elicitations"][0].as_str().unwrap_or_default();
+        assert!(asked.starts_with("`up_prompt_ask` (MCP server `notes`) asks"), "{mode}: {asked}");
+        assert_eq!(results[2]["messages"][0]["content"]["text"], "tea for Ada", "{mode}: {}", results[2]);
+    }
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
 
