@@ -558,19 +558,31 @@ async fn checked(request: Request<Incoming>, endpoint: &Endpoint, connection: &A
             &serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error: the body is not JSON"}}),
         );
     }
+    // A listen stream naming tasks is told of them whichever replica runs them (`tasks`).
+    if parts.method == hyper::Method::POST
+        && let Some(listened) = super::tasks::ListenedTasks::of(&body)
+    {
+        parts.extensions.insert(listened);
+    }
     // Only an `initialize` opens a session: a handshake-less request is never refused
     // for the cap. Past it, the least recently used idle session ends.
     let opens_session = parts.method == hyper::Method::POST && session.is_none() && is_initialize(&body);
     if opens_session && !make_room(sessions, owners).await {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many sessions in use; try again when some have closed");
     }
-    let response = match lane::answer(lane, sessions, &parts, &body, access.loopback).await {
+    let deletes = parts.method == hyper::Method::DELETE;
+    let mut response = match lane::answer(lane, sessions, &parts, &body, access.loopback).await {
         Some(answered) => answered,
         None => {
             let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
             response.map(|body| SplicingBody::new(body, Arc::clone(listings)).boxed())
         }
     };
+    // A session ended on the client's DELETE is answered 200, as clients expect (rmcp
+    // says 202, which MCP's Python clients log as a failed termination).
+    if deletes && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
     if opens_session && let Some(id) = response.headers().get("mcp-session-id").and_then(|id| id.to_str().ok()) {
         owners.insert(id, caller, &*sessions.sessions.read().await);
     }

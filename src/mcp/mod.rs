@@ -990,6 +990,8 @@ impl ServerHandler for Server {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // The tasks its filter names (`taskIds`), whichever replica runs them (SPEC §16).
+        self.shared.tasks.forward(context.request_context());
         let mut changes = self.shared.tools_changed.subscribe();
         let accepted = context.accepted();
         let wants_tools = accepted.tools_list_changed == Some(true);

@@ -14,17 +14,24 @@
 //! Must never: answer for a task another caller created (its id is the only way in,
 //! and another caller, or the same with another profile, is told there is no such
 //! task), or leave a task `working` that nobody runs.
+//!
+//! Every change of a task is published through the store (in-process in memory,
+//! Redis pub/sub when shared), so the replica that holds a client's
+//! `subscriptions/listen` stream naming the task (`taskIds`) tells it
+//! (`notifications/tasks`), whichever replica runs the task.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{CreateTaskResult, DetailedTask, GetTaskResult, InputResponses, Task, TaskPayload, TaskStatus};
-use rmcp::model::{ServerNotification, TaskStatusNotification};
+use rmcp::model::{GetMeta, RequestId, ServerNotification, TaskStatusNotification};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use super::call::{Event, Question, answered, input_key};
 use super::host::{self, Able};
@@ -45,6 +52,10 @@ const LEASE: Duration = Duration::from_secs(10);
 const RENEW_EVERY: Duration = Duration::from_secs(2);
 /// How often an owner looks in a shared store's inbox (another replica's update).
 const INBOX_EVERY: Duration = Duration::from_millis(100);
+/// The Redis channel every replica publishes its tasks' changes on.
+const CHANGES_CHANNEL: &str = "lcp:tasks:changes";
+/// How long a listen stream waits for the Redis subscription before telling what it has.
+const HEARING_WITHIN: Duration = Duration::from_secs(5);
 
 /// A task as the store keeps it: the wire fields of `tasks/get`, and lcp's own.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -271,6 +282,34 @@ pub(super) struct Tasks {
     /// This replica's name in the records it owns.
     replica: String,
     running: Mutex<HashMap<String, Running>>,
+    /// Every task's changes, as this replica hears of them (its own, and with a shared
+    /// store those every replica publishes).
+    changes: broadcast::Sender<Arc<Record>>,
+    /// Started once a listen stream here names a task: this replica's subscription to
+    /// the shared store's changes.
+    hearing: tokio::sync::OnceCell<()>,
+}
+
+/// The task ids a `subscriptions/listen` request's filter names (`taskIds`, the tasks
+/// extension's part of the filter), put in the request's head by the HTTP transport.
+#[derive(Debug, Clone)]
+pub(super) struct ListenedTasks(pub Vec<String>);
+
+impl ListenedTasks {
+    /// The `taskIds` of `body` when it is a `subscriptions/listen` request naming some.
+    pub(super) fn of(body: &[u8]) -> Option<ListenedTasks> {
+        memchr::memmem::find(body, b"subscriptions/listen")?;
+        let message: Value = serde_json::from_slice(body).ok()?;
+        if message["method"] != "subscriptions/listen" {
+            return None;
+        }
+        let ids: Vec<String> = message["params"]["notifications"]["taskIds"]
+            .as_array()?
+            .iter()
+            .filter_map(|id| id.as_str().map(str::to_string))
+            .collect();
+        (!ids.is_empty()).then_some(ListenedTasks(ids))
+    }
 }
 
 impl Tasks {
@@ -289,7 +328,8 @@ impl Tasks {
         let replica = super::state::random_bytes()
             .map(|bytes| bytes[..8].iter().map(|byte| format!("{byte:02x}")).collect())
             .ok_or("the system has no randomness to offer")?;
-        Ok(Tasks { store, replica, running: Mutex::default() })
+        let (changes, _) = broadcast::channel(256);
+        Ok(Tasks { store, replica, running: Mutex::default(), changes, hearing: tokio::sync::OnceCell::new() })
     }
 
     /// Whether the tasks live where other replicas see them.
@@ -344,7 +384,7 @@ impl Tasks {
         let mut record = self.find(id, caller).await?;
         if record.orphaned() {
             record.fail("the lcp serve replica that ran this task stopped before the task finished".to_string());
-            self.store.put(&record).await.map_err(|err| internal(&err))?;
+            self.save(&record).await.map_err(|err| internal(&err))?;
         }
         Ok(GetTaskResult::new(record.detailed()))
     }
@@ -393,7 +433,7 @@ impl Tasks {
             record.status = TaskStatus::Cancelled;
             record.input_requests = None;
             record.touch();
-            return self.store.put(&record).await.map_err(|err| internal(&err));
+            return self.save(&record).await.map_err(|err| internal(&err));
         }
         self.deliver(&record, Message::Cancel).await
     }
@@ -406,7 +446,83 @@ impl Tasks {
                 && !record.status.is_terminal()
             {
                 record.fail("lcp serve stopped before the task finished".to_string());
-                let _ = self.store.put(&record).await;
+                let _ = self.save(&record).await;
+            }
+        }
+    }
+
+    /// Writes `record` and publishes its change to every replica's listen streams.
+    async fn save(&self, record: &Record) -> Result<(), String> {
+        self.store.put(record).await?;
+        match &self.store {
+            Store::Memory(_) => {
+                let _ = self.changes.send(Arc::new(record.clone()));
+            }
+            Store::Redis(redis) => {
+                // Heard back through this replica's own subscription, as every replica hears it.
+                let text = serde_json::to_string(record).map_err(|err| err.to_string())?;
+                let mut command = redis::cmd("PUBLISH");
+                command.arg(CHANGES_CHANNEL).arg(text);
+                redis.run::<i64>(&command).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// With a shared store, this replica subscribed to every replica's changes (once,
+    /// then kept, connecting again when the connection drops); waits a bounded time
+    /// for the first subscription.
+    async fn hear(&self) {
+        let Store::Redis(redis) = &self.store else { return };
+        self.hearing
+            .get_or_init(|| async {
+                let info = redis.client.get_connection_info().clone();
+                let settings = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
+                let Ok(client) = redis::Client::open(info.set_redis_settings(settings)) else { return };
+                let (subscribed, first) = tokio::sync::oneshot::channel();
+                tokio::spawn(hear_changes(client, self.changes.clone(), subscribed));
+                let _ = tokio::time::timeout(HEARING_WITHIN, first).await;
+            })
+            .await;
+    }
+
+    /// Tells a `subscriptions/listen` stream (`request`) of the tasks its filter names
+    /// that its caller made: each one's state now, then every change, whichever
+    /// replica runs it, until the stream ends. A stream naming no task is told nothing.
+    pub(super) fn forward(self: &Arc<Self>, request: &RequestContext<RoleServer>) {
+        let parts = request.extensions.get::<hyper::http::request::Parts>();
+        let Some(ListenedTasks(ids)) = parts.and_then(|parts| parts.extensions.get::<ListenedTasks>()).cloned() else {
+            return;
+        };
+        let caller = super::caller_of(parts).key();
+        let listener = Listener { peer: request.peer.clone(), subscription: request.id.clone(), told: HashMap::new() };
+        let (tasks, ended) = (Arc::clone(self), request.ct.clone());
+        tokio::spawn(async move { tasks.tell(ids, caller, listener, ended).await });
+    }
+
+    async fn tell(&self, ids: Vec<String>, caller: String, mut listener: Listener, ended: CancellationToken) {
+        let mut changes = self.changes.subscribe();
+        self.hear().await;
+        let ours = |record: &Record| ids.contains(&record.task_id) && record.caller.as_deref() == Some(caller.as_str());
+        for id in &ids {
+            if let Ok(Some(record)) = self.store.get(id).await
+                && ours(&record)
+                && !listener.tell(&record).await
+            {
+                return;
+            }
+        }
+        loop {
+            let record = tokio::select! {
+                () = ended.cancelled() => return,
+                change = changes.recv() => match change {
+                    Ok(record) => record,
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+            };
+            if ours(&record) && !listener.tell(&record).await {
+                return;
             }
         }
     }
@@ -432,7 +548,7 @@ impl Tasks {
     async fn follow(&self, mut record: Record, run: TaskRun, wake: Arc<Notify>) {
         let TaskRun { mut events, cancel, able, finish, watcher, .. } = run;
         let saved = async |record: &Record| {
-            let _ = self.store.put(record).await;
+            let _ = self.save(record).await;
             if let Some(peer) = &watcher {
                 let notification = TaskStatusNotification::new(record.detailed().into());
                 let _ = peer.send_notification(ServerNotification::TaskStatusNotification(notification)).await;
@@ -515,6 +631,67 @@ impl Tasks {
                 renewed = tokio::time::Instant::now();
             }
         }
+    }
+}
+
+/// A `subscriptions/listen` stream told of tasks.
+struct Listener {
+    peer: Peer<RoleServer>,
+    /// The listen request's id: every notification on its stream names it.
+    subscription: RequestId,
+    /// What it was last told of each task (a change heard twice is told once).
+    told: HashMap<String, String>,
+}
+
+impl Listener {
+    /// Sends `notifications/tasks` with the task as `tasks/get` shows it; `false` once
+    /// the stream is gone.
+    async fn tell(&mut self, record: &Record) -> bool {
+        let detailed = record.detailed();
+        let text = serde_json::to_string(&detailed).unwrap_or_default();
+        if self.told.get(&record.task_id) == Some(&text) {
+            return true;
+        }
+        self.told.insert(record.task_id.clone(), text);
+        let mut notification = ServerNotification::TaskStatusNotification(TaskStatusNotification::new(detailed.into()));
+        notification.get_meta_mut().set_subscription_id(self.subscription.clone());
+        self.peer.send_notification(notification).await.is_ok()
+    }
+}
+
+/// Every replica's task changes from the shared store's channel, into `changes`, for as
+/// long as the server runs; `subscribed` is told once the first subscription holds.
+async fn hear_changes(
+    client: redis::Client,
+    changes: broadcast::Sender<Arc<Record>>,
+    subscribed: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut subscribed = Some(subscribed);
+    loop {
+        let (pushes, mut pushed) = mpsc::unbounded_channel();
+        let config = redis::AsyncConnectionConfig::new().set_push_sender(pushes);
+        if let Ok(mut connection) = client.get_multiplexed_async_connection_with_config(&config).await
+            && connection.subscribe(CHANGES_CHANNEL).await.is_ok()
+        {
+            if let Some(subscribed) = subscribed.take() {
+                let _ = subscribed.send(());
+            }
+            while let Some(push) = pushed.recv().await {
+                match push.kind {
+                    redis::PushKind::Message => {
+                        let payload =
+                            push.data.get(1).and_then(|value| redis::from_redis_value_ref::<String>(value).ok());
+                        if let Some(record) = payload.and_then(|text| serde_json::from_str::<Record>(&text).ok()) {
+                            let _ = changes.send(Arc::new(record));
+                        }
+                    }
+                    redis::PushKind::Disconnection => break,
+                    _ => {}
+                }
+            }
+            drop(connection);
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 

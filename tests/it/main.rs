@@ -23,6 +23,7 @@ mod mcp;
 mod mcp_host;
 mod members;
 mod mutate;
+mod new_user_serving;
 mod new_user_types;
 mod policy;
 mod profiles;

@@ -245,3 +245,105 @@ fn a_killed_replica_leaves_the_other_answering_and_its_tasks_failed_with_the_rea
     drop(redis);
     assert_eq!(processes_marked(mark), Vec::<String>::new(), "processes of the replicas left running");
 }
+
+/// The `notifications/tasks` a `subscriptions/listen` stream at `url` naming `tasks`
+/// is sent, read until `enough` holds for one of them or `limit` passes.
+fn task_notifications(url: &str, tasks: &[&str], limit: Duration, enough: impl Fn(&Value) -> bool) -> Vec<Value> {
+    use std::io::{Read, Write};
+    let address = address_of(url);
+    let body = json!({"jsonrpc": "2.0", "id": 70, "method": "subscriptions/listen", "params": {
+        "notifications": {"taskIds": tasks},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: subscriptions/listen\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = std::net::TcpStream::connect(&address).expect("the balancer or replica accepts connections");
+    stream.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let deadline = Instant::now() + limit;
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => received.extend_from_slice(&buffer[..read]),
+            Err(_) => {}
+        }
+        let told = notifications_in(&received);
+        if told.iter().any(&enough) || Instant::now() > deadline {
+            return told;
+        }
+    }
+    notifications_in(&received)
+}
+
+/// The `notifications/tasks` in a response read so far (its body chunked or not).
+fn notifications_in(response: &[u8]) -> Vec<Value> {
+    let text = String::from_utf8_lossy(response);
+    let Some((head, mut rest)) = text.split_once("\r\n\r\n") else { return Vec::new() };
+    let mut body = String::new();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+            if size == 0 || after.len() < size {
+                break;
+            }
+            body.push_str(&after[..size]);
+            rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
+        }
+    } else {
+        body.push_str(rest);
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .filter(|message| message["method"] == "notifications/tasks")
+        .collect()
+}
+
+#[test]
+fn a_tasks_status_notifications_reach_its_client_whichever_replica_runs_it() {
+    let redis = Redis::start();
+    let [first, second] = replicas(&redis.url, "replicas-notifications");
+    let balancer = Balancer::start(&[&address_of(&first.url), &address_of(&second.url)]);
+    let create = |url: &str, label: &str| {
+        let arguments = json!({"seconds": 1.5, "label": label});
+        let created = send(url, 1, "tools/call", json!({"name": "slow_compute", "arguments": arguments}));
+        created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_string()
+    };
+    // Run on one replica, listened for on the other (both ways), and through nginx,
+    // whose round robin sends the call and the stream where it likes.
+    let runs = [
+        (first.url.clone(), second.url.clone()),
+        (second.url.clone(), first.url.clone()),
+        (balancer.url.clone(), balancer.url.clone()),
+        (balancer.url.clone(), balancer.url.clone()),
+    ];
+    for (at, (runs_on, listened_on)) in runs.iter().enumerate() {
+        let task = create(runs_on, &format!("run {at}"));
+        let completed = |told: &Value| told["params"]["taskId"] == task && told["params"]["status"] == "completed";
+        let told = task_notifications(listened_on, &[&task], Duration::from_secs(30), completed);
+        let last = told
+            .iter()
+            .find(|told| completed(told))
+            .unwrap_or_else(|| panic!("run {at}: no `completed` for {task} on the stream at {listened_on}: {told:?}"));
+        let params = &last["params"];
+        assert_eq!(params["result"]["content"][0]["text"], format!("computed run {at} in 1.5s"), "{last}");
+        assert!(last["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number(), "{last}");
+        // The stream was open while the task ran: it heard the change, not only a state.
+        assert!(told.iter().any(|told| told["params"]["status"] == "working"), "run {at}: {told:?}");
+    }
+
+    // A stream names only its own tasks: another task's changes are not sent on it.
+    let mine = create(&first.url, "mine");
+    let other = create(&second.url, "other");
+    let told = task_notifications(&second.url, &[&mine], Duration::from_secs(30), |told| {
+        told["params"]["taskId"] == mine && told["params"]["status"] == "completed"
+    });
+    assert!(told.iter().all(|told| told["params"]["taskId"] == mine), "{other}: {told:?}");
+}
