@@ -396,7 +396,10 @@ struct RawCall {
 /// Nothing is run: fixture folders are only looked at.
 pub fn read_tests(file: &Path, tools: &[&str]) -> Result<Tests, Vec<String>> {
     let text = crate::config::read_regular_file(file).map_err(|err| vec![format!("{}: {err}", file.display())])?;
-    let line_of = |offset: usize| text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1;
+    // Where each line starts, so each line is found by a binary search (a file's
+    // every entry placed in time linear in its size).
+    let newlines: Vec<usize> = memchr::memchr_iter(b'\n', text.as_bytes()).collect();
+    let line_of = |offset: usize| newlines.partition_point(|&newline| newline < offset) + 1;
     let at = |offset: usize| format!("{}:{}", file.display(), line_of(offset));
     let raw: RawTests = toml::from_str(&text).map_err(|err| {
         let line = err.span().map(|span| format!(":{}", line_of(span.start))).unwrap_or_default();
@@ -582,12 +585,16 @@ fn brief(value: &Value) -> String {
     if text.chars().count() <= 120 { text } else { text.chars().take(119).chain(['…']).collect() }
 }
 
+/// The folder whose test file covers `library`: the one holding its file (none for
+/// tools that are not a file's).
+fn tests_folder(library: &crate::extract::Library) -> Option<PathBuf> {
+    (library.origin == crate::extract::Origin::File).then(|| library.path.parent().map(Path::to_path_buf)).flatten()
+}
+
 /// The test files of the folders holding the tools of `view`, read, by folder; the
 /// names their calls may use are the tools of `registry` in that folder.
 fn tests_of(view: &View, registry: &Registry) -> Result<Vec<(PathBuf, Tests)>, String> {
-    let folder = |library: &crate::extract::Library| {
-        (library.origin == crate::extract::Origin::File).then(|| library.path.parent().map(Path::to_path_buf)).flatten()
-    };
+    let folder = tests_folder;
     let mut folders: Vec<PathBuf> = view.registry.libraries().iter().filter_map(|library| folder(library)).collect();
     folders.sort();
     folders.dedup();
@@ -638,11 +645,9 @@ pub fn run(
     for (library, tool) in view.registry.tools() {
         if options.only.is_empty() || options.only.contains(&tool.name) {
             let real = view.tool(&tool.name).unwrap_or(&tool.name).to_string();
-            let suite = (library.origin == crate::extract::Origin::File)
-                .then(|| library.path.parent())
-                .flatten()
-                .and_then(|dir| suites.iter().find(|(folder, _)| folder == dir))
-                .map(|(_, tests)| tests);
+            let folder = tests_folder(library);
+            let suite =
+                folder.as_deref().and_then(|dir| suites.iter().find(|(found, _)| found == dir)).map(|(_, tests)| tests);
             let mut list: Vec<Result<Payload, String>> = suite
                 .into_iter()
                 .flat_map(|tests| &tests.calls)
@@ -661,13 +666,13 @@ pub fn run(
                     }
                     payload
                 });
-                planned.push((tool, real.clone(), payload));
+                planned.push((tool, real.clone(), folder.clone(), payload));
             }
         }
     }
     let total = planned.len();
     let mut outcomes = Vec::with_capacity(total);
-    for (done, (tool, real, payload)) in planned.into_iter().enumerate() {
+    for (done, (tool, real, folder, payload)) in planned.into_iter().enumerate() {
         progress(done, total, &tool.name);
         let outcome = match payload {
             Err(error) => Outcome {
@@ -692,7 +697,16 @@ pub fn run(
                 let ran = call(tool, registry, &real, runtime, &payload, options, &met);
                 let seconds = (began.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
                 let expect = payload.recorded.as_ref().map(|recorded| &recorded.expect).unwrap_or(&Expect::Success);
-                let verdict = judge(expect, ran);
+                let mut verdict = judge(expect, ran);
+                if let (Some(error), Source::Generated) = (&mut verdict.error, payload.source) {
+                    // A generated payload is a guess: say how to give a real one.
+                    let file =
+                        folder.as_ref().map(|dir| format!(", or recorded calls in {}", dir.join(TESTS_FILE).display()));
+                    error.push_str(&format!(
+                        "\n(a generated payload: give the tool an `Examples:` section{})",
+                        file.unwrap_or_default()
+                    ));
+                }
                 Outcome {
                     tool: tool.name.clone(),
                     source: payload.source,
@@ -1087,7 +1101,10 @@ impl Setups {
                     )));
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(err) => return Err(failed(format!("cannot be waited for: {err}"))),
+                Err(err) => {
+                    let _ = std::fs::remove_file(&log_path);
+                    return Err(failed(format!("cannot be waited for: {err}")));
+                }
             }
         }
     }
@@ -1175,6 +1192,32 @@ mod tests {
             "$defs": {"Item": {"type": "object", "properties": {"id": {"type": "integer", "default": 7}, "tag": {"type": "string"}}, "required": ["tag"]}}
         });
         assert_eq!(generated(nested), json!({"item": {"tag": ""}}));
+    }
+
+    #[test]
+    fn differences_name_the_first_place_and_what_differs() {
+        let got = json!({"n": 2.0, "items": [{"id": 1, "tags": ["a"]}], "extra": true});
+        assert_eq!(difference(&json!({"n": 2, "items": [{"id": 1}]}), &got, true), None);
+        assert_eq!(
+            difference(&json!({"n": 2, "items": [{"id": 1}]}), &got, false).unwrap(),
+            "the output differs at `/items/0/tags`: not expected (got [\"a\"])"
+        );
+        assert_eq!(
+            difference(&json!({"items": [{"id": 2}]}), &got, true).unwrap(),
+            "the output differs at `/items/0/id`: expected 2, got 1"
+        );
+        assert_eq!(
+            difference(&json!({"items": []}), &got, true).unwrap(),
+            "the output differs at `/items`: expected 0 items, got 1"
+        );
+        assert_eq!(
+            difference(&json!({"a/b": 1}), &got, true).unwrap(),
+            "the output differs at `/a~1b`: missing (expected 1)"
+        );
+        assert_eq!(
+            difference(&json!("2"), &json!(2), false).unwrap(),
+            "the output differs: expected \"2\", got a number 2"
+        );
     }
 
     #[test]
