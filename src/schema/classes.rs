@@ -27,6 +27,9 @@ pub struct FieldCall {
     pub alias: Option<String>,
     /// The other strings of an `AliasChoices`, in order: names pydantic accepts too.
     pub other_names: Vec<String>,
+    /// `serialization_alias=` (else `alias=`) given as a string: the key a model's
+    /// dump by alias gives the field.
+    pub dumped_as: Option<String>,
     /// What a `default_factory` of a built-in container (`list`, `dict`, `set`, …)
     /// makes: how a model default that leaves the field out serialises it.
     pub made_by_factory: Option<Value>,
@@ -393,7 +396,9 @@ impl<'a, 's> Converter<'a, 's> {
             if let Some(text) = description {
                 set_description(&mut schema, text);
             }
-            let property = match field_call.alias {
+            // A return value is a model's dump by alias: its keys are the dump's.
+            let alias = if self.output { field_call.dumped_as } else { field_call.alias };
+            let property = match alias {
                 Some(alias) if kind == ClassKind::BaseModel => alias,
                 _ => name.to_string(),
             };
@@ -455,11 +460,14 @@ impl<'a, 's> Converter<'a, 's> {
                 ..FieldCall::default()
             }),
         };
-        if field.alias.is_none()
-            && let Some(annotated) = annotated
-        {
-            field.alias = annotated.alias;
-            field.other_names = annotated.other_names;
+        if let Some(annotated) = annotated {
+            if field.alias.is_none() {
+                field.alias = annotated.alias;
+                field.other_names = annotated.other_names;
+            }
+            if field.dumped_as.is_none() {
+                field.dumped_as = annotated.dumped_as;
+            }
         }
         field
     }
@@ -520,7 +528,7 @@ impl<'a, 's> Converter<'a, 's> {
         {
             given(self, first, &mut field);
         }
-        let mut alias = None;
+        let (mut alias, mut plain_alias) = (None, None);
         for keyword in &call.arguments.keywords {
             let Some(arg) = &keyword.arg else { continue };
             match arg.as_str() {
@@ -552,7 +560,17 @@ impl<'a, 's> Converter<'a, 's> {
                         object.extend(extra);
                     }
                 }
+                "serialization_alias" => {
+                    if let Some(Value::String(text)) = self.literal(&keyword.value) {
+                        field.dumped_as = Some(text.into_owned());
+                    }
+                }
                 "alias" | "validation_alias" => {
+                    if arg.as_str() == "alias"
+                        && let Some(Value::String(text)) = self.literal(&keyword.value)
+                    {
+                        plain_alias = Some(text.into_owned());
+                    }
                     if let Some(Value::String(text)) = self.literal(&keyword.value)
                         && (arg.as_str() == "validation_alias" || alias.is_none())
                     {
@@ -575,6 +593,7 @@ impl<'a, 's> Converter<'a, 's> {
             }
         }
         field.alias = alias;
+        field.dumped_as = field.dumped_as.take().or(plain_alias);
         field
     }
 

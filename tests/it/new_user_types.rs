@@ -114,6 +114,9 @@ fn a_tool_returns_a_pydantic_model_a_dataclass_and_a_named_tuple_as_pydantic_dum
     assert_eq!(model["output"], json!({"a": 1, "Label": "x", "since": "2024-01-02T00:00:00Z"}), "{model}");
     let models = lcp_call("tool_models", &json!({}), &["--venv", &venv]);
     assert_eq!(models["output"][1], json!({"a": 2, "Label": "two", "since": "2024-01-02T00:00:00Z"}), "{models}");
+    // The output schema of a model names the keys of its dump by alias.
+    let aliased = lcp_call("tool_aliased", &json!({}), &["--venv", &venv]);
+    assert_eq!(aliased["output"], json!({"a": 1, "shown": 2, "cee": 3}), "{aliased}");
     let wrong = lcp_call("tool_wrong_model", &json!({}), &["--venv", &venv]);
     let error = wrong["error"].as_str().unwrap_or_default();
     assert!(
