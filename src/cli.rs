@@ -90,6 +90,28 @@ enum Command {
         #[arg(long = "static")]
         static_only: bool,
     },
+    /// Rank the tools for a query: a table fitted to the terminal, or JSON.
+    Search {
+        /// What the tool is for, in words (with --queries, the first folder).
+        #[arg(value_name = "QUERY", required_unless_present = "queries")]
+        query: Option<String>,
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        /// How many tools to show at most.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        limit: usize,
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Queries from a file (`-`: standard input), one a line, each answered with one
+        /// line of JSON, in order, over one discovery.
+        #[arg(long, value_name = "FILE")]
+        queries: Option<PathBuf>,
+        /// Never start Python (descriptions are the static ones).
+        #[arg(long = "static")]
+        static_only: bool,
+    },
     /// Run one tool and print its result as JSON on stdout; exit 1 when the tool failed.
     Call {
         /// The tool's name, e.g. `tool_read_file`.
@@ -194,6 +216,22 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         venv: Option<PathBuf>,
     },
+    /// What each tool's code can do (network, files, processes, ...), read from its
+    /// source, and where that breaks what it declares; exit 1 on drift with --deny-drift.
+    Audit {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+        format: AuditFormat,
+        /// Exit 1 when a tool's code breaks one of its declarations.
+        #[arg(long)]
+        deny_drift: bool,
+        /// An earlier `lcp audit --format json`: report what each tool gained since.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+    },
     /// List, show or create profiles: named selections of tools.
     Profile {
         #[command(subcommand)]
@@ -277,6 +315,14 @@ struct SourceArgs {
     files: Vec<PathBuf>,
 }
 
+/// `lcp audit --format`.
+#[derive(Clone, Copy, ValueEnum)]
+enum AuditFormat {
+    Text,
+    Json,
+    Sarif,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum CheckFormat {
     Text,
@@ -346,6 +392,44 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Search { query, mut sources, host, limit, format, queries, static_only } => {
+            // With --queries, a positional argument is a folder.
+            let query = match (query, &queries) {
+                (Some(folder), Some(_)) => {
+                    sources.folders.insert(0, PathBuf::from(folder));
+                    None
+                }
+                (query, _) => query,
+            };
+            let asked = match &queries {
+                Some(file) => Some(read_queries(file)?),
+                None => None,
+            };
+            let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
+            print_diagnostics(registry.diagnostics());
+            let view = expose(&registry, &config, profile.as_ref())?;
+            let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
+            let index = crate::search::Index::build(&view.registry, &descriptions);
+            match (asked, query) {
+                (Some(asked), _) => {
+                    let mut out = String::new();
+                    for query in asked {
+                        out.push_str(&json!({ "tools": index.search(&query, limit) }).to_string());
+                        out.push('\n');
+                    }
+                    write_out(&mut std::io::stdout().lock(), out.trim_end_matches('\n'))?;
+                }
+                (None, query) => {
+                    let hits = index.search(query.as_deref().unwrap_or_default(), limit);
+                    match format {
+                        CheckFormat::Json => print_stdout(&pretty(&json!({ "tools": hits })))?,
+                        CheckFormat::Text => print_stdout(&search_table(&hits, terminal_width()))?,
+                    }
+                }
+            }
+            exit_without_freeing((registry, view, index));
+            Ok(ExitCode::SUCCESS)
+        }
         #[cfg(not(feature = "python"))]
         Command::Call { .. } => Err(without_python("call")),
         #[cfg(not(feature = "python"))]
@@ -398,8 +482,46 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing(registry);
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
+        Command::Audit { sources, host, format, deny_drift, baseline } => {
+            audit(&sources, &host, format, deny_drift, baseline.as_deref())
+        }
         Command::Profile { action } => profiles::run(action),
     }
+}
+
+/// `lcp audit` (SPEC §20): every tool of the sources and the config, the profile's
+/// when one is chosen.
+fn audit(
+    sources: &SourceArgs,
+    host: &HostArgs,
+    format: AuditFormat,
+    deny_drift: bool,
+    baseline: Option<&Path>,
+) -> Result<ExitCode, String> {
+    let baseline = match baseline {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|err| format!("{}: {err}", path.display()))?;
+            let value: Value = serde_json::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))?;
+            Some((path, value))
+        }
+        None => None,
+    };
+    let (registry, config, profile, _servers) = load_host_with(sources, host, Servers::Start)?;
+    print_diagnostics(registry.diagnostics());
+    let view = expose(&registry, &config, profile.as_ref())?;
+    let mut audit = crate::audit::audit(&view.registry, &config);
+    if let Some((path, value)) = baseline {
+        crate::audit::compare(&mut audit, &value).map_err(|err| format!("{}: {err}", path.display()))?;
+    }
+    let text = match format {
+        AuditFormat::Text => crate::audit::report::text(&audit, terminal_width()),
+        AuditFormat::Json => pretty(&crate::audit::report::json(&audit)),
+        AuditFormat::Sarif => pretty(&crate::audit::report::sarif(&audit)),
+    };
+    print_stdout(&text)?;
+    let drift = audit.has_drift();
+    exit_without_freeing((registry, view));
+    Ok(if deny_drift && drift { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// `--autonomy LEVEL`: one of [`runtime::Autonomy::NAMES`].
@@ -759,6 +881,41 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
     out
 }
 
+/// `lcp search`'s table: `TOOL  SCORE  LIBRARY  DESCRIPTION`, best first, narrowed to
+/// `width` as `lcp list`'s is; a line saying so when no tool matched.
+fn search_table(hits: &[crate::search::Hit], width: Option<usize>) -> String {
+    if hits.is_empty() {
+        return "no tool matches".to_string();
+    }
+    let mut rows = vec![["TOOL", "SCORE", "LIBRARY", "DESCRIPTION"].map(String::from)];
+    for hit in hits {
+        rows.push([
+            cell(&hit.name, Cut::End),
+            format!("{:.2}", hit.score),
+            cell(&hit.library, Cut::End),
+            cell(&hit.description, Cut::End),
+        ]);
+    }
+    if let Some(width) = width {
+        fit(&mut rows, width, &[(0, 16, Cut::End), (2, 10, Cut::End), (3, 12, Cut::End)]);
+    }
+    columns(&rows).trim_end().to_string()
+}
+
+/// The queries of `--queries FILE` (`-`: standard input), one a line, an empty line
+/// included (it is answered with no tools, so answers stay in line with queries).
+fn read_queries(file: &Path) -> Result<Vec<String>, String> {
+    let text = if file == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|err| format!("cannot read the queries from standard input: {err}"))?;
+        text
+    } else {
+        std::fs::read_to_string(file).map_err(|err| format!("{}: cannot read the queries: {err}", file.display()))?
+    };
+    Ok(text.lines().map(str::to_string).collect())
+}
+
 /// The prompts and resources of `registry` (SPEC §15), a table each after the tools'
 /// (`PROMPT  ARGUMENTS  SOURCE  DESCRIPTION`, `RESOURCE  URI  MIME TYPE  SOURCE
 /// DESCRIPTION`); empty when it has neither.
@@ -813,4 +970,3 @@ fn source_cell(library: &crate::extract::Library, tool: &crate::extract::Tool) -
         ref other => format!("{}:{}:{}", other.source(), library.path.display(), tool.line),
     }
 }
-

@@ -20,6 +20,7 @@
 //!   the MCP servers that are tool sources (SPEC §14); the only code that touches rmcp.
 //! - `defined`: the config's `[[tools]]` as libraries, read by §3's rules.
 //! - `testlane`: `lcp test`, each tool called once per representative payload (SPEC §13).
+//! - [`search`]: tool search over what a host shows (SPEC §21).
 //! - [`cli`]: the `lcp` command line (SPEC §7).
 //! - [`path_json`]: how a path (UTF-8 or not) is written in JSON, losslessly.
 //!   `suggest`: the names near a name an unknown one is told.
@@ -50,6 +51,7 @@ pub mod registry;
 pub mod runtime;
 pub mod scan;
 pub(crate) mod schema;
+pub mod search;
 pub(crate) mod shown;
 pub mod source;
 pub(crate) mod suggest;
