@@ -101,6 +101,11 @@ fn a_tool_returns_a_pydantic_model_a_dataclass_and_a_named_tuple_as_pydantic_dum
                "id": "00000000-0000-0000-0000-000000000005", "price": "1.50", "set": [3], "bytes": "AP8=",
                "path": "/a/b", "address": "192.0.2.1", "keys": {"red": 1}})
     );
+    // `lcp serve` gives the same structured content.
+    let steps = json!([crate::mcp::call("tool_named_tuple", json!({})), crate::mcp::call("tool_standard", json!({}))]);
+    let report = crate::mcp::session("legacy", "none", &["fixtures/new_user_types"], steps);
+    assert_eq!(report["results"][0]["structuredContent"], json!({"result": [1, "one"]}), "{report}");
+    assert_eq!(report["results"][1]["structuredContent"]["took"], "P1Y35DT1H1M1.5S", "{report}");
     let refused = on_every_path(&runtime, &registry, "tool_still_refused", json!({}));
     assert_eq!(
         refused["error"],
@@ -214,6 +219,15 @@ fn a_number_or_boolean_sent_as_a_string_is_taken_as_pydantic_lax_mode_does() {
         output("tool_nested", json!({"counts": ["1", 2, "+3"], "limits": {"a": "0.5"}})),
         Ok(json!({"counts": [["int", 1], ["int", 2], ["int", 3]], "limits": {"a": ["float", 0.5]}}))
     );
+    // `lcp serve`, as the MCP Inspector calls it.
+    let steps = json!([
+        crate::mcp::call("tool_kinds", json!({"count": "1", "flag": "true"})),
+        crate::mcp::call("tool_kinds", json!({"count": "1.5"}))
+    ]);
+    let report = crate::mcp::session("legacy", "none", &["fixtures/new_user_types"], steps);
+    let served = &report["results"][0]["structuredContent"];
+    assert_eq!((&served["count"], &served["flag"]), (&json!(["int", 1]), &json!(["bool", true])), "{report}");
+    crate::mcp::assert_error(&report["results"][1], &["`count`: expected integer or null, got string \"1.5\""]);
     assert_eq!(
         output("tool_nested", json!({"counts": "[\"4\"]", "limits": "{}"})),
         Ok(json!({"counts": [["int", 4]], "limits": {}}))
