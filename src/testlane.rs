@@ -1125,7 +1125,7 @@ impl Drop for Setups {
 /// its first line, with `…`; `--format json` has it whole); with a `width`, the
 /// columns are narrowed to fit it, the result first.
 pub fn table(outcomes: &[Outcome], width: Option<usize>) -> String {
-    use crate::cli::{Cut, cell, columns, fit};
+    use crate::table::{Cut, cell, columns, fit};
     let mut rows = vec![["TOOL", "SOURCE", "RESULT", "TIME"].map(String::from)];
     for outcome in outcomes {
         let result = match (&outcome.error, &outcome.unmet) {
