@@ -796,13 +796,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.bind_caller(&context)?;
-        // Without notifications, a file dropped a moment ago is seen only by looking;
-        // with them, a change just notified is waited for.
-        if !self.shared.notified.load(Ordering::Acquire) {
-            self.rescan().await;
-        } else {
-            self.settled().await;
-        }
+        // Every file change made before the request is in the list.
+        watch::before_listing(self).await;
         Ok(self.list().await)
     }
 
@@ -822,6 +817,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.bind_caller(&context)?;
+        watch::before_listing(self).await;
         let server = self.clone();
         let docs = tokio::task::spawn_blocking(move || server.view(&server.snapshot()).docs).await.unwrap_or_default();
         let mut resources: Vec<Resource> = docs
@@ -843,6 +839,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.bind_caller(&context)?;
+        watch::before_listing(self).await;
         Ok(self.list_templates_now().await)
     }
 
@@ -853,6 +850,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.bind_caller(&context)?;
+        watch::before_listing(self).await;
         Ok(self.list_prompts_now().await)
     }
 

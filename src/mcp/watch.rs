@@ -5,6 +5,10 @@
 //! A notification only says "look again": the registry's rescan decides what changed
 //! (size and modification time), so a spurious event costs one rescan and a burst of
 //! events (an editor saving, a checkout) is one rescan after it settles.
+//!
+//! A listing does not wait for a notification: a change made just before the request
+//! may not have been notified yet, so the folders are looked at first
+//! ([`before_listing`]), and every change made before the request is in the list.
 
 use std::path::Path;
 use std::time::Duration;
@@ -59,6 +63,15 @@ pub async fn watch(server: Server) {
         server.set_change_pending(false);
     }
     drop(watcher);
+}
+
+/// Before a listing (tools, prompts, resources, templates): the served folders as they
+/// are now. A rescan the watcher has begun is waited for, then the folders are looked
+/// at (a walk and a `stat` per file when nothing changed; only changed files are read),
+/// since a change may be made a moment before the request and notified after it.
+pub(super) async fn before_listing(server: &Server) {
+    server.settled().await;
+    server.rescan().await;
 }
 
 async fn poll(server: Server) {

@@ -26,3 +26,43 @@ fn a_session_ended_by_its_client_is_answered_200() {
     let (status, _, _) = post_as(&[("mcp-protocol-version", "2025-06-18")], &server.url, None, Some(&session), list);
     assert_eq!(status, 404);
 }
+
+/// A 2026-07-28 request (no session) to `url`; its JSON-RPC answer.
+fn request(url: &str, method: &str) -> serde_json::Value {
+    let message = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+    let (status, _, answer) = post_as(&headers, url, None, None, message);
+    assert_eq!(status, 200, "{method}: {answer}");
+    answer
+}
+
+fn names(answer: &serde_json::Value, list: &str, key: &str) -> Vec<String> {
+    let items = answer["result"][list].as_array().cloned().unwrap_or_default();
+    items.iter().filter_map(|item| item[key].as_str().map(str::to_string)).collect()
+}
+
+#[test]
+fn a_listing_right_after_a_file_is_dropped_shows_it() {
+    let dir = crate::support::temp_dir("listing-after-drop");
+    std::fs::write(dir.join("first.py"), "def tool_first() -> int:\n    \"\"\"One.\"\"\"\n    return 1\n").unwrap();
+    let server = HttpServer::start(&[dir.to_str().unwrap()]);
+    // Past the moment the folders are watched: the watcher, not a poll, sees changes.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    for round in 0..10 {
+        let text = format!(
+            "TOOL_RESOURCES = {{\"resource_note_{round}\": {{\"uri\": \"notes://{round}\"}}}}\n\n\
+             def tool_dropped_{round}() -> int:\n    \"\"\"Dropped.\"\"\"\n    return {round}\n\n\
+             def prompt_dropped_{round}() -> str:\n    \"\"\"Dropped.\"\"\"\n    return 'hi'\n\n\
+             def resource_note_{round}() -> str:\n    \"\"\"Dropped.\"\"\"\n    return 'note'\n"
+        );
+        std::fs::write(dir.join(format!("dropped_{round}.py")), text).unwrap();
+        let tools = names(&request(&server.url, "tools/list"), "tools", "name");
+        assert!(tools.contains(&format!("tool_dropped_{round}")), "round {round}: {tools:?}");
+        let prompts = names(&request(&server.url, "prompts/list"), "prompts", "name");
+        assert!(prompts.contains(&format!("prompt_dropped_{round}")), "round {round}: {prompts:?}");
+        let resources = names(&request(&server.url, "resources/list"), "resources", "uri");
+        assert!(resources.contains(&format!("notes://{round}")), "round {round}: {resources:?}");
+    }
+}
