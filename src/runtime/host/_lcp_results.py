@@ -3,8 +3,10 @@
 Loaded once as ``_lcp_results``. It owns the reply every entry point gives Rust,
 ``{"outcome", "output", "error"?, "traceback"?}``, with the outcome said here where it
 is known (``returned``, ``reported``, ``raised``, ``refused``, ``invalid``,
-``timed_out``, ``out_of_memory``); a value as JSON data, or what JSON cannot carry and
-where; an exception's message and its traceback without lcp's own frames.
+``timed_out``, ``out_of_memory``); a value as the JSON data pydantic dumps it to
+(models, dataclasses, ``NamedTuple``, enums, the ``datetime`` family, …, without
+importing pydantic), or what JSON cannot carry and where; an exception's message and
+its traceback without lcp's own frames.
 Never: runs tool code.
 """
 
