@@ -97,6 +97,12 @@ fn sdk_members_server(name: &str, folder: &std::path::Path, mark: &str) -> Strin
          def prompt_greet(name: str) -> str:\n    \"\"\"Greets from the server.\"\"\"\n    return f'server greets {name}'\n\n\
          @server.resource('notes://today')\n\
          def today() -> str:\n    \"\"\"Today's notes, from the server.\"\"\"\n    return 'server notes'\n\n\
+         @server.tool()\n\
+         async def add_prompt(ctx: Context) -> str:\n    \"\"\"Adds the prompt `prompt_added` and says the prompts changed.\"\"\"\n    \
+         def prompt_added() -> str:\n        \"\"\"Added while running.\"\"\"\n        return 'added'\n    \
+         server.prompt()(prompt_added)\n    \
+         await ctx.session.send_prompt_list_changed()\n    \
+         return 'added'\n\n\
          if __name__ == '__main__':\n    server.run()\n",
     );
     format!(
@@ -229,5 +235,26 @@ fn a_sampling_results_model_reaches_the_server_as_the_client_gave_it() {
         assert!(said.contains("\"model\": \"test-model\""), "{mode}: {said}");
         assert!(said.contains("hi from the model"), "{mode}: {said}");
     }
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
+#[test]
+fn an_upstream_prompts_list_changed_has_the_server_listed_again() {
+    let mark = "members-list-changed";
+    let dir = temp_dir(mark);
+    let config = servers_config(mark, &sdk_members_server("notes", &dir, mark));
+    let steps = json!([
+        "prompts",
+        {"call": "add_prompt", "arguments": {}},
+        // No resource is updated: a wait for the server's list to be read again.
+        {"updated": "none://nothing", "seconds": 3},
+        "prompts",
+        {"prompt": "prompt_added", "arguments": {}},
+    ]);
+    let report = session_with("legacy", &[], &["--config", &config, &empty_folder(mark)], steps);
+    let results = report["results"].as_array().unwrap();
+    assert!(!names(&results[0], "prompts", "name").contains(&"prompt_added"), "{}", results[0]);
+    assert!(names(&results[3], "prompts", "name").contains(&"prompt_added"), "{}", results[3]);
+    assert_eq!(results[4]["messages"][0]["content"]["text"], "added", "{}", results[4]);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
