@@ -33,6 +33,7 @@
 
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod default_tools;

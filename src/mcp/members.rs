@@ -5,7 +5,8 @@
 //! docs, which `mod.rs` serves), `resources/subscribe` and `completion/complete`, and
 //! turning what a prompt or resource function returned into MCP's shapes. A prompt or
 //! resource runs through the runtime as a tool does, on a blocking thread, after the
-//! view admitted it (profile names, policy). Must never: run one the view did not
+//! view admitted it (profile names, policy); an MCP server's is forwarded there and
+//! its answer relayed as the server sent it, and its completion asked of the server. Must never: run one the view did not
 //! admit, or turn a value it cannot show into an empty answer without saying why.
 
 use std::collections::HashSet;

@@ -3,9 +3,13 @@
 //! Owns connecting to each configured server (its command over stdio, in a process
 //! group of its own, or its Streamable HTTP endpoint), listing its tools as libraries of the registry
 //! ([`Origin::Mcp`]: full input and output schemas, description, annotations, a grade
-//! from the annotations under the per-tool tables), and forwarding calls, whose
+//! from the annotations under the per-tool tables), with its prompts, resources and
+//! resource templates (`members.rs`), and forwarding calls, prompts and reads, whose
 //! results go back as the server sent them ([`Outcome::Relayed`]): over rmcp's client
-//! session, or, for a server on plain `http://`, the short way (`forward.rs`). Servers start in
+//! session, or, for a tool of a server on plain `http://`, the short way (`forward.rs`);
+//! completion and resource subscriptions are requests of lcp's own to the server that
+//! serves the prompt or URI, and its `resources/updated` and `list_changed` reach
+//! [`Upstreams::on_update`] and [`Upstreams::on_change`]. Servers start in
 //! parallel, each within its `startup_timeout`; one that fails is skipped with one
 //! diagnostic naming it and why, and the others are unaffected. A server that dies
 //! is started again on the next call of one of its tools. Every server is ended

@@ -1,0 +1,374 @@
+//! `lcp audit` (SPEC §20): what each tool's code can do, read from its source and
+//! the library's own functions (never run), checked against what it declares.
+//!
+//! - `graph`: a library folder as a call graph, each node with what its own code
+//!   does;
+//! - `tables`: what calls into the standard library and common packages do;
+//! - `report`: the JSON, SARIF and text forms, drift and baselines.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::config::Config;
+use crate::extract::{Library, Origin, Tool};
+use crate::policy::Declared;
+use crate::registry::Registry;
+
+mod graph;
+pub mod report;
+mod tables;
+
+/// What a tool's code can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Capability {
+    /// Sockets and every client on them.
+    Network,
+    /// Reading files or folders.
+    FsRead,
+    /// Writing, creating, deleting or changing files or folders.
+    FsWrite,
+    /// Starting or signalling processes.
+    Subprocess,
+    /// Native code or memory: `ctypes`, `cffi`, `mmap`.
+    Native,
+    /// The environment's variables.
+    Env,
+    /// Code static reading cannot bound: `eval`, imports by computed name, unpickling.
+    Dynamic,
+}
+
+impl Capability {
+    /// Every capability, in the order reports list them.
+    pub const ALL: [Capability; 7] = [
+        Capability::Network,
+        Capability::FsRead,
+        Capability::FsWrite,
+        Capability::Subprocess,
+        Capability::Native,
+        Capability::Env,
+        Capability::Dynamic,
+    ];
+
+    /// Its name in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Network => "network",
+            Capability::FsRead => "fs_read",
+            Capability::FsWrite => "fs_write",
+            Capability::Subprocess => "subprocess",
+            Capability::Native => "native",
+            Capability::Env => "env",
+            Capability::Dynamic => "dynamic",
+        }
+    }
+
+    /// The capability of this name.
+    pub fn named(name: &str) -> Option<Capability> {
+        Capability::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+}
+
+/// Where a capability is exercised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// The file of the call.
+    pub file: String,
+    /// Its line.
+    pub line: u32,
+    /// What was called, as its module names it (`subprocess.run`, `.write_text()`).
+    pub via: String,
+    /// The functions from the tool down to the one holding the call.
+    pub chain: Vec<String>,
+    /// Whether it deletes (or truncates) what was there.
+    pub deletes: bool,
+}
+
+/// A declaration the code does not keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// `read_only`, `open_world` or `destructive`.
+    pub declaration: &'static str,
+    /// The capability that breaks it.
+    pub capability: Capability,
+    /// Where.
+    pub evidence: Evidence,
+}
+
+/// One tool's audit.
+#[derive(Debug, Clone)]
+pub struct ToolAudit {
+    /// The tool's name.
+    pub name: String,
+    /// Its library (`TOOL_LIBRARY_NAME`, else the file's stem).
+    pub library: String,
+    /// Where it is defined.
+    pub file: String,
+    /// The line of its `def` (or config entry).
+    pub line: u32,
+    /// Each capability with its evidence, first the nearest to the tool.
+    pub capabilities: BTreeMap<Capability, Vec<Evidence>>,
+    /// Calls lcp cannot see into: dotted names of packages without a table,
+    /// `mcp:<server>` for a server's tools.
+    pub unknown: Vec<String>,
+    /// What it declares (the config's `[tool_policies]` laid over its library's).
+    pub declared: Declared,
+    /// Declarations its code does not keep.
+    pub drift: Vec<Drift>,
+    /// What it gained since the baseline, when one was given.
+    pub gained: Option<BTreeMap<Capability, Vec<Evidence>>>,
+}
+
+/// The audit of every tool.
+#[derive(Debug, Clone, Default)]
+pub struct Audit {
+    /// The tools, in the registry's order.
+    pub tools: Vec<ToolAudit>,
+    /// Files whose code could not be read: `(file, why)`.
+    pub unreadable: Vec<(String, String)>,
+}
+
+impl Audit {
+    /// Whether any tool drifts from its declarations.
+    pub fn has_drift(&self) -> bool {
+        self.tools.iter().any(|t| !t.drift.is_empty())
+    }
+}
+
+/// Audits every tool of `registry`, with the declarations `config` gives them.
+pub fn audit(registry: &Registry, config: &Config) -> Audit {
+    let mut packages: HashMap<PathBuf, graph::Package> = HashMap::new();
+    let mut audit = Audit::default();
+    for (library, tool) in registry.tools() {
+        let declared = config.declared(tool);
+        let mut entry = ToolAudit {
+            name: tool.name.clone(),
+            library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
+            file: shown(&library.path),
+            line: tool.line,
+            capabilities: BTreeMap::new(),
+            unknown: Vec::new(),
+            declared,
+            drift: Vec::new(),
+            gained: None,
+        };
+        match &library.origin {
+            Origin::File => {
+                let files = package_files(library);
+                let key = files.first().cloned().unwrap_or_else(|| library.path.clone());
+                let package = packages.entry(key).or_insert_with(|| graph::analyse(&files));
+                inferred(package, &library.path, &tool.name, &mut entry);
+            }
+            Origin::Config { module, function, path, .. } => match module_file(module, path) {
+                Some(file) => {
+                    let files = folder_files(file.parent().unwrap_or(Path::new(".")));
+                    let key = files.first().cloned().unwrap_or_else(|| file.clone());
+                    let package = packages.entry(key).or_insert_with(|| graph::analyse(&files));
+                    inferred(package, &file, function, &mut entry);
+                }
+                None => from_table(&format!("{module}.{function}"), library, tool, &mut entry),
+            },
+            Origin::Mcp { server } => entry.unknown.push(format!("mcp:{server}")),
+            Origin::Virtual => entry.unknown.push("virtual".into()),
+        }
+        entry.drift = drift(&entry.declared, &entry.capabilities);
+        audit.tools.push(entry);
+    }
+    let mut unreadable: Vec<(String, String)> =
+        packages.values().flat_map(|p| p.unreadable.iter().map(|(path, why)| (shown(path), why.clone()))).collect();
+    unreadable.sort();
+    audit.unreadable = unreadable;
+    audit
+}
+
+/// A path as reports show it.
+fn shown(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// The files read with a library's: its folder's `*.py` when it is in a library
+/// folder (its siblings, which relative imports reach), else itself.
+fn package_files(library: &Library) -> Vec<PathBuf> {
+    match &library.package {
+        Some(folder) => {
+            let mut files = folder_files(folder);
+            if !files.contains(&library.path) {
+                files.push(library.path.clone());
+            }
+            files
+        }
+        None => vec![library.path.clone()],
+    }
+}
+
+fn folder_files(folder: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "py") && path.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// A `[[tools]]` entry's module file, looked for where a call looks first.
+fn module_file(module: &str, path: &[PathBuf]) -> Option<PathBuf> {
+    let relative: PathBuf = module.split('.').collect();
+    path.iter().find_map(|folder| {
+        let file = folder.join(&relative).with_extension("py");
+        let init = folder.join(&relative).join("__init__.py");
+        [file, init].into_iter().find(|f| f.is_file())
+    })
+}
+
+/// A `[[tools]]` entry whose module is not a file of the config's path: the
+/// standard library's or a package's function, by its table.
+fn from_table(dotted: &str, library: &Library, tool: &Tool, entry: &mut ToolAudit) {
+    let evidence = |deletes| Evidence {
+        file: shown(&library.path),
+        line: tool.line,
+        via: dotted.to_string(),
+        chain: vec![tool.name.clone()],
+        deletes,
+    };
+    match tables::lookup(dotted) {
+        Some(tables::Entry::Pure) => {}
+        Some(tables::Entry::Can(capabilities)) => {
+            for &capability in capabilities {
+                entry.capabilities.entry(capability).or_default().push(evidence(false));
+            }
+        }
+        Some(tables::Entry::Deletes) => entry.capabilities.entry(Capability::FsWrite).or_default().push(evidence(true)),
+        Some(tables::Entry::OpenMode) => {
+            entry.capabilities.entry(Capability::FsWrite).or_default().push(evidence(false))
+        }
+        None => entry.unknown.push(dotted.to_string()),
+    }
+}
+
+/// The capabilities and unknown calls reachable from the function `name` of the
+/// module at `path`, each with the chain that reaches it (the shortest).
+fn inferred(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolAudit) {
+    let Some(module) = package.module(path) else {
+        let why = package.unreadable.iter().find(|(p, _)| p == path).map_or("not read", |(_, why)| why.as_str());
+        entry.unknown.push(format!("unreadable:{}: {why}", shown(path)));
+        return;
+    };
+    let Some(&start) = package.modules[module].functions.get(name) else {
+        entry.unknown.push(format!("unresolved:{name}"));
+        return;
+    };
+    let mut parent: HashMap<usize, usize> = HashMap::new();
+    let mut order = vec![start];
+    let mut queue = VecDeque::from([start]);
+    parent.insert(start, start);
+    let init = package.modules[module].init;
+    while let Some(at) = queue.pop_front() {
+        let mut next: Vec<usize> = package.nodes[at].edges.clone();
+        if at == start {
+            next.push(init);
+        }
+        for to in next {
+            if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(to) {
+                slot.insert(at);
+                order.push(to);
+                queue.push_back(to);
+            }
+        }
+    }
+    let chain = |mut at: usize| {
+        let mut names = vec![package.display(at, module)];
+        while parent[&at] != at {
+            at = parent[&at];
+            names.push(package.display(at, module));
+        }
+        let last = names.len() - 1;
+        names[last] = name.to_string();
+        names.reverse();
+        names
+    };
+    for &at in &order {
+        let node = &package.nodes[at];
+        let file = shown(&package.modules[node.module].path);
+        for effect in &node.effects {
+            let found = entry.capabilities.entry(effect.capability).or_default();
+            let duplicate = found.iter().any(|e| e.file == file && e.line == effect.line && e.via == effect.via);
+            if !duplicate {
+                found.push(Evidence {
+                    file: file.clone(),
+                    line: effect.line,
+                    via: effect.via.clone(),
+                    chain: chain(at),
+                    deletes: effect.deletes,
+                });
+            }
+        }
+        for (dotted, _) in &node.unknown {
+            if !entry.unknown.contains(dotted) {
+                entry.unknown.push(dotted.clone());
+            }
+        }
+    }
+    entry.unknown.sort();
+}
+
+/// The declarations `capabilities` break (SPEC §20): `read_only` with writes or
+/// processes, `open_world: false` with the network, `destructive: false` with
+/// deletions. An undeclared key claims nothing, so nothing breaks it.
+pub fn drift(declared: &Declared, capabilities: &BTreeMap<Capability, Vec<Evidence>>) -> Vec<Drift> {
+    let mut found = Vec::new();
+    let mut add = |declaration: &'static str, capability: Capability, only_deletions: bool| {
+        let evidence = capabilities.get(&capability).into_iter().flatten().find(|e| !only_deletions || e.deletes);
+        if let Some(evidence) = evidence {
+            found.push(Drift { declaration, capability, evidence: evidence.clone() });
+        }
+    };
+    if declared.read_only == Some(true) {
+        add("read_only", Capability::FsWrite, false);
+        add("read_only", Capability::Subprocess, false);
+    }
+    if declared.open_world == Some(false) {
+        add("open_world", Capability::Network, false);
+    }
+    if declared.destructive == Some(false) {
+        add("destructive", Capability::FsWrite, true);
+    }
+    found
+}
+
+/// Marks what each tool gained since `baseline` (an earlier `lcp audit --format
+/// json`): each capability it has now that it had not then, with its evidence; a
+/// tool the baseline does not have gained all of its. Fails on a baseline that is
+/// not such a document.
+pub fn compare(audit: &mut Audit, baseline: &Value) -> Result<(), String> {
+    let tools =
+        baseline["tools"].as_array().ok_or("the baseline has no `tools` list (is it `lcp audit --format json`?)")?;
+    let mut before: HashMap<&str, Vec<Capability>> = HashMap::new();
+    for tool in tools {
+        let name = tool["name"].as_str().ok_or("a tool of the baseline has no `name`")?;
+        let had = tool["capabilities"].as_object().map(Map::keys).into_iter().flatten();
+        before.insert(name, had.filter_map(|c| Capability::named(c)).collect());
+    }
+    for tool in &mut audit.tools {
+        let had = before.get(tool.name.as_str());
+        let gained: BTreeMap<Capability, Vec<Evidence>> = tool
+            .capabilities
+            .iter()
+            .filter(|(c, _)| had.is_none_or(|had| !had.contains(c)))
+            .map(|(c, e)| (*c, e.clone()))
+            .collect();
+        tool.gained = Some(gained);
+    }
+    Ok(())
+}
+
+/// Evidence as JSON: `{"file", "line", "via", "chain"}`.
+pub(crate) fn evidence_json(evidence: &Evidence) -> Value {
+    json!({"file": evidence.file, "line": evidence.line, "via": evidence.via, "chain": evidence.chain})
+}
+
+#[cfg(test)]
+mod tests;
