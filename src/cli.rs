@@ -216,6 +216,22 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         venv: Option<PathBuf>,
     },
+    /// What each tool's code can do (network, files, processes, ...), read from its
+    /// source, and where that breaks what it declares; exit 1 on drift with --deny-drift.
+    Audit {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[command(flatten)]
+        host: HostArgs,
+        #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+        format: AuditFormat,
+        /// Exit 1 when a tool's code breaks one of its declarations.
+        #[arg(long)]
+        deny_drift: bool,
+        /// An earlier `lcp audit --format json`: report what each tool gained since.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+    },
     /// List, show or create profiles: named selections of tools.
     Profile {
         #[command(subcommand)]
@@ -313,6 +329,14 @@ struct SourceArgs {
     /// An explicit tool file; may be repeated.
     #[arg(long = "file", value_name = "FILE")]
     files: Vec<PathBuf>,
+}
+
+/// `lcp audit --format`.
+#[derive(Clone, Copy, ValueEnum)]
+enum AuditFormat {
+    Text,
+    Json,
+    Sarif,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -482,8 +506,46 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing(registry);
             Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
+        Command::Audit { sources, host, format, deny_drift, baseline } => {
+            audit(&sources, &host, format, deny_drift, baseline.as_deref())
+        }
         Command::Profile { action } => profiles::run(action),
     }
+}
+
+/// `lcp audit` (SPEC §20): every tool of the sources and the config, the profile's
+/// when one is chosen.
+fn audit(
+    sources: &SourceArgs,
+    host: &HostArgs,
+    format: AuditFormat,
+    deny_drift: bool,
+    baseline: Option<&Path>,
+) -> Result<ExitCode, String> {
+    let baseline = match baseline {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|err| format!("{}: {err}", path.display()))?;
+            let value: Value = serde_json::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))?;
+            Some((path, value))
+        }
+        None => None,
+    };
+    let (registry, config, profile, _servers) = load_host_with(sources, host, Servers::Start)?;
+    print_diagnostics(registry.diagnostics());
+    let view = expose(&registry, &config, profile.as_ref())?;
+    let mut audit = crate::audit::audit(&view.registry, &config);
+    if let Some((path, value)) = baseline {
+        crate::audit::compare(&mut audit, &value).map_err(|err| format!("{}: {err}", path.display()))?;
+    }
+    let text = match format {
+        AuditFormat::Text => crate::audit::report::text(&audit, terminal_width()),
+        AuditFormat::Json => pretty(&crate::audit::report::json(&audit)),
+        AuditFormat::Sarif => pretty(&crate::audit::report::sarif(&audit)),
+    };
+    print_stdout(&text)?;
+    let drift = audit.has_drift();
+    exit_without_freeing((registry, view));
+    Ok(if deny_drift && drift { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// `--autonomy LEVEL`: one of [`runtime::Autonomy::NAMES`].

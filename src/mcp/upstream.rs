@@ -1192,6 +1192,8 @@ async fn list_members(peer: &Peer<RoleClient>) -> Members {
     ) -> Vec<Value> {
         match items {
             Ok(items) => items.iter().filter_map(|item| serde_json::to_value(item).ok()).collect(),
+            // A server that has no such list (a server with resources and no templates).
+            Err(ServiceError::McpError(err)) if err.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND => Vec::new(),
             Err(err) => {
                 problems.push(format!("listing its {what} failed: {err}"));
                 Vec::new()
