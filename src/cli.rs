@@ -239,22 +239,6 @@ enum Command {
     },
 }
 
-    /// What each tool's code can do (network, files, processes, ...), read from its
-    /// source, and where that breaks what it declares; exit 1 on drift with --deny-drift.
-    Audit {
-        #[command(flatten)]
-        sources: SourceArgs,
-        #[command(flatten)]
-        host: HostArgs,
-        #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
-        format: AuditFormat,
-        /// Exit 1 when a tool's code breaks one of its declarations.
-        #[arg(long)]
-        deny_drift: bool,
-        /// An earlier `lcp audit --format json`: report what each tool gained since.
-        #[arg(long, value_name = "FILE")]
-        baseline: Option<PathBuf>,
-    },
 #[derive(Subcommand)]
 enum ProfileAction {
     /// Every profile of the config file and of `kits/`: name, tools, grade, description.
@@ -346,14 +330,6 @@ enum CheckFormat {
 }
 
 /// Runs the command line and returns the process exit code.
-/// `lcp audit --format`.
-#[derive(Clone, Copy, ValueEnum)]
-enum AuditFormat {
-    Text,
-    Json,
-    Sarif,
-}
-
 pub fn main() -> ExitCode {
     #[cfg(feature = "python")]
     if runtime::worker::is_worker_invocation() {
@@ -559,48 +535,10 @@ fn without_python(command: &str) -> String {
     format!(
         "`lcp {command}` runs Python tools, and this lcp was built without the `python` feature \
          (`cargo build --no-default-features`); build it with the feature (the default) to run tools"
-        Command::Audit { sources, host, format, deny_drift, baseline } => {
-            audit(&sources, &host, format, deny_drift, baseline.as_deref())
-        }
     )
 }
 
 /// The registry, the config (from `--config`, else none) and the profile chosen.
-/// `lcp audit` (SPEC §20): every tool of the sources and the config, the profile's
-/// when one is chosen.
-fn audit(
-    sources: &SourceArgs,
-    host: &HostArgs,
-    format: AuditFormat,
-    deny_drift: bool,
-    baseline: Option<&Path>,
-) -> Result<ExitCode, String> {
-    let baseline = match baseline {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|err| format!("{}: {err}", path.display()))?;
-            let value: Value = serde_json::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))?;
-            Some((path, value))
-        }
-        None => None,
-    };
-    let (registry, config, profile, _servers) = load_host_with(sources, host, Servers::Start)?;
-    print_diagnostics(registry.diagnostics());
-    let view = expose(&registry, &config, profile.as_ref())?;
-    let mut audit = crate::audit::audit(&view.registry, &config);
-    if let Some((path, value)) = baseline {
-        crate::audit::compare(&mut audit, &value).map_err(|err| format!("{}: {err}", path.display()))?;
-    }
-    let text = match format {
-        AuditFormat::Text => crate::audit::report::text(&audit, terminal_width()),
-        AuditFormat::Json => pretty(&crate::audit::report::json(&audit)),
-        AuditFormat::Sarif => pretty(&crate::audit::report::sarif(&audit)),
-    };
-    print_stdout(&text)?;
-    let drift = audit.has_drift();
-    exit_without_freeing((registry, view));
-    Ok(if deny_drift && drift { ExitCode::from(1) } else { ExitCode::SUCCESS })
-}
-
 /// A config file or profile that cannot be read is a usage error naming where.
 fn load_host(sources: &SourceArgs, host: &HostArgs) -> Result<(Registry, Config, Option<Profile>), String> {
     let (registry, config, profile, _) = load_host_with(sources, host, Servers::Static)?;
