@@ -1,0 +1,208 @@
+//! SPEC §20: `lcp audit`, through the binary. `fixtures/audit/`: `transitive/` (a
+//! library folder: helpers in a sibling module, aliases, a dispatch table, a partial,
+//! a decorator, a class), `pure/`, `drift/` (declarations the code breaks, docstrings
+//! that say otherwise), `unknown/` (packages without a table), `misc/` (a tool per
+//! capability), `config/` (`[[tools]]` entries). The inference rules themselves are
+//! unit tests in `src/audit/tests.rs`.
+
+use serde_json::Value;
+
+use crate::support::*;
+
+fn audit_json(args: &[&str]) -> Value {
+    let mut all = vec!["audit", "--format", "json"];
+    all.extend(args);
+    let output = lcp(&all);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    stdout_json(&output)
+}
+
+fn tool<'v>(audit: &'v Value, name: &str) -> &'v Value {
+    audit["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name}"))
+}
+
+fn capability_names(tool: &Value) -> Vec<&str> {
+    tool["capabilities"].as_object().unwrap().keys().map(String::as_str).collect()
+}
+
+#[test]
+fn a_network_call_in_a_sibling_helper_two_calls_deep_is_found_with_its_chain() {
+    let audit = audit_json(&["fixtures/audit"]);
+    let fetch = tool(&audit, "tool_fetch");
+    assert_eq!(fetch["library"], "transitive");
+    let network = &fetch["capabilities"]["network"][0];
+    assert_eq!(network["file"], "fixtures/audit/transitive/_helpers.py");
+    assert_eq!(network["line"], 11);
+    assert_eq!(network["via"], "requests.get");
+    assert_eq!(network["chain"], serde_json::json!(["tool_fetch", "_helpers.download", "_helpers._get"]));
+    assert_eq!(capability_names(fetch), ["network"]);
+}
+
+#[test]
+fn every_transitive_form_of_the_fixture_is_followed() {
+    let audit = audit_json(&["fixtures/audit"]);
+    let expected: &[(&str, &[&str])] = &[
+        ("tool_fetch_via_module", &["network"]),
+        ("tool_list_processes", &["subprocess"]),
+        ("tool_run_check", &["subprocess"]),
+        ("tool_dispatch", &["fs_write"]),
+        ("tool_describe", &[]),
+        ("tool_later", &["fs_write"]),
+        ("tool_add_one", &["fs_write"]),
+        ("tool_save", &["fs_write"]),
+        ("tool_word_count", &[]),
+        ("tool_hypotenuse", &[]),
+        ("tool_evaluate", &["dynamic"]),
+        ("tool_plugin", &["dynamic"]),
+        ("tool_attribute", &["dynamic"]),
+        ("tool_restore", &["dynamic"]),
+        ("tool_home", &["env"]),
+        ("tool_setting", &["fs_read", "env"]),
+        ("tool_pid", &["native"]),
+        ("tool_map", &["fs_read", "native"]),
+        ("tool_read", &["fs_read"]),
+        ("tool_write", &["fs_write"]),
+        ("tool_connect", &["network"]),
+        ("tool_listing", &["fs_read"]),
+    ];
+    for (name, capabilities) in expected {
+        assert_eq!(capability_names(tool(&audit, name)), *capabilities, "{name}");
+    }
+    let run = &tool(&audit, "tool_run_check")["capabilities"]["subprocess"][0];
+    assert_eq!(run["via"], "os.system", "`from os import system as run` is os.system");
+}
+
+#[test]
+fn an_unknown_package_call_is_listed_not_taken_as_pure() {
+    let audit = audit_json(&["fixtures/audit/unknown"]);
+    assert_eq!(tool(&audit, "tool_convert")["unknown"], serde_json::json!(["acme_vendor_sdk.convert"]));
+    assert_eq!(tool(&audit, "tool_send")["unknown"], serde_json::json!(["northwind.client.Client"]));
+}
+
+#[test]
+fn a_read_only_tool_that_writes_is_drift_and_deny_drift_exits_1() {
+    let output = lcp(&["audit", "fixtures/audit/drift", "--deny-drift", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let audit = stdout_json(&output);
+    let tidy = tool(&audit, "tool_tidy");
+    let drift: Vec<(&str, &str)> = tidy["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["declaration"].as_str().unwrap(), d["capability"].as_str().unwrap()))
+        .collect();
+    assert_eq!(drift, [("read_only", "fs_write"), ("destructive", "fs_write")]);
+    assert_eq!(tidy["drift"][0]["line"], 25);
+    assert_eq!(tidy["declared"]["read_only"], true);
+    assert_eq!(tool(&audit, "tool_peek")["drift"][0]["declaration"], "open_world");
+    assert_eq!(tool(&audit, "tool_file_size")["drift"], serde_json::json!([]));
+
+    let plain = lcp(&["audit", "fixtures/audit/drift"]);
+    assert_eq!(plain.status.code(), Some(0), "without --deny-drift, drift is reported, not failed");
+    let text = String::from_utf8_lossy(&plain.stdout);
+    assert!(text.contains("drift: `tool_tidy` declares read_only but"), "{text}");
+
+    let clean = lcp(&["audit", "fixtures/audit/pure", "--deny-drift"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stdout));
+}
+
+#[test]
+fn a_config_tool_is_audited_from_its_module_or_by_its_table() {
+    let audit = audit_json(&["fixtures/audit/pure", "--config", "fixtures/audit/config/lcp.toml"]);
+    assert_eq!(capability_names(tool(&audit, "file_size")), ["fs_read"]);
+    let wipe = tool(&audit, "wipe");
+    assert_eq!(capability_names(wipe), ["fs_read", "fs_write"]);
+    assert_eq!(wipe["capabilities"]["fs_write"][0]["chain"], serde_json::json!(["wipe"]));
+    assert_eq!(wipe["drift"][0]["declaration"], "read_only");
+    assert_eq!(tool(&audit, "notify")["unknown"], serde_json::json!(["vendorpkg.api.send"]));
+}
+
+#[test]
+fn a_baseline_reports_what_a_change_gained() {
+    let folder = std::env::temp_dir().join(format!("lcp-audit-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let baseline = folder.join("before.json");
+    let before = serde_json::json!({"tools": [
+        {"name": "tool_fetch", "capabilities": {}},
+        {"name": "tool_list_processes", "capabilities": {"subprocess": []}},
+    ]});
+    std::fs::write(&baseline, before.to_string()).unwrap();
+    let baseline = baseline.to_str().unwrap();
+
+    let output = lcp(&["audit", "fixtures/audit", "--baseline", baseline]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("`tool_fetch` gained `network` at fixtures/audit/transitive/_helpers.py:11"), "{text}");
+    assert!(!text.contains("`tool_list_processes` gained"), "{text}");
+
+    let audit = audit_json(&["fixtures/audit", "--baseline", baseline]);
+    assert_eq!(tool(&audit, "tool_fetch")["gained"]["network"][0]["line"], 11);
+    assert_eq!(tool(&audit, "tool_list_processes")["gained"], serde_json::json!({}));
+
+    std::fs::write(folder.join("bad.json"), "{\"not\": 1}").unwrap();
+    let bad = lcp(&["audit", "fixtures/audit", "--baseline", folder.join("bad.json").to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+#[test]
+fn sarif_output_is_valid_2_1_0_shape() {
+    let output = lcp(&["audit", "fixtures/audit", "--format", "sarif"]);
+    assert!(output.status.success());
+    let sarif = stdout_json(&output);
+    assert_eq!(sarif["version"], "2.1.0");
+    assert!(sarif["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let run = &sarif["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "lcp audit");
+    let rules: Vec<&str> =
+        run["tool"]["driver"]["rules"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let mut unique = rules.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), rules.len(), "rule ids are unique");
+    let results = run["results"].as_array().unwrap();
+    assert!(results.iter().any(|r| r["ruleId"] == "drift/read_only" && r["level"] == "error"));
+    assert!(results.iter().any(|r| r["ruleId"] == "unknown" && r["level"] == "warning"));
+    for result in results {
+        assert!(rules.contains(&result["ruleId"].as_str().unwrap()), "{result}");
+        assert!(["note", "warning", "error"].contains(&result["level"].as_str().unwrap()));
+        assert!(!result["message"]["text"].as_str().unwrap().is_empty());
+        let location = &result["locations"][0]["physicalLocation"];
+        let uri = location["artifactLocation"]["uri"].as_str().unwrap();
+        assert!(uri.starts_with("fixtures/audit/") && !uri.contains('\\'), "{uri}");
+        assert!(location["region"]["startLine"].as_u64().unwrap() >= 1);
+    }
+}
+
+#[test]
+fn the_text_table_fits_the_terminal_width() {
+    let output = lcp_with_env(&["audit", "fixtures/audit"], &[("COLUMNS", "90")]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let table: Vec<&str> = text.lines().take_while(|line| !line.starts_with("drift:")).collect();
+    assert!(table[0].starts_with("TOOL"), "{text}");
+    for line in &table {
+        assert!(line.chars().count() <= 90, "{line}");
+    }
+}
+
+#[test]
+fn the_built_in_tools_have_no_unknown_call_and_drift_only_where_one_helper_opens_both_ways() {
+    let audit = audit_json(&[]);
+    for tool in audit["tools"].as_array().unwrap() {
+        assert_eq!(tool["unknown"], serde_json::json!([]), "{}", tool["name"]);
+        let drift = tool["drift"].as_array().unwrap();
+        if tool["library"] == "SQLite Database" && tool["declared"]["read_only"] == true {
+            // `_connect` opens read-only or read-write by its `read_only` argument: the
+            // audit does not follow arguments into branches, so the write branch counts.
+            assert_eq!(drift.len(), 1, "{tool}");
+            assert_eq!(drift[0]["via"], "sqlite3.connect");
+        } else {
+            assert_eq!(drift, &Vec::<Value>::new(), "{}", tool["name"]);
+        }
+    }
+    let shell = tool(&audit, "tool_run_command");
+    assert!(capability_names(shell).contains(&"subprocess"));
+    assert_eq!(capability_names(tool(&audit, "tool_text_statistics")), Vec::<&str>::new());
+    assert!(capability_names(tool(&audit, "tool_write_file")).contains(&"fs_write"));
+    assert!(!capability_names(tool(&audit, "tool_read_file")).contains(&"fs_write"));
+}
