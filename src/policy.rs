@@ -115,9 +115,36 @@ impl Declared {
         }
     }
 
-    /// The declared grade, or [`Grade::UNDECLARED`].
+    /// The declared grade; without one, each part as far as the other declarations
+    /// say (the rule SPEC §14 applies to MCP annotations): `d` = 0 when `read_only`,
+    /// 3 when `destructive`, 2 when not; `w` = 1 when not `open_world`; what none of
+    /// them says counts as 3 ([`Grade::UNDECLARED`]).
     pub fn grade(&self) -> Grade {
-        self.grade.unwrap_or(Grade::UNDECLARED)
+        self.grade.unwrap_or_else(|| {
+            let d = match (self.read_only, self.destructive) {
+                (Some(true), _) => 0,
+                (_, Some(false)) => 2,
+                _ => Grade::UNDECLARED.d,
+            };
+            let w = if self.open_world == Some(false) { 1 } else { Grade::UNDECLARED.w };
+            Grade { w, d }
+        })
+    }
+
+    /// Which parts of [`Declared::grade`] a declaration gives, `[w, d]`: both with a
+    /// grade; else `w` with `open_world`, `d` with `read_only: true` or `destructive`.
+    pub fn grade_known(&self) -> [bool; 2] {
+        if self.grade.is_some() {
+            return [true, true];
+        }
+        [self.open_world.is_some(), self.read_only == Some(true) || self.destructive.is_some()]
+    }
+
+    /// The grade as `lcp list` shows it: `w1 d0`, a part no declaration gives marked
+    /// `?` (`w3? d0` for a tool that only says it is read-only).
+    pub fn grade_shown(&self) -> String {
+        let (grade, [w, d]) = (self.grade(), self.grade_known());
+        format!("w{}{} d{}{}", grade.w, if w { "" } else { "?" }, grade.d, if d { "" } else { "?" })
     }
 
     /// MCP `annotations`: the hints declared, and only those; `None` when there are none.
@@ -576,6 +603,21 @@ mod tests {
         let keys: Vec<&str> = problems.iter().map(|(key, _)| key.as_str()).collect();
         assert_eq!(keys, ["allow_all", "max_grade"]);
         assert!(HostPolicy::default().forbids("any", &Declared::default()).is_none());
+    }
+
+    #[test]
+    fn a_grade_left_undeclared_has_the_parts_the_other_declarations_give() {
+        let read_only = declared(json!({"read_only": true})).unwrap();
+        assert_eq!((read_only.grade(), read_only.grade_shown().as_str()), (Grade { w: 3, d: 0 }, "w3? d0"));
+        let closed = declared(json!({"open_world": false, "destructive": false})).unwrap();
+        assert_eq!((closed.grade(), closed.grade_shown().as_str()), (Grade { w: 1, d: 2 }, "w1 d2"));
+        let writes = declared(json!({"read_only": false})).unwrap();
+        assert_eq!(writes.grade_shown(), "w3? d3?");
+        let nothing = Declared::default();
+        assert_eq!((nothing.grade(), nothing.grade_shown().as_str()), (Grade::UNDECLARED, "w3? d3?"));
+        // A declared grade wins over what the hints would give.
+        let graded = declared(json!({"read_only": true, "grade": {"w": 0, "d": 1}})).unwrap();
+        assert_eq!(graded.grade_shown(), "w0 d1");
     }
 
     #[test]

@@ -55,6 +55,7 @@ pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -
     let ok = result.ok();
     let ToolResult { outcome: _, output, error, traceback, stdout, stderr, output_cut_from, refused } = result;
     let mut blocks = Vec::new();
+    let mut wrapped = false;
     let (text, structured) = match (output, error) {
         (Value::Null, Some(error)) if !ok => {
             let text = match &traceback {
@@ -74,7 +75,10 @@ pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -
             };
             let structured = match carried {
                 Value::Object(object) if !(shape == Shape::Wrapped && ok) => Value::Object(object),
-                other => json!({ "result": other }),
+                other => {
+                    wrapped = shape == Shape::Wrapped;
+                    json!({ "result": other })
+                }
             };
             (text, structured)
         }
@@ -112,7 +116,21 @@ pub(super) fn tool_result(result: ToolResult, max_output: usize, shape: Shape) -
     // An error result carries no structured content (SPEC §5): a client checks
     // structured content against the output schema, which an error never matches.
     result.structured_content = structured.filter(|_| ok);
+    if wrapped && result.structured_content.is_some() {
+        result.meta = Some(rmcp::model::MetaObject(wrap_marker()));
+    }
     result
+}
+
+/// The `_meta` of a result whose value its output schema wraps as `{"result": value}`
+/// (a type that is not an object's, SPEC §12): FastMCP's
+/// marker (`fastmcp.wrap_result`, and the `x-fastmcp-wrap-result` its earlier clients
+/// read), so its clients show the value rather than the wrapping.
+fn wrap_marker() -> serde_json::Map<String, Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("fastmcp".to_string(), json!({ "wrap_result": true }));
+    meta.insert("x-fastmcp-wrap-result".to_string(), Value::Bool(true));
+    meta
 }
 
 /// Takes a dict's content keys out as blocks: returns what the text shows (`None`
@@ -377,6 +395,7 @@ mod tests {
         assert_eq!(wrapped["structuredContent"], json!({"result": {"a": 1}}));
         let object = serde_json::to_value(tool_result(ok(json!({"a": 1})), 100, Shape::Object)).unwrap();
         assert_eq!(object["structuredContent"], json!({"a": 1}));
+        assert!(object.get("_meta").is_none(), "{object}");
         let failed = ToolResult {
             outcome: Outcome::Reported,
             error: Some("no".into()),
@@ -384,6 +403,19 @@ mod tests {
         };
         let failed = serde_json::to_value(tool_result(failed, 100, Shape::Wrapped)).unwrap();
         assert!(failed.get("structuredContent").is_none(), "an error result carries none: {failed}");
+    }
+
+    #[test]
+    fn a_wrapped_result_is_marked_as_fastmcp_marks_it() {
+        let marker = json!({"fastmcp": {"wrap_result": true}, "x-fastmcp-wrap-result": true});
+        let scalar = serde_json::to_value(tool_result(ok(json!([1, 2])), 100, Shape::Wrapped)).unwrap();
+        assert_eq!(scalar["structuredContent"], json!({"result": [1, 2]}));
+        assert_eq!(scalar["_meta"], marker, "{scalar}");
+        let wrapped_object = serde_json::to_value(tool_result(ok(json!({"a": 1})), 100, Shape::Wrapped)).unwrap();
+        assert_eq!(wrapped_object["_meta"], marker);
+        // Without an output schema nothing says the value is wrapped.
+        let free = serde_json::to_value(tool_result(ok(json!([1, 2])), 100, Shape::Free)).unwrap();
+        assert!(free.get("_meta").is_none(), "{free}");
     }
 
     #[test]

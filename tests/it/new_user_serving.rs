@@ -66,3 +66,33 @@ fn a_listing_right_after_a_file_is_dropped_shows_it() {
         assert!(resources.contains(&format!("notes://{round}")), "round {round}: {resources:?}");
     }
 }
+
+#[test]
+fn a_read_only_tool_without_a_grade_has_the_known_parts_of_its_grade() {
+    let dir = crate::support::temp_dir("read-only-grade");
+    std::fs::write(
+        dir.join("reader.py"),
+        "TOOL_POLICY = {\"read_only\": True}\n\n\
+         def tool_peek(path: str) -> str:\n    \"\"\"Reads a file.\"\"\"\n    return path\n",
+    )
+    .unwrap();
+    let folder = dir.to_str().unwrap();
+    let listed = String::from_utf8(crate::support::lcp(&["list", "--static", folder]).stdout).unwrap();
+    let row = listed.lines().find(|line| line.starts_with("tool_peek")).unwrap_or_default();
+    assert!(row.contains(" d0") && !row.contains("d3"), "read-only means d0 is known: {listed}");
+    let manifest =
+        crate::support::stdout_json(&crate::support::lcp(&["export", "--format", "manifest", "--static", folder]));
+    let policy = &manifest["tools"][0]["policy"];
+    assert_eq!(policy["grade"], serde_json::json!({"w": 3, "d": 0}), "{policy}");
+    // No grade is claimed as declared; MCP carries the hint that was.
+    assert!(policy["declared"].get("grade").is_none(), "{policy}");
+    let mcp = crate::support::stdout_json(&crate::support::lcp(&["export", "--format", "mcp", "--static", folder]));
+    assert_eq!(mcp["tools"][0]["annotations"], serde_json::json!({"readOnlyHint": true}));
+    // A host's ceiling of d0 lets it through.
+    let config = dir.join("lcp.toml");
+    std::fs::write(&config, "[policy]\nmax_grade = { w = 3, d = 0 }\n").unwrap();
+    let config = config.to_str().unwrap();
+    let listed =
+        String::from_utf8(crate::support::lcp(&["list", "--static", folder, "--config", config]).stdout).unwrap();
+    assert!(listed.lines().any(|line| line.starts_with("tool_peek")), "{listed}");
+}
