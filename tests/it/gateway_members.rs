@@ -200,6 +200,17 @@ fn an_upstream_resource_update_reaches_a_subscribed_client() {
     assert_eq!(results[2], json!({"updated": true}), "{report}");
     assert_eq!(results[3], json!({"updated": false}), "an unsubscribed URI is not told of: {report}");
     assert_eq!(results[4], json!({}), "{report}");
+
+    // The handshake-less protocol's `subscriptions/listen` stream hears it too (the
+    // file written is no resource: only the server's update ends the wait).
+    let scratch = temp_dir(mark).join("scratch.txt").display().to_string();
+    let steps = json!([
+        {"call": "ev_toggle-subscriber-updates", "arguments": {}},
+        {"listen": document, "write": scratch, "text": "x", "seconds": 20},
+    ]);
+    let report = session_with("auto", &[], &["--config", &config, &empty_folder(mark)], steps);
+    let events = report["results"][1]["events"].as_array().cloned().unwrap_or_default();
+    assert!(events.iter().any(|event| event["uri"] == document), "{report}");
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
 
