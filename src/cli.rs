@@ -89,6 +89,13 @@ enum Command {
         /// Never start Python (descriptions are the static ones).
         #[arg(long = "static")]
         static_only: bool,
+        /// Deferred loading (anthropic, openai-responses): every tool marked
+        /// `defer_loading`, found by the model through the provider's tool search.
+        #[arg(long)]
+        defer: bool,
+        /// Tools --defer keeps loaded (not deferred).
+        #[arg(long = "always-loaded", value_name = "TOOLS", value_delimiter = ',', requires = "defer")]
+        always_loaded: Vec<String>,
     },
     /// Rank the tools for a query: a table fitted to the terminal, or JSON.
     Search {
@@ -364,7 +371,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { sources, host, format, strict, static_only } => {
+        Command::Export { sources, host, format, strict, static_only, defer, always_loaded } => {
             if strict && !format.has_strict_mode() {
                 return Err(format!(
                     "--strict is OpenAI's strict mode: --format openai and openai-responses have it, {format} has not"
@@ -379,6 +386,14 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 Format::Mcp { .. } => Format::Mcp { inline_refs: config.mcp.inline_refs },
                 other => other.strict(strict),
             };
+            if defer {
+                let (document, problems) =
+                    export::export_deferred(&view.registry, &descriptions, format, &always_loaded)?;
+                print_stdout(&pretty(&document))?;
+                print_diagnostics(&problems);
+                exit_without_freeing((registry, view, document));
+                return Ok(ExitCode::SUCCESS);
+            }
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let shown = &view.registry;
             let written = export::write(shown, &descriptions, format, Layout::Pretty, &mut stdout)

@@ -131,6 +131,160 @@ pub fn export(registry: &Registry, descriptions: &Descriptions, format: Format) 
     (document(registry, format, Value::Array(libraries), Value::Array(entries)), diagnostics)
 }
 
+/// The most deferred tools Anthropic's tool search takes in one request.
+pub const ANTHROPIC_MAX_DEFERRED: usize = 10_000;
+
+/// The most tools one OpenAI Responses namespace of [`export_deferred`] holds; a library
+/// with more is split into several.
+pub const NAMESPACE_MAX_TOOLS: usize = 50;
+
+/// The tool Anthropic's model searches deferred tools with (BM25).
+pub const ANTHROPIC_TOOL_SEARCH: &str = "tool_search_tool_bm25";
+
+/// [`export`] for a model that searches for its tools (SPEC §21, `lcp export --defer`):
+/// every tool marked `"defer_loading": true` but those named in `always_loaded`, and
+/// the provider's tool search tool added. `openai-responses` groups the deferred tools
+/// in namespaces, one per library ([`NAMESPACE_MAX_TOOLS`] at most each, named after the
+/// library, described by its docstring or else by its tools) and adds
+/// `{"type": "tool_search"}`; `anthropic` adds its BM25 tool search tool and refuses
+/// more than [`ANTHROPIC_MAX_DEFERRED`] deferred tools. Other formats have no deferred
+/// loading: `Err` says so. Every tool exported appears exactly once.
+pub fn export_deferred(
+    registry: &Registry,
+    descriptions: &Descriptions,
+    format: Format,
+    always_loaded: &[String],
+) -> Result<(Value, Vec<Diagnostic>), String> {
+    if !matches!(format, Format::Anthropic | Format::OpenaiResponses { .. }) {
+        return Err(format!(
+            "--defer is deferred loading with the provider's tool search: --format anthropic and openai-responses have it, {format} has not"
+        ));
+    }
+    let (document, diagnostics) = export(registry, descriptions, format);
+    let entries = into_array(document);
+    let loaded = |entry: &Value| entry["name"].as_str().is_some_and(|name| always_loaded.iter().any(|n| n == name));
+    let deferred = entries.iter().filter(|entry| !loaded(entry)).count();
+    let document = match format {
+        Format::Anthropic => {
+            if deferred > ANTHROPIC_MAX_DEFERRED {
+                return Err(format!(
+                    "--defer --format anthropic: {deferred} tools to defer, above the API's limit of {ANTHROPIC_MAX_DEFERRED}; \
+                     choose fewer with --profile"
+                ));
+            }
+            if entries.iter().any(|entry| entry["name"] == ANTHROPIC_TOOL_SEARCH) {
+                return Err(format!(
+                    "--defer --format anthropic: a tool is named `{ANTHROPIC_TOOL_SEARCH}`, the name of Anthropic's tool search tool"
+                ));
+            }
+            let mut tools = vec![json!({ "type": "tool_search_tool_bm25_20251119", "name": ANTHROPIC_TOOL_SEARCH })];
+            for mut entry in entries {
+                if !loaded(&entry) {
+                    entry["defer_loading"] = Value::Bool(true);
+                }
+                tools.push(entry);
+            }
+            Value::Array(tools)
+        }
+        _ => Value::Array(namespaces(registry, entries, &loaded)),
+    };
+    Ok((document, diagnostics))
+}
+
+/// OpenAI Responses' tools for [`export_deferred`]: the tools always loaded as they
+/// are, then one namespace per library of the deferred ones (split above
+/// [`NAMESPACE_MAX_TOOLS`]), then `{"type": "tool_search"}`.
+fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) -> bool) -> Vec<Value> {
+    let libraries: Vec<&Library> = registry.libraries().iter().map(|library| &**library).collect();
+    let mut of_tool = std::collections::HashMap::new();
+    for (number, library) in libraries.iter().enumerate() {
+        for tool in &library.tools {
+            of_tool.entry(tool.name.as_str()).or_insert(number);
+        }
+    }
+    let mut out = Vec::new();
+    // The deferred tools of each library, libraries in the order their first tool comes.
+    let mut groups: Vec<(usize, Vec<Value>)> = Vec::new();
+    for entry in entries {
+        if loaded(&entry) {
+            out.push(entry);
+            continue;
+        }
+        let library = entry["name"].as_str().and_then(|name| of_tool.get(name)).copied().unwrap_or(usize::MAX);
+        let mut entry = entry;
+        entry["defer_loading"] = Value::Bool(true);
+        match groups.iter_mut().find(|(number, _)| *number == library) {
+            Some((_, tools)) => tools.push(entry),
+            None => groups.push((library, vec![entry])),
+        }
+    }
+    let mut used: Vec<String> = Vec::new();
+    for (number, tools) in groups {
+        let library = libraries.get(number).copied();
+        let base = namespace_name(library.map_or("tools", |library| library.name.as_deref().unwrap_or(&library.stem)));
+        let parts = tools.len().div_ceil(NAMESPACE_MAX_TOOLS);
+        let mut tools = tools.into_iter();
+        for part in 1..=parts {
+            let chunk: Vec<Value> = tools.by_ref().take(NAMESPACE_MAX_TOOLS).collect();
+            let mut name = if part == 1 { base.clone() } else { suffixed(&base, part) };
+            let mut k = 2;
+            while used.contains(&name) {
+                name = suffixed(&base, if part == 1 { k } else { part * 100 + k });
+                k += 1;
+            }
+            used.push(name.clone());
+            let description = namespace_description(library, &chunk);
+            out.push(json!({ "type": "namespace", "name": name, "description": description, "tools": chunk }));
+        }
+    }
+    out.push(json!({ "type": "tool_search" }));
+    out
+}
+
+/// A namespace's name from a library's: `^[a-zA-Z0-9_-]{1,64}$`, every other character
+/// `_`, cut to leave room for a suffix.
+fn namespace_name(library: &str) -> String {
+    let name: String = library
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .take(56)
+        .collect();
+    if name.is_empty() { "tools".to_string() } else { name }
+}
+
+/// `base_N`.
+fn suffixed(base: &str, n: usize) -> String {
+    format!("{base}_{n}")
+}
+
+/// A namespace's description: its library's docstring (its first paragraph), else the
+/// names and descriptions of its tools, at most about a thousand characters.
+fn namespace_description(library: Option<&Library>, tools: &[Value]) -> String {
+    const MAX: usize = 1000;
+    let docstring = library.and_then(|library| library.description.as_deref()).unwrap_or_default();
+    let paragraph = docstring.split("\n\n").next().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
+    if !paragraph.is_empty() {
+        return cut_text(&paragraph, MAX);
+    }
+    let listed: Vec<String> = tools
+        .iter()
+        .map(|tool| {
+            let name = tool["name"].as_str().unwrap_or_default();
+            let summary = tool["description"].as_str().unwrap_or_default().lines().next().unwrap_or_default().trim();
+            if summary.is_empty() { name.to_string() } else { format!("{name} ({summary})") }
+        })
+        .collect();
+    cut_text(&format!("Tools: {}", listed.join("; ")), MAX)
+}
+
+/// `text` in at most `max` characters, `…` standing for what was cut.
+fn cut_text(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    text.chars().take(max - 1).chain(['…']).collect()
+}
+
 /// How [`write()`] lays its text out: as `serde_json::to_string_pretty` (two-space
 /// indents; what `lcp export` prints) or `serde_json::to_string` (`tools/list`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,6 +35,7 @@ mod robustness;
 mod runtime;
 mod sandbox;
 mod sandbox_escape;
+mod search;
 mod security;
 mod sources;
 mod testlane;

@@ -1,0 +1,249 @@
+//! SPEC §21: `lcp search` and `lcp export --defer`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::support::{lcp, lcp_with_env, stdout_json, temp_dir, test_python, write};
+
+const CATALOG: &str = "fixtures/search/catalog";
+
+fn names(tools: &Value) -> Vec<String> {
+    tools.as_array().unwrap().iter().map(|tool| tool["name"].as_str().unwrap().to_string()).collect()
+}
+
+/// Every function tool of a deferred document, namespaces' included, by name.
+fn functions(document: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for item in document.as_array().unwrap() {
+        match item["type"].as_str() {
+            Some("namespace") => out.extend(item["tools"].as_array().unwrap().iter().cloned()),
+            Some("tool_search" | "tool_search_tool_bm25_20251119") => {}
+            _ => out.push(item.clone()),
+        }
+    }
+    out
+}
+
+/// A folder of `files` libraries of `per_file` tools each.
+fn generated_catalog(name: &str, files: usize, per_file: usize) -> std::path::PathBuf {
+    let dir = temp_dir(name);
+    for file in 0..files {
+        let mut text = String::new();
+        for tool in 0..per_file {
+            text.push_str(&format!(
+                "def tool_f{file}_{tool}(x: int) -> int:\n    \"\"\"Tool {tool}.\"\"\"\n    return x\n\n"
+            ));
+        }
+        write(&dir.join(format!("lib{file}.py")), text);
+    }
+    dir
+}
+
+#[test]
+fn search_json_is_tools_with_name_score_library_and_description_best_first() {
+    let output = lcp(&["search", "convert 100 dollars to euros", CATALOG, "--static", "--format", "json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let found = stdout_json(&output);
+    let tools = found["tools"].as_array().unwrap();
+    assert_eq!(tools[0]["name"], "tool_convert_currency");
+    assert_eq!(tools[0]["library"], "money");
+    assert!(tools[0]["description"].as_str().unwrap().starts_with("Convert an amount of money"));
+    for tool in tools {
+        let keys: Vec<&str> = tool.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["name", "score", "library", "description"]);
+    }
+    let scores: Vec<f64> = tools.iter().map(|tool| tool["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|pair| pair[0] >= pair[1]), "{scores:?}");
+}
+
+#[test]
+fn search_limit_caps_the_tools_returned() {
+    let output = lcp(&["search", "file", CATALOG, "--static", "--format", "json", "--limit", "2"]);
+    assert_eq!(stdout_json(&output)["tools"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn search_queries_answers_one_json_line_per_query_in_order() {
+    let dir = temp_dir("search-queries");
+    let queries = dir.join("queries.txt");
+    write(&queries, "send an email\n\nweather forecast in Paris\n");
+    let output = lcp(&["search", "--queries", queries.to_str().unwrap(), CATALOG, "--static", "--limit", "3"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(names(&lines[0]["tools"])[0], "tool_send_email");
+    assert_eq!(lines[1], serde_json::json!({"tools": []}));
+    assert_eq!(names(&lines[2]["tools"])[0], "tool_get_weather_forecast");
+    assert!(lines.iter().all(|line| line["tools"].as_array().unwrap().len() <= 3));
+}
+
+#[test]
+fn search_queries_from_standard_input() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lcp"))
+        .args(["search", "--queries", "-", CATALOG, "--static"])
+        .current_dir(crate::support::root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"geocode an address\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(names(&line["tools"])[0], "tool_geocode_address");
+}
+
+#[test]
+fn search_text_is_a_table_fitted_to_the_terminal() {
+    let output = lcp_with_env(&["search", "weather forecast", CATALOG, "--static"], &[("COLUMNS", "50")]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("TOOL") && lines[0].contains("SCORE") && lines[0].contains("DESCRIPTION"), "{text}");
+    assert!(lines[1].starts_with("tool_get_weathe"), "{text}");
+    assert!(lines.iter().all(|line| line.chars().count() <= 50), "{text}");
+    let wide = String::from_utf8(lcp(&["search", "weather forecast", CATALOG, "--static"]).stdout).unwrap();
+    assert!(wide.lines().any(|line| line.chars().count() > 50), "{wide}");
+}
+
+#[test]
+fn search_returns_only_the_tools_the_profile_shows() {
+    let args = ["search", "weather email", CATALOG, "--static", "--format", "json"];
+    let all = names(&stdout_json(&lcp(&args))["tools"]);
+    assert!(all.contains(&"tool_get_weather_forecast".to_string()), "{all:?}");
+    let output = lcp(&[&args[..], &["--profile", "tool_send_email,tool_file_hash"]].concat());
+    assert_eq!(names(&stdout_json(&output)["tools"]), ["tool_send_email"]);
+}
+
+#[test]
+fn search_without_a_query_is_a_usage_error() {
+    let output = lcp(&["search"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn defer_anthropic_marks_every_tool_deferred_and_adds_the_bm25_tool_search() {
+    let plain = stdout_json(&lcp(&["export", CATALOG, "--static", "--format", "anthropic"]));
+    let args =
+        ["export", CATALOG, "--static", "--format", "anthropic", "--defer", "--always-loaded", "tool_send_email"];
+    let deferred = stdout_json(&lcp(&args));
+    let items = deferred.as_array().unwrap();
+    let search: Vec<&Value> = items.iter().filter(|item| item.get("type").is_some()).collect();
+    assert_eq!(
+        search,
+        [&serde_json::json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"})]
+    );
+    let tools = functions(&deferred);
+    assert_eq!(names(&Value::Array(tools.clone())), names(&plain), "every tool exactly once, in order");
+    for (tool, before) in tools.iter().zip(plain.as_array().unwrap()) {
+        let loaded = tool["name"] == "tool_send_email";
+        assert_eq!(tool.get("defer_loading"), if loaded { None } else { Some(&Value::Bool(true)) }, "{tool}");
+        let mut without = tool.clone();
+        without.as_object_mut().unwrap().remove("defer_loading");
+        assert_eq!(&without, before);
+    }
+}
+
+#[test]
+fn defer_anthropic_refuses_more_tools_than_the_api_takes() {
+    let dir = generated_catalog("defer-too-many", 11, 910);
+    let output = lcp(&["export", dir.to_str().unwrap(), "--static", "--format", "anthropic", "--defer"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("10010 tools to defer, above the API's limit of 10000"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn defer_openai_responses_groups_tools_in_a_namespace_per_library() {
+    let plain = stdout_json(&lcp(&["export", CATALOG, "--static", "--format", "openai-responses"]));
+    let args = [
+        "export",
+        CATALOG,
+        "--static",
+        "--format",
+        "openai-responses",
+        "--defer",
+        "--always-loaded",
+        "tool_send_email",
+    ];
+    let deferred = stdout_json(&lcp(&args));
+    let items = deferred.as_array().unwrap();
+    assert_eq!(items.last().unwrap(), &serde_json::json!({"type": "tool_search"}));
+    assert_eq!(items[0]["name"], "tool_send_email");
+    assert_eq!(items[0].get("defer_loading"), None);
+    let namespaces: Vec<&Value> = items.iter().filter(|item| item["type"] == "namespace").collect();
+    let namespace_names: Vec<&str> = namespaces.iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(namespace_names, ["files", "geo", "mail", "money", "twins", "weather"]);
+    for namespace in &namespaces {
+        for tool in namespace["tools"].as_array().unwrap() {
+            assert_eq!(tool["defer_loading"], true, "{tool}");
+            assert_eq!(tool["type"], "function");
+        }
+    }
+    let weather = namespaces.iter().find(|n| n["name"] == "weather").unwrap();
+    assert_eq!(weather["description"], "Weather: current conditions and forecasts for a place.");
+    let geo = namespaces.iter().find(|n| n["name"] == "geo").unwrap();
+    assert!(geo["description"].as_str().unwrap().contains("tool_geocode_address (Latitude and longitude"), "{geo}");
+    let mut exported = names(&Value::Array(functions(&deferred)));
+    let mut expected = names(&plain);
+    exported.sort();
+    expected.sort();
+    assert_eq!(exported, expected, "every tool exactly once");
+}
+
+#[test]
+fn defer_openai_responses_splits_a_library_above_fifty_tools() {
+    let dir = generated_catalog("defer-split", 1, 120);
+    let output = lcp(&["export", dir.to_str().unwrap(), "--static", "--format", "openai-responses", "--defer"]);
+    let deferred = stdout_json(&output);
+    let sizes: Vec<(String, usize)> = deferred
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "namespace")
+        .map(|n| (n["name"].as_str().unwrap().to_string(), n["tools"].as_array().unwrap().len()))
+        .collect();
+    assert_eq!(sizes, [("lib0".to_string(), 50), ("lib0_2".to_string(), 50), ("lib0_3".to_string(), 20)]);
+    let name = regex_lite::Regex::new("^[a-zA-Z0-9_-]{1,64}$").unwrap();
+    assert!(sizes.iter().all(|(n, _)| name.is_match(n)));
+    assert_eq!(functions(&deferred).len(), 120);
+}
+
+#[test]
+fn defer_is_refused_for_a_format_without_tool_search() {
+    let output = lcp(&["export", CATALOG, "--static", "--format", "gemini", "--defer"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("gemini has not"));
+}
+
+#[test]
+fn defer_exports_validate_with_the_official_sdk_types() {
+    for format in ["anthropic", "openai-responses"] {
+        let args = ["export", CATALOG, "--static", "--format", format, "--defer", "--always-loaded", "tool_read_text"];
+        let output = lcp(&args);
+        assert!(output.status.success());
+        let mut child = Command::new(test_python())
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/search/sdk_types.py"))
+            .arg(format)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&output.stdout).unwrap();
+        let checked = child.wait_with_output().unwrap();
+        let report = String::from_utf8_lossy(&checked.stdout);
+        assert!(checked.status.success(), "{format}: {}{report}", String::from_utf8_lossy(&checked.stderr));
+        let expected = match format {
+            "anthropic" => ["ToolSearchToolBm25_20251119Param", "ToolParam"].as_slice(),
+            _ => ["FunctionTool", "NamespaceTool", "  ToolFunction", "ToolSearchTool"].as_slice(),
+        };
+        for kind in expected {
+            assert!(report.lines().any(|line| line == *kind), "{format}: no {kind:?} in {report}");
+        }
+    }
+}
