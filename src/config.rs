@@ -144,6 +144,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// `[auth]`: who may reach `lcp serve --http`.
     pub auth: AuthConfig,
+    /// The line of each `[libraries.NAME]` table, where a diagnostic about it points.
+    library_lines: HashMap<String, u32>,
 }
 
 impl Config {
@@ -175,6 +177,12 @@ impl Config {
     /// The file read, if any.
     pub fn file(&self) -> Option<&Path> {
         self.file.as_deref()
+    }
+
+    /// The line of the file where `[libraries.NAME]` is, when the file says (a JSON
+    /// file's lines are not kept): a diagnostic about the table points there.
+    pub fn library_line(&self, name: &str) -> Option<u32> {
+        self.library_lines.get(name).copied()
     }
 
     /// The folder relative paths of the file are taken from: the file's, else the
@@ -361,6 +369,9 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                     for (name, table) in libraries {
                         match table {
                             Value::Object(table) => {
+                                if let Some(line) = at.line(&pointer(&here, &name)) {
+                                    config.library_lines.insert(name.clone(), line);
+                                }
                                 config.runtime.libraries.insert(name, table);
                             }
                             _ => errors
@@ -666,6 +677,20 @@ mod tests {
         let (line, message) = parse_toml("\nautonomy_level = \n").unwrap_err();
         assert!(message.starts_with("invalid TOML: "), "{message}");
         assert_eq!(line, Some(2));
+    }
+
+    #[test]
+    fn a_library_table_is_placed_at_its_own_line() {
+        let text = "autonomy_level = \"strict\"\n\n[libraries.weather]\nkey = 1\n\n[libraries.csvstat]\nrows = 2\n";
+        let dir = std::env::temp_dir().join(format!("lcp-config-lines-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("lcp.toml");
+        std::fs::write(&path, text).unwrap();
+        let config = Config::read(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(config.library_line("weather"), Some(3));
+        assert_eq!(config.library_line("csvstat"), Some(6));
+        assert_eq!(config.library_line("absent"), None);
     }
 
     #[test]
