@@ -758,7 +758,10 @@ impl<'a> Walker<'_, 'a> {
                 {
                     self.node.edges.push(method);
                 } else if let (Some(call), Some(last)) = (call, attrs.last()) {
-                    self.method(last, line, call);
+                    let path = attrs.len() == 1 && self.is_path(expr_name(expr), 0);
+                    if !(path && self.path_method(last, line, call)) {
+                        self.method(last, line, call);
+                    }
                 }
             }
             Base::Builtin(builtin) => {
@@ -836,6 +839,82 @@ impl<'a> Walker<'_, 'a> {
         }
     }
 
+    /// The dotted name of another module's object that `expr` (a name or attribute
+    /// chain) is, when it is one.
+    fn dotted(&self, expr: &'a Expr) -> Option<String> {
+        let (name, attrs) = Self::chain(expr)?;
+        let Base::Targets(targets) = self.base(name.id.as_str()) else { return None };
+        match targets.as_slice() {
+            [Target::External(d)] => {
+                Some(std::iter::once(d.as_str()).chain(attrs.iter().copied()).collect::<Vec<_>>().join("."))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `expr` is a `pathlib` path: `Path(...)`, `Path.home()`, `p / "x"`,
+    /// `p.parent`, `p.with_suffix(...)`, or a variable of the function only ever
+    /// assigned one.
+    fn is_path(&self, expr: &'a Expr, depth: usize) -> bool {
+        const PATHS: &[&str] = &["pathlib.Path", "pathlib.PosixPath", "pathlib.WindowsPath"];
+        if depth > 4 {
+            return false;
+        }
+        match expr {
+            Expr::Call(call) => match &*call.func {
+                Expr::Attribute(a) if !self.dotted(&call.func).is_some_and(|d| PATHS.contains(&d.as_str())) => {
+                    let producing = [
+                        "resolve",
+                        "absolute",
+                        "with_suffix",
+                        "with_name",
+                        "with_stem",
+                        "joinpath",
+                        "expanduser",
+                        "relative_to",
+                        "home",
+                        "cwd",
+                    ];
+                    producing.contains(&a.attr.as_str())
+                        && (self.is_path(&a.value, depth + 1)
+                            || self.dotted(&a.value).is_some_and(|d| PATHS.contains(&d.as_str())))
+                }
+                func => self.dotted(func).is_some_and(|d| PATHS.contains(&d.as_str())),
+            },
+            Expr::BinOp(op) if op.op == ast::Operator::Div => self.is_path(&op.left, depth + 1),
+            Expr::Attribute(a) if a.attr.as_str() == "parent" => self.is_path(&a.value, depth + 1),
+            Expr::Name(name) => self
+                .assigned
+                .get(name.id.as_str())
+                .is_some_and(|values| !values.is_empty() && values.iter().all(|v| self.is_path(v, depth + 1))),
+            _ => false,
+        }
+    }
+
+    /// A method called on a `pathlib` path.
+    fn path_method(&mut self, name: &str, line: u32, call: &'a ast::ExprCall) -> bool {
+        let via = format!("Path.{name}");
+        match tables::path_method(name) {
+            Some(Entry::Can(capabilities)) => {
+                for &capability in capabilities {
+                    self.effect(capability, line, &via, false);
+                }
+            }
+            Some(Entry::Deletes) => self.effect(Capability::FsWrite, line, &via, true),
+            Some(Entry::OpenMode) => {
+                let writes = match call.arguments.find_argument_value("mode", 0) {
+                    None => false,
+                    Some(Expr::StringLiteral(s)) => s.value.to_str().contains(['w', 'a', 'x', '+']),
+                    Some(_) => true,
+                };
+                let capability = if writes { Capability::FsWrite } else { Capability::FsRead };
+                self.effect(capability, line, &via, false);
+            }
+            Some(Entry::Pure) | None => return false,
+        }
+        true
+    }
+
     /// A method called on a value whose type is not known.
     fn method(&mut self, name: &str, line: u32, call: &'a ast::ExprCall) {
         let via = format!(".{name}()");
@@ -883,6 +962,15 @@ impl<'a> Walker<'_, 'a> {
     }
 }
 
+/// The base name of an attribute chain (`p` of `p.write_text`).
+fn expr_name(expr: &Expr) -> &Expr {
+    let mut at = expr;
+    while let Expr::Attribute(a) = at {
+        at = &a.value;
+    }
+    at
+}
+
 fn is_false(expr: &Expr) -> bool {
     matches!(expr, Expr::BooleanLiteral(b) if !b.value) || matches!(expr, Expr::NoneLiteral(_))
 }
@@ -926,7 +1014,9 @@ impl<'a> Visitor<'a> for Walker<'_, 'a> {
                 if !self.used(&call.func, Some(call)) {
                     if let Expr::Attribute(a) = &*call.func {
                         let line = self.line(expr);
-                        self.method(a.attr.as_str(), line, call);
+                        if !(self.is_path(&a.value, 0) && self.path_method(a.attr.as_str(), line, call)) {
+                            self.method(a.attr.as_str(), line, call);
+                        }
                     }
                     self.visit_expr(&call.func);
                 }

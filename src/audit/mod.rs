@@ -198,7 +198,15 @@ fn package_files(library: &Library) -> Vec<PathBuf> {
             }
             files
         }
-        None => vec![library.path.clone()],
+        // A loose file imports the loose files beside it by their names.
+        None => {
+            let folder = library.path.parent().unwrap_or(Path::new("."));
+            let mut files = folder_files(folder);
+            if !files.contains(&library.path) {
+                files.push(library.path.clone());
+            }
+            files
+        }
     }
 }
 

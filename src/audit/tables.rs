@@ -59,6 +59,23 @@ const TABLE: &[(&str, Entry)] = &[
     ("os.killpg", PROC),
     ("os.posix_spawn", PROC),
     ("os.posix_spawnp", PROC),
+    ("os.execl", PROC),
+    ("os.execle", PROC),
+    ("os.execlp", PROC),
+    ("os.execlpe", PROC),
+    ("os.execv", PROC),
+    ("os.execve", PROC),
+    ("os.execvp", PROC),
+    ("os.execvpe", PROC),
+    ("os.spawnl", PROC),
+    ("os.spawnle", PROC),
+    ("os.spawnlp", PROC),
+    ("os.spawnlpe", PROC),
+    ("os.spawnv", PROC),
+    ("os.spawnve", PROC),
+    ("os.spawnvp", PROC),
+    ("os.spawnvpe", PROC),
+    ("os.pidfd_open", PROC),
     ("os.startfile", PROC),
     ("os.listdir", READ),
     ("os.scandir", READ),
@@ -474,6 +491,21 @@ pub(crate) fn method(name: &str) -> Option<Entry> {
         "read_text" | "read_bytes" | "iterdir" | "rglob" | "is_file" | "is_dir" | "is_symlink" | "samefile"
         | "expanduser" => READ,
         "urlopen" => NET,
+        _ => return None,
+    })
+}
+
+/// What a method of a `pathlib.Path` does (the receiver known to be a path).
+pub(crate) fn path_method(name: &str) -> Option<Entry> {
+    Some(match name {
+        "write_text" | "write_bytes" | "touch" | "mkdir" | "symlink_to" | "hardlink_to" | "chmod" | "lchmod"
+        | "rename" | "replace" => WRITE,
+        "unlink" | "rmdir" => Deletes,
+        "read_text" | "read_bytes" | "iterdir" | "glob" | "rglob" | "walk" | "exists" | "is_file" | "is_dir"
+        | "is_symlink" | "is_mount" | "stat" | "lstat" | "resolve" | "samefile" | "owner" | "group" | "readlink"
+        | "absolute" => READ,
+        "expanduser" | "home" => ENV,
+        "open" => OpenMode,
         _ => return None,
     })
 }

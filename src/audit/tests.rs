@@ -122,7 +122,7 @@ fn a_method_of_a_class_of_the_library_is_reached_through_the_instance() {
          def tool_note(name: str, text: str) -> None:\n    Notes().save(name, text)\n",
     );
     let evidence = &tools["tool_note"].capabilities[&Capability::FsWrite][0];
-    assert_eq!(evidence.via, ".write_text()");
+    assert_eq!(evidence.via, "Path.write_text");
     assert_eq!(evidence.line, 8);
 }
 
@@ -288,4 +288,47 @@ fn a_file_that_cannot_be_parsed_is_reported_not_taken_as_pure() {
     );
     let _ = PathBuf::new();
     assert!(!tools["tool_a"].unknown.is_empty(), "{:?}", tools["tool_a"]);
+}
+
+#[test]
+fn a_method_of_a_path_is_known_by_the_receiver_being_a_path() {
+    let tools = one(
+        "path",
+        "from pathlib import Path\n\n\
+         def tool_move(a: str, b: str) -> None:\n    p = Path(a)\n    p.rename(b)\n\n\
+         def tool_open(a: str) -> str:\n    return (Path(a) / 'x').open('w').write('y')\n\n\
+         def tool_exists(a: str) -> bool:\n    return Path(a).exists()\n\n\
+         def tool_text(a: str) -> str:\n    return a.replace('x', 'y').strip()\n",
+    );
+    assert_eq!(capabilities(&tools["tool_move"]), ["fs_write"]);
+    assert_eq!(tools["tool_move"].capabilities[&Capability::FsWrite][0].via, "Path.rename");
+    assert_eq!(capabilities(&tools["tool_open"]), ["fs_write"]);
+    assert_eq!(capabilities(&tools["tool_exists"]), ["fs_read"]);
+    assert!(tools["tool_text"].capabilities.is_empty());
+}
+
+#[test]
+fn a_loose_file_reads_the_loose_files_it_imports() {
+    let root = std::env::temp_dir().join(format!("lcp-audit-{}-loose", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("a temp folder");
+    std::fs::write(root.join("tools.py"), "import helpers\n\ndef tool_a(x: str) -> None:\n    helpers.run(x)\n")
+        .unwrap();
+    std::fs::write(root.join("helpers.py"), "import os\n\ndef run(x):\n    os.system(x)\n").unwrap();
+    let sources = Sources { folders: vec![root.clone()], files: Vec::new() };
+    let registry = Registry::load(&sources, &Options::default());
+    let found = audit(&registry, &Config::without_file());
+    let _ = std::fs::remove_dir_all(&root);
+    let tool = found.tools.iter().find(|t| t.name == "tool_a").expect("tool_a");
+    assert_eq!(capabilities(tool), ["subprocess"]);
+}
+
+#[test]
+fn exec_and_spawn_are_processes() {
+    let tools = one(
+        "exec",
+        "import os\n\ndef tool_a(x: str) -> None:\n    os.execvp(x, [x])\n\ndef tool_b(x: str) -> int:\n    return os.spawnlp(os.P_WAIT, x, x)\n",
+    );
+    assert_eq!(capabilities(&tools["tool_a"]), ["subprocess"]);
+    assert_eq!(capabilities(&tools["tool_b"]), ["subprocess"]);
 }

@@ -87,10 +87,17 @@ pub(super) fn outbound(request: &HostRequest, able: Able) -> Result<Outbound, Ho
         HostRequest::Confirm(_) if !able.elicit && able.yes => {
             Err(HostAnswer::Confirm(Confirmation::allow("allowed by `lcp serve --yes`")))
         }
-        HostRequest::Confirm(_) | HostRequest::Interact(_) if !able.elicit => Err(refused(
+        HostRequest::Confirm(_) if !able.elicit => Err(refused(
             request,
             "the MCP client cannot ask the user (it does not support elicitation); \
              `lcp serve --yes` allows what tools ask to confirm",
+        )),
+        // `--yes` answers confirmations only: a form or a question needs the user, or
+        // answers given in advance.
+        HostRequest::Interact(_) if !able.elicit => Err(refused(
+            request,
+            "the MCP client cannot ask the user (it does not support elicitation); \
+             a client that supports it asks the user, and `lcp call --answers` gives answers in advance",
         )),
         HostRequest::Generate(_) if !able.sample => {
             Err(refused(request, "the MCP client offers no model to the server (it does not support sampling)"))
@@ -406,6 +413,27 @@ mod tests {
         };
         let unsampled = outbound(&HostRequest::Generate(generation), none);
         assert!(matches!(unsampled, Err(HostAnswer::Generate(Err(reason))) if reason.contains("sampling")));
+    }
+
+    #[test]
+    fn without_elicitation_a_form_suggests_answers_and_only_a_confirmation_suggests_yes() {
+        let none = Able { elicit: false, sample: false, roots: false, yes: false };
+        for kind in [InteractionKind::Form, InteractionKind::Text, InteractionKind::Select] {
+            let unasked = outbound(&HostRequest::Interact(interaction(kind)), none);
+            let Err(HostAnswer::Interact(Answer::Unavailable(reason))) = unasked else { panic!("asked: {kind:?}") };
+            assert!(reason.contains("--answers") && !reason.contains("--yes"), "{kind:?}: {reason}");
+        }
+        let confirm = crate::runtime::ConfirmRequest {
+            library: "lib".into(),
+            tool: Some("tool_x".into()),
+            content: "rm a.txt".into(),
+            label: "Delete".into(),
+            args: vec![],
+            kwargs: Map::new(),
+        };
+        let unasked = outbound(&HostRequest::Confirm(confirm), none);
+        let Err(HostAnswer::Confirm(refusal)) = unasked else { panic!("a confirmation was asked") };
+        assert!(format!("{refusal:?}").contains("--yes"), "{refusal:?}");
     }
 
     #[test]
