@@ -88,10 +88,10 @@ fn call_exits_2_when_args_are_not_a_json_object() {
 
 #[test]
 fn call_exits_1_for_arguments_that_break_the_schema_and_lists_every_problem() {
-    let output = lcp_call(&["tool_async_add", &fixture_folder("async"), "--args", r#"{"a": "2", "c": 1}"#]);
+    let output = lcp_call(&["tool_async_add", &fixture_folder("async"), "--args", r#"{"a": "two", "c": 1}"#]);
     let result = result(&output, 1);
     let error = result["error"].as_str().unwrap();
-    assert!(error.contains("`a`: expected integer, got string \"2\""), "{error}");
+    assert!(error.contains("`a`: expected integer, got string \"two\""), "{error}");
     assert!(error.contains("missing required parameter `b`") && error.contains("unknown parameter `c`"), "{error}");
     assert!(error.ends_with("valid parameters: a (integer, required), b (integer, required)"), "{error}");
 }

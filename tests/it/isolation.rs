@@ -458,7 +458,7 @@ fn every_way_a_call_ends_is_one_outcome_whatever_runs_it() {
         def tool_reports() -> dict:\n    \"\"\"Reports a failure.\"\"\"\n    return {\"success\": False, \"error\": \"no data\"}\n\n\
         def tool_raises() -> int:\n    \"\"\"Raises.\"\"\"\n    raise ValueError(\"bad\")\n\n\
         def tool_breaks_its_annotation() -> int:\n    \"\"\"Returns text.\"\"\"\n    return \"text\"\n\n\
-        def tool_returns_a_set() -> list:\n    \"\"\"Returns what JSON cannot carry.\"\"\"\n    return {1, 2}\n\n\
+        def tool_returns_a_set() -> list:\n    \"\"\"Returns what JSON cannot carry.\"\"\"\n    return [float(\"nan\")]\n\n\
         def tool_out_of_memory() -> int:\n    \"\"\"Runs out of memory.\"\"\"\n    raise MemoryError()\n\n\
         def tool_waits(started: str) -> int:\n    \"\"\"Says it started, then waits in Python code.\"\"\"\n    import time\n    open(started, \"w\").close()\n    while True:\n        time.sleep(0.01)\n";
     write(&dir.join("ends.py"), code);
