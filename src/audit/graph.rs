@@ -638,7 +638,13 @@ impl<'a> Walker<'_, 'a> {
 
     /// Uses of `dotted` (a name of another module): its table entry, or `unknown`.
     fn external(&mut self, dotted: &str, line: u32, call: Option<&'a ast::ExprCall>) {
-        match tables::lookup(dotted) {
+        let entry = tables::lookup(dotted);
+        // At import, a name only named (`PIPE = subprocess.PIPE`) does nothing; what
+        // reads the environment (`HOME = os.environ["HOME"]`) reads it then.
+        if self.init && call.is_none() && !matches!(entry, Some(Entry::Can(c)) if c.contains(&Capability::Env)) {
+            return;
+        }
+        match entry {
             Some(Entry::Pure) => {}
             Some(Entry::Can(capabilities)) => {
                 for &capability in capabilities {
@@ -945,7 +951,11 @@ impl<'a> Walker<'_, 'a> {
     /// `getattr(obj, name)`: on a module with a name that is not a literal, `dynamic`.
     fn getattr(&mut self, call: &'a ast::ExprCall, line: u32) {
         let [object, name, ..] = &*call.arguments.args else { return };
-        if matches!(name, Expr::StringLiteral(_)) {
+        if let Expr::StringLiteral(attribute) = name {
+            // `getattr(os, "system")` is `os.system`.
+            if let Some(dotted) = self.dotted(object).or_else(|| imported(object)) {
+                self.external(&format!("{dotted}.{}", attribute.value.to_str()), line, None);
+            }
             return;
         }
         let Some((base, attrs)) = Self::chain(object) else { return };
@@ -959,6 +969,20 @@ impl<'a> Walker<'_, 'a> {
         if module {
             self.effect(Capability::Dynamic, line, "getattr", false);
         }
+    }
+}
+
+/// The module `__import__("m")` or `importlib.import_module("m")` (a literal) gives.
+fn imported(expr: &Expr) -> Option<String> {
+    let Expr::Call(call) = expr else { return None };
+    let named = match &*call.func {
+        Expr::Name(name) => name.id.as_str() == "__import__",
+        Expr::Attribute(a) => a.attr.as_str() == "import_module",
+        _ => false,
+    };
+    match call.arguments.args.first() {
+        Some(Expr::StringLiteral(s)) if named => Some(s.value.to_str().to_string()),
+        _ => None,
     }
 }
 
@@ -1014,7 +1038,10 @@ impl<'a> Visitor<'a> for Walker<'_, 'a> {
                 if !self.used(&call.func, Some(call)) {
                     if let Expr::Attribute(a) = &*call.func {
                         let line = self.line(expr);
-                        if !(self.is_path(&a.value, 0) && self.path_method(a.attr.as_str(), line, call)) {
+                        if let Some(module) = imported(&a.value) {
+                            // `__import__("os").system(...)` is `os.system(...)`.
+                            self.external(&format!("{module}.{}", a.attr.as_str()), line, Some(call));
+                        } else if !(self.is_path(&a.value, 0) && self.path_method(a.attr.as_str(), line, call)) {
                             self.method(a.attr.as_str(), line, call);
                         }
                     }

@@ -332,3 +332,25 @@ fn exec_and_spawn_are_processes() {
     assert_eq!(capabilities(&tools["tool_a"]), ["subprocess"]);
     assert_eq!(capabilities(&tools["tool_b"]), ["subprocess"]);
 }
+
+#[test]
+fn a_module_imported_by_a_literal_name_or_an_attribute_got_by_a_literal_is_seen_through() {
+    let tools = one(
+        "obfuscated",
+        "import os\n\ndef tool_a(x: str) -> int:\n    return __import__('os').system(x)\n\n\
+         def tool_b(x: str) -> int:\n    return getattr(os, 'system')(x)\n",
+    );
+    assert_eq!(tools["tool_a"].capabilities[&Capability::Subprocess][0].via, "os.system");
+    assert_eq!(tools["tool_b"].capabilities[&Capability::Subprocess][0].via, "os.system");
+}
+
+#[test]
+fn a_name_only_named_at_module_level_gives_no_tool_a_capability() {
+    let tools = one(
+        "named_at_import",
+        "import os, subprocess\n\nPIPE = subprocess.PIPE\nHOME = os.environ.get('HOME')\n\n\
+         def tool_a(x: int) -> int:\n    return x\n\ndef tool_b() -> int:\n    return subprocess.call(['true'], stdout=PIPE)\n",
+    );
+    assert_eq!(capabilities(&tools["tool_a"]), ["env"]);
+    assert_eq!(capabilities(&tools["tool_b"]), ["subprocess", "env"]);
+}
