@@ -269,3 +269,35 @@ fn an_upstream_prompts_list_changed_has_the_server_listed_again() {
     assert_eq!(results[4]["messages"][0]["content"]["text"], "added", "{}", results[4]);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
+
+#[test]
+fn an_upstream_prompt_and_resource_go_through_profiles() {
+    let mark = "members-profiles";
+    let document = "demo://resource/static/document/architecture.md";
+    let tables = format!(
+        "{}\n[profiles.writer.tools]\nweather = \"ev_args-prompt\"\ndoc = {document:?}\n",
+        everything("ev_", mark)
+    );
+    let config = servers_config(mark, &tables);
+    let steps = json!([
+        "prompts",
+        "resources",
+        "templates",
+        {"prompt": "weather", "arguments": {"city": "Oslo"}},
+        {"prompt": "ev_simple-prompt", "arguments": {}},
+        {"read": document},
+        {"read": "demo://resource/static/document/features.md"},
+    ]);
+    let serve = ["--config", config.as_str(), "--profile", "writer", &empty_folder(mark)];
+    let report = session_with("legacy", &[], &serve, steps);
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(names(&results[0], "prompts", "name"), ["weather"], "{}", results[0]);
+    assert_eq!(names(&results[1], "resources", "uri"), [document], "{}", results[1]);
+    assert_eq!(results[2]["resourceTemplates"], json!([]), "{}", results[2]);
+    assert_eq!(results[3]["messages"][0]["content"]["text"], "What's weather in Oslo?", "{}", results[3]);
+    let refused = results[4]["error"]["message"].as_str().unwrap_or_default();
+    assert!(refused.contains("is not a prompt of profile `writer`"), "{}", results[4]);
+    assert_eq!(results[5]["contents"][0]["uri"], document, "{}", results[5]);
+    assert_eq!(results[6]["error"]["code"], -32602, "a resource the profile leaves out: {}", results[6]);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
