@@ -34,6 +34,23 @@ pub(crate) struct Effect {
     pub via: String,
     /// A deletion (or truncation): what `destructive: false` rules out.
     pub deletes: bool,
+    /// The `if PARAM:` branches it is in: (parameter, the value it runs with).
+    pub guards: Vec<(String, bool)>,
+}
+
+/// An argument a call passes as a literal `True` or `False`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Literal {
+    Position(usize),
+    Keyword(String),
+}
+
+/// A call of a node made inside `if PARAM:` branches or with literal booleans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Guarded {
+    pub to: usize,
+    pub guards: Vec<(String, bool)>,
+    pub literals: Vec<(Literal, bool)>,
 }
 
 /// A function, class, method, variable or module import of the library.
@@ -46,6 +63,15 @@ pub(crate) struct Node {
     /// Dotted names of calls lcp has no table for, with their lines.
     pub unknown: Vec<(String, u32)>,
     pub edges: Vec<usize>,
+    /// Calls inside guarded branches or with literal booleans.
+    pub guarded: Vec<Guarded>,
+    /// A function's parameters, in order (what a positional literal binds).
+    pub parameters: Vec<String>,
+}
+
+/// Whether code under `guards` runs in a call binding `context`.
+pub(crate) fn runs(guards: &[(String, bool)], context: &[(String, bool)]) -> bool {
+    guards.iter().all(|(name, value)| context.iter().all(|(bound, given)| bound != name || given == value))
 }
 
 /// One module of the folder.
@@ -431,6 +457,8 @@ impl<'a> Builder<'a> {
                 local_imports: HashMap::new(),
                 assigned: HashMap::new(),
                 init: false,
+                guardable: HashSet::new(),
+                guards: Vec::new(),
                 node: Node { module: *module, name: name.clone(), ..Node::default() },
             };
             match body {
@@ -499,6 +527,10 @@ struct Walker<'b, 'a> {
     assigned: HashMap<&'a str, Vec<&'a Expr>>,
     /// Walking what an import runs: references are not calls there.
     init: bool,
+    /// The function's own parameters never assigned in it: what `if PARAM:` tests.
+    guardable: HashSet<&'a str>,
+    /// The `if PARAM:` branches being walked.
+    guards: Vec<(&'a str, bool)>,
     node: Node,
 }
 
@@ -517,9 +549,29 @@ impl<'a> Walker<'_, 'a> {
         self.file.lines.partition_point(|&start| start <= offset) as u32
     }
 
+    /// A node this one reaches, under the branches being walked.
+    fn edge(&mut self, to: usize, literals: Vec<(Literal, bool)>) {
+        if self.guards.is_empty() && literals.is_empty() {
+            self.node.edges.push(to);
+        } else {
+            let guards = self.guards.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+            self.node.guarded.push(Guarded { to, guards, literals });
+        }
+    }
+
+    /// `PARAM` or `not PARAM` of a parameter `if` may test: the branch's guard.
+    fn guard(&self, test: &'a Expr) -> Option<(&'a str, bool)> {
+        match test {
+            Expr::Name(name) if self.guardable.contains(name.id.as_str()) => Some((name.id.as_str(), true)),
+            Expr::UnaryOp(op) if op.op == ast::UnaryOp::Not => self.guard(&op.operand).map(|(n, v)| (n, !v)),
+            _ => None,
+        }
+    }
+
     fn effect(&mut self, capability: Capability, line: u32, via: &str, deletes: bool) {
         let via = via.strip_prefix("builtins.").unwrap_or(via).to_string();
-        self.node.effects.push(Effect { capability, line, via, deletes });
+        let guards = self.guards.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        self.node.effects.push(Effect { capability, line, via, deletes, guards });
     }
 
     fn function(&mut self, def: &'a ast::StmtFunctionDef) {
@@ -528,7 +580,21 @@ impl<'a> Walker<'_, 'a> {
         if self.class.is_some() {
             self.self_name = first_parameter(&def.parameters);
         }
+        let own: Vec<&'a str> = def
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(&def.parameters.args)
+            .chain(&def.parameters.kwonlyargs)
+            .map(|p| p.parameter.name.as_str())
+            .collect();
+        self.node.parameters = own.iter().map(|p| p.to_string()).collect();
+        if self.class.is_some() {
+            // A method's positional arguments start after `self`.
+            self.node.parameters.clear();
+        }
         scope.visit_body(&def.body);
+        self.guardable = own.into_iter().filter(|p| !scope.stored.contains(p)).collect();
         for name in &scope.globals {
             scope.names.remove(name);
         }
@@ -705,7 +771,7 @@ impl<'a> Walker<'_, 'a> {
                     self.node.effects.pop();
                     let module = s.value.to_str().to_string();
                     match self.b.sibling(&module) {
-                        Some(i) => self.node.edges.push(self.b.modules[i].init),
+                        Some(i) => self.edge(self.b.modules[i].init, Vec::new()),
                         None => self.external(&module, line, None),
                     }
                 }
@@ -762,7 +828,7 @@ impl<'a> Walker<'_, 'a> {
                     && let Some(class) = self.class
                     && let Some(&method) = self.b.classes[class].methods.get(attrs[0])
                 {
-                    self.node.edges.push(method);
+                    self.edge(method, Vec::new());
                 } else if let (Some(call), Some(last)) = (call, attrs.last()) {
                     let path = attrs.len() == 1 && self.is_path(expr_name(expr), 0);
                     if !(path && self.path_method(last, line, call)) {
@@ -803,7 +869,11 @@ impl<'a> Walker<'_, 'a> {
             }
             Target::Node(n) => {
                 if !self.init || call.is_some() {
-                    self.node.edges.push(n);
+                    let literals = match call {
+                        Some(call) if attrs.is_empty() => literals(call),
+                        _ => Vec::new(),
+                    };
+                    self.edge(n, literals);
                 }
                 if let (Some(call), Some(last)) = (call, attrs.last()) {
                     self.method(last, line, call);
@@ -816,7 +886,7 @@ impl<'a> Walker<'_, 'a> {
                     None => class.node,
                 };
                 if !self.init || call.is_some() {
-                    self.node.edges.push(reached);
+                    self.edge(reached, Vec::new());
                 }
                 if attrs.len() > 1
                     && let (Some(call), Some(last)) = (call, attrs.last())
@@ -972,6 +1042,25 @@ impl<'a> Walker<'_, 'a> {
     }
 }
 
+/// The arguments of `call` that are literal booleans.
+fn literals(call: &ast::ExprCall) -> Vec<(Literal, bool)> {
+    let mut out = Vec::new();
+    for (index, arg) in call.arguments.args.iter().enumerate() {
+        if matches!(arg, Expr::Starred(_)) {
+            break;
+        }
+        if let Expr::BooleanLiteral(b) = arg {
+            out.push((Literal::Position(index), b.value));
+        }
+    }
+    for keyword in &call.arguments.keywords {
+        if let (Some(name), Expr::BooleanLiteral(b)) = (&keyword.arg, &keyword.value) {
+            out.push((Literal::Keyword(name.to_string()), b.value));
+        }
+    }
+    out
+}
+
 /// The module `__import__("m")` or `importlib.import_module("m")` (a literal) gives.
 fn imported(expr: &Expr) -> Option<String> {
     let Expr::Call(call) = expr else { return None };
@@ -1063,6 +1152,21 @@ impl<'a> Visitor<'a> for Walker<'_, 'a> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         match stmt {
             Stmt::Import(_) | Stmt::ImportFrom(_) => {}
+            // `if read_only: ... else: ...`: each branch runs only with its value.
+            Stmt::If(s) if self.guard(&s.test).is_some() => {
+                let Some((name, value)) = self.guard(&s.test) else { return };
+                self.guards.push((name, value));
+                self.visit_body(&s.body);
+                self.guards.pop();
+                self.guards.push((name, !value));
+                for clause in &s.elif_else_clauses {
+                    if let Some(test) = &clause.test {
+                        self.visit_expr(test);
+                    }
+                    self.visit_body(&clause.body);
+                }
+                self.guards.pop();
+            }
             _ => visitor::walk_stmt(self, stmt),
         }
     }
@@ -1080,6 +1184,8 @@ impl<'a> Visitor<'a> for Walker<'_, 'a> {
 #[derive(Default)]
 struct Scope<'a> {
     names: HashSet<&'a str>,
+    /// Names assigned in the body (nested functions' parameters too).
+    stored: HashSet<&'a str>,
     globals: Vec<&'a str>,
     assigned: HashMap<&'a str, Vec<&'a Expr>>,
     imports: Vec<&'a Stmt>,
@@ -1104,6 +1210,9 @@ impl<'a> Visitor<'a> for Scope<'a> {
             Stmt::FunctionDef(def) => {
                 self.names.insert(def.name.as_str());
                 self.parameters(&def.parameters);
+                let nested =
+                    def.parameters.posonlyargs.iter().chain(&def.parameters.args).chain(&def.parameters.kwonlyargs);
+                self.stored.extend(nested.map(|p| p.parameter.name.as_str()));
                 visitor::walk_stmt(self, stmt);
             }
             Stmt::ClassDef(class) => {
@@ -1127,10 +1236,13 @@ impl<'a> Visitor<'a> for Scope<'a> {
         match expr {
             Expr::Name(name) if name.ctx == ExprContext::Store => {
                 self.names.insert(name.id.as_str());
+                self.stored.insert(name.id.as_str());
             }
             Expr::Lambda(lambda) => {
                 if let Some(parameters) = &lambda.parameters {
                     self.parameters(parameters);
+                    let nested = parameters.posonlyargs.iter().chain(&parameters.args).chain(&parameters.kwonlyargs);
+                    self.stored.extend(nested.map(|p| p.parameter.name.as_str()));
                 }
                 visitor::walk_expr(self, expr);
             }

@@ -269,39 +269,55 @@ fn inferred(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolA
         entry.unknown.push(format!("unresolved:{name}"));
         return;
     };
-    let mut parent: HashMap<usize, usize> = HashMap::new();
-    let mut order = vec![start];
-    let mut queue = VecDeque::from([start]);
-    parent.insert(start, start);
+    // States: a node with the literal booleans its call binds (`_connect(p,
+    // read_only=True)` runs only the `if read_only:` branches that value takes).
+    type Context = Vec<(String, bool)>;
+    let mut states: Vec<(usize, Context, usize)> = vec![(start, Vec::new(), 0)];
+    let mut seen: std::collections::HashSet<(usize, Context)> = std::collections::HashSet::from([(start, Vec::new())]);
+    let mut queue = VecDeque::from([0usize]);
     let init = package.modules[module].init;
     while let Some(at) = queue.pop_front() {
-        let mut next: Vec<usize> = package.nodes[at].edges.clone();
-        if at == start {
-            next.push(init);
+        let (node_index, context) = (states[at].0, states[at].1.clone());
+        let node = &package.nodes[node_index];
+        let mut next: Vec<(usize, Context)> = node.edges.iter().map(|&to| (to, Vec::new())).collect();
+        if at == 0 {
+            next.push((init, Vec::new()));
         }
-        for to in next {
-            if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(to) {
-                slot.insert(at);
-                order.push(to);
-                queue.push_back(to);
+        for call in node.guarded.iter().filter(|c| graph::runs(&c.guards, &context)) {
+            let parameters = &package.nodes[call.to].parameters;
+            let mut bound: Context = call
+                .literals
+                .iter()
+                .filter_map(|(literal, value)| match literal {
+                    graph::Literal::Position(i) => parameters.get(*i).map(|p| (p.clone(), *value)),
+                    graph::Literal::Keyword(k) => Some((k.clone(), *value)),
+                })
+                .collect();
+            bound.sort();
+            next.push((call.to, bound));
+        }
+        for (to, bound) in next {
+            if seen.insert((to, bound.clone())) {
+                states.push((to, bound, at));
+                queue.push_back(states.len() - 1);
             }
         }
     }
     let chain = |mut at: usize| {
-        let mut names = vec![package.display(at, module)];
-        while parent[&at] != at {
-            at = parent[&at];
-            names.push(package.display(at, module));
+        let mut names = vec![package.display(states[at].0, module)];
+        while at != 0 {
+            at = states[at].2;
+            names.push(package.display(states[at].0, module));
         }
         let last = names.len() - 1;
         names[last] = name.to_string();
         names.reverse();
         names
     };
-    for &at in &order {
-        let node = &package.nodes[at];
+    for (at, (node_index, context, _)) in states.iter().enumerate() {
+        let node = &package.nodes[*node_index];
         let file = shown(&package.modules[node.module].path);
-        for effect in &node.effects {
+        for effect in node.effects.iter().filter(|e| graph::runs(&e.guards, context)) {
             let found = entry.capabilities.entry(effect.capability).or_default();
             let duplicate = found.iter().any(|e| e.file == file && e.line == effect.line && e.via == effect.via);
             if !duplicate {

@@ -354,3 +354,20 @@ fn a_name_only_named_at_module_level_gives_no_tool_a_capability() {
     assert_eq!(capabilities(&tools["tool_a"]), ["env"]);
     assert_eq!(capabilities(&tools["tool_b"]), ["subprocess", "env"]);
 }
+
+#[test]
+fn a_branch_on_a_parameter_runs_only_with_the_value_a_literal_argument_gives() {
+    let tools = one(
+        "branch",
+        "import os\n\ndef _open(p, read_only):\n    if read_only:\n        return open(p)\n    else:\n        return open(p, 'w')\n\n\
+         def tool_read(p: str) -> str:\n    return _open(p, read_only=True).read()\n\n\
+         def tool_write(p: str) -> None:\n    _open(p, False).write('x')\n\n\
+         def tool_either(p: str, ro: bool) -> None:\n    _open(p, ro)\n\n\
+         def _changed(p, read_only):\n    read_only = not read_only\n    if read_only:\n        return open(p)\n    return open(p, 'w')\n\n\
+         def tool_changed(p: str) -> None:\n    _changed(p, read_only=True)\n",
+    );
+    assert_eq!(capabilities(&tools["tool_read"]), ["fs_read"]);
+    assert_eq!(capabilities(&tools["tool_write"]), ["fs_write"]);
+    assert_eq!(capabilities(&tools["tool_either"]), ["fs_read", "fs_write"]);
+    assert_eq!(capabilities(&tools["tool_changed"]), ["fs_read", "fs_write"], "a parameter assigned is not a guard");
+}

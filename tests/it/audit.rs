@@ -186,20 +186,17 @@ fn the_text_table_fits_the_terminal_width() {
 }
 
 #[test]
-fn the_built_in_tools_have_no_unknown_call_and_drift_only_where_one_helper_opens_both_ways() {
+fn the_built_in_tools_agree_with_their_declarations_and_call_nothing_unknown() {
     let audit = audit_json(&[]);
     for tool in audit["tools"].as_array().unwrap() {
         assert_eq!(tool["unknown"], serde_json::json!([]), "{}", tool["name"]);
-        let drift = tool["drift"].as_array().unwrap();
-        if tool["library"] == "SQLite Database" && tool["declared"]["read_only"] == true {
-            // `_connect` opens read-only or read-write by its `read_only` argument: the
-            // audit does not follow arguments into branches, so the write branch counts.
-            assert_eq!(drift.len(), 1, "{tool}");
-            assert_eq!(drift[0]["via"], "sqlite3.connect");
-        } else {
-            assert_eq!(drift, &Vec::<Value>::new(), "{}", tool["name"]);
-        }
+        assert_eq!(tool["drift"], serde_json::json!([]), "{}", tool["name"]);
     }
+    // `_connect(path, read_only=True)` runs only its `if read_only:` branch: a URI with
+    // `mode=ro`, read; the read-write connection is the other branch's.
+    let query = tool(&audit, "tool_execute_query");
+    assert_eq!(capability_names(query), ["fs_read"], "{query}");
+    assert!(capability_names(tool(&audit, "tool_execute_statement")).contains(&"fs_write"));
     let shell = tool(&audit, "tool_run_command");
     assert!(capability_names(shell).contains(&"subprocess"));
     assert_eq!(capability_names(tool(&audit, "tool_text_statistics")), Vec::<&str>::new());
