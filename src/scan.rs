@@ -71,10 +71,18 @@ impl Walk {
     /// [`discovery_order`], links followed; deeper folders are never listed. walkdir
     /// reports a link to the folder or to any folder above it as a loop.
     fn folder(&mut self, folder: &Path) {
-        match fs::canonicalize(folder) {
-            Ok(root) if root.is_dir() => {}
+        let root = match fs::canonicalize(folder) {
+            Ok(root) if root.is_dir() => root,
             Ok(_) => return self.error(folder, "not a folder"),
             Err(err) => return self.error(folder, &format!("cannot open folder: {err}")),
+        };
+        // A library folder given itself (`lcp serve mylib/` with `mylib/mylib.py`) is
+        // that one library, as it is when found inside a folder.
+        if let Some(name) = root.file_name()
+            && root.join(python_file_name(name)).is_file()
+        {
+            let folder = if folder.file_name().is_some() { folder } else { root.as_path() };
+            return self.library_folder(folder);
         }
         let walk = WalkDir::new(folder)
             .min_depth(1)
@@ -89,6 +97,26 @@ impl Walk {
                 // A file of a library folder `X/` belongs to its package.
                 Ok(entry) if entry.depth() == 2 => self.add(entry.path(), entry.path().parent().map(Path::to_path_buf)),
                 Ok(entry) => self.add(entry.path(), None),
+                Err(err) => self.walk_error(folder, &err),
+            }
+        }
+    }
+
+    /// The files of the library folder `folder`, given itself: each a member of its
+    /// package (so relative imports find their siblings), in byte-wise order as the
+    /// entries of any folder given; its folders are not listed.
+    fn library_folder(&mut self, folder: &Path) {
+        let walk = WalkDir::new(folder)
+            .min_depth(1)
+            .max_depth(1)
+            .follow_links(true)
+            .sort_by(|a, b| a.file_name().cmp(b.file_name()))
+            .into_iter()
+            .filter_entry(|entry| is_visible(entry.file_name()));
+        for item in walk {
+            match item {
+                Ok(entry) if entry.file_type().is_dir() || !is_python_file(entry.path()) => {}
+                Ok(entry) => self.add(entry.path(), Some(folder.to_path_buf())),
                 Err(err) => self.walk_error(folder, &err),
             }
         }

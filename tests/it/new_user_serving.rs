@@ -96,3 +96,33 @@ fn a_read_only_tool_without_a_grade_has_the_known_parts_of_its_grade() {
         String::from_utf8(crate::support::lcp(&["list", "--static", folder, "--config", config]).stdout).unwrap();
     assert!(listed.lines().any(|line| line.starts_with("tool_peek")), "{listed}");
 }
+
+#[test]
+fn a_library_folder_served_itself_is_that_one_library() {
+    let dir = crate::support::temp_dir("library-folder-itself").join("mylib");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("models.py"),
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Point:\n    x: float\n    y: float\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("mylib.py"),
+        "from .models import Point\n\n\ndef tool_norm(p: Point) -> float:\n    \"\"\"The point's distance from 0.\"\"\"\n    \
+         return (p.x ** 2 + p.y ** 2) ** 0.5\n",
+    )
+    .unwrap();
+    let folder = dir.to_str().unwrap();
+    let schema = crate::support::stdout_json(&crate::support::lcp(&["export", "--format", "mcp", "--static", folder]));
+    let tool = &schema["tools"][0];
+    assert_eq!(tool["name"], "tool_norm", "{schema}");
+    let point = serde_json::to_string(&tool["inputSchema"]).unwrap();
+    assert!(point.contains("\"x\"") && point.contains("\"y\""), "the relative import resolves: {point}");
+    let called = crate::support::lcp(&["call", "tool_norm", folder, "--args", r#"{"p": {"x": 3, "y": 4}}"#]);
+    let said = String::from_utf8_lossy(&called.stdout).into_owned() + &String::from_utf8_lossy(&called.stderr);
+    assert!(called.status.success() && said.contains("5.0"), "{said}");
+    // As its parent folder serves it.
+    let parent = dir.parent().unwrap().to_str().unwrap();
+    let called = crate::support::lcp(&["call", "tool_norm", parent, "--args", r#"{"p": {"x": 3, "y": 4}}"#]);
+    assert!(called.status.success(), "{}", String::from_utf8_lossy(&called.stderr));
+}
