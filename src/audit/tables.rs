@@ -295,6 +295,7 @@ const TABLE: &[(&str, Entry)] = &[
     ("joblib.dump", WRITE),
     ("cloudpickle.load", DYN),
     ("cloudpickle.loads", DYN),
+    ("git", PROC),
     ("sh", PROC),
     ("plumbum", PROC),
     ("pexpect", PROC),
@@ -528,6 +529,7 @@ mod tests {
         assert_eq!(lookup("pandas.read_csv"), Some(READ));
         assert_eq!(lookup("pandas.DataFrame"), Some(Pure));
         assert_eq!(lookup("subprocessx.run"), None);
+        assert_eq!(lookup("git.Repo"), Some(PROC), "GitPython runs git");
     }
 
     #[test]
