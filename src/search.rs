@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::extract::{Library, Tool};
 use crate::registry::{Descriptions, FastMap, Registry};
 
-/// The fields of a tool, in the order of [`WEIGHTS`] and [`LENGTH_NORMS`].
+/// The fields of a tool, in the order of [`Ranking::weights`] and [`Ranking::length_norms`].
 const NAME: usize = 0;
 const DESCRIPTION: usize = 1;
 const DOCSTRING: usize = 2;
@@ -30,20 +30,34 @@ const PARAMETERS: usize = 3;
 const LIBRARY: usize = 4;
 const FIELDS: usize = 5;
 
-/// How much a match in each field counts.
-const WEIGHTS: [f64; FIELDS] = [3.0, 2.0, 0.6, 1.0, 0.4];
-/// BM25's `b` of each field: how much a longer field dilutes its matches.
-const LENGTH_NORMS: [f64; FIELDS] = [0.5, 0.6, 0.75, 0.75, 0.75];
-/// BM25's `k1`: how soon repeated matches stop counting.
-const K1: f64 = 1.2;
-/// What a query word counts for when it only begins a word of the tool (or the tool's
-/// word begins it: `geo` and `geocode`), against a whole match.
-const PREFIX_MATCH: f64 = 0.4;
+/// The constants of the ranking.
+#[derive(Debug, Clone, Copy)]
+struct Ranking {
+    /// How much a match in each field counts.
+    weights: [f64; FIELDS],
+    /// BM25's `b` of each field: how much a longer field dilutes its matches.
+    length_norms: [f64; FIELDS],
+    /// BM25's `k1`: how soon repeated matches stop counting.
+    k1: f64,
+    /// What a query word counts for when it only begins a word of the tool (or the
+    /// tool's word begins it: `geo` and `geocode`), against a whole match.
+    prefix_match: f64,
+    /// What a tool gains when the query holds every word of its name, as a share of the
+    /// best score of the search (see [`Index::search`]).
+    name_coverage: f64,
+}
+
+/// The ranking's constants, as measured on a public benchmark's catalog (docs/search.md).
+const RANKING: Ranking = Ranking {
+    weights: [3.0, 2.0, 0.6, 1.0, 0.4],
+    length_norms: [0.5, 0.6, 0.75, 0.75, 0.75],
+    k1: 1.2,
+    prefix_match: 0.4,
+    name_coverage: 0.5,
+};
+
 /// The shortest word a prefix match is tried for.
 const PREFIX_MIN: usize = 4;
-/// What a tool gains when the query holds every word of its name, in units of the
-/// best score's share (see [`Index::search`]).
-const NAME_COVERAGE: f64 = 0.5;
 
 /// Common English words a query or a description is read without.
 const STOP_WORDS: &[&str] = &[
@@ -106,18 +120,35 @@ impl Index {
     /// `descriptions` if it has one there. A host builds it from its view's registry
     /// ([`crate::view::View::registry`]), so that it holds only what the caller sees.
     pub fn build(registry: &Registry, descriptions: &Descriptions) -> Index {
-        let stemmer = Stemmer::create(Algorithm::English);
+        let tools: Vec<(&Library, &Tool)> = registry.tools().collect();
+        // Each tool's words, read on every core; laid into the index in order.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(tools.len() / 64 + 1);
+        let chunk = tools.len().div_ceil(threads.max(1)).max(1);
+        let read: Vec<Vec<[Vec<String>; FIELDS]>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = tools
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        let mut reader = Reader::new();
+                        part.iter()
+                            .map(|(library, tool)| {
+                                fields(library, tool, descriptions.of(tool)).map(|text| reader.tokens(&text))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|worker| worker.join().expect("reading a tool's words does not panic")).collect()
+        });
         let mut index = Index::default();
         let mut totals = [0u64; FIELDS];
-        for (library, tool) in registry.tools() {
+        for ((library, tool), fields) in tools.iter().zip(read.into_iter().flatten()) {
             let number = index.tools.len() as u32;
-            let description = descriptions.of(tool);
-            let fields = fields(library, tool, description);
             let mut counts: BTreeMap<u32, [u16; FIELDS]> = BTreeMap::new();
             let mut lengths = [0u32; FIELDS];
             let mut name_words = Vec::new();
-            for (field, text) in fields.iter().enumerate() {
-                for word in tokens_with(&stemmer, text) {
+            for (field, words) in fields.into_iter().enumerate() {
+                for word in words {
                     let id = index.word(word);
                     let count = &mut counts.entry(id).or_insert([0; FIELDS])[field];
                     *count = count.saturating_add(1);
@@ -136,7 +167,7 @@ impl Index {
             index.tools.push(Entry {
                 name: tool.name.clone(),
                 library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
-                description: description.to_string(),
+                description: descriptions.of(tool).to_string(),
                 lengths,
                 name_words,
             });
@@ -171,10 +202,14 @@ impl Index {
     /// The `limit` tools that answer `query` best, best first; equal scores in the order
     /// of their names. A tool that matches no word of the query is never returned.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        self.search_with(query, limit, &RANKING)
+    }
+
+    fn search_with(&self, query: &str, limit: usize, ranking: &Ranking) -> Vec<Hit> {
         let stemmer = Stemmer::create(Algorithm::English);
         let mut asked: Vec<(u32, f64)> = Vec::new();
         for word in tokens_with(&stemmer, query) {
-            self.expand(&word, &mut asked);
+            self.expand(&word, ranking.prefix_match, &mut asked);
         }
         if asked.is_empty() || limit == 0 {
             return Vec::new();
@@ -190,15 +225,14 @@ impl Index {
                 let tool = posting.tool as usize;
                 let lengths = &self.tools[tool].lengths;
                 let mut weighted = 0.0;
-                for field in 0..FIELDS {
-                    let count = f64::from(posting.counts[field]);
-                    if count > 0.0 {
-                        let norm = 1.0 - LENGTH_NORMS[field]
-                            + LENGTH_NORMS[field] * f64::from(lengths[field]) / self.average[field];
-                        weighted += WEIGHTS[field] * count / norm;
+                for (field, &count) in posting.counts.iter().enumerate() {
+                    if count > 0 {
+                        let b = ranking.length_norms[field];
+                        let norm = 1.0 - b + b * f64::from(lengths[field]) / self.average[field];
+                        weighted += ranking.weights[field] * f64::from(count) / norm;
                     }
                 }
-                scores[tool] += share * idf * weighted / (K1 + weighted);
+                scores[tool] += share * idf * weighted / (ranking.k1 + weighted);
                 matched[tool] = true;
             }
         }
@@ -212,7 +246,7 @@ impl Index {
                 continue;
             }
             let covered = entry.name_words.iter().filter(|id| whole.contains(id)).count();
-            scores[tool] += NAME_COVERAGE * best * covered as f64 / entry.name_words.len() as f64;
+            scores[tool] += ranking.name_coverage * best * covered as f64 / entry.name_words.len() as f64;
         }
         let mut ranked: Vec<usize> = (0..self.tools.len()).filter(|&tool| matched[tool]).collect();
         ranked.sort_by(|&a, &b| {
@@ -236,7 +270,7 @@ impl Index {
     /// The words of the index a query's `word` asks for, each with its share of a match,
     /// added to `asked` (a word asked twice counts once, at its larger share): the word
     /// itself, and the words it begins or that begin it.
-    fn expand(&self, word: &str, asked: &mut Vec<(u32, f64)>) {
+    fn expand(&self, word: &str, prefix_match: f64, asked: &mut Vec<(u32, f64)>) {
         let mut add = |id: u32, share: f64| match asked.iter_mut().find(|(seen, _)| *seen == id) {
             Some(seen) => seen.1 = seen.1.max(share),
             None => asked.push((id, share)),
@@ -252,14 +286,14 @@ impl Index {
                 break;
             }
             if other != word {
-                add(id, PREFIX_MATCH);
+                add(id, prefix_match);
             }
         }
         let mut ends: Vec<usize> = word.char_indices().map(|(at, _)| at).skip(PREFIX_MIN).collect();
         ends.sort_unstable();
         for end in ends {
             if let Some(&id) = self.words.get(&word[..end]) {
-                add(id, PREFIX_MATCH);
+                add(id, prefix_match);
             }
         }
     }
@@ -335,6 +369,38 @@ pub fn tokens(text: &str) -> Vec<String> {
     tokens_with(&Stemmer::create(Algorithm::English), text)
 }
 
+/// [`tokens`] with a stemmer kept, and each word's stem remembered: a catalog's texts
+/// repeat their words.
+struct Reader {
+    stemmer: Stemmer,
+    stems: FastMap<String, String>,
+}
+
+impl Reader {
+    fn new() -> Reader {
+        Reader { stemmer: Stemmer::create(Algorithm::English), stems: FastMap::default() }
+    }
+
+    fn tokens(&mut self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let (stemmer, stems) = (&self.stemmer, &mut self.stems);
+        each_word(text, |word| {
+            if word.chars().nth(1).is_none() || STOP_WORDS.contains(&word) {
+                return;
+            }
+            match stems.get(word) {
+                Some(stem) => out.push(stem.clone()),
+                None => {
+                    let stem = stemmer.stem(word).into_owned();
+                    stems.insert(word.to_string(), stem.clone());
+                    out.push(stem);
+                }
+            }
+        });
+        out
+    }
+}
+
 fn tokens_with(stemmer: &Stemmer, text: &str) -> Vec<String> {
     words(text)
         .into_iter()
@@ -349,33 +415,53 @@ fn tokens_with(stemmer: &Stemmer, text: &str) -> Vec<String> {
 /// (`HTTPServer`: `http`, `server`), and between letters and digits (`sha256`).
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
+    each_word(text, |word| out.push(word.to_string()));
+    out
+}
+
+/// Calls `found` with each word of `text` as [`words`] splits them, in a buffer it reuses.
+fn each_word(text: &str, mut found: impl FnMut(&str)) {
     let mut word = String::new();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut chars = text.chars().peekable();
+    let mut before: Option<char> = None;
+    while let Some(c) = chars.next() {
         if !c.is_alphanumeric() {
             if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
+                found(&word);
+                word.clear();
             }
+            before = None;
             continue;
         }
-        if let Some(&before) = i.checked_sub(1).and_then(|j| chars.get(j))
-            && !word.is_empty()
-        {
-            let after = chars.get(i + 1).copied();
-            let split = (before.is_lowercase() && c.is_uppercase())
-                || (before.is_uppercase() && c.is_uppercase() && after.is_some_and(char::is_lowercase))
-                || (before.is_alphabetic() && c.is_numeric())
-                || (before.is_numeric() && c.is_alphabetic());
+        if let Some(before) = before {
+            let split = if before.is_ascii() && c.is_ascii() {
+                (before.is_ascii_lowercase() && c.is_ascii_uppercase())
+                    || (before.is_ascii_uppercase()
+                        && c.is_ascii_uppercase()
+                        && chars.peek().is_some_and(char::is_ascii_lowercase))
+                    || (before.is_ascii_alphabetic() && c.is_ascii_digit())
+                    || (before.is_ascii_digit() && c.is_ascii_alphabetic())
+            } else {
+                (before.is_lowercase() && c.is_uppercase())
+                    || (before.is_uppercase() && c.is_uppercase() && chars.peek().is_some_and(|c| c.is_lowercase()))
+                    || (before.is_alphabetic() && c.is_numeric())
+                    || (before.is_numeric() && c.is_alphabetic())
+            };
             if split {
-                out.push(std::mem::take(&mut word));
+                found(&word);
+                word.clear();
             }
         }
-        word.extend(c.to_lowercase());
+        if c.is_ascii() {
+            word.push(c.to_ascii_lowercase());
+        } else {
+            word.extend(c.to_lowercase());
+        }
+        before = Some(c);
     }
     if !word.is_empty() {
-        out.push(word);
+        found(&word);
     }
-    out
 }
 
 #[cfg(test)]
@@ -454,8 +540,12 @@ mod tests {
     }
 
     #[test]
-    fn a_prefix_of_a_name_word_matches_in_part() {
+    fn a_word_that_begins_another_matches_in_part() {
         let index = Index::build(&catalog(), &Descriptions::default());
+        // `temp` begins `temperature` (a word of tool_get_current_conditions's description).
+        assert_eq!(names(&index.search("temp", 1)), ["tool_get_current_conditions"]);
+        // `address` begins `addressbook`.
+        assert!(names(&index.search("addressbook", 5)).contains(&"tool_geocode_address"));
         assert_eq!(names(&index.search("geocoding", 1)), ["tool_geocode_address"]);
     }
 
