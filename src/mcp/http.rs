@@ -431,6 +431,66 @@ impl Drop for Busy {
     }
 }
 
+/// A `subscriptions/listen` response whose acknowledgement says, in its filter, the task
+/// ids the stream is told of (`taskIds`, the tasks extension's part of the filter, which
+/// rmcp's filter does not carry).
+struct AcknowledgedTasks {
+    body: Body,
+    /// What goes in at the start of the acknowledged filter, until it went in.
+    insert: Option<Vec<u8>>,
+}
+
+impl AcknowledgedTasks {
+    /// The acknowledged filter's key, in rmcp's compact JSON.
+    const FILTER: &[u8] = b"\"notifications\":{";
+
+    fn new(body: Body, honoured: &[String]) -> AcknowledgedTasks {
+        let ids = serde_json::to_string(honoured).unwrap_or_else(|_| "[]".to_string());
+        AcknowledgedTasks { body, insert: Some(format!("\"taskIds\":{ids}").into_bytes()) }
+    }
+
+    /// `data` with the task ids at the start of its acknowledged filter, if it holds it.
+    fn spliced(&mut self, data: &Bytes) -> Option<Bytes> {
+        memchr::memmem::find(data, b"notifications/subscriptions/acknowledged")?;
+        let at = memchr::memmem::find(data, Self::FILTER)? + Self::FILTER.len();
+        let mut insert = self.insert.take()?;
+        if data.get(at) != Some(&b'}') {
+            insert.push(b',');
+        }
+        Some([&data[..at], &insert[..], &data[at..]].concat().into())
+    }
+}
+
+impl hyper::body::Body for AcknowledgedTasks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
+        let std::task::Poll::Ready(Some(Ok(frame))) = polled else { return polled };
+        if self.insert.is_none() {
+            return std::task::Poll::Ready(Some(Ok(frame)));
+        }
+        let frame = match frame.into_data() {
+            Ok(data) => hyper::body::Frame::data(self.spliced(&data).unwrap_or(data)),
+            Err(frame) => frame,
+        };
+        std::task::Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        // Longer by what goes in, when it does.
+        hyper::body::SizeHint::default()
+    }
+}
+
 /// A response body that keeps its session busy until it is sent to its end or dropped.
 struct BusyBody {
     body: Body,
@@ -558,10 +618,13 @@ async fn checked(request: Request<Incoming>, endpoint: &Endpoint, connection: &A
             &serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error: the body is not JSON"}}),
         );
     }
-    // A listen stream naming tasks is told of them whichever replica runs them (`tasks`).
+    // A listen stream naming tasks is told of them whichever replica runs them (`tasks`),
+    // and its acknowledgement says which of them it honours: the caller's.
+    let mut honoured = None;
     if parts.method == hyper::Method::POST
         && let Some(listened) = super::tasks::ListenedTasks::of(&body)
     {
+        honoured = Some(lane.shared.tasks.honoured(&listened.0, &caller.key()).await);
         parts.extensions.insert(listened);
     }
     // Only an `initialize` opens a session: a handshake-less request is never refused
@@ -578,6 +641,9 @@ async fn checked(request: Request<Incoming>, endpoint: &Endpoint, connection: &A
             response.map(|body| SplicingBody::new(body, Arc::clone(listings)).boxed())
         }
     };
+    if let Some(honoured) = honoured {
+        response = response.map(|body| AcknowledgedTasks::new(body, &honoured).boxed());
+    }
     // A session ended on the client's DELETE is answered 200, as clients expect (rmcp
     // says 202, which MCP's Python clients log as a failed termination).
     if deletes && response.status() == StatusCode::ACCEPTED {

@@ -486,6 +486,20 @@ impl Tasks {
             .await;
     }
 
+    /// Of the task ids a listen stream names, those its caller made: what the stream's
+    /// acknowledgement says it honours (`taskIds`).
+    pub(super) async fn honoured(&self, ids: &[String], caller: &str) -> Vec<String> {
+        let mut honoured = Vec::new();
+        for id in ids {
+            if let Ok(Some(record)) = self.store.get(id).await
+                && record.caller.as_deref() == Some(caller)
+            {
+                honoured.push(id.clone());
+            }
+        }
+        honoured
+    }
+
     /// Tells a `subscriptions/listen` stream (`request`) of the tasks its filter names
     /// that its caller made: each one's state now, then every change, whichever
     /// replica runs it, until the stream ends. A stream naming no task is told nothing.

@@ -246,8 +246,8 @@ fn a_killed_replica_leaves_the_other_answering_and_its_tasks_failed_with_the_rea
     assert_eq!(processes_marked(mark), Vec::<String>::new(), "processes of the replicas left running");
 }
 
-/// The `notifications/tasks` a `subscriptions/listen` stream at `url` naming `tasks`
-/// is sent, read until `enough` holds for one of them or `limit` passes.
+/// The notifications a `subscriptions/listen` stream at `url` naming `tasks` is sent
+/// (its acknowledgement first), read until `enough` holds for one or `limit` passes.
 fn task_notifications(url: &str, tasks: &[&str], limit: Duration, enough: impl Fn(&Value) -> bool) -> Vec<Value> {
     use std::io::{Read, Write};
     let address = address_of(url);
@@ -282,7 +282,7 @@ fn task_notifications(url: &str, tasks: &[&str], limit: Duration, enough: impl F
     notifications_in(&received)
 }
 
-/// The `notifications/tasks` in a response read so far (its body chunked or not).
+/// The notifications in a response read so far (its body chunked or not).
 fn notifications_in(response: &[u8]) -> Vec<Value> {
     let text = String::from_utf8_lossy(response);
     let Some((head, mut rest)) = text.split_once("\r\n\r\n") else { return Vec::new() };
@@ -302,7 +302,7 @@ fn notifications_in(response: &[u8]) -> Vec<Value> {
     body.lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .filter(|message| message["method"] == "notifications/tasks")
+        .filter(|message| message["method"].as_str().is_some_and(|method| method.starts_with("notifications/")))
         .collect()
 }
 
@@ -334,6 +334,9 @@ fn a_tasks_status_notifications_reach_its_client_whichever_replica_runs_it() {
             .unwrap_or_else(|| panic!("run {at}: no `completed` for {task} on the stream at {listened_on}: {told:?}"));
         let params = &last["params"];
         assert_eq!(params["result"]["content"][0]["text"], format!("computed run {at} in 1.5s"), "{last}");
+        // The acknowledgement comes first and says which tasks the stream is told of.
+        assert_eq!(told[0]["method"], "notifications/subscriptions/acknowledged", "{told:?}");
+        assert_eq!(told[0]["params"]["notifications"]["taskIds"], json!([task]), "{told:?}");
         assert!(last["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number(), "{last}");
         // The stream was open while the task ran: it heard the change, not only a state.
         assert!(told.iter().any(|told| told["params"]["status"] == "working"), "run {at}: {told:?}");
@@ -345,5 +348,11 @@ fn a_tasks_status_notifications_reach_its_client_whichever_replica_runs_it() {
     let told = task_notifications(&second.url, &[&mine], Duration::from_secs(30), |told| {
         told["params"]["taskId"] == mine && told["params"]["status"] == "completed"
     });
-    assert!(told.iter().all(|told| told["params"]["taskId"] == mine), "{other}: {told:?}");
+    let tasks: Vec<&Value> = told.iter().filter(|told| told["method"] == "notifications/tasks").collect();
+    assert!(!tasks.is_empty() && tasks.iter().all(|told| told["params"]["taskId"] == mine), "{other}: {told:?}");
+
+    // A task id that is no task of the caller's is not honoured, and nothing is told of it.
+    let told = task_notifications(&first.url, &["task-nobody-made"], Duration::from_secs(1), |_| false);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["params"]["notifications"]["taskIds"], json!([]), "{told:?}");
 }
