@@ -207,10 +207,14 @@ impl Index {
 
     fn search_with(&self, query: &str, limit: usize, ranking: &Ranking) -> Vec<Hit> {
         let stemmer = Stemmer::create(Algorithm::English);
-        let mut asked: Vec<(u32, f64)> = Vec::new();
+        let mut asked = Asked::default();
+        let mut seen = std::collections::HashSet::new();
         for word in tokens_with(&stemmer, query) {
-            self.expand(&word, ranking.prefix_match, &mut asked);
+            if seen.insert(word.clone()) {
+                self.expand(&word, ranking.prefix_match, &mut asked);
+            }
         }
+        let asked = asked.words;
         if asked.is_empty() || limit == 0 {
             return Vec::new();
         }
@@ -240,12 +244,13 @@ impl Index {
         // scaled to the best score so that it reorders near ties, never outweighs a
         // clearly better match.
         let best = scores.iter().copied().fold(0.0f64, f64::max);
-        let whole: Vec<u32> = asked.iter().filter(|(_, share)| *share >= 1.0).map(|(id, _)| *id).collect();
+        let whole: FastMap<u32, ()> =
+            asked.iter().filter(|(_, share)| *share >= 1.0).map(|(id, _)| (*id, ())).collect();
         for (tool, entry) in self.tools.iter().enumerate() {
             if !matched[tool] || entry.name_words.is_empty() {
                 continue;
             }
-            let covered = entry.name_words.iter().filter(|id| whole.contains(id)).count();
+            let covered = entry.name_words.iter().filter(|id| whole.contains_key(id)).count();
             scores[tool] += ranking.name_coverage * best * covered as f64 / entry.name_words.len() as f64;
         }
         let mut ranked: Vec<usize> = (0..self.tools.len()).filter(|&tool| matched[tool]).collect();
@@ -270,10 +275,13 @@ impl Index {
     /// The words of the index a query's `word` asks for, each with its share of a match,
     /// added to `asked` (a word asked twice counts once, at its larger share): the word
     /// itself, and the words it begins or that begin it.
-    fn expand(&self, word: &str, prefix_match: f64, asked: &mut Vec<(u32, f64)>) {
-        let mut add = |id: u32, share: f64| match asked.iter_mut().find(|(seen, _)| *seen == id) {
-            Some(seen) => seen.1 = seen.1.max(share),
-            None => asked.push((id, share)),
+    fn expand(&self, word: &str, prefix_match: f64, asked: &mut Asked) {
+        let mut add = |id: u32, share: f64| match asked.at.get(&id) {
+            Some(&at) => asked.words[at].1 = asked.words[at].1.max(share),
+            None => {
+                asked.at.insert(id, asked.words.len());
+                asked.words.push((id, share));
+            }
         };
         if let Some(&id) = self.words.get(word) {
             add(id, 1.0);
@@ -297,6 +305,14 @@ impl Index {
             }
         }
     }
+}
+
+/// The words of the index a query asks for, each once with its share of a match, in
+/// the order first asked.
+#[derive(Default)]
+struct Asked {
+    words: Vec<(u32, f64)>,
+    at: FastMap<u32, usize>,
 }
 
 /// The text of each field of a tool.
