@@ -701,7 +701,7 @@ fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile
                 "`libraries.{name}` names no library (a library folder's name, else its file's stem), so no library gets it{}",
                 crate::suggest::did_you_mean(&close)
             );
-            found.push(Diagnostic::new(file, 1, 1, Level::Warning, message));
+            found.push(Diagnostic::new(file, config.library_line(name).unwrap_or(1), 1, Level::Warning, message));
         }
     }
     for entry in &config.tool_policies {
@@ -850,7 +850,7 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
             .flatten()
             .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
             .collect();
-        let mut grade = format!("{}{}", tool.policy.grade(), if tool.policy.grade.is_some() { "" } else { "?" });
+        let mut grade = tool.policy.grade_shown();
         // What the kernel enforces, in brackets (SPEC §18); what a server or the
         // host only says of its tools, marked as theirs.
         let enforced = crate::runtime::sandbox::enforced(&library.origin, &tool.policy);

@@ -142,8 +142,13 @@ fn profile_text(profile: &Profile, grade: Grade, tools: &[Value]) -> String {
     }
     let mut rows = vec![["NAME", "TOOL", "GRADE", "DOCS", "POLICY"].map(String::from)];
     for tool in tools {
-        let declared = tool["declared"].get("grade").is_some();
-        let grade = format!("w{} d{}{}", tool["grade"]["w"], tool["grade"]["d"], if declared { "" } else { "?" });
+        // A part no declaration gives is marked `?` (as `Declared::grade_shown`).
+        let declared = &tool["declared"];
+        let graded = declared.get("grade").is_some();
+        let w_known = graded || declared.get("open_world").is_some();
+        let d_known = graded || declared["read_only"] == true || declared.get("destructive").is_some();
+        let unknown = |known: bool| if known { "" } else { "?" };
+        let grade = format!("w{}{} d{}{}", tool["grade"]["w"], unknown(w_known), tool["grade"]["d"], unknown(d_known));
         rows.push([
             tool["alias"].as_str().unwrap_or_default().to_string(),
             tool["tool"].as_str().unwrap_or_default().to_string(),

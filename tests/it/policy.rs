@@ -112,8 +112,8 @@ fn list_and_the_manifest_show_grades() {
     // The declarations the kernel enforces follow the grade, in brackets (SPEC §18).
     let fetch_row = table.lines().find(|l| l.starts_with("tool_fetch")).unwrap();
     assert!(fetch_row.contains("w3 d0 [read_only]"), "{table}");
-    // Undeclared counts as the highest grade, marked `?`.
-    assert_eq!(grade_of("tool_plain"), "w3 d3?");
+    // Undeclared counts as the highest grade, each part no declaration gives marked `?`.
+    assert_eq!(grade_of("tool_plain"), "w3? d3?");
 
     let manifest = stdout_json(&lcp(&["export", "--format", "manifest", "--static", "fixtures/policy/declared"]));
     let fetch = manifest["tools"].as_array().unwrap().iter().find(|t| t["name"] == "tool_fetch").unwrap();
