@@ -142,15 +142,29 @@ impl Index {
         });
         let mut index = Index::default();
         let mut totals = [0u64; FIELDS];
+        // A word's counts in the tool being laid in: `seen[word]` is the tool's number + 1
+        // when the word has a place in `counts` (`place[word]`), so nothing is cleared
+        // between tools.
+        let (mut seen, mut place): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        let mut counts: Vec<(u32, [u16; FIELDS])> = Vec::new();
         for ((library, tool), fields) in tools.iter().zip(read.into_iter().flatten()) {
             let number = index.tools.len() as u32;
-            let mut counts: BTreeMap<u32, [u16; FIELDS]> = BTreeMap::new();
             let mut lengths = [0u32; FIELDS];
             let mut name_words = Vec::new();
             for (field, words) in fields.into_iter().enumerate() {
                 for word in words {
                     let id = index.word(word);
-                    let count = &mut counts.entry(id).or_insert([0; FIELDS])[field];
+                    let at = id as usize;
+                    if seen.len() <= at {
+                        seen.resize(at + 1, 0);
+                        place.resize(at + 1, 0);
+                    }
+                    if seen[at] != number + 1 {
+                        seen[at] = number + 1;
+                        place[at] = counts.len() as u32;
+                        counts.push((id, [0; FIELDS]));
+                    }
+                    let count = &mut counts[place[at] as usize].1[field];
                     *count = count.saturating_add(1);
                     lengths[field] += 1;
                     if field == NAME && !name_words.contains(&id) {
@@ -161,7 +175,7 @@ impl Index {
             for (field, length) in lengths.iter().enumerate() {
                 totals[field] += u64::from(*length);
             }
-            for (id, counts) in counts {
+            for (id, counts) in counts.drain(..) {
                 index.postings[id as usize].push(Posting { tool: number, counts });
             }
             index.tools.push(Entry {
@@ -172,6 +186,7 @@ impl Index {
                 name_words,
             });
         }
+        index.sorted = index.words.iter().map(|(word, &id)| (word.clone(), id)).collect();
         let n = index.tools.len().max(1) as f64;
         index.average = totals.map(|total| (total as f64 / n).max(1.0));
         index
@@ -184,7 +199,6 @@ impl Index {
         }
         let id = self.postings.len() as u32;
         self.postings.push(Vec::new());
-        self.sorted.insert(word.clone(), id);
         self.words.insert(word, id);
         id
     }
