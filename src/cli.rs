@@ -20,6 +20,7 @@ use crate::diag::{Diagnostic, Level};
 use crate::export::{self, Format, Layout};
 #[cfg(feature = "python")]
 use crate::mcp;
+use crate::profile;
 use crate::profile::{Choice, Profile};
 use crate::registry::{Descriptions, Options, Registry, Sources};
 use crate::runtime;
@@ -30,7 +31,6 @@ use crate::runtime::{Runtime, RuntimeConfig};
 #[cfg(feature = "python")]
 use crate::testlane;
 use crate::view::{self, View};
-use crate::{profile, shown};
 
 #[cfg(feature = "python")]
 mod host;

@@ -39,7 +39,9 @@ use classes::*;
 use json::{Map, Value, json};
 use resolve::*;
 pub use resolve::{Scope, Siblings};
-pub use text::{OTHER_NAMES, SchemaText};
+#[cfg(feature = "python")]
+pub use text::OTHER_NAMES;
+pub use text::SchemaText;
 use types::*;
 
 /// Deepest annotation followed; deeper ones are treated as unknown.

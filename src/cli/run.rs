@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::runtime::{ConfirmRequest, Confirmation, Decision};
+use crate::shown;
 use crate::sync;
 use crate::view::Admission;
 

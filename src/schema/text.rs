@@ -13,7 +13,7 @@ use super::*;
 /// A tool's parameters may also be given under other names than their properties'
 /// (pydantic's `AliasChoices`): no JSON Schema keyword says so, so the text never
 /// does; [`SchemaText::value`], the schema calls are checked against, holds them
-/// under [`OTHER_NAMES`] for `validate::as_meant`.
+/// under `OTHER_NAMES` (`x-lcp-other-names`) for `validate::as_meant`.
 #[derive(Clone)]
 pub struct SchemaText {
     text: Box<RawValue>,
@@ -45,7 +45,7 @@ impl SchemaText {
         self.text.get()
     }
 
-    /// The schema as a new `Value`: its text's, without [`OTHER_NAMES`].
+    /// The schema as a new `Value`: its text's, without `OTHER_NAMES` (`x-lcp-other-names`).
     pub fn parse(&self) -> serde_json::Value {
         match self.parsed.get() {
             Some(value) if self.other_names.is_empty() => value.clone(),
@@ -54,7 +54,7 @@ impl SchemaText {
     }
 
     /// The schema, parsed once and kept, with the other names of its properties under
-    /// [`OTHER_NAMES`] when it has some: what calls are checked against.
+    /// `OTHER_NAMES` (`x-lcp-other-names`) when it has some: what calls are checked against.
     pub fn value(&self) -> &serde_json::Value {
         self.parsed.get_or_init(|| {
             let mut value: serde_json::Value =
