@@ -73,7 +73,7 @@ fn redis(program: &Path, dir: &Path) -> (Stopped, String) {
     (Stopped(child), format!("redis://127.0.0.1:{port}"))
 }
 
-/// nginx in front of `upstreams`, README's configuration; its `host:port`.
+/// nginx in front of `upstreams`, configured as docs/serve.md shows; its `host:port`.
 fn nginx(program: &Path, dir: &Path, upstreams: &[&str]) -> (Stopped, String) {
     let port = free_port();
     let servers: String = upstreams.iter().map(|upstream| format!("    server {upstream};\n")).collect();

@@ -89,11 +89,11 @@ impl Drop for Balancer {
     }
 }
 
-/// The `upstream` block of README's nginx configuration (`SERVERS` stands for the
+/// The `upstream` block of the nginx configuration in docs/serve.md (`SERVERS` stands for the
 /// replicas' `server` lines).
 const UPSTREAM: &str = "upstream lcp {\n    hash $http_mcp_session_id consistent;\nSERVERS\n    keepalive 64;\n  }";
 
-/// The proxying of README's nginx configuration: HTTP/1.1 kept alive to the replicas,
+/// The proxying of the nginx configuration in docs/serve.md: HTTP/1.1 kept alive to the replicas,
 /// nothing buffered (an SSE stream must reach the client as it is written).
 const LOCATION: &str = "      proxy_pass http://lcp;\n      proxy_http_version 1.1;\n      \
      proxy_set_header Connection \"\";\n      proxy_set_header Host $http_host;\n      \
