@@ -867,10 +867,11 @@ impl Upstreams {
             let call = async move {
                 // Its turn first: whatever the server asks or tells until the result
                 // belongs to this call and no other caller's.
-                let _turn = turn.lock().await;
+                let turn = turn.lock_owned().await;
                 sync::lock(&calls).push(active);
-                let _registered = Registered { calls, token };
-                upstream.call(ask, token).await
+                let registered = Registered { calls, token };
+                // Both kept until the notifications sent before the result were heard.
+                (upstream.call(ask, token).await, Some((turn, registered)))
             };
             let cancelled = async {
                 loop {
@@ -886,14 +887,15 @@ impl Upstreams {
                     None => std::future::pending().await,
                 }
             };
-            let result = tokio::select! {
-                result = call => result,
-                outcome = cancelled => stopped(outcome, &server, timeout),
-                () = limit => stopped(Outcome::TimedOut, &server, timeout),
+            let (result, held) = tokio::select! {
+                answered = call => answered,
+                outcome = cancelled => (stopped(outcome, &server, timeout), None),
+                () = limit => (stopped(Outcome::TimedOut, &server, timeout), None),
             };
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
+            drop(held);
             result
         });
         let result = forwarded.unwrap_or_else(|err| ToolResult::failure(format!("the forwarded call failed: {err}")));
