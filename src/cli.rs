@@ -358,7 +358,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-pub(crate) use crate::table::{Cut, cell, columns, fit, terminal_width};
+pub(crate) use crate::table::{Cut, cell, columns, counted, fit, terminal_width};
 
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
@@ -724,11 +724,6 @@ fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile
         found.push(Diagnostic::new(file, first.line, 1, Level::Warning, message));
     }
     found
-}
-
-/// `1 tool`, `2 tools`.
-pub(crate) fn counted(count: usize, one: &str, many: &str) -> String {
-    format!("{count} {}", if count == 1 { one } else { many })
 }
 
 /// Libraries that contribute a tool, a prompt or a resource: a library folder is one

@@ -26,10 +26,10 @@ use crate::schema::{self, Converter, Scope, Siblings};
 use crate::source::{self, Prepared, SourceError};
 
 mod members;
-pub(crate) use members::required_names;
 pub use members::{COMPLETE_PREFIX, Resource};
 #[cfg(feature = "python")]
 pub(crate) use members::{listed_values, parameter_names};
+pub(crate) use members::{percent_decode, required_names};
 
 /// Parameters the host passes itself; they never appear in a schema.
 pub const DEFAULT_INJECTED: &[&str] =

@@ -99,3 +99,8 @@ pub(crate) fn cell(text: &str, cut: Cut) -> String {
     // Escaped (SPEC §17): a name or a description cannot draw over the table.
     elide(&shown::line(text), CELL_CHARS, cut)
 }
+
+/// `1 tool`, `2 tools`.
+pub(crate) fn counted(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}

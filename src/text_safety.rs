@@ -34,7 +34,7 @@ impl Secrets {
         if secret.is_empty() {
             return;
         }
-        let decoded = percent_decode(secret);
+        let decoded = crate::extract::percent_decode(secret);
         let encoded: String = url::form_urlencoded::byte_serialize(secret.as_bytes()).collect();
         let encoded_path = percent_encode_all(secret);
         for form in [secret.to_string(), decoded, encoded, encoded_path] {
@@ -159,26 +159,6 @@ pub fn strip_schema_texts(schema: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(strip_schema_texts),
         _ => {}
     }
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let (Some(high), Some(low)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
-        {
-            out.push((high * 16 + low) as u8);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Every byte but ASCII letters, digits and `-._~` as `%XX`: a URL's userinfo as a

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Audit, Capability, Evidence, ToolAudit, evidence_json};
-use crate::cli::{Cut, cell, columns, fit};
+use crate::table::{Cut, cell, columns, counted, fit};
 
 /// `{"tools": [{"name", "library", "capabilities", "unknown", "declared", "drift"
 /// (, "gained")}]}`.
@@ -226,11 +226,7 @@ pub fn text(audit: &Audit, width: Option<usize>) -> String {
         out.push('\n');
     }
     let drifting = audit.tools.iter().filter(|t| !t.drift.is_empty()).count();
-    out.push_str(&format!(
-        "{} audited, {} with drift",
-        crate::cli::counted(audit.tools.len(), "tool", "tools"),
-        drifting
-    ));
+    out.push_str(&format!("{} audited, {} with drift", counted(audit.tools.len(), "tool", "tools"), drifting));
     out
 }
 

@@ -229,7 +229,7 @@ fn matches<'u>(parts: &[Part<'_>], uri: &'u str, found: &mut Vec<(String, &'u st
     }
 }
 
-fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

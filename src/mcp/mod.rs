@@ -292,6 +292,20 @@ struct Changed {
     updated: Vec<String>,
 }
 
+impl Changed {
+    /// A change as a listener heard it: one it missed (it lagged) may have been
+    /// anything, so the prompts and resources may differ; `None` once no more come.
+    fn heard(change: Result<Arc<Changed>, broadcast::error::RecvError>) -> Option<Arc<Changed>> {
+        match change {
+            Ok(changed) => Some(changed),
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                Some(Arc::new(Changed { problems: Vec::new(), files: Vec::new(), members: true, updated: Vec::new() }))
+            }
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
+}
+
 struct Shared {
     /// The registry rescans update.
     registry: Mutex<Registry>,
@@ -689,16 +703,7 @@ impl Server {
         let server = self.clone();
         tokio::spawn(async move {
             loop {
-                let changed = match changes.recv().await {
-                    Ok(changed) => changed,
-                    Err(broadcast::error::RecvError::Lagged(_)) => Arc::new(Changed {
-                        problems: Vec::new(),
-                        files: Vec::new(),
-                        members: true,
-                        updated: Vec::new(),
-                    }),
-                    Err(broadcast::error::RecvError::Closed) => return,
-                };
+                let Some(changed) = Changed::heard(changes.recv().await) else { return };
                 if !changed.updated.is_empty() {
                     let subscribed = sync::lock(&server.session.subscribed).clone();
                     for uri in changed.updated.iter().filter(|uri| subscribed.contains(*uri)) {
@@ -1006,15 +1011,9 @@ impl ServerHandler for Server {
             loop {
                 let changed = tokio::select! {
                     () = context.cancelled() => return,
-                    change = changes.recv() => match change {
-                        Ok(changed) => changed,
-                        Err(broadcast::error::RecvError::Lagged(_)) => Arc::new(Changed {
-                            problems: Vec::new(),
-                            files: Vec::new(),
-                            members: true,
-                            updated: Vec::new(),
-                        }),
-                        Err(broadcast::error::RecvError::Closed) => return,
+                    change = changes.recv() => match Changed::heard(change) {
+                        Some(changed) => changed,
+                        None => return,
                     },
                 };
                 if !changed.updated.is_empty() {

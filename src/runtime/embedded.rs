@@ -370,12 +370,10 @@ impl Runtime {
         args: &Value,
         options: &CallOptions,
     ) -> ToolResult {
-        let schema = function.parameters.value();
-        let args = validate::texts_as_values(schema, args);
-        let problems = validate::check(schema, &args);
-        if !problems.is_empty() {
-            return ToolResult::failure(validate::report(&function.name, schema, &problems));
-        }
+        let args = match member_arguments(function, &function.name, args) {
+            Ok(args) => args,
+            Err(refused) => return ToolResult::failure(refused),
+        };
         let Some(forward) = sync::read(&self.forward).clone() else {
             let server = match &library.origin {
                 Origin::Mcp { server } => server.as_str(),
@@ -401,13 +399,10 @@ impl Runtime {
         args: &Value,
         options: &CallOptions,
     ) -> ToolResult {
-        let schema = function.parameters.value();
-        let args = validate::texts_as_values(schema, args);
-        let problems = validate::check(schema, &args);
-        if !problems.is_empty() {
-            return ToolResult::failure(validate::report(name, schema, &problems));
+        match member_arguments(function, name, args) {
+            Ok(args) => self.run(library, name, kind, &args, options, options.timeout, true),
+            Err(refused) => ToolResult::failure(refused),
         }
-        self.run(library, name, kind, &args, options, options.timeout, true)
     }
 
     /// Runs a tool: validates `args` against its schema (nothing runs when they are
@@ -631,6 +626,16 @@ impl Runtime {
             Place::Workers(pool) => pool.run(&job, callbacks, timeout, options.cancel.as_ref()),
         }
     }
+}
+
+/// A prompt's or resource's arguments as its function takes them (a text holding the
+/// JSON of the type a parameter asks for taken as that value), or the failure that
+/// lists what is wrong with them.
+fn member_arguments(function: &Tool, name: &str, args: &Value) -> Result<Value, String> {
+    let schema = function.parameters.value();
+    let args = validate::texts_as_values(schema, args);
+    let problems = validate::check(schema, &args);
+    if problems.is_empty() { Ok(args) } else { Err(validate::report(name, schema, &problems)) }
 }
 
 /// A config-defined tool's arguments in their declared order, each one not given
