@@ -93,7 +93,7 @@ enum Command {
         /// `defer_loading`, found by the model through the provider's tool search.
         #[arg(long)]
         defer: bool,
-        /// Tools --defer keeps loaded (not deferred).
+        /// Tools --defer keeps loaded (not deferred), besides `[export] always_loaded`.
         #[arg(long = "always-loaded", value_name = "TOOLS", value_delimiter = ',', requires = "defer")]
         always_loaded: Vec<String>,
     },
@@ -387,6 +387,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 other => other.strict(strict),
             };
             if defer {
+                // `[export] always_loaded` and `--always-loaded` together.
+                let mut always_loaded = always_loaded;
+                always_loaded.extend(config.export.always_loaded.iter().cloned());
                 let (document, problems) =
                     export::export_deferred(&view.registry, &descriptions, format, &always_loaded)?;
                 print_stdout(&pretty(&document))?;

@@ -26,6 +26,12 @@
 //! state_key = "..."           # signs `requestState` (SPEC §16); else `$LCP_STATE_KEY`
 //! task_store = "redis://..."  # where MCP tasks live (SPEC §16); else `$LCP_TASK_STORE`, else memory
 //! session_idle = 120          # seconds an unused `lcp serve --http` session stays open
+//! tool_search = true          # `tools/list` is `search_tools` (SPEC §21); default: above the threshold
+//! tool_search_threshold = 200 # tools shown above which `search_tools` is on when `tool_search` is unset
+//! always_list = ["tool_x"]    # listed beside `search_tools` when it is on
+//!
+//! [export]                    # `lcp export`
+//! always_loaded = ["tool_x"]  # `--defer` keeps these loaded (SPEC §21)
 //! ```
 //!
 //! `kits/NAME.kit` files beside the config file (beside the current directory without
@@ -58,7 +64,7 @@ pub use servers::{ServerEntry, Transport, names as server_names};
 pub use tools::{DefinedArg, DefinedTool};
 
 /// The top-level keys of a config file.
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "autonomy_level",
     "libraries",
     "profiles",
@@ -71,6 +77,7 @@ const KEYS: [&str; 12] = [
     "mcp",
     "auth",
     "sandbox",
+    "export",
 ];
 
 /// `[mcp]`: how tools are described to MCP clients.
@@ -97,11 +104,40 @@ pub struct McpConfig {
     /// How long a session of `lcp serve --http` stays open unused (read when the server
     /// starts). Default: [`McpConfig::DEFAULT_SESSION_IDLE`].
     pub session_idle: Option<std::time::Duration>,
+    /// `lcp serve` lists `search_tools` instead of the tools (SPEC §21): `Some(true)`
+    /// always, `Some(false)` never. Default (`None`): when more tools are shown than
+    /// `tool_search_threshold`.
+    pub tool_search: Option<bool>,
+    /// How many tools shown turn `search_tools` on when `tool_search` is not set.
+    /// Default: [`McpConfig::DEFAULT_TOOL_SEARCH_THRESHOLD`].
+    pub tool_search_threshold: Option<usize>,
+    /// The tools listed beside `search_tools` when it is on (each still only if
+    /// shown). Default: none.
+    pub always_list: Vec<String>,
 }
 
 impl McpConfig {
     /// How long an unused session stays open when `session_idle` is not set.
     pub const DEFAULT_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(120);
+
+    /// The number of tools shown above which `search_tools` is on, when neither
+    /// `tool_search` nor `tool_search_threshold` says.
+    pub const DEFAULT_TOOL_SEARCH_THRESHOLD: usize = 200;
+
+    /// Whether `lcp serve` lists `search_tools` (and `always_list`) instead of the
+    /// tools, for a view of `shown` tools.
+    pub fn tool_search_on(&self, shown: usize) -> bool {
+        self.tool_search
+            .unwrap_or_else(|| shown > self.tool_search_threshold.unwrap_or(McpConfig::DEFAULT_TOOL_SEARCH_THRESHOLD))
+    }
+}
+
+/// `[export]`: how `lcp export` writes the tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportConfig {
+    /// The tools `lcp export --defer` keeps loaded (not deferred), merged with
+    /// `--always-loaded`. Default: none.
+    pub always_loaded: Vec<String>,
 }
 
 /// A `[tool_policies.NAME]` table.
@@ -142,6 +178,8 @@ pub struct Config {
     pub policy: HostPolicy,
     /// `[mcp]`: how tools are described to MCP clients.
     pub mcp: McpConfig,
+    /// `[export]`: how `lcp export` writes the tools.
+    pub export: ExportConfig,
     /// `[auth]`: who may reach `lcp serve --http`.
     pub auth: AuthConfig,
     /// The line of each `[libraries.NAME]` table, where a diagnostic about it points.
@@ -479,7 +517,9 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                             }
                             ("session_idle", other) => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp.session_idle` is {other}; expected a whole number of seconds, at least 1"),
+                                format!(
+                                    "`mcp.session_idle` is {other}; expected a whole number of seconds, at least 1"
+                                ),
                             )),
                             ("host_configs", Value::Array(paths)) => {
                                 for path in paths {
@@ -502,14 +542,48 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
                                 &pointer(&here, &name),
                                 format!("`mcp.{name}` is {other}; expected a non-empty string"),
                             )),
-                            _ => errors.push(at.error(
+                            ("tool_search", Value::Bool(on)) => config.mcp.tool_search = Some(on),
+                            ("tool_search", other) => errors.push(at.error(
                                 &pointer(&here, &name),
-                                format!("`mcp`: unknown key `{name}`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key, task_store or session_idle"),
+                                format!("`mcp.tool_search` is {other}; expected true or false"),
                             )),
+                            ("tool_search_threshold", Value::Number(count)) if count.as_u64().is_some() => {
+                                let count = count.as_u64().unwrap_or_default();
+                                config.mcp.tool_search_threshold = Some(usize::try_from(count).unwrap_or(usize::MAX));
+                            }
+                            ("tool_search_threshold", other) => errors.push(at.error(
+                                &pointer(&here, &name),
+                                format!("`mcp.tool_search_threshold` is {other}; expected a whole number of tools"),
+                            )),
+                            ("always_list", value) => {
+                                config.mcp.always_list =
+                                    names_list(&value, "mcp.always_list", at, &pointer(&here, &name), &mut errors)
+                            }
+                            _ => errors.push(unknown_key(at, &pointer(&here, &name), "mcp", &name, &MCP_KEYS)),
                         }
                     }
                 }
                 _ => errors.push(at.error(&here, "`mcp` must be a table")),
+            },
+            "export" => match value {
+                Value::Object(table) => {
+                    for (name, value) in table {
+                        match name.as_str() {
+                            "always_loaded" => {
+                                config.export.always_loaded =
+                                    names_list(&value, "export.always_loaded", at, &pointer(&here, &name), &mut errors)
+                            }
+                            _ => errors.push(unknown_key(
+                                at,
+                                &pointer(&here, &name),
+                                "export",
+                                &name,
+                                &["always_loaded"],
+                            )),
+                        }
+                    }
+                }
+                _ => errors.push(at.error(&here, "`export` must be a table")),
             },
             _ => errors.push(at.error(&here, format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")))),
         }
@@ -517,6 +591,54 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
     let imported = servers::read_host_configs(&host_configs, &mut errors);
     config.servers.extend(imported);
     if errors.is_empty() { Ok(config) } else { Err(errors) }
+}
+
+/// The keys of `[mcp]`.
+const MCP_KEYS: [&str; 11] = [
+    "inline_refs",
+    "name",
+    "instructions",
+    "host_configs",
+    "docs_tools",
+    "state_key",
+    "task_store",
+    "session_idle",
+    "tool_search",
+    "tool_search_threshold",
+    "always_list",
+];
+
+/// `` `table`: unknown key `name` ``, with the nearest of `keys` and the list of them.
+fn unknown_key(at: &Located, here: &str, table: &str, name: &str, keys: &[&str]) -> ConfigError {
+    let near = crate::suggest::closest(name, keys.iter().copied(), |_| None);
+    let expected = match keys {
+        [one] => one.to_string(),
+        [most @ .., last] => format!("{} or {last}", most.join(", ")),
+        [] => String::new(),
+    };
+    at.error(
+        here,
+        format!("`{table}`: unknown key `{name}`; expected {expected}{}", crate::suggest::did_you_mean(&near)),
+    )
+}
+
+/// A list of tool names (`[mcp] always_list`, `[export] always_loaded`); an entry that
+/// is not a non-empty string is an error naming `key`.
+fn names_list(value: &Value, key: &str, at: &Located, here: &str, errors: &mut Vec<ConfigError>) -> Vec<String> {
+    let Value::Array(items) = value else {
+        errors.push(at.error(here, format!("`{key}` is {value}; expected a list of tool names")));
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        match item.as_str().map(str::trim) {
+            Some(name) if !name.is_empty() => names.push(name.to_string()),
+            _ => errors.push(
+                at.error(&format!("{here}/{index}"), format!("`{key}` entries are tool names (strings), not {item}")),
+            ),
+        }
+    }
+    names
 }
 
 /// The config of a running server, read again when its file (or a kit) changes:

@@ -14,6 +14,7 @@
 //! - `call.rs`: one call: confirmations as elicitations, cancellation, results.
 //! - `requester.rs`: the client a call answers to, and how it reaches it.
 //! - `docs.rs`: `docs_index` and `resolve_doc` (`[mcp] docs_tools`).
+//! - `search_tool.rs`: `search_tools` and its index (`[mcp] tool_search`, SPEC §21).
 //! - `members.rs`: prompts, resources and completion (SPEC §15).
 //! - `state.rs`: the signed `requestState` of a call parked on a question (SPEC §16).
 //! - `tasks.rs`: calls run as MCP tasks, in memory or in Redis (SPEC §16).
@@ -42,6 +43,7 @@ mod lane;
 mod listing;
 mod members;
 mod requester;
+mod search_tool;
 mod state;
 mod stdio;
 mod tasks;
@@ -314,6 +316,8 @@ struct Shared {
     snapshot: RwLock<(u64, Arc<Registry>)>,
     /// The last `tools/list` built.
     listings: Arc<listing::Listings>,
+    /// The last catalog `search_tools` searched.
+    searches: search_tool::Searches,
     /// Whether change notifications tell of changed files (else a list rescans first).
     notified: AtomicBool,
     /// A change was notified and its rescan has not finished: a listing waits for it.
@@ -350,6 +354,7 @@ impl Server {
             snapshot: RwLock::new((0, Arc::new(registry.clone()))),
             registry: Mutex::new(registry),
             listings,
+            searches: search_tool::Searches::default(),
             notified: AtomicBool::new(false),
             change_pending: AtomicBool::new(false),
             runtime_config: settings.runtime.clone(),
@@ -555,41 +560,34 @@ impl Server {
             let (generation, snapshot) = server.generation();
             let config = server.shared.settings.config.current();
             let asks_python = snapshot.has_prompt_providers();
-            let key = (!asks_python).then(|| listing::Key {
-                generation,
-                config: Arc::clone(&config),
-                profile: server.session.caller.get().cloned().flatten(),
-            });
+            let key = (!asks_python).then(|| server.key(generation, &config));
             server.shared.listings.answer(key, || server.tools_text(&snapshot, &config))
         });
         listed.await.unwrap_or_else(|_| ListToolsResult::with_all_items(Vec::new()))
     }
 
+    /// What a list or a search of this session's view of the registry of `generation`
+    /// depends on.
+    fn key(&self, generation: u64, config: &Arc<Config>) -> listing::Key {
+        listing::Key { generation, config: Arc::clone(config), profile: self.session.caller.get().cloned().flatten() }
+    }
+
     /// The registry's `mcp` export as shown (with the prompt providers' descriptions):
-    /// the tools' JSON texts separated by commas. Tools MCP cannot carry (a name it
-    /// refuses, a schema nested too deep) are left out with an error on stderr, as in
-    /// `lcp export`.
+    /// the tools' JSON texts separated by commas; with tool search on, only the tools
+    /// of `[mcp] always_list` and `search_tools` (SPEC §21). Tools MCP cannot carry (a
+    /// name it refuses, a schema nested too deep) are left out with an error on
+    /// stderr, as in `lcp export`.
     fn tools_text(&self, snapshot: &Registry, config: &Config) -> Vec<u8> {
         let view = self.view_with(snapshot, config);
         for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
             eprintln!("lcp: {problem}");
         }
-        let registry = view.registry;
-        let mut descriptions = Descriptions::default();
-        if registry.has_prompt_providers() {
-            match self.python() {
-                Ok(python) => {
-                    let options =
-                        CallOptions { workspace: self.shared.settings.workspace.clone(), ..CallOptions::default() };
-                    let diagnostics;
-                    (descriptions, diagnostics) = python.prompt_descriptions(&registry, &options);
-                    for diagnostic in &diagnostics {
-                        eprintln!("{diagnostic}");
-                    }
-                }
-                Err(err) => eprintln!("lcp: descriptions are the static ones: {err}"),
-            }
-        }
+        let searched = search_tool::is_on(&view.registry, &config.mcp);
+        let registry = match searched {
+            true => search_tool::always_listed(&view.registry, &config.mcp.always_list),
+            false => view.registry,
+        };
+        let descriptions = self.descriptions(&registry);
         let mut text = Vec::new();
         let format = Format::Mcp { inline_refs: config.mcp.inline_refs };
         let written = export::write_entries(&registry, &descriptions, format, Layout::Compact, &mut text);
@@ -601,16 +599,70 @@ impl Server {
         // The array's brackets are the response's own.
         text.pop();
         text.remove(0);
+        let mut own = Vec::new();
         if config.mcp.docs_tools {
             let shown: Vec<&str> = registry.tools().map(|(_, tool)| tool.name.as_str()).collect();
-            for tool in docs::tools(&shown) {
-                if !text.is_empty() {
-                    text.push(b',');
-                }
-                serde_json::to_writer(&mut text, &tool).expect("a tool serializes");
+            own.extend(docs::tools(&shown));
+        }
+        if searched {
+            own.push(search_tool::tool());
+        }
+        for tool in own {
+            if !text.is_empty() {
+                text.push(b',');
             }
+            serde_json::to_writer(&mut text, &tool).expect("a tool serializes");
         }
         text
+    }
+
+    /// The descriptions of `registry`'s tools that prompt providers give (none when it
+    /// has no prompt provider; the static ones, saying why, when Python cannot start).
+    fn descriptions(&self, registry: &Registry) -> Descriptions {
+        if !registry.has_prompt_providers() {
+            return Descriptions::default();
+        }
+        match self.python() {
+            Ok(python) => {
+                let options =
+                    CallOptions { workspace: self.shared.settings.workspace.clone(), ..CallOptions::default() };
+                let (descriptions, diagnostics) = python.prompt_descriptions(registry, &options);
+                for diagnostic in &diagnostics {
+                    eprintln!("{diagnostic}");
+                }
+                descriptions
+            }
+            Err(err) => {
+                eprintln!("lcp: descriptions are the static ones: {err}");
+                Descriptions::default()
+            }
+        }
+    }
+
+    /// The answer of `search_tools` to a call with `arguments`, when tool search is on
+    /// for this session's view (SPEC §21); `None` otherwise (the name is then a tool's
+    /// name like any other). Every change made before the request is searched, as it
+    /// is listed.
+    async fn search_call(
+        &self,
+        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Option<rmcp::model::CallToolResult> {
+        watch::before_listing(self).await;
+        let (server, arguments) = (self.clone(), arguments.cloned().unwrap_or_default());
+        let answer = tokio::task::spawn_blocking(move || {
+            let (generation, snapshot) = server.generation();
+            let config = server.shared.settings.config.current();
+            let catalog = server.shared.searches.catalog(server.key(generation, &config), || {
+                let registry = server.view_with(&snapshot, &config).registry;
+                if !search_tool::is_on(&registry, &config.mcp) {
+                    return None;
+                }
+                let descriptions = server.descriptions(&registry);
+                Some(search_tool::Catalog::new(registry, descriptions, config.mcp.inline_refs))
+            })?;
+            Some(search_tool::call(&arguments, &catalog))
+        });
+        answer.await.ok().flatten()
     }
 
     /// What the host shows of `registry` now: the config as its file is now, and the
@@ -812,6 +864,11 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.bind_caller(&context)?;
+        if request.name == search_tool::NAME
+            && let Some(result) = self.search_call(request.arguments.as_ref()).await
+        {
+            return Ok(result.into());
+        }
         call::call_tool(self, request, context).await
     }
 

@@ -247,3 +247,234 @@ fn defer_exports_validate_with_the_official_sdk_types() {
         }
     }
 }
+
+// MCP `search_tools` (SPEC §21), with the official Python client in both lifecycles.
+
+/// A config file in a folder of its own holding `text`, with the catalog's path.
+fn served_config(name: &str, text: &str) -> (std::path::PathBuf, String) {
+    let dir = temp_dir(name);
+    write(&dir.join("lcp.toml"), text);
+    (dir.join("lcp.toml"), crate::support::root().join(CATALOG).to_str().unwrap().to_string())
+}
+
+/// The names of a `tools/list` result.
+fn listed(result: &Value) -> Vec<String> {
+    names(&result["tools"])
+}
+
+/// The names `search_tools` returned, checking the shape of each entry.
+fn found(result: &Value) -> Vec<String> {
+    assert_eq!(result["isError"], false, "{result}");
+    let structured = &result["structuredContent"];
+    let copy: Value = serde_json::from_str(crate::mcp::text(result)).unwrap();
+    assert_eq!(&copy, structured, "the text content is a copy of structuredContent");
+    for tool in structured["tools"].as_array().unwrap() {
+        let keys: Vec<&str> = tool.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["name", "description", "inputSchema"], "{tool}");
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+    }
+    names(&structured["tools"])
+}
+
+fn search(query: &str, limit: Option<u64>) -> Value {
+    match limit {
+        Some(limit) => crate::mcp::call("search_tools", serde_json::json!({"query": query, "limit": limit})),
+        None => crate::mcp::call("search_tools", serde_json::json!({"query": query})),
+    }
+}
+
+#[test]
+fn search_tools_on_lists_only_itself_and_always_list_and_every_tool_stays_callable() {
+    let (config, catalog) = served_config(
+        "search-tools-on",
+        "[mcp]\ntool_search = true\nalways_list = [\"tool_read_text\", \"tool_not_here\"]\n",
+    );
+    let serve = [catalog.as_str(), "--config", config.to_str().unwrap()];
+    let steps = serde_json::json!([
+        "list",
+        search("convert 100 dollars to euros", None),
+        search("file", Some(1)),
+        crate::mcp::call("tool_convert_currency", serde_json::json!({"amount": 2.0, "source": "USD", "target": "EUR"})),
+    ]);
+    for mode in crate::mcp::MODES {
+        let results = &crate::mcp::session(mode, "none", &serve, steps.clone())["results"];
+        assert_eq!(listed(&results[0]), ["tool_read_text", "search_tools"], "{mode}");
+        let search_tool = &results[0]["tools"][1];
+        assert_eq!(search_tool["inputSchema"]["required"], serde_json::json!(["query"]), "{mode}");
+        assert_eq!(search_tool["inputSchema"]["properties"]["limit"]["default"], 5, "{mode}");
+        assert_eq!(search_tool["annotations"]["readOnlyHint"], true, "{mode}");
+        let first = found(&results[1]);
+        assert_eq!(first[0], "tool_convert_currency", "{mode}");
+        assert!(first.len() <= 5, "{mode}: {first:?}");
+        let hit = &results[1]["structuredContent"]["tools"][0];
+        assert!(hit["description"].as_str().unwrap().starts_with("Convert an amount of money"), "{mode}: {hit}");
+        assert!(hit["inputSchema"]["properties"]["amount"].is_object(), "{mode}: {hit}");
+        assert_eq!(found(&results[2]).len(), 1, "{mode}");
+        // Not listed, found by search, called by name.
+        assert_eq!(results[3]["isError"], false, "{mode}: {}", results[3]);
+    }
+}
+
+#[test]
+fn search_tools_bad_input_is_a_tool_error_saying_what_is_wrong() {
+    let (config, catalog) = served_config("search-tools-bad", "[mcp]\ntool_search = true\n");
+    let serve = [catalog.as_str(), "--config", config.to_str().unwrap()];
+    let steps = serde_json::json!([
+        crate::mcp::call("search_tools", serde_json::json!({})),
+        search("weather", Some(51)),
+        search("weather", Some(0)),
+        crate::mcp::call("search_tools", serde_json::json!({"query": "weather", "top": 3})),
+    ]);
+    let results = &crate::mcp::session("legacy", "none", &serve, steps)["results"];
+    crate::mcp::assert_error(&results[0], &["needs `query`"]);
+    crate::mcp::assert_error(&results[1], &["`limit` is 51", "from 1 to 50"]);
+    crate::mcp::assert_error(&results[2], &["`limit` is 0"]);
+    crate::mcp::assert_error(&results[3], &["`top` is not one of its arguments"]);
+}
+
+#[test]
+fn search_tools_follows_the_threshold_unless_tool_search_says() {
+    // The catalog has 13 tools.
+    let cases = [
+        ("[mcp]\ntool_search_threshold = 12\n", true),
+        ("[mcp]\ntool_search_threshold = 13\n", false),
+        ("", false),
+        ("[mcp]\ntool_search = false\ntool_search_threshold = 1\n", false),
+        ("[mcp]\ntool_search = true\ntool_search_threshold = 100\n", true),
+    ];
+    for (text, on) in cases {
+        let (config, catalog) = served_config("search-tools-threshold", text);
+        let serve = [catalog.as_str(), "--config", config.to_str().unwrap()];
+        let steps = serde_json::json!(["list", search("send an email", None)]);
+        let results = &crate::mcp::session("legacy", "none", &serve, steps)["results"];
+        let names = listed(&results[0]);
+        if on {
+            assert_eq!(names, ["search_tools"], "{text:?}");
+            assert_eq!(found(&results[1])[0], "tool_send_email", "{text:?}");
+        } else {
+            assert_eq!(names.len(), 13, "{text:?}: {names:?}");
+            let message = results[1]["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("unknown tool `search_tools`"), "{text:?}: {}", results[1]);
+        }
+    }
+}
+
+#[test]
+fn search_tools_returns_only_what_the_profile_shows_under_its_aliases() {
+    let (config, catalog) = served_config(
+        "search-tools-profile",
+        "[mcp]\ntool_search = true\n\n[profiles.mail.tools]\nmail = \"tool_send_email\"\nhash = \"tool_file_hash\"\n",
+    );
+    let serve = [catalog.as_str(), "--config", config.to_str().unwrap(), "--profile", "mail"];
+    let steps = serde_json::json!([
+        "list",
+        search("weather forecast send email", Some(50)),
+        crate::mcp::call("tool_get_weather_forecast", serde_json::json!({"city": "Paris"})),
+    ]);
+    for mode in crate::mcp::MODES {
+        let results = &crate::mcp::session(mode, "none", &serve, steps.clone())["results"];
+        assert_eq!(listed(&results[0]), ["search_tools"], "{mode}");
+        assert_eq!(found(&results[1]), ["mail"], "{mode}");
+        assert!(results[2]["error"]["message"].as_str().unwrap_or_default().contains("tool_get_weather_forecast"));
+    }
+}
+
+#[test]
+fn search_tools_index_is_rebuilt_after_a_file_change_under_serve() {
+    let dir = temp_dir("search-tools-rebuild");
+    let tools = dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for file in std::fs::read_dir(crate::support::root().join(CATALOG)).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, tools.join(file.file_name().unwrap())).unwrap();
+    }
+    let config = dir.join("lcp.toml");
+    write(&config, "[mcp]\ntool_search = true\n");
+    let added = tools.join("tide.py");
+    let tide = "def tool_tide_table(harbour: str) -> str:\n    \"\"\"High and low tide times for a harbour.\"\"\"\n    return harbour\n";
+    let serve = [tools.to_str().unwrap(), "--config", config.to_str().unwrap()];
+    let steps = serde_json::json!([
+        search("tide times harbour", None),
+        {"write": added.to_str().unwrap(), "text": tide},
+        search("tide times harbour", None),
+        crate::mcp::call("tool_tide_table", serde_json::json!({"harbour": "Brest"})),
+        {"write": tools.join("mail.py").to_str().unwrap(), "text": "def tool_post_letter(to: str) -> str:\n    \"\"\"Posts a paper letter.\"\"\"\n    return to\n"},
+        search("send an email", Some(50)),
+    ]);
+    for mode in crate::mcp::MODES {
+        let _ = std::fs::remove_file(&added);
+        std::fs::copy(crate::support::root().join(CATALOG).join("mail.py"), tools.join("mail.py")).unwrap();
+        let results = &crate::mcp::session(mode, "none", &serve, steps.clone())["results"];
+        assert!(!found(&results[0]).contains(&"tool_tide_table".to_string()), "{mode}");
+        assert_eq!(found(&results[2]).first().map(String::as_str), Some("tool_tide_table"), "{mode}");
+        assert_eq!(results[3]["isError"], false, "{mode}: {}", results[3]);
+        let after = found(&results[5]);
+        assert!(!after.contains(&"tool_send_email".to_string()), "{mode}: a removed tool is not found: {after:?}");
+    }
+}
+
+#[test]
+fn search_tools_over_http() {
+    let (config, catalog) = served_config("search-tools-http", "[mcp]\ntool_search = true\n");
+    let server = crate::mcp::HttpServer::start(&[catalog.as_str(), "--config", config.to_str().unwrap()]);
+    let steps = serde_json::json!([
+        "list",
+        search("geocode an address", None),
+        crate::mcp::call("tool_geocode_address", serde_json::json!({"address": "1 rue de Rivoli"})),
+    ]);
+    for mode in crate::mcp::MODES {
+        let results = &crate::mcp::session(mode, "none", &["--url", &server.url], steps.clone())["results"];
+        assert_eq!(listed(&results[0]), ["search_tools"], "{mode}");
+        assert_eq!(found(&results[1])[0], "tool_geocode_address", "{mode}");
+        assert_eq!(results[2]["isError"], false, "{mode}: {}", results[2]);
+    }
+}
+
+#[test]
+fn export_always_loaded_in_the_config_keeps_tools_undeferred_with_the_flag() {
+    let (config, _) = served_config("export-always-loaded", "[export]\nalways_loaded = [\"tool_send_email\"]\n");
+    let config = config.to_str().unwrap();
+    let deferred = |extra: &[&str]| {
+        let args =
+            [&["export", CATALOG, "--static", "--format", "anthropic", "--defer", "--config", config], extra].concat();
+        let document = stdout_json(&lcp(&args));
+        let mut loaded: Vec<String> = functions(&document)
+            .iter()
+            .filter(|tool| tool.get("defer_loading").is_none())
+            .map(|tool| tool["name"].as_str().unwrap().to_string())
+            .collect();
+        loaded.sort();
+        loaded
+    };
+    assert_eq!(deferred(&[]), ["tool_send_email"]);
+    assert_eq!(deferred(&["--always-loaded", "tool_read_text"]), ["tool_read_text", "tool_send_email"]);
+    // Without --defer, the export is as without the key.
+    let with = lcp(&["export", CATALOG, "--static", "--format", "anthropic", "--config", config]);
+    assert_eq!(with.stdout, lcp(&["export", CATALOG, "--static", "--format", "anthropic"]).stdout);
+}
+
+#[test]
+fn search_config_keys_are_checked_and_an_unknown_one_is_named_with_the_nearest() {
+    let cases = [
+        ("[mcp]\ntool_serch = true\n", "`mcp`: unknown key `tool_serch`; expected inline_refs"),
+        ("[mcp]\ntool_serch = true\n", "did you mean `tool_search`?"),
+        ("[mcp]\ntool_search = 1\n", "`mcp.tool_search` is 1; expected true or false"),
+        ("[mcp]\ntool_search_threshold = -3\n", "`mcp.tool_search_threshold` is -3"),
+        ("[mcp]\nalways_list = [\"tool_x\", 3]\n", "`mcp.always_list` entries are tool names (strings), not 3"),
+        (
+            "[export]\nalways_load = []\n",
+            "`export`: unknown key `always_load`; expected always_loaded; did you mean `always_loaded`?",
+        ),
+        (
+            "[export]\nalways_loaded = \"tool_x\"\n",
+            "`export.always_loaded` is \"tool_x\"; expected a list of tool names",
+        ),
+    ];
+    for (text, expected) in cases {
+        let (config, _) = served_config("search-config-keys", text);
+        let output = lcp(&["list", CATALOG, "--static", "--config", config.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "{text:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("lcp.toml:2: ") && stderr.contains(expected), "{text:?}: {stderr}");
+    }
+}
