@@ -54,6 +54,14 @@ fn python() {
     let config = pyo3_build_config::get();
     let executable =
         config.executable().map(str::to_string).or_else(|| env::var("PYO3_PYTHON").ok()).unwrap_or_default();
+    println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
+    // The extension module runs in whichever CPython >= 3.10 imports it: nothing is
+    // linked or recorded here, the running interpreter is asked (src/runtime/python.rs).
+    if env::var_os("CARGO_FEATURE_EXTENSION").is_some() {
+        println!("cargo:rustc-env=LCP_PYTHON_EXECUTABLE=");
+        println!("cargo:rustc-env=LCP_PYTHON_VERSION=");
+        return;
+    }
     if !config.shared() {
         panic!(
             "{executable} has no shared libpython, and lcp embeds CPython through one.\n\
@@ -67,6 +75,5 @@ fn python() {
     let version = config.version();
     println!("cargo:rustc-env=LCP_PYTHON_EXECUTABLE={executable}");
     println!("cargo:rustc-env=LCP_PYTHON_VERSION={}.{}", version.major, version.minor);
-    println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
     println!("cargo:rerun-if-changed=.cargo/python3");
 }

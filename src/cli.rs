@@ -342,7 +342,13 @@ pub fn main() -> ExitCode {
     if runtime::worker::is_worker_invocation() {
         return runtime::worker::main();
     }
-    let cli = match Cli::try_parse() {
+    main_with(std::env::args_os())
+}
+
+/// Runs the command line `args` (the program's name first), as the console script
+/// `lcp` of the Python package does with `sys.argv`.
+pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
@@ -613,6 +619,19 @@ fn load_host_with(
     Ok((registry, config, profile, upstreams))
 }
 
+/// The registry, config, profile and MCP servers of a Python `Toolbox`
+/// (src/pymodule.rs): the sources, `--config` and `--profile` of the command line.
+#[cfg(feature = "extension")]
+pub(crate) fn load_for_python(
+    folders: Vec<PathBuf>,
+    files: Vec<PathBuf>,
+    config: Option<String>,
+    profile: Option<String>,
+) -> Result<(Registry, Config, Option<Profile>, Upstreams), String> {
+    let host = HostArgs { config, profile, extra_tools: Vec::new() };
+    load_host_with(&SourceArgs { folders, files }, &host, Servers::Start)
+}
+
 /// The config's MCP servers, started and listed, with their tools and problems.
 #[cfg(feature = "python")]
 type Started = Option<(crate::mcp::upstream::Upstreams, Vec<crate::extract::Library>, Vec<crate::diag::Diagnostic>)>;
@@ -668,7 +687,7 @@ fn choice(host: &HostArgs) -> Option<Choice> {
 }
 
 /// The view of the tools; a profile with problems is a usage error listing them.
-fn expose(registry: &Registry, config: &Config, profile: Option<&Profile>) -> Result<View, String> {
+pub(crate) fn expose(registry: &Registry, config: &Config, profile: Option<&Profile>) -> Result<View, String> {
     let view = view::view(registry, config, profile);
     match &view.selection {
         Some(selection) if !selection.problems.is_empty() => Err(problems_text(&selection.problems)),
@@ -688,7 +707,7 @@ fn print_problems(errors: &[ConfigError]) {
 
 /// `lcp check`'s view of the config: every profile's problems (the chosen one's
 /// only, with --profile) as errors, and `[tool_policies.NAME]` tables naming no tool.
-fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile>) -> Vec<Diagnostic> {
+pub(crate) fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile>) -> Vec<Diagnostic> {
     let profiles: Vec<&Profile> = match chosen {
         Some(profile) => vec![profile],
         None => config.profiles.iter().collect(),

@@ -22,6 +22,8 @@
 //! - `testlane`: `lcp test`, each tool called once per representative payload (SPEC §13).
 //! - [`search`]: tool search over what a host shows (SPEC §21).
 //! - [`cli`]: the `lcp` command line (SPEC §7).
+//! - `pymodule` (the `extension` feature): `lcp_tools._lcp`, lcp as the extension
+//!   module of the Python package `lcp-tools` (SPEC §19; `python/lcp_tools/`).
 //! - [`path_json`]: how a path (UTF-8 or not) is written in JSON, losslessly.
 //!   `suggest`: the names near a name an unknown one is told.
 //!
@@ -48,6 +50,8 @@ pub mod mcp;
 pub mod path_json;
 pub mod policy;
 pub mod profile;
+#[cfg(feature = "extension")]
+mod pymodule;
 pub mod registry;
 pub mod runtime;
 pub mod scan;

@@ -666,20 +666,21 @@ pub(crate) fn absolute(base: &Path, path: &Path) -> WirePath {
 
 /// `VENV/lib/pythonX.Y/site-packages` for the interpreter lcp embeds.
 fn site_packages(venv: &Path) -> Result<PathBuf, RuntimeError> {
-    let site = venv.join("lib").join(format!("python{}", python::VERSION)).join("site-packages");
+    let version = python::interpreter().1;
+    let site = venv.join("lib").join(format!("python{version}")).join("site-packages");
     if site.is_dir() {
         Ok(site)
     } else {
         let message = format!(
-            "not a virtual environment for Python {} (no {})",
-            python::VERSION,
+            "not a virtual environment for Python {version} (no {})",
             site.strip_prefix(venv).unwrap_or(&site).display()
         );
         Err(RuntimeError::Venv { path: venv.to_path_buf(), message })
     }
 }
 
-/// The interpreter lcp embeds: `(executable, major.minor)`.
+/// The interpreter tools run in: `(executable, major.minor)`: the one lcp embeds, or
+/// the host's when lcp is its extension module.
 pub fn python_build() -> (&'static str, &'static str) {
-    (python::EXECUTABLE, python::VERSION)
+    python::interpreter()
 }

@@ -20,9 +20,37 @@ use pyo3::types::{PyBool, PyCFunction, PyDict, PyFloat, PyInt, PyList, PyModule,
 use serde_json::{Map, Number, Value};
 
 /// The interpreter lcp was built against (found by `.cargo/python3`, or `PYO3_PYTHON`; see `build.rs`).
-pub const EXECUTABLE: &str = env!("LCP_PYTHON_EXECUTABLE");
+#[cfg(not(feature = "extension"))]
+const EXECUTABLE: &str = env!("LCP_PYTHON_EXECUTABLE");
 /// Its `major.minor` version.
-pub const VERSION: &str = env!("LCP_PYTHON_VERSION");
+#[cfg(not(feature = "extension"))]
+const VERSION: &str = env!("LCP_PYTHON_VERSION");
+
+/// The interpreter tools run in: `(executable, major.minor)`. The one lcp was built
+/// against, or, as the extension module `lcp_tools._lcp`, the one that imported it.
+#[cfg(not(feature = "extension"))]
+pub fn interpreter() -> (&'static str, &'static str) {
+    (EXECUTABLE, VERSION)
+}
+
+/// The interpreter tools run in: `(executable, major.minor)`. The one lcp was built
+/// against, or, as the extension module `lcp_tools._lcp`, the one that imported it.
+#[cfg(feature = "extension")]
+pub fn interpreter() -> (&'static str, &'static str) {
+    static RUNNING: OnceLock<(String, String)> = OnceLock::new();
+    let (executable, version) = RUNNING.get_or_init(|| {
+        Python::attach(|py| {
+            let sys = py.import("sys").ok();
+            let get = |name: &str| sys.as_ref().and_then(|sys| sys.getattr(name).ok());
+            let executable = get("executable").and_then(|e| e.extract::<String>().ok()).unwrap_or_default();
+            let version = get("version_info")
+                .and_then(|v| v.extract::<(u32, u32, u32, String, u32)>().ok())
+                .map_or_else(String::new, |(major, minor, ..)| format!("{major}.{minor}"));
+            (executable, version)
+        })
+    });
+    (executable, version)
+}
 
 /// lcp's Python modules (`host/`), loaded once in this order, each under its name and
 /// a file name that marks its frames as lcp's in tracebacks: the module every tool may
@@ -202,7 +230,18 @@ pub fn set_exit_hook(hook: fn()) {
     });
 }
 
+/// As the extension module, CPython is the host's and already runs.
+#[cfg(feature = "extension")]
+fn initialize() -> Result<(), String> {
+    // SAFETY: a plain C call that reads a flag.
+    if unsafe { ffi::Py_IsInitialized() } == 0 {
+        return Err("lcp_tools._lcp runs inside a Python interpreter, and none is running".to_string());
+    }
+    Ok(())
+}
+
 /// Starts CPython unless someone in this process already did.
+#[cfg(not(feature = "extension"))]
 fn initialize() -> Result<(), String> {
     // SAFETY: plain C-API calls on a config struct this function owns; the
     // interpreter is started at most once (callers go through `HOST`'s `OnceLock`).
@@ -237,6 +276,7 @@ fn initialize() -> Result<(), String> {
     Ok(())
 }
 
+#[cfg(not(feature = "extension"))]
 fn status_message(context: &str, status: ffi::PyStatus) -> String {
     let text = |ptr: *const std::ffi::c_char| {
         // SAFETY: CPython's status strings are static, NUL-terminated C strings.
@@ -516,7 +556,24 @@ fn keywords<'py>(
     Ok((names, values))
 }
 
+/// `function(**dict(zip(names, values)))`. The limited API of the abi3 extension
+/// has no vectorcall before 3.12: the dict is made.
+#[cfg(feature = "extension")]
+fn vectorcall<'py>(
+    py: Python<'py>,
+    function: &Bound<'py, PyAny>,
+    values: &[Bound<'py, PyAny>],
+    names: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let keywords = PyDict::new(py);
+    for (name, value) in names.iter().zip(values) {
+        keywords.set_item(name, value)?;
+    }
+    function.call((), Some(&keywords))
+}
+
 /// `function(**dict(zip(names, values)))`, without making the dict.
+#[cfg(not(feature = "extension"))]
 fn vectorcall<'py>(
     py: Python<'py>,
     function: &Bound<'py, PyAny>,

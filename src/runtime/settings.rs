@@ -135,6 +135,9 @@ pub struct WorkerSettings {
     /// The program started as a worker, as `PROGRAM __worker`: an `lcp` binary, or a
     /// host binary that calls [`worker::main`](super::worker::main) when given that argument.
     pub program: PathBuf,
+    /// Arguments given before `__worker`: `-m lcp_tools` when the program is the
+    /// Python of a host that imported lcp as its extension module. Default: none.
+    pub arguments: Vec<std::ffi::OsString>,
     /// How many worker processes may run at once; calls beyond that share them (a
     /// worker runs several calls of the same workspace at a time). At least 1.
     pub workers: usize,
@@ -160,6 +163,7 @@ impl WorkerSettings {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         WorkerSettings {
             program: program.into(),
+            arguments: Vec::new(),
             workers: cores,
             memory_limit_mib: None,
             standby: false,
@@ -167,11 +171,27 @@ impl WorkerSettings {
         }
     }
 
-    /// Workers of the running executable (which must serve `__worker`, as `lcp` does).
+    /// Workers of the running executable (which must serve `__worker`, as `lcp` does),
+    /// or of the command [`WorkerSettings::serve_with`] set for this process.
     pub fn this_program() -> Result<WorkerSettings, RuntimeError> {
+        if let Some((program, arguments)) = WORKER_COMMAND.get() {
+            return Ok(WorkerSettings { arguments: arguments.clone(), ..WorkerSettings::new(program) });
+        }
         let program = std::env::current_exe()
             .map_err(|err| RuntimeError::Workers(format!("cannot find lcp's own executable: {err}")))?;
         Ok(WorkerSettings::new(program))
+    }
+}
+
+/// The command that starts this process's workers when its own executable is not one
+/// (a Python host: `python -m lcp_tools`); set once, by whoever loaded lcp.
+static WORKER_COMMAND: std::sync::OnceLock<(PathBuf, Vec<std::ffi::OsString>)> = std::sync::OnceLock::new();
+
+impl WorkerSettings {
+    /// Makes `program arguments… __worker` the worker command of
+    /// [`WorkerSettings::this_program`] in this process. The first command set stays.
+    pub fn serve_with(program: PathBuf, arguments: Vec<std::ffi::OsString>) {
+        let _ = WORKER_COMMAND.set((program, arguments));
     }
 }
 

@@ -627,7 +627,12 @@ impl Inner {
         let (log, printed) = log_pipe().map_err(|err| failed(&err))?;
         let printed_too = printed.try_clone().map_err(|err| failed(&err))?;
         let mut command = Command::new(&self.settings.program);
-        command.arg(WORKER_ARGUMENT).stdin(Stdio::null()).stdout(Stdio::from(printed)).stderr(Stdio::from(printed_too));
+        command
+            .args(&self.settings.arguments)
+            .arg(WORKER_ARGUMENT)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(printed))
+            .stderr(Stdio::from(printed_too));
         let mut hello = self.engine.clone();
         let scratch =
             if self.engine.sandbox.is_open() { None } else { Some(scratch_folder().map_err(|err| failed(&err))?) };
