@@ -372,7 +372,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
-            let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
+            let mut descriptions =
+                if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
+            vouch(&view, &config, &mut descriptions);
             print_stdout(&table(&view.registry, &descriptions, if wide { None } else { terminal_width() }))?;
             exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
@@ -386,7 +388,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
-            let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
+            let mut descriptions =
+                if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
+            if matches!(format, Format::Manifest | Format::Mcp { .. }) {
+                vouch(&view, &config, &mut descriptions);
+            }
             // Written one tool at a time: the document is never held whole.
             let format = match format {
                 Format::Mcp { .. } => Format::Mcp { inline_refs: config.mcp.inline_refs },
@@ -533,7 +539,7 @@ fn audit(
     let (registry, config, profile, _servers) = load_host_with(sources, host, Servers::Start)?;
     print_diagnostics(registry.diagnostics());
     let view = expose(&registry, &config, profile.as_ref())?;
-    let mut audit = crate::audit::audit(&view.registry, &config);
+    let mut audit = crate::audit::audit(&view.registry, &config, &view.routes);
     if let Some((path, value)) = baseline {
         crate::audit::compare(&mut audit, &value).map_err(|err| format!("{}: {err}", path.display()))?;
     }
@@ -850,13 +856,22 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|err| format!("{{\"error\": \"{err}\"}}"))
 }
 
-/// `TOOL  LIBRARY  PARAMETERS  GRADE  SOURCE  DESCRIPTION`, one row per tool; `?`
-/// marks optional parameters and undeclared grades. A cell longer than a line is cut
+/// What `lcp list` and `lcp export` vouch for beside the declarations: what the
+/// kernel keeps when lcp runs its tools in their workers, as it does by default
+/// (SPEC §18), and what each tool's code can do (SPEC §20).
+fn vouch(view: &View, config: &Config, descriptions: &mut Descriptions) {
+    descriptions.set_enforcement(crate::runtime::sandbox::offered());
+    crate::audit::lay_over(&view.registry, config, &view.routes, descriptions);
+}
+
+/// `TOOL  LIBRARY  PARAMETERS  GRADE  CAN  SOURCE  DESCRIPTION`, one row per tool; `?`
+/// marks optional parameters and undeclared grades, and in `CAN` (what the tool's
+/// code can do, SPEC §20) calls lcp cannot see into. A cell longer than a line is cut
 /// (see [`cell`]), so one huge name never widens every row; with a `width`, the
 /// columns are narrowed to fit it (see [`fit`]). A tool's description is the one in
 /// `descriptions` if it has one there.
 fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>) -> String {
-    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "SOURCE", "DESCRIPTION"].map(String::from)];
+    let mut rows = vec![["TOOL", "LIBRARY", "PARAMETERS", "GRADE", "CAN", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, tool) in registry.tools() {
         let schema = tool.parameters.parse();
         let required: Vec<&str> =
@@ -868,9 +883,12 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
             .map(|(name, _)| if required.contains(&name.as_str()) { name.clone() } else { format!("{name}?") })
             .collect();
         let mut grade = tool.policy.grade_shown();
-        // What the kernel enforces, in brackets (SPEC §18); what a server or the
-        // host only says of its tools, marked as theirs.
-        let enforced = crate::runtime::sandbox::enforced(&library.origin, &tool.policy);
+        // What the kernel enforces, in brackets (SPEC §18), marked when `[sandbox]
+        // infer` gave it; what a server or the host only says of its tools, marked as
+        // theirs.
+        let found = descriptions.found(&tool.name);
+        let inferred = found.map_or(&[][..], |found| &found.inferred[..]);
+        let enforced = descriptions.enforced(library, tool);
         let (said, by) = match library.origin {
             crate::extract::Origin::Mcp { .. } => {
                 (crate::runtime::sandbox::Sandbox::of(&tool.policy).enforced(), "declared by the server: ")
@@ -881,15 +899,31 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
             crate::extract::Origin::File | crate::extract::Origin::Config { .. } => (enforced, ""),
         };
         if !said.is_empty() {
-            let shown: Vec<&str> =
-                said.iter().map(|name| if *name == "open_world" { "open_world: false" } else { name }).collect();
+            let shown: Vec<String> = said
+                .iter()
+                .map(|name| {
+                    let shown = if *name == "open_world" { "open_world: false" } else { name };
+                    if inferred.contains(name) { format!("{shown} (inferred)") } else { shown.to_string() }
+                })
+                .collect();
             grade.push_str(&format!(" [{by}{}]", shown.join(", ")));
         }
+        let can = match found {
+            Some(found) => {
+                let mut can = found.capabilities.clone();
+                if !found.unknown.is_empty() {
+                    can.push("?");
+                }
+                if can.is_empty() { "-".to_string() } else { can.join(", ") }
+            }
+            None => String::new(),
+        };
         rows.push([
             cell(&tool.name, Cut::End),
             cell(library.name.as_deref().unwrap_or(&library.stem), Cut::End),
             cell(&parameters.join(", "), Cut::End),
             grade,
+            cell(&can, Cut::End),
             cell(&source_cell(library, tool), Cut::Start),
             cell(descriptions.of(tool), Cut::End),
         ]);
@@ -899,11 +933,12 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
         // on a tie, the later one gives way first.
         let narrowing = [
             (3, 6, Cut::End),
-            (0, 16, Cut::End),
+            (4, 6, Cut::End),
+            (0, 14, Cut::End),
             (1, 10, Cut::End),
-            (4, 14, Cut::Start),
+            (5, 12, Cut::Start),
             (2, 12, Cut::End),
-            (5, 12, Cut::End),
+            (6, 10, Cut::End),
         ];
         fit(&mut rows, width, &narrowing);
     }

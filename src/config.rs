@@ -248,8 +248,8 @@ impl Config {
     }
 }
 
-/// `[sandbox]` (SPEC §18): `writable`, folders every worker may write in too
-/// (relative to the config file), and `require`.
+/// `[sandbox]` (SPEC §18, §20): `writable`, folders every worker may write in too
+/// (relative to the config file), `require`, and `infer`.
 fn read_sandbox(
     value: &Value,
     at: &Located,
@@ -265,6 +265,7 @@ fn read_sandbox(
     for (name, value) in table {
         match (name.as_str(), value) {
             ("require", Value::Bool(require)) => sandbox.require = *require,
+            ("infer", Value::Bool(infer)) => sandbox.infer = *infer,
             ("writable", Value::Array(paths)) => {
                 for path in paths {
                     match path.as_str() {
@@ -276,17 +277,15 @@ fn read_sandbox(
                     }
                 }
             }
-            ("require", other) => errors
-                .push(at.error(&pointer(here, name), format!("`sandbox.require` is {other}; expected true or false"))),
+            ("require" | "infer", other) => errors
+                .push(at.error(&pointer(here, name), format!("`sandbox.{name}` is {other}; expected true or false"))),
             ("writable", other) => errors.push(
                 at.error(&pointer(here, name), format!("`sandbox.writable` is {other}; expected a list of folders")),
             ),
-            _ => {
-                errors.push(at.error(
-                    &pointer(here, name),
-                    format!("`sandbox`: unknown key `{name}`; expected writable or require"),
-                ))
-            }
+            _ => errors.push(at.error(
+                &pointer(here, name),
+                format!("`sandbox`: unknown key `{name}`; expected writable, require or infer"),
+            )),
         }
     }
 }

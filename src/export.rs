@@ -30,7 +30,7 @@ use serde_json::{Map, Value, json};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Resource, Tool};
 use crate::path_json;
-use crate::policy;
+use crate::policy::{self, Found};
 use crate::registry::{Descriptions, Registry};
 use crate::schema;
 
@@ -118,8 +118,8 @@ const MAX_ENTRY_DEPTH: usize = 120;
 pub fn export(registry: &Registry, descriptions: &Descriptions, format: Format) -> (Value, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
-    for (library, tool, description) in shown(registry, descriptions) {
-        match lower(format, library, tool, description, carried(format, tool)) {
+    for shown in shown(registry, descriptions) {
+        match lower(format, &shown, carried(format, shown.tool)) {
             Ok(entry) => entries.push(entry),
             Err(problems) => diagnostics.extend(problems),
         }
@@ -337,20 +337,39 @@ pub fn write_entries(
     write_entries_at(&shown(registry, descriptions), format, layout, 0, out)
 }
 
-/// Every tool of `registry` with the description it is shown with.
-fn shown<'r>(registry: &'r Registry, descriptions: &'r Descriptions) -> Vec<(&'r Library, &'r Tool, &'r str)> {
-    registry.tools().map(|(library, tool)| (library, tool, descriptions.of(tool))).collect()
+/// A tool as a document shows it: with the description, the kernel's guarantees
+/// and the capabilities the host laid over it ([`Descriptions`]).
+struct Shown<'r> {
+    library: &'r Library,
+    tool: &'r Tool,
+    description: &'r str,
+    enforced: Vec<&'static str>,
+    found: Option<&'r Found>,
+}
+
+/// Every tool of `registry` as it is shown.
+fn shown<'r>(registry: &'r Registry, descriptions: &'r Descriptions) -> Vec<Shown<'r>> {
+    registry
+        .tools()
+        .map(|(library, tool)| Shown {
+            library,
+            tool,
+            description: descriptions.of(tool),
+            enforced: descriptions.enforced(library, tool),
+            found: descriptions.found(&tool.name),
+        })
+        .collect()
 }
 
 /// [`write_entries`] of `tools`, as the list is written at `depth`.
 fn write_entries_at(
-    tools: &[(&Library, &Tool, &str)],
+    tools: &[Shown],
     format: Format,
     layout: Layout,
     depth: usize,
     out: &mut dyn Write,
 ) -> io::Result<Vec<Diagnostic>> {
-    let chunks: Vec<&[(&Library, &Tool, &str)]> = tools.chunks(CHUNK).collect();
+    let chunks: Vec<&[Shown]> = tools.chunks(CHUNK).collect();
     let mut diagnostics = Vec::new();
     let mut first = true;
     out.write_all(b"[")?;
@@ -375,19 +394,15 @@ const CHUNK: usize = 64;
 
 /// The entries of `tools` as [`write_entries`] writes them, each after a comma,
 /// and the problems of those left out.
-fn write_chunk(
-    tools: &[(&Library, &Tool, &str)],
-    format: Format,
-    layout: Layout,
-    depth: usize,
-) -> (Vec<u8>, Vec<Diagnostic>) {
+fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) -> (Vec<u8>, Vec<Diagnostic>) {
     let marker = splice::marker(CARRIED);
     let unchanged = takes_schema_unchanged(format);
     let mut diagnostics = Vec::new();
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
-    for &(library, tool, description) in tools {
+    for shown in tools {
+        let tool = shown.tool;
         let carried = if unchanged { marker.clone() } else { carried(format, tool) };
-        let entry = match lower(format, library, tool, description, carried) {
+        let entry = match lower(format, shown, carried) {
             Ok(entry) => entry,
             Err(problems) => {
                 diagnostics.extend(problems);
@@ -481,13 +496,8 @@ fn document(registry: &Registry, format: Format, libraries: Value, entries: Valu
 /// One tool in `format` (with `description`, and `carried` as the schema it carries,
 /// see [`carried`]), or the errors that leave it out: a name the provider refuses, a
 /// schema nested too deep, what strict mode cannot express.
-fn lower(
-    format: Format,
-    library: &Library,
-    tool: &Tool,
-    description: &str,
-    carried: Value,
-) -> Result<Value, Vec<Diagnostic>> {
+fn lower(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Diagnostic>> {
+    let (library, tool) = (shown.library, shown.tool);
     let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
     // A server's tool is named with its server: the config file alone does not say which.
     let named = match &library.origin {
@@ -497,7 +507,7 @@ fn lower(
     if let Err(rule) = check_name(format, &tool.name) {
         return Err(vec![error(format!("{named} cannot be exported to {format}: its name {rule}"))]);
     }
-    match entry(format, library, tool, description, carried) {
+    match entry(format, shown, carried) {
         // A schema spliced in as text is a leaf here; such a schema is as it was made,
         // bounded far below this (`schema::MAX_SCHEMA_DEPTH`).
         Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
@@ -511,13 +521,8 @@ fn lower(
     }
 }
 
-fn entry(
-    format: Format,
-    library: &Library,
-    tool: &Tool,
-    description: &str,
-    carried: Value,
-) -> Result<Value, Vec<String>> {
+fn entry(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<String>> {
+    let (library, tool, description) = (shown.library, shown.tool, shown.description);
     let parameters = &carried;
     let name = &tool.name;
     // A lowered schema is moved into its place (`null` in `json!`, which would copy it).
@@ -553,9 +558,18 @@ fn entry(
             if let Some(task) = tool.policy.task {
                 entry["execution"] = json!({ "taskSupport": task.as_str() });
             }
-            let enforced = crate::runtime::sandbox::enforced(&library.origin, &tool.policy);
-            if !enforced.is_empty() {
-                entry["_meta"] = json!({ ENFORCED_META: enforced });
+            let mut meta = Map::new();
+            if !shown.enforced.is_empty() {
+                meta.insert(ENFORCED_META.to_string(), json!(shown.enforced));
+            }
+            if let Some(found) = shown.found {
+                if !found.inferred.is_empty() {
+                    meta.insert(INFERRED_META.to_string(), json!(found.inferred));
+                }
+                meta.insert(CAPABILITIES_META.to_string(), found.to_json());
+            }
+            if !meta.is_empty() {
+                entry["_meta"] = Value::Object(meta);
             }
             entry
         }
@@ -569,7 +583,8 @@ fn entry(
             }
             declaration
         }
-        Format::Manifest => json!({
+        Format::Manifest => {
+            let mut entry = json!({
             "name": name,
             "description": description,
             "parameters": parameters,
@@ -582,8 +597,17 @@ fn entry(
             "returns": tool.returns,
             "prompt_provider": tool.prompt_provider,
             "output_schema": tool.output,
-            "policy": policy::manifest(&tool.policy, &crate::runtime::sandbox::enforced(&library.origin, &tool.policy)),
-        }),
+            "policy": policy::manifest(
+                &tool.policy,
+                &shown.enforced,
+                shown.found.map_or(&[][..], |found| &found.inferred[..])
+            ),
+            });
+            if let Some(found) = shown.found {
+                entry["capabilities"] = found.to_json();
+            }
+            entry
+        }
     })
 }
 
@@ -648,6 +672,14 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
 /// The `_meta` key of an MCP tool that names the declarations the kernel enforces
 /// when lcp runs it (SPEC §18).
 pub const ENFORCED_META: &str = "lcp/enforced";
+
+/// The `_meta` key of an MCP tool that names the declarations `[sandbox] infer` gave
+/// it (SPEC §20).
+pub const INFERRED_META: &str = "lcp/inferred";
+
+/// The `_meta` key of an MCP tool that says what its code can do (SPEC §20):
+/// `{"can": [capability, ...], "unknown": [dotted call, ...]}`.
+pub const CAPABILITIES_META: &str = "lcp/capabilities";
 
 fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
     let mut document = json!({ "libraries": libraries, "tools": tools });

@@ -14,6 +14,8 @@ use ruff_text_size::{Ranged, TextRange};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::extract::Origin;
+
 /// The keys a declaration may have.
 pub const KEYS: [&str; 8] =
     ["read_only", "destructive", "idempotent", "open_world", "grade", "docs", "mcp_headers", "task"];
@@ -508,12 +510,70 @@ impl HostPolicy {
     }
 }
 
+/// Which declarations a host's workers have the kernel keep (SPEC §18): found once
+/// by the host (`runtime::sandbox::offered`) and given to what lists its tools, which
+/// never asks the machine itself, so that a document is the same on every machine
+/// given the same input. The default keeps none: the host runs its tools in itself,
+/// or in workers without their sandbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Enforcement {
+    /// `read_only: true` is kept (Landlock).
+    pub read_only: bool,
+    /// `open_world: false` is kept (seccomp and a network namespace).
+    pub offline: bool,
+}
+
+impl Enforcement {
+    /// Both kept: a kernel with Landlock and seccomp, tools in sandboxed workers.
+    pub const ALL: Enforcement = Enforcement { read_only: true, offline: true };
+
+    /// The declarations kept for a tool of `origin` that declares `declared` (and,
+    /// with `[sandbox] infer`, is given `inferred`), as they are written: only for the
+    /// tools lcp's own workers run (files and `[[tools]]`; an MCP server's tool runs in
+    /// that server, a virtual one in the host, and lcp vouches for neither).
+    pub fn of(self, origin: &Origin, declared: &Declared, inferred: &[&str]) -> Vec<&'static str> {
+        if !matches!(origin, Origin::File | Origin::Config { .. }) {
+            return Vec::new();
+        }
+        let read_only = declared.read_only == Some(true) || inferred.contains(&"read_only");
+        let offline = declared.open_world == Some(false) || inferred.contains(&"open_world");
+        [(read_only && self.read_only, "read_only"), (offline && self.offline, "open_world")]
+            .into_iter()
+            .filter_map(|(kept, name)| kept.then_some(name))
+            .collect()
+    }
+}
+
+/// What a tool's code was found able to do (SPEC §20, `lcp audit`), as listings show
+/// it beside the declarations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    /// The capabilities its code can exercise, by name (`network`, `fs_write`, ...).
+    pub capabilities: Vec<&'static str>,
+    /// The calls lcp cannot see into, by dotted name.
+    pub unknown: Vec<String>,
+    /// The declarations `[sandbox] infer` gives it (`read_only`, `open_world`), which
+    /// its sandbox keeps as if it declared them.
+    pub inferred: Vec<&'static str>,
+}
+
+impl Found {
+    /// As the manifest and MCP's `_meta` carry it.
+    pub fn to_json(&self) -> Value {
+        json!({ "can": self.capabilities, "unknown": self.unknown })
+    }
+}
+
 /// The manifest's view of a tool's declarations: all of them, the grade that counts,
-/// and `enforced`, those the kernel enforces when lcp runs the tool (SPEC §18), if any.
-pub fn manifest(declared: &Declared, enforced: &[&str]) -> Value {
+/// `enforced`, those the kernel enforces when lcp runs the tool (SPEC §18), and
+/// `inferred`, those `[sandbox] infer` gave it, if any.
+pub fn manifest(declared: &Declared, enforced: &[&str], inferred: &[&str]) -> Value {
     let mut manifest = json!({ "declared": declared, "grade": declared.grade() });
     if !enforced.is_empty() {
         manifest["enforced"] = json!(enforced);
+    }
+    if !inferred.is_empty() {
+        manifest["inferred"] = json!(inferred);
     }
     manifest
 }

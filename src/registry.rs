@@ -20,6 +20,7 @@ use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{self, Library, Origin, ParsedFile, Resource, Tool};
+use crate::policy::{Enforcement, Found};
 use crate::scan::{self, SourceFile};
 use crate::source::{MAX_FILE_BYTES, SourceError};
 
@@ -98,27 +99,60 @@ impl Stamp {
     }
 }
 
-/// Descriptions that prompt providers gave (SPEC §2), laid over the static ones by
-/// tool name. Exports and listings read a tool's description through
-/// [`Descriptions::of`]; the registry's tools keep their own.
+/// What a host lays over its registry's tools when it shows them: the descriptions
+/// prompt providers gave (SPEC §2), the declarations its workers have the kernel
+/// keep (SPEC §18), and what each tool's code was found able to do (SPEC §20). The
+/// host computes them once; exports and listings read them from here and never ask
+/// the machine or run Python themselves. The registry's tools keep their own
+/// descriptions. The default lays nothing over and vouches for nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Descriptions(FastMap<String, String>);
+pub struct Descriptions {
+    texts: FastMap<String, String>,
+    enforcement: Enforcement,
+    found: FastMap<String, Found>,
+}
 
 impl Descriptions {
     /// Lays `description` over the static description of the tool named `tool`; a
     /// tool given two keeps the first.
     pub fn insert(&mut self, tool: String, description: String) {
-        self.0.entry(tool).or_insert(description);
+        self.texts.entry(tool).or_insert(description);
     }
 
     /// The description laid over the tool named `tool`, if there is one.
     pub fn get(&self, tool: &str) -> Option<&str> {
-        self.0.get(tool).map(String::as_str)
+        self.texts.get(tool).map(String::as_str)
     }
 
     /// The description `tool` is shown with: the one laid over it, else its own.
     pub fn of<'t>(&'t self, tool: &'t Tool) -> &'t str {
         self.get(&tool.name).unwrap_or(&tool.description)
+    }
+
+    /// Says which declarations the host's workers keep.
+    pub fn set_enforcement(&mut self, enforcement: Enforcement) {
+        self.enforcement = enforcement;
+    }
+
+    /// Which declarations the host's workers keep.
+    pub fn enforcement(&self) -> Enforcement {
+        self.enforcement
+    }
+
+    /// Says what the code of the tool shown as `tool` can do.
+    pub fn set_found(&mut self, tool: String, found: Found) {
+        self.found.insert(tool, found);
+    }
+
+    /// What the code of the tool shown as `tool` was found able to do, if it was read.
+    pub fn found(&self, tool: &str) -> Option<&Found> {
+        self.found.get(tool)
+    }
+
+    /// The declarations the kernel keeps for `tool` of `library` ([`Enforcement::of`]).
+    pub fn enforced(&self, library: &Library, tool: &Tool) -> Vec<&'static str> {
+        let inferred = self.found(&tool.name).map_or(&[][..], |found| &found.inferred[..]);
+        self.enforcement.of(&library.origin, &tool.policy, inferred)
     }
 }
 

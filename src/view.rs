@@ -189,6 +189,7 @@ pub struct Admitted {
     name: String,
     member: Member,
     declared: crate::policy::Declared,
+    inferred: Vec<&'static str>,
 }
 
 impl Admitted {
@@ -207,6 +208,24 @@ impl Admitted {
     /// that runs it (SPEC §18), the same under every command.
     pub fn declared(&self) -> &crate::policy::Declared {
         &self.declared
+    }
+
+    /// The declarations `[sandbox] infer` gave it from its code (SPEC §20), which its
+    /// sandbox keeps as if it declared them.
+    pub fn inferred(&self) -> &[&'static str] {
+        &self.inferred
+    }
+
+    /// What its worker's sandbox keeps: its declarations with those inferred.
+    pub fn confined(&self) -> crate::policy::Declared {
+        let mut declared = self.declared.clone();
+        if self.inferred.contains(&"read_only") {
+            declared.read_only = Some(true);
+        }
+        if self.inferred.contains(&"open_world") {
+            declared.open_world = Some(false);
+        }
+        declared
     }
 }
 
@@ -267,9 +286,30 @@ pub fn admit_member(
         });
     };
     let declared = config.declared(found);
-    match config.policy.forbids(name, &declared) {
-        Some(rule) => Admission::Refused(rule),
-        None => Admission::Run(Admitted { name: real, member, declared }),
+    if let Some(rule) = config.policy.forbids(name, &declared) {
+        return Admission::Refused(rule);
+    }
+    let inferred = match member {
+        Member::Tool => inferred(registry, config, &real, &declared),
+        Member::Prompt | Member::Resource => Vec::new(),
+    };
+    Admission::Run(Admitted { name: real, member, declared, inferred })
+}
+
+/// The declarations `[sandbox] infer` gives the tool `name` of `registry` that
+/// declares `declared` (SPEC §20): read from its library's code at each admission,
+/// so a changed file is read as it is now; none when the config does not ask for
+/// inference or the tool declares both keys.
+fn inferred(registry: &Registry, config: &Config, name: &str, declared: &crate::policy::Declared) -> Vec<&'static str> {
+    let undeclared = declared.read_only.is_none() || declared.open_world.is_none();
+    if !config.runtime.sandbox.infer || !undeclared {
+        return Vec::new();
+    }
+    match registry.tool(name) {
+        Some((library, tool)) => {
+            crate::audit::inferred(&crate::audit::audit_tool(library, tool, name, declared.clone()))
+        }
+        None => Vec::new(),
     }
 }
 

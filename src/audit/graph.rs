@@ -90,6 +90,8 @@ pub(crate) struct ModuleInfo {
 pub(crate) struct Package {
     pub modules: Vec<ModuleInfo>,
     pub nodes: Vec<Node>,
+    /// Each module's index by its path.
+    pub by_path: HashMap<PathBuf, usize>,
     /// Files that could not be read, with why: their code is unseen.
     pub unreadable: Vec<(PathBuf, String)>,
 }
@@ -97,7 +99,7 @@ pub(crate) struct Package {
 impl Package {
     /// The module of `path`, if it was read.
     pub fn module(&self, path: &Path) -> Option<usize> {
-        self.modules.iter().position(|m| m.path == path)
+        self.by_path.get(path).copied()
     }
 
     /// How a chain names a node seen from a tool of module `from`.
@@ -135,6 +137,7 @@ pub(crate) fn analyse(files: &[PathBuf]) -> Package {
     let mut builder = Builder::new(&parsed);
     builder.collect();
     let mut package = builder.walk();
+    package.by_path = package.modules.iter().enumerate().map(|(index, module)| (module.path.clone(), index)).collect();
     package.unreadable = unreadable;
     package
 }
@@ -489,7 +492,7 @@ impl<'a> Builder<'a> {
             node.edges.dedup();
             nodes.push(node);
         }
-        Package { modules: self.modules, nodes, unreadable: Vec::new() }
+        Package { modules: self.modules, nodes, by_path: HashMap::new(), unreadable: Vec::new() }
     }
 }
 

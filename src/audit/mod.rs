@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 
 use crate::config::Config;
 use crate::extract::{Library, Origin, Tool};
-use crate::policy::Declared;
-use crate::registry::Registry;
+use crate::policy::{Declared, Found};
+use crate::registry::{Descriptions, Registry};
 
 mod graph;
 pub mod report;
@@ -136,12 +136,76 @@ impl Audit {
     }
 }
 
-/// Audits every tool of `registry`, with the declarations `config` gives them.
-pub fn audit(registry: &Registry, config: &Config) -> Audit {
-    let mut packages: HashMap<PathBuf, graph::Package> = HashMap::new();
+/// Audits every tool of `registry`, with the declarations `config` gives them. A
+/// tool shown under another name is read as the function it stands for: `routes`
+/// holds `(name shown, name in the registry)` pairs ([`crate::view::View::routes`]).
+pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Audit {
+    let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();
+    let mut reader = Reader::default();
     let mut audit = Audit::default();
     for (library, tool) in registry.tools() {
-        let declared = config.declared(tool);
+        let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);
+        audit.tools.push(reader.tool(library, tool, function, config.declared(tool)));
+    }
+    let mut unreadable: Vec<(String, String)> = reader
+        .packages
+        .values()
+        .flat_map(|p| p.unreadable.iter().map(|(path, why)| (shown(path), why.clone())))
+        .collect();
+    unreadable.sort();
+    audit.unreadable = unreadable;
+    audit
+}
+
+/// The audit of one tool, `function` of `library` (its name in the registry),
+/// declaring `declared`: what [`audit`] says of it, reading only its library's files.
+pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Declared) -> ToolAudit {
+    Reader::default().tool(library, tool, function, declared)
+}
+
+/// Lays what each tool of `registry` can do over its listings (SPEC §20): its
+/// capabilities and the calls lcp cannot see into, and with `[sandbox] infer` the
+/// declarations its sandbox takes from them ([`inferred`]). `routes` as [`audit`]
+/// takes them.
+pub fn lay_over(registry: &Registry, config: &Config, routes: &[(String, String)], descriptions: &mut Descriptions) {
+    for entry in audit(registry, config, routes).tools {
+        let found = Found {
+            capabilities: entry.capabilities.keys().map(|capability| capability.as_str()).collect(),
+            inferred: if config.runtime.sandbox.infer { inferred(&entry) } else { Vec::new() },
+            unknown: entry.unknown,
+        };
+        descriptions.set_found(entry.name, found);
+    }
+}
+
+/// The declarations `[sandbox] infer` gives a tool from its audit (SPEC §20): each of
+/// `read_only` and `open_world` it leaves undeclared, when its code cannot break it
+/// (no `fs_write` and no `subprocess`: read-only; no `network`: `open_world: false`).
+/// Code lcp cannot bound (`dynamic`, `native`, or a call it cannot see into) gets none.
+pub fn inferred(audit: &ToolAudit) -> Vec<&'static str> {
+    let can = |capability| audit.capabilities.contains_key(&capability);
+    if can(Capability::Dynamic) || can(Capability::Native) || !audit.unknown.is_empty() {
+        return Vec::new();
+    }
+    let mut inferred = Vec::new();
+    if audit.declared.read_only.is_none() && !can(Capability::FsWrite) && !can(Capability::Subprocess) {
+        inferred.push("read_only");
+    }
+    if audit.declared.open_world.is_none() && !can(Capability::Network) {
+        inferred.push("open_world");
+    }
+    inferred
+}
+
+/// Reads libraries for their tools' audits, each package and folder once.
+#[derive(Default)]
+struct Reader {
+    packages: HashMap<PathBuf, graph::Package>,
+    folders: Folders,
+}
+
+impl Reader {
+    fn tool(&mut self, library: &Library, tool: &Tool, function: &str, declared: Declared) -> ToolAudit {
         let mut entry = ToolAudit {
             name: tool.name.clone(),
             library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
@@ -155,17 +219,17 @@ pub fn audit(registry: &Registry, config: &Config) -> Audit {
         };
         match &library.origin {
             Origin::File => {
-                let files = package_files(library);
+                let files = package_files(library, &mut self.folders);
                 let key = files.first().cloned().unwrap_or_else(|| library.path.clone());
-                let package = packages.entry(key).or_insert_with(|| graph::analyse(&files));
-                inferred(package, &library.path, &tool.name, &mut entry);
+                let package = self.packages.entry(key).or_insert_with(|| graph::analyse(&files));
+                reachable(package, &library.path, function, &mut entry);
             }
             Origin::Config { module, function, path, .. } => match module_file(module, path) {
                 Some(file) => {
-                    let files = folder_files(file.parent().unwrap_or(Path::new(".")));
+                    let files = self.folders.files(file.parent().unwrap_or(Path::new("."))).to_vec();
                     let key = files.first().cloned().unwrap_or_else(|| file.clone());
-                    let package = packages.entry(key).or_insert_with(|| graph::analyse(&files));
-                    inferred(package, &file, function, &mut entry);
+                    let package = self.packages.entry(key).or_insert_with(|| graph::analyse(&files));
+                    reachable(package, &file, function, &mut entry);
                 }
                 None => from_table(&format!("{module}.{function}"), library, tool, &mut entry),
             },
@@ -173,13 +237,8 @@ pub fn audit(registry: &Registry, config: &Config) -> Audit {
             Origin::Virtual => entry.unknown.push("virtual".into()),
         }
         entry.drift = drift(&entry.declared, &entry.capabilities);
-        audit.tools.push(entry);
+        entry
     }
-    let mut unreadable: Vec<(String, String)> =
-        packages.values().flat_map(|p| p.unreadable.iter().map(|(path, why)| (shown(path), why.clone()))).collect();
-    unreadable.sort();
-    audit.unreadable = unreadable;
-    audit
 }
 
 /// A path as reports show it.
@@ -188,38 +247,35 @@ fn shown(path: &Path) -> String {
 }
 
 /// The files read with a library's: its folder's `*.py` when it is in a library
-/// folder (its siblings, which relative imports reach), else itself.
-fn package_files(library: &Library) -> Vec<PathBuf> {
-    match &library.package {
-        Some(folder) => {
-            let mut files = folder_files(folder);
-            if !files.contains(&library.path) {
-                files.push(library.path.clone());
-            }
-            files
-        }
-        // A loose file imports the loose files beside it by their names.
-        None => {
-            let folder = library.path.parent().unwrap_or(Path::new("."));
-            let mut files = folder_files(folder);
-            if !files.contains(&library.path) {
-                files.push(library.path.clone());
-            }
-            files
-        }
+/// folder (its siblings, which relative imports reach), else the loose files beside
+/// it, which it imports by their names.
+fn package_files(library: &Library, folders: &mut Folders) -> Vec<PathBuf> {
+    let folder = library.package.as_deref().unwrap_or_else(|| library.path.parent().unwrap_or(Path::new(".")));
+    let mut files = folders.files(folder).to_vec();
+    if !files.contains(&library.path) {
+        files.push(library.path.clone());
     }
+    files
 }
 
-fn folder_files(folder: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|e| e == "py") && path.is_file())
-        .collect();
-    files.sort();
-    files
+/// The `*.py` files of each folder read so far: a folder's tools share one listing.
+#[derive(Default)]
+struct Folders(HashMap<PathBuf, Vec<PathBuf>>);
+
+impl Folders {
+    fn files(&mut self, folder: &Path) -> &[PathBuf] {
+        self.0.entry(folder.to_path_buf()).or_insert_with(|| {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|e| e == "py") && path.is_file())
+                .collect();
+            files.sort();
+            files
+        })
+    }
 }
 
 /// A `[[tools]]` entry's module file, looked for where a call looks first.
@@ -259,7 +315,7 @@ fn from_table(dotted: &str, library: &Library, tool: &Tool, entry: &mut ToolAudi
 
 /// The capabilities and unknown calls reachable from the function `name` of the
 /// module at `path`, each with the chain that reaches it (the shortest).
-fn inferred(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolAudit) {
+fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolAudit) {
     let Some(module) = package.module(path) else {
         let why = package.unreadable.iter().find(|(p, _)| p == path).map_or("not read", |(_, why)| why.as_str());
         entry.unknown.push(format!("unreadable:{}: {why}", shown(path)));

@@ -18,7 +18,7 @@ fn audited(test: &str, files: &[(&str, &str)]) -> HashMap<String, ToolAudit> {
     }
     let sources = Sources { folders: vec![root.clone()], files: Vec::new() };
     let registry = Registry::load(&sources, &Options::default());
-    let found = audit(&registry, &Config::without_file());
+    let found = audit(&registry, &Config::without_file(), &[]);
     let _ = std::fs::remove_dir_all(&root);
     found.tools.into_iter().map(|t| (t.name.clone(), t)).collect()
 }
@@ -317,7 +317,7 @@ fn a_loose_file_reads_the_loose_files_it_imports() {
     std::fs::write(root.join("helpers.py"), "import os\n\ndef run(x):\n    os.system(x)\n").unwrap();
     let sources = Sources { folders: vec![root.clone()], files: Vec::new() };
     let registry = Registry::load(&sources, &Options::default());
-    let found = audit(&registry, &Config::without_file());
+    let found = audit(&registry, &Config::without_file(), &[]);
     let _ = std::fs::remove_dir_all(&root);
     let tool = found.tools.iter().find(|t| t.name == "tool_a").expect("tool_a");
     assert_eq!(capabilities(tool), ["subprocess"]);

@@ -197,8 +197,6 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
 impl IsolationArgs {
     fn isolation(&self) -> Result<Isolation, String> {
         if self.in_process {
-            // Nothing is enforced in lcp's own process: no tool is said to be confined.
-            crate::runtime::sandbox::run_in_process();
             return Ok(Isolation::InProcess);
         }
         let mut workers = WorkerSettings::this_program().map_err(|err| err.to_string())?;

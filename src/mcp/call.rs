@@ -342,7 +342,7 @@ pub(super) async fn call_member(
     let bound = Bound::new(&caller, target, run.as_ref().map(|(_, _, arguments)| arguments));
     let started = |rounds| {
         run.map(|(registry, admitted, arguments)| {
-            let declared = declared(&registry, &server.shared.settings.config.current(), &admitted);
+            let declared = Some(admitted.confined());
             begin(server, registry, &admitted, declared, arguments, rounds, false, &requester, bound.clone())
         })
     };
@@ -431,7 +431,7 @@ pub(super) async fn call_tool(
             };
         }
     };
-    let declared = declared(&registry, &config, &tool);
+    let declared = Some(tool.confined());
     if let Some(parts) = context.extensions.get::<hyper::http::request::Parts>()
         && let Some(headers) = declared.as_ref().and_then(|declared| declared.mcp_headers.as_ref())
     {
@@ -489,7 +489,7 @@ pub(super) fn start_forwarded(
         return None;
     }
     let shape = super::output_shape_of(found);
-    let declared = declared(&registry, &config, &tool);
+    let declared = Some(tool.confined());
     if declared.as_ref().is_some_and(|declared| {
         matches!(declared.task, Some(TaskSupport::Optional | TaskSupport::Required)) || declared.mcp_headers.is_some()
     }) {
@@ -508,11 +508,6 @@ pub(super) async fn follow(
     requester: &Requester,
 ) -> Result<CallToolResponse, ErrorData> {
     finish(server, name, forwarded.followed, forwarded.shape, requester).await
-}
-
-/// What the host holds the admitted tool declares: the config laid over its file.
-fn declared(registry: &crate::registry::Registry, config: &crate::config::Config, tool: &Admitted) -> Option<Declared> {
-    registry.tool(tool.tool()).map(|(_, found)| config.declared(found))
 }
 
 /// Whether the request's client takes tasks (it declared the extension).

@@ -585,9 +585,11 @@ impl Server {
         let searched = search_tool::is_on(&view.registry, &config.mcp);
         let registry = match searched {
             true => search_tool::always_listed(&view.registry, &config.mcp.always_list),
-            false => view.registry,
+            false => view.registry.clone(),
         };
-        let descriptions = self.descriptions(&registry);
+        let mut descriptions = self.descriptions(&registry);
+        descriptions.set_enforcement(self.shared.runtime_config.enforcement());
+        crate::audit::lay_over(&registry, config, &view.routes, &mut descriptions);
         let mut text = Vec::new();
         let format = Format::Mcp { inline_refs: config.mcp.inline_refs };
         let written = export::write_entries(&registry, &descriptions, format, Layout::Compact, &mut text);

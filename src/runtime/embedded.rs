@@ -139,10 +139,6 @@ impl Runtime {
                 // What the kernel lacks of the sandbox is said once, when workers first start.
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| super::sandbox::kernel_gaps().iter().for_each(|gap| eprintln!("lcp: {gap}")));
-                if !workers.sandboxed {
-                    // Nothing is enforced, so nothing may be claimed.
-                    super::sandbox::run_in_process();
-                }
                 let settings = engine::Settings { unconfined: !workers.sandboxed, ..settings };
                 Place::Workers(supervisor::Pools::new(workers.clone(), settings).map_err(RuntimeError::Workers)?)
             }
@@ -251,7 +247,7 @@ impl Runtime {
     ) -> ToolResult {
         match admitted.member() {
             Member::Tool if options.declared.is_none() => {
-                let options = CallOptions { declared: Some(admitted.declared().clone()), ..options.clone() };
+                let options = CallOptions { declared: Some(admitted.confined()), ..options.clone() };
                 self.call(registry, admitted.tool(), args, &options)
             }
             Member::Tool => self.call(registry, admitted.tool(), args, options),

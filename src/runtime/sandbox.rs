@@ -17,8 +17,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::extract::Origin;
-use crate::policy::Declared;
+use crate::policy::{Declared, Enforcement};
 
 /// The declarations a worker enforces: tools of one sandbox share workers, never
 /// with tools of another.
@@ -52,39 +51,13 @@ impl Sandbox {
     }
 }
 
-/// Whether this process runs its tools unconfined (`--in-process`, or workers without
-/// their sandbox): then nothing is enforced, and [`enforced`] says so. Process-wide
-/// because what a process claims must hold for every runtime it runs.
-static IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Says that this process runs its tools unconfined (in itself, or in workers without
-/// their sandbox), where no declaration is enforced.
-pub fn run_in_process() {
-    IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The declarations of `declared` that lcp's workers enforce on this machine for a
-/// tool of `origin`: those a sandbox exists for, where the kernel has its mechanism,
-/// and only for the tools lcp's own workers run (files and `[[tools]]`: an MCP
-/// server's tool runs in that server, a virtual one in the host, and lcp vouches for
-/// neither); none once this process runs its tools in itself ([`run_in_process`]). A
-/// build without the `python` feature says the same as the default build (it
-/// describes tools as that build runs them).
-pub fn enforced(origin: &Origin, declared: &Declared) -> Vec<&'static str> {
-    let runs_in_a_worker = matches!(origin, Origin::File | Origin::Config { .. });
-    if !runs_in_a_worker || IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
-        return Vec::new();
-    }
-    let sandbox = Sandbox::of(declared);
+/// The declarations this machine's kernel can have workers keep (SPEC §18): those a
+/// sandbox exists for, where the kernel has its mechanism. A host that runs its tools
+/// in sandboxed workers gives this to its listings ([`crate::policy::Enforcement`]);
+/// one that runs them in itself, or unconfined, gives none.
+pub fn offered() -> Enforcement {
     let offered = kernel();
-    sandbox
-        .enforced()
-        .into_iter()
-        .filter(|name| match *name {
-            "read_only" => offered.landlock,
-            _ => offered.seccomp,
-        })
-        .collect()
+    Enforcement { read_only: offered.landlock, offline: offered.seccomp }
 }
 
 /// What this machine's kernel lacks of the sandbox's mechanisms, a sentence each

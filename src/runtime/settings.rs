@@ -48,11 +48,26 @@ pub struct SandboxSettings {
     pub writable: Vec<PathBuf>,
     /// Refuse a tool whose declarations the kernel cannot enforce. Default: true.
     pub require: bool,
+    /// Give a tool that leaves `read_only` or `open_world` undeclared the sandbox its
+    /// code allows, as `lcp audit` reads it (SPEC §20). Default: false.
+    pub infer: bool,
 }
 
 impl Default for SandboxSettings {
     fn default() -> Self {
-        SandboxSettings { writable: Vec::new(), require: true }
+        SandboxSettings { writable: Vec::new(), require: true, infer: false }
+    }
+}
+
+impl RuntimeConfig {
+    /// The declarations a runtime of this config has the kernel keep (SPEC §18), for
+    /// its host's listings: what the kernel offers when tools run in sandboxed
+    /// workers, none when they run in the host's process or unconfined.
+    pub fn enforcement(&self) -> crate::policy::Enforcement {
+        match &self.isolation {
+            Isolation::Workers(workers) if workers.sandboxed => super::sandbox::offered(),
+            Isolation::Workers(_) | Isolation::InProcess => crate::policy::Enforcement::default(),
+        }
     }
 }
 
@@ -151,8 +166,8 @@ pub struct WorkerSettings {
     /// does not.
     pub standby: bool,
     /// Whether workers enter their sandbox (SPEC §18; default `true`). `false` starts
-    /// them with nothing confined and no declaration enforced, and this process then
-    /// claims none ([`sandbox::enforced`](super::sandbox::enforced)): what the bench
+    /// them with nothing confined and no declaration enforced, and listings then claim
+    /// none ([`RuntimeConfig::enforcement`]): what the bench
     /// measures the sandbox's cost against. lcp's commands never turn it off.
     pub sandboxed: bool,
 }

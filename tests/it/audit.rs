@@ -203,3 +203,78 @@ fn the_built_in_tools_agree_with_their_declarations_and_call_nothing_unknown() {
     assert!(capability_names(tool(&audit, "tool_write_file")).contains(&"fs_write"));
     assert!(!capability_names(tool(&audit, "tool_read_file")).contains(&"fs_write"));
 }
+
+/// `lcp call TOOL fixtures/infer --args ARGS`, with the folder's config (`[sandbox]
+/// infer = true`) when `infer`, and without a config otherwise: the result.
+fn infer_call(tool: &str, args: serde_json::Value, infer: bool) -> Value {
+    let args = args.to_string();
+    let mut all = vec!["call", tool, "fixtures/infer", "--args", &args];
+    if infer {
+        all.extend(["--config", "fixtures/infer/lcp.toml"]);
+    }
+    let output = lcp(&all);
+    let result: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("{tool}: stdout is not JSON ({err}): {}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(result["ok"], true, "{tool}: {result}");
+    result
+}
+
+/// The network namespace of this process: a tool's is another only in a worker whose
+/// sandbox keeps `open_world: false`.
+fn host_network() -> String {
+    std::fs::read_link("/proc/self/ns/net").unwrap().display().to_string()
+}
+
+#[test]
+fn sandbox_infer_confines_a_tool_that_declares_nothing_to_what_its_code_can_do() {
+    let host = host_network();
+    let file = temp_dir("infer-read").join("text.txt");
+    std::fs::write(&file, "hello").unwrap();
+    let read = |infer| infer_call("tool_reader", serde_json::json!({"path": file}), infer);
+    // Its code only reads: inferred read-only and offline, in a network of its own.
+    let confined = read(true);
+    assert_eq!(confined["output"]["text"], "hello", "{confined}");
+    assert_ne!(confined["output"]["network"], host.as_str(), "{confined}");
+    // Without `[sandbox] infer`, nothing is inferred.
+    assert_eq!(read(false)["output"]["network"], host.as_str());
+    // A declaration wins over inference, even one that allows more than the code does.
+    assert_eq!(infer_call("tool_declared_open", serde_json::json!({}), true)["output"], host.as_str());
+    // A tool that writes still writes, and is still kept offline.
+    let saved = temp_dir("infer-write").join("saved.txt");
+    let result = infer_call("tool_saver", serde_json::json!({"path": saved, "text": "kept"}), true);
+    assert_eq!(std::fs::read_to_string(&saved).unwrap(), "kept");
+    assert_ne!(result["output"], host.as_str(), "{result}");
+    // Code static reading cannot bound is never confined by inference.
+    assert_eq!(infer_call("tool_evaluate", serde_json::json!({"expression": "1 + 1"}), true)["output"], host.as_str());
+}
+
+#[test]
+fn listings_carry_each_tools_capabilities_and_the_declarations_inferred() {
+    let config = ["--config", "fixtures/infer/lcp.toml", "fixtures/infer"];
+    let manifest = stdout_json(&lcp(&[&["export", "--format", "manifest"][..], &config].concat()));
+    let reader = tool(&manifest, "tool_reader");
+    assert_eq!(reader["capabilities"], serde_json::json!({"can": ["fs_read"], "unknown": []}), "{reader}");
+    assert_eq!(reader["policy"]["inferred"], serde_json::json!(["read_only", "open_world"]), "{reader}");
+    assert_eq!(reader["policy"]["declared"], serde_json::json!({}), "inferred is not declared: {reader}");
+    let saver = tool(&manifest, "tool_saver");
+    assert_eq!(saver["capabilities"]["can"], serde_json::json!(["fs_read", "fs_write"]), "{saver}");
+    assert_eq!(saver["policy"]["inferred"], serde_json::json!(["open_world"]), "{saver}");
+    let evaluate = tool(&manifest, "tool_evaluate");
+    assert_eq!(evaluate["capabilities"]["can"], serde_json::json!(["fs_read", "dynamic"]), "{evaluate}");
+    assert!(evaluate["policy"].get("inferred").is_none(), "{evaluate}");
+
+    let mcp = stdout_json(&lcp(&[&["export", "--format", "mcp"][..], &config].concat()));
+    let meta = &tool(&mcp, "tool_reader")["_meta"];
+    assert_eq!(meta["lcp/capabilities"]["can"], serde_json::json!(["fs_read"]), "{meta}");
+    assert_eq!(meta["lcp/inferred"], serde_json::json!(["read_only", "open_world"]), "{meta}");
+
+    let list = String::from_utf8(lcp(&[&["list", "--wide"][..], &config].concat()).stdout).unwrap();
+    let row = |name: &str| list.lines().find(|line| line.starts_with(name)).unwrap_or_else(|| panic!("{list}"));
+    assert!(row("tool_saver").contains("fs_read, fs_write"), "{list}");
+    assert!(row("tool_reader").contains("(inferred)"), "{list}");
+
+    // Without `[sandbox] infer` the capabilities are still shown, and nothing is inferred.
+    let plain = stdout_json(&lcp(&["export", "--format", "manifest", "fixtures/infer"]));
+    assert_eq!(tool(&plain, "tool_reader")["capabilities"]["can"], serde_json::json!(["fs_read"]));
+    assert!(tool(&plain, "tool_reader")["policy"].get("inferred").is_none());
+}

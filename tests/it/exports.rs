@@ -25,8 +25,17 @@ fn assert_snapshot(name: &str, actual: &Value) {
     );
 }
 
+/// The rich library as `lcp export` exports it on a machine whose workers keep every
+/// declaration (the same document on every machine, whatever its kernel offers),
+/// with what its code can do.
 fn rich(format: Format, strict: bool) -> (Value, Vec<lcp::diag::Diagnostic>) {
-    export::export(&load(&["rich"]), &Descriptions::default(), format.strict(strict))
+    let registry = load(&["rich"]);
+    let mut descriptions = Descriptions::default();
+    descriptions.set_enforcement(lcp::policy::Enforcement::ALL);
+    if matches!(format, Format::Manifest | Format::Mcp { .. }) {
+        lcp::audit::lay_over(&registry, &lcp::config::Config::without_file(), &[], &mut descriptions);
+    }
+    export::export(&registry, &descriptions, format.strict(strict))
 }
 
 /// Every format (OpenAI with and without strict mode) by the name of its snapshot.
