@@ -388,11 +388,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
-            let mut descriptions =
-                if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
-            if matches!(format, Format::Manifest | Format::Mcp { .. }) {
-                vouch(&view, &config, &mut descriptions);
-            }
+            let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
+            let descriptions = export_descriptions(&view, &config, format, descriptions);
             // Written one tool at a time: the document is never held whole.
             let format = match format {
                 Format::Mcp { .. } => Format::Mcp { inline_refs: config.mcp.inline_refs },
@@ -601,10 +598,15 @@ fn load_host_with(
     host: &HostArgs,
     servers: Servers,
 ) -> Result<(Registry, Config, Option<Profile>, Upstreams), String> {
-    let config = match &host.config {
+    let mut config = match &host.config {
         Some(path) => Config::read(Path::new(path)).map_err(|errors| problems_text(&errors))?,
         None => Config::without_file(),
     };
+    // The standalone binary finds a `.venv` beside the tools; the extension module runs
+    // tools in its host's environment.
+    if cfg!(not(feature = "extension")) && config.runtime.venv.is_none() {
+        config.runtime.venv = runtime::venv_beside(config.file(), &sources.folders, &sources.files);
+    }
     let profile = match choice(host) {
         Some(choice) => Some(choice.profile(&config.profiles).map_err(|err| err.to_string())?),
         None => None,
@@ -862,6 +864,17 @@ fn pretty(value: &Value) -> String {
 fn vouch(view: &View, config: &Config, descriptions: &mut Descriptions) {
     descriptions.set_enforcement(crate::runtime::sandbox::offered());
     crate::audit::lay_over(&view.registry, config, &view.routes, descriptions);
+}
+
+/// The descriptions `lcp export --format FORMAT` writes the tools with (the prompt
+/// providers' given): for the manifest and MCP, with what lcp vouches for. One place
+/// for the command and the Python `Toolbox.export`.
+pub(crate) fn export_descriptions(view: &View, config: &Config, format: Format, given: Descriptions) -> Descriptions {
+    let mut descriptions = given;
+    if matches!(format, Format::Manifest | Format::Mcp { .. }) {
+        vouch(view, config, &mut descriptions);
+    }
+    descriptions
 }
 
 /// `TOOL  LIBRARY  PARAMETERS  GRADE  CAN  SOURCE  DESCRIPTION`, one row per tool; `?`

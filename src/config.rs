@@ -459,7 +459,14 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
             "virtual_tools" => {
                 config.virtual_tools = tools::read(tools::Array::Virtual, &value, at, &here, &base, &mut errors)
             }
-            "python" => config.python_path = tools::read_python(&value, at, &here, &base, &mut errors),
+            "python" => {
+                let (path, venv) = tools::read_python(&value, at, &here, &base, &mut errors);
+                config.python_path = path;
+                // `[python] venv` wins over $VIRTUAL_ENV; `--venv` over both.
+                if venv.is_some() {
+                    config.runtime.venv = venv;
+                }
+            }
             "mcp_servers" => config.servers = servers::read(&value, at, &here, &base, &mut errors),
             "policy" => {
                 let (policy, problems) = HostPolicy::from_json(&value);

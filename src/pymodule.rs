@@ -106,6 +106,12 @@ impl Toolbox {
             .detach(|| crate::cli::load_for_python(folders, files, config, profile))
             .map_err(PyValueError::new_err)?;
         let mut settings = config.runtime.clone();
+        // Tools run in this interpreter's environment: `$VIRTUAL_ENV` names it (or
+        // another one, whose packages would be mixed in); only a venv given is added.
+        let from_environment = std::env::var_os("VIRTUAL_ENV").map(PathBuf::from);
+        if settings.venv.is_some() && settings.venv == from_environment {
+            settings.venv = None;
+        }
         if venv.is_some() {
             settings.venv = venv;
         }
@@ -126,8 +132,10 @@ impl Toolbox {
     }
 
     /// `lcp export --format FORMAT [--strict]` of these tools, as JSON text.
-    #[pyo3(signature = (format, strict=false, static_only=false))]
-    fn export(&self, py: Python<'_>, format: &str, strict: bool, static_only: bool) -> PyResult<String> {
+    /// `vouch: false` leaves out what lcp vouches for beside the declarations (the
+    /// kernel's enforcement, what each tool's code can do): `LCPBinding`'s listing.
+    #[pyo3(signature = (format, strict=false, static_only=false, vouch=true))]
+    fn export(&self, py: Python<'_>, format: &str, strict: bool, static_only: bool, vouch: bool) -> PyResult<String> {
         let Some(format) = Format::ALL.iter().copied().find(|known| known.as_str() == format) else {
             let names: Vec<&str> = Format::ALL.iter().map(|known| known.as_str()).collect();
             return Err(PyValueError::new_err(format!(
@@ -145,6 +153,11 @@ impl Toolbox {
         py.detach(|| {
             let view = crate::cli::expose(&self.registry, &self.config, self.profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { self.descriptions(&view.registry) };
+            let descriptions = if vouch {
+                crate::cli::export_descriptions(&view, &self.config, format, descriptions)
+            } else {
+                descriptions
+            };
             let mut out = Vec::new();
             export::write(&view.registry, &descriptions, format, Layout::Pretty, &mut out)
                 .map_err(|err| err.to_string())?;

@@ -27,10 +27,12 @@
 //! 8. `lcp serve` on the large corpus: the whole `tools/list` over HTTP, a dropped
 //!    file to `list_changed`, and the CPU of an idle server;
 //! 9. replicas behind nginx (throughput, one replica against two) and `tasks/get`
-//!    through Redis.
+//!    through Redis;
+//! 11. Python hosts: `lcp_tools.LCPBinding` against lollms-client's (see `binding`).
 //!
 //! The table also goes to `target/bench-results.txt`. No assertion here is about time.
 
+mod binding;
 mod corpus;
 mod measure;
 mod python;
@@ -196,6 +198,9 @@ fn main() {
         }
         if wanted("9") {
             replicas::rows(&mut table, &setup.lcp, &setup.scratch, setup.quick);
+        }
+        if wanted("11") && !setup.lcp_only {
+            binding::rows(&mut table, &setup.root, &setup.target, setup.quick);
         }
     }
 

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import traceback as _traceback
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -262,6 +263,7 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
         self._dynamic_dir: Optional[Path] = None
         self._native: Any = None
         self._native_files: List[str] = []
+        self._prefetched: Any = None
         self._discover_local_tools()
 
     # ── discovery ────────────────────────────────────────────────────────────
@@ -321,7 +323,7 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
             self._native_files = paths
         if self._native is None:
             return
-        manifest = json.loads(self._native.export("manifest", False, True))
+        manifest = json.loads(self._native.export("manifest", False, True, False))
         names = set()
         for tool in manifest.get("tools", []):
             name = tool.get("name")
@@ -350,6 +352,7 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
                 entry["_python_file_path"] = None
                 entry["_lcp_dynamic"] = True
             self.discovered_tools.append(entry)
+        self._prefetch()
 
     def _toolbox(self, files: List[str]) -> Any:
         libraries = {stem: {k: _plain(v) for k, v in cfg.items() if not callable(v)}
@@ -382,9 +385,36 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
             return raw_value.strip().lower() in ("true", "1", "yes", "on")
         return bool(raw_value)
 
+    def _prefetch(self) -> None:
+        """Starts the prompt providers in a worker now, in the background: a worker
+        process and a library's import take longer than discovery, and a host asks
+        for the descriptions soon after it constructs the binding."""
+        self._prefetched = None
+        if self._native is None or not any(t.get("_has_dynamic_prompt") for t in self.discovered_tools):
+            return
+        native, cwd, box = self._native, os.getcwd(), {}
+
+        def run() -> None:
+            try:
+                box["descriptions"] = native.prompt_descriptions(cwd)
+            except Exception:
+                pass
+
+        thread = threading.Thread(target=run, name="lcp-prompt-providers", daemon=True)
+        thread.start()
+        self._prefetched = (native, cwd, thread, box)
+
     def _dynamic_descriptions(self) -> Dict[str, str]:
         if self._native is None or not any(t.get("_has_dynamic_prompt") for t in self.discovered_tools):
             return {}
+        prefetched, self._prefetched = getattr(self, "_prefetched", None), None
+        if prefetched is not None:
+            native, cwd, thread, box = prefetched
+            thread.join()
+            # Used once, for the same files and working directory: later asks run
+            # the providers again, as the reference does.
+            if native is self._native and cwd == os.getcwd() and "descriptions" in box:
+                return json.loads(box["descriptions"])
         return json.loads(self._native.prompt_descriptions(os.getcwd()))
 
     def get_dynamic_tool_description(self, tool_def: Dict[str, Any]) -> Optional[str]:
@@ -509,7 +539,7 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
         """The tools lcp reads in ``py_file`` (prompt providers are not tools)."""
         try:
             native = _lcp.Toolbox([], [str(py_file)], None, None, None, None, False)
-            manifest = json.loads(native.export("manifest", False, True))
+            manifest = json.loads(native.export("manifest", False, True, False))
         except Exception:
             return set()
         return {t["name"] for t in manifest.get("tools", []) if t.get("name")}

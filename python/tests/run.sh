@@ -4,6 +4,7 @@
 # LCPBinding the differential tests compare against, and pytest), and runs the
 # package's tests from that install. Everything lives under target/python-package/.
 # PYTHON: the CPython (>= 3.10) to build and test with [default: python3].
+# --install-only: stop once the venv holds the package (the bench's section 11 uses it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=target/python-package
@@ -22,5 +23,9 @@ rm -rf "$root/venv"
 "$python" -m venv "$root/venv"
 "$root/venv/bin/pip" install --quiet "lollms-client==1.21.1" pytest
 "$root/venv/bin/pip" install --quiet --no-index --find-links "$root/wheels" lcp-tools
+if [ "${1:-}" = "--install-only" ]; then
+    exit 0
+fi
+venv_python="$PWD/$root/venv/bin/python"
 cd python/tests
-exec "../../$root/venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+exec "$venv_python" -m pytest -q -p no:cacheprovider "$@"

@@ -148,3 +148,22 @@ def test_the_package_is_typed():
     package = Path(lcp_tools.__file__).parent
     assert (package / "py.typed").is_file()
     assert (package / "_lcp.pyi").is_file()
+
+
+def test_an_import_error_names_the_interpreter_and_how_to_choose_another(workspace):
+    with lcp_tools.Toolbox(FIXTURES / "needs_pkg") as toolbox:
+        result = toolbox.call("tool_package_answer")
+    assert result.outcome == "raised"
+    assert "No module named 'lcp_fixture_package'" in result.error
+    assert os.path.abspath(sys.executable) in result.error
+    assert "--venv" in result.error and "venv=" in result.error
+
+
+def test_a_venv_given_adds_its_packages(tmp_path, workspace):
+    venv = tmp_path / "venv"
+    site = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (site / "lcp_fixture_package").mkdir(parents=True)
+    (site / "lcp_fixture_package" / "__init__.py").write_text("ANSWER = 42\n")
+    (venv / "pyvenv.cfg").write_text(f"home = {os.path.dirname(sys.executable)}\n")
+    with lcp_tools.Toolbox(FIXTURES / "needs_pkg", venv=venv) as toolbox:
+        assert toolbox.call("tool_package_answer").output == 42

@@ -267,19 +267,21 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// Reads `[python]`: `path`, the folders (relative to the config file) a
-/// `[[tools]]` module is imported from.
+/// `[[tools]]` module is imported from, and `venv`, the virtual environment whose
+/// packages tools import (relative to the config file).
 pub(super) fn read_python(
     value: &Value,
     at: &Located,
     here: &str,
     base: &Path,
     errors: &mut Vec<ConfigError>,
-) -> Vec<PathBuf> {
+) -> (Vec<PathBuf>, Option<PathBuf>) {
     let Some(table) = value.as_object() else {
         errors.push(at.error(here, "`python` must be a table"));
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let mut path = Vec::new();
+    let mut venv = None;
     for (key, value) in table {
         let place = pointer(here, key);
         match (key.as_str(), value) {
@@ -296,8 +298,14 @@ pub(super) fn read_python(
             ("path", other) => {
                 errors.push(at.error(&place, format!("`python.path` must be an array of folders, not {other}")))
             }
-            (other, _) => errors.push(at.error(&place, format!("`python`: unknown key `{other}`; expected path"))),
+            ("venv", Value::String(folder)) if !folder.trim().is_empty() => venv = Some(base.join(folder.trim())),
+            ("venv", other) => {
+                errors.push(at.error(&place, format!("`python.venv` must be a folder (a string), not {other}")))
+            }
+            (other, _) => {
+                errors.push(at.error(&place, format!("`python`: unknown key `{other}`; expected path or venv")))
+            }
         }
     }
-    path
+    (path, venv)
 }

@@ -69,7 +69,9 @@ pub(crate) use embedded::checked_arguments;
 #[cfg(feature = "python")]
 pub use embedded::{Forward, Resolver, Runtime, VirtualTool, python_build};
 use host_objects::Callbacks;
-pub use settings::{Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key};
+pub use settings::{
+    Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key, venv_beside,
+};
 
 /// The default bound of a result's text sent on (`--max-output` of `lcp serve`), in bytes.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;

@@ -210,6 +210,27 @@ impl WorkerSettings {
     }
 }
 
+/// The virtual environment beside a host's files, for when none is named (`--venv`,
+/// `[python] venv`, `$VIRTUAL_ENV`): the first `.venv` holding a `pyvenv.cfg` beside
+/// the config file, then in or beside each tools folder, then in or beside the folder
+/// of each tool file, in the order given (SPEC §19). MCP clients start lcp without `$VIRTUAL_ENV`.
+pub fn venv_beside(config: Option<&Path>, folders: &[PathBuf], files: &[PathBuf]) -> Option<PathBuf> {
+    fn parent(path: &Path) -> Option<&Path> {
+        path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+    }
+    let mut places: Vec<&Path> = Vec::new();
+    places.extend(config.and_then(parent));
+    for folder in folders {
+        places.push(folder);
+        places.extend(parent(folder));
+    }
+    for folder in files.iter().filter_map(|file| parent(file)) {
+        places.push(folder);
+        places.extend(parent(folder));
+    }
+    places.into_iter().map(|place| place.join(".venv")).find(|venv| venv.join("pyvenv.cfg").is_file())
+}
+
 /// The key of a library's configuration: its folder's name for a library folder,
 /// else the file stem.
 pub fn library_key(library: &Library) -> String {
@@ -255,3 +276,28 @@ impl fmt::Display for RuntimeError {
 }
 
 impl std::error::Error for RuntimeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_venv_beside_the_config_then_the_tools_folder_is_found_without_virtual_env() {
+        let root = std::env::temp_dir().join(format!("lcp-venv-beside-{}", std::process::id()));
+        let tools = root.join("project/tools");
+        std::fs::create_dir_all(&tools).unwrap();
+        let config = root.join("host/lcp.toml");
+        assert_eq!(venv_beside(Some(&config), std::slice::from_ref(&tools), &[]), None);
+        // A `.venv` folder that is no virtual environment is not taken.
+        std::fs::create_dir_all(root.join("project/.venv")).unwrap();
+        assert_eq!(venv_beside(Some(&config), std::slice::from_ref(&tools), &[]), None);
+        std::fs::write(root.join("project/.venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert_eq!(venv_beside(Some(&config), std::slice::from_ref(&tools), &[]), Some(root.join("project/.venv")));
+        std::fs::create_dir_all(root.join("host/.venv")).unwrap();
+        std::fs::write(root.join("host/.venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert_eq!(venv_beside(Some(&config), std::slice::from_ref(&tools), &[]), Some(root.join("host/.venv")));
+        let file = tools.join("one.py");
+        assert_eq!(venv_beside(None, &[], std::slice::from_ref(&file)), Some(root.join("project/.venv")));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -142,6 +142,22 @@ def confine(read_only, offline, confined):
     _SANDBOX.update(read_only=bool(read_only), offline=bool(offline), confined=bool(confined))
 
 
+_site_dirs = []  # the venvs' site-packages added, for ``_where``
+
+
+def _where(exc):
+    """What an import error says besides Python's message: the interpreter that looked
+    and how to point lcp at the environment that has the module."""
+    if not isinstance(exc, ImportError):
+        return ""
+    sites = ", ".join(_site_dirs) or "none"
+    return (
+        f" (looked in the Python {sys.executable} (sys.prefix {sys.prefix}) and in the venv site-packages {sites};"
+        " point lcp at the environment that has it: --venv DIR, `[python] venv = \"DIR\"` in the config,"
+        " $VIRTUAL_ENV, a .venv beside the tools folder or the config, or Toolbox(venv=DIR) in Python)"
+    )
+
+
 def add_site_dir(path):
     """Makes a virtual environment's site-packages importable, ahead of the
     interpreter's own (as inside the environment)."""
@@ -149,6 +165,7 @@ def add_site_dir(path):
 
     if path in sys.path:
         return
+    _site_dirs.append(path)
     before = list(sys.path)
     site.addsitedir(path)
     added = [entry for entry in sys.path if entry not in before]
@@ -498,7 +515,8 @@ def _module_library(target, current):
     except Timeout:
         return None, True
     except BaseException as exc:
-        return _Library(error=f"the module `{name}` could not be imported: {_message(exc)}", traceback=_traceback(exc)), False
+        error = f"the module `{name}` could not be imported: {_message(exc)}{_where(exc)}"
+        return _Library(error=error, traceback=_traceback(exc)), False
     finally:
         current.stoppable = False
     library = _Library(module=module)
@@ -514,7 +532,9 @@ def _load(request):
     except Timeout:
         raise
     except BaseException as exc:
-        return _Library(error=f"the library {path} could not be imported: {_message(exc)}", traceback=_traceback(exc))
+        return _Library(
+            error=f"the library {path} could not be imported: {_message(exc)}{_where(exc)}", traceback=_traceback(exc)
+        )
     try:
         _init(module, request, bridge)
     except Timeout:
