@@ -10,11 +10,10 @@
 //! document as text without ever holding it: the envelope, then one tool at a time,
 //! with the compact text of a schema the format carries unchanged spliced in
 //! (`export/splice.rs`), tools lowered on every core and written in order
-//! (`export/ordered.rs`). Both lower each tool with the same `entry`; OpenAI's strict
+//! (`src/ordered.rs`). Both lower each tool with the same `entry`; OpenAI's strict
 //! subset is `export/strict.rs`, Gemini's OpenAPI subset `export/gemini.rs`.
 
 mod gemini;
-mod ordered;
 mod splice;
 mod strict;
 
@@ -324,7 +323,7 @@ pub fn write(
 
 /// The list of tools of [`write()`]'s document on its own (MCP's `tools` array), as a
 /// document of its own. Tools are lowered and written in chunks, on every core, and
-/// the chunks written in order as they are done (`export/ordered.rs`): only a few
+/// the chunks written in order as they are done (`src/ordered.rs`): only a few
 /// chunks are ever held. A format that carries the parameters schema unchanged gets
 /// its compact text spliced in, so that the schema is never parsed.
 pub fn write_entries(
@@ -374,7 +373,7 @@ fn write_entries_at(
     let mut first = true;
     out.write_all(b"[")?;
     let write_chunk = |i: usize| write_chunk(chunks[i], format, layout, depth);
-    ordered::run(chunks.len(), write_chunk, |(text, problems)| {
+    crate::ordered::run(chunks.len(), write_chunk, |(text, problems)| {
         diagnostics.extend(problems);
         // Every entry of a chunk starts with its comma; the list's first one has none.
         let text = if first { text.get(1..).unwrap_or_default() } else { &text[..] };

@@ -45,6 +45,7 @@ pub(crate) mod docstring;
 pub mod export;
 pub mod extract;
 pub(crate) mod located;
+pub(crate) mod ordered;
 #[cfg(feature = "python")]
 pub mod mcp;
 pub mod path_json;

@@ -139,19 +139,37 @@ impl Audit {
 /// Audits every tool of `registry`, with the declarations `config` gives them. A
 /// tool shown under another name is read as the function it stands for: `routes`
 /// holds `(name shown, name in the registry)` pairs ([`crate::view::View::routes`]).
+/// Packages are read, and tools followed, on every core.
 pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Audit {
     let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();
-    let mut reader = Reader::default();
-    let mut audit = Audit::default();
-    for (library, tool) in registry.tools() {
-        let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);
-        audit.tools.push(reader.tool(library, tool, function, config.declared(tool)));
-    }
-    let mut unreadable: Vec<(String, String)> = reader
-        .packages
-        .values()
-        .flat_map(|p| p.unreadable.iter().map(|(path, why)| (shown(path), why.clone())))
+    let mut folders = Folders::default();
+    let mut packages = Packages::default();
+    let tools: Vec<(&Library, &Tool, &str, Option<(usize, PathBuf)>)> = registry
+        .tools()
+        .map(|(library, tool)| {
+            let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);
+            let read = code_of(library, &mut folders).map(|(files, file)| (packages.index(files), file));
+            (library, tool, function, read)
+        })
         .collect();
+    let mut read = Vec::with_capacity(packages.files.len());
+    let analyse = |i: usize| graph::analyse(&packages.files[i]);
+    let _ = crate::ordered::run(packages.files.len(), analyse, |package| {
+        read.push(package);
+        Ok(())
+    });
+    let mut audit = Audit::default();
+    let follow = |i: usize| {
+        let (library, tool, function, at) = &tools[i];
+        let code = at.as_ref().map(|(package, file)| (&read[*package], file.as_path()));
+        tool_audit(library, tool, function, config.declared(tool), code)
+    };
+    let _ = crate::ordered::run(tools.len(), follow, |entry| {
+        audit.tools.push(entry);
+        Ok(())
+    });
+    let mut unreadable: Vec<(String, String)> =
+        read.iter().flat_map(|p| p.unreadable.iter().map(|(path, why)| (shown(path), why.clone()))).collect();
     unreadable.sort();
     audit.unreadable = unreadable;
     audit
@@ -160,7 +178,10 @@ pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) 
 /// The audit of one tool, `function` of `library` (its name in the registry),
 /// declaring `declared`: what [`audit`] says of it, reading only its library's files.
 pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Declared) -> ToolAudit {
-    Reader::default().tool(library, tool, function, declared)
+    let code = code_of(library, &mut Folders::default());
+    let package = code.as_ref().map(|(files, _)| graph::analyse(files));
+    let at = code.as_ref().zip(package.as_ref()).map(|((_, file), package)| (package, file.as_path()));
+    tool_audit(library, tool, function, declared, at)
 }
 
 /// Lays what each tool of `registry` can do over its listings (SPEC §20): its
@@ -197,48 +218,69 @@ pub fn inferred(audit: &ToolAudit) -> Vec<&'static str> {
     inferred
 }
 
-/// Reads libraries for their tools' audits, each package and folder once.
+/// The packages to read, each once: its files, by the first of them.
 #[derive(Default)]
-struct Reader {
-    packages: HashMap<PathBuf, graph::Package>,
-    folders: Folders,
+struct Packages {
+    files: Vec<Vec<PathBuf>>,
+    by_first: HashMap<PathBuf, usize>,
 }
 
-impl Reader {
-    fn tool(&mut self, library: &Library, tool: &Tool, function: &str, declared: Declared) -> ToolAudit {
-        let mut entry = ToolAudit {
-            name: tool.name.clone(),
-            library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
-            file: shown(&library.path),
-            line: tool.line,
-            capabilities: BTreeMap::new(),
-            unknown: Vec::new(),
-            declared,
-            drift: Vec::new(),
-            gained: None,
-        };
-        match &library.origin {
-            Origin::File => {
-                let files = package_files(library, &mut self.folders);
-                let key = files.first().cloned().unwrap_or_else(|| library.path.clone());
-                let package = self.packages.entry(key).or_insert_with(|| graph::analyse(&files));
-                reachable(package, &library.path, function, &mut entry);
-            }
-            Origin::Config { module, function, path, .. } => match module_file(module, path) {
-                Some(file) => {
-                    let files = self.folders.files(file.parent().unwrap_or(Path::new("."))).to_vec();
-                    let key = files.first().cloned().unwrap_or_else(|| file.clone());
-                    let package = self.packages.entry(key).or_insert_with(|| graph::analyse(&files));
-                    reachable(package, &file, function, &mut entry);
-                }
-                None => from_table(&format!("{module}.{function}"), library, tool, &mut entry),
-            },
-            Origin::Mcp { server } => entry.unknown.push(format!("mcp:{server}")),
-            Origin::Virtual => entry.unknown.push("virtual".into()),
-        }
-        entry.drift = drift(&entry.declared, &entry.capabilities);
-        entry
+impl Packages {
+    fn index(&mut self, files: Vec<PathBuf>) -> usize {
+        let key = files.first().cloned().unwrap_or_default();
+        *self.by_first.entry(key).or_insert_with(|| {
+            self.files.push(files);
+            self.files.len() - 1
+        })
     }
+}
+
+/// Where a tool's code is: the files read with its module's, and its module's file;
+/// `None` for a tool whose code is not a file lcp can read (an MCP server's, a
+/// virtual one's, a `[[tools]]` entry of an installed package).
+fn code_of(library: &Library, folders: &mut Folders) -> Option<(Vec<PathBuf>, PathBuf)> {
+    match &library.origin {
+        Origin::File => Some((package_files(library, folders), library.path.clone())),
+        Origin::Config { module, path, .. } => {
+            let file = module_file(module, path)?;
+            Some((folders.files(file.parent().unwrap_or(Path::new("."))).to_vec(), file))
+        }
+        Origin::Mcp { .. } | Origin::Virtual => None,
+    }
+}
+
+/// One tool's audit, `function` of `library` declaring `declared`, with its module
+/// `code` (its package as read, and its module's file) when lcp can read it.
+fn tool_audit(
+    library: &Library,
+    tool: &Tool,
+    function: &str,
+    declared: Declared,
+    code: Option<(&graph::Package, &Path)>,
+) -> ToolAudit {
+    let mut entry = ToolAudit {
+        name: tool.name.clone(),
+        library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
+        file: shown(&library.path),
+        line: tool.line,
+        capabilities: BTreeMap::new(),
+        unknown: Vec::new(),
+        declared,
+        drift: Vec::new(),
+        gained: None,
+    };
+    match (&library.origin, code) {
+        (Origin::File, Some((package, file))) => reachable(package, file, function, &mut entry),
+        (Origin::Config { function, .. }, Some((package, file))) => reachable(package, file, function, &mut entry),
+        (Origin::Config { module, function, .. }, None) => {
+            from_table(&format!("{module}.{function}"), library, tool, &mut entry)
+        }
+        (Origin::Mcp { server }, _) => entry.unknown.push(format!("mcp:{server}")),
+        (Origin::Virtual, _) => entry.unknown.push("virtual".into()),
+        (Origin::File, None) => entry.unknown.push(format!("unreadable:{}", shown(&library.path))),
+    }
+    entry.drift = drift(&entry.declared, &entry.capabilities);
+    entry
 }
 
 /// A path as reports show it.

@@ -1,5 +1,6 @@
-//! Work items done on every core and taken in order: how [`super::write_entries`]
-//! lowers tools in parallel while writing them one after another.
+//! Work items done on every core and taken in order: how
+//! [`crate::export::write_entries`] lowers tools in parallel while writing them one
+//! after another, and how `lcp audit` reads packages and follows tools.
 //!
 //! At most [`AHEAD`] items per thread are done before the taker has taken them, so
 //! memory stays bounded whatever the number of items. Nothing here knows about tools.
