@@ -685,4 +685,20 @@ mod tests {
         assert_eq!(Grade { w: 1, d: 0 }.max(Grade { w: 0, d: 2 }), Grade { w: 1, d: 2 });
         assert_eq!(Grade::NONE.max(Grade::UNDECLARED), Grade::UNDECLARED);
     }
+
+    #[test]
+    fn only_what_the_host_keeps_is_enforced_and_only_for_tools_its_workers_run() {
+        let both = Declared { read_only: Some(true), open_world: Some(false), ..Declared::default() };
+        let file = Origin::File;
+        assert_eq!(Enforcement::ALL.of(&file, &both, &[]), ["read_only", "open_world"]);
+        assert_eq!(Enforcement { read_only: true, offline: false }.of(&file, &both, &[]), ["read_only"]);
+        assert!(Enforcement::default().of(&file, &both, &[]).is_empty(), "a host that keeps nothing claims nothing");
+        let server = Origin::Mcp { server: "files".into() };
+        assert!(Enforcement::ALL.of(&server, &both, &[]).is_empty(), "a server's tool runs in the server");
+        assert!(Enforcement::ALL.of(&Origin::Virtual, &both, &[]).is_empty());
+        // What `[sandbox] infer` gave counts as declared; undeclared keys claim nothing.
+        let undeclared = Declared::default();
+        assert!(Enforcement::ALL.of(&file, &undeclared, &[]).is_empty());
+        assert_eq!(Enforcement::ALL.of(&file, &undeclared, &["open_world"]), ["open_world"]);
+    }
 }
