@@ -13,14 +13,13 @@
 //! give the same scores, summed in the same order, on every machine, and equal scores
 //! are ordered by name.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::extract::{Library, Tool};
-use crate::registry::{Descriptions, FastMap, Registry};
+use crate::registry::{Descriptions, FastMap, FxHasher, Registry};
 
 /// The fields of a tool, in the order of [`Ranking::weights`] and [`Ranking::length_norms`].
 const NAME: usize = 0;
@@ -68,6 +67,30 @@ const STOP_WORDS: &[&str] = &[
     "who", "whom", "why", "will", "with", "would", "you", "your",
 ];
 
+/// A map keyed by words.
+type WordMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<WordHasher>>;
+
+/// FxHash ended as rustc-hash 2 ends it, with a rotation: the table's place for a key
+/// is its hash's low bits, which FxHash's last multiplication leaves depending on a
+/// short word's first letters only (so words of the same first letters would crowd
+/// into the same places, and every look-up of a word would search through them).
+#[derive(Default, Clone, Copy)]
+struct WordHasher(FxHasher);
+
+impl std::hash::Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.0.write_u8(n);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0.finish().rotate_left(26)
+    }
+}
+
 /// A tool found by [`Index::search`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hit {
@@ -85,13 +108,17 @@ pub struct Hit {
 /// One tool of the index.
 #[derive(Debug, Clone)]
 struct Entry {
-    name: String,
-    library: String,
-    description: String,
+    /// Its library, by its number in [`Index::libraries`].
+    library: u32,
+    /// Its place among its library's tools.
+    tool: u32,
+    /// Its description, when the registry's `Descriptions` gave it one (a prompt
+    /// provider's); else its own.
+    description: Option<Box<str>>,
     /// Each field's length, in words.
     lengths: [u32; FIELDS],
-    /// The distinct words of its name, each once.
-    name_words: Vec<u32>,
+    /// Where the distinct words of its name are in [`Index::name_words`].
+    name_words: std::ops::Range<u32>,
 }
 
 /// The words of a tool in one field and how often each occurs.
@@ -104,103 +131,129 @@ struct Posting {
 /// The search index of a catalog's tools; see the module's documentation.
 #[derive(Debug, Clone, Default)]
 pub struct Index {
+    /// The libraries of the registry indexed (shared with it, not copied).
+    libraries: Vec<Arc<Library>>,
     tools: Vec<Entry>,
+    /// The distinct words of every tool's name, each tool's in a range of its own.
+    name_words: Vec<u32>,
     /// Every word, stemmed, by its number.
-    words: FastMap<String, u32>,
+    words: WordMap<Box<str>, u32>,
     /// Each word's tools, in the order of `tools`, by the word's number.
     postings: Vec<Vec<Posting>>,
-    /// Every word in order, for prefix matches.
-    sorted: BTreeMap<String, u32>,
+    /// Every word with its number, in order, for prefix matches.
+    sorted: Vec<(Box<str>, u32)>,
     /// Each field's mean length over the tools.
     average: [f64; FIELDS],
+}
+
+/// The tools a thread read: their words, numbered in its own [`Reader`]'s order.
+struct Part {
+    /// Each word the thread numbered, by its number.
+    stems: Vec<String>,
+    /// Each tool's words with their counts in each field, one tool after the other.
+    counts: Vec<(u32, [u16; FIELDS])>,
+    /// The distinct words of each tool's name, one tool after the other.
+    name_words: Vec<u32>,
+    /// Each tool, in order: its library, its place, its fields' lengths, and where its
+    /// words end in `counts` and its name's in `name_words`.
+    tools: Vec<ReadTool>,
+}
+
+struct ReadTool {
+    library: u32,
+    tool: u32,
+    lengths: [u32; FIELDS],
+    counts_end: usize,
+    name_words_end: usize,
 }
 
 impl Index {
     /// The index of every tool of `registry`, each with its description in
     /// `descriptions` if it has one there. A host builds it from its view's registry
     /// ([`crate::view::View::registry`]), so that it holds only what the caller sees.
+    ///
+    /// Tools are read on every core, each thread numbering the words it meets itself
+    /// (a word is stemmed once per thread, and no word is a `String` of its own until
+    /// it is new to the thread); the threads' numbers are then mapped to the index's
+    /// once per word, and the tools laid in in order.
     pub fn build(registry: &Registry, descriptions: &Descriptions) -> Index {
-        let tools: Vec<(&Library, &Tool)> = registry.tools().collect();
-        // Each tool's words, read on every core; laid into the index in order.
+        let libraries = registry.libraries();
+        let tools: Vec<(u32, u32)> = libraries
+            .iter()
+            .enumerate()
+            .flat_map(|(l, library)| (0..library.tools.len()).map(move |t| (l as u32, t as u32)))
+            .collect();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(tools.len() / 64 + 1);
         let chunk = tools.len().div_ceil(threads.max(1)).max(1);
-        let read: Vec<Vec<[Vec<String>; FIELDS]>> = std::thread::scope(|scope| {
-            let workers: Vec<_> = tools
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        let mut reader = Reader::new();
-                        part.iter()
-                            .map(|(library, tool)| {
-                                fields(library, tool, descriptions.of(tool)).map(|text| reader.tokens(&text))
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            workers.into_iter().map(|worker| worker.join().expect("reading a tool's words does not panic")).collect()
-        });
-        let mut index = Index::default();
+        let read = |part: &[(u32, u32)]| Reader::new().part(part, libraries, descriptions);
+        let parts: Vec<Part> = if threads <= 1 {
+            vec![read(&tools)]
+        } else {
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = tools.chunks(chunk).map(|part| scope.spawn(move || read(part))).collect();
+                workers
+                    .into_iter()
+                    .map(|worker| worker.join().expect("reading a tool's words does not panic"))
+                    .collect()
+            })
+        };
+        let mut index = Index { libraries: libraries.to_vec(), ..Index::default() };
+        index.tools.reserve(tools.len());
         let mut totals = [0u64; FIELDS];
-        // A word's counts in the tool being laid in: `seen[word]` is the tool's number + 1
-        // when the word has a place in `counts` (`place[word]`), so nothing is cleared
-        // between tools.
-        let (mut seen, mut place): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-        let mut counts: Vec<(u32, [u16; FIELDS])> = Vec::new();
-        for ((library, tool), fields) in tools.iter().zip(read.into_iter().flatten()) {
-            let number = index.tools.len() as u32;
-            let mut lengths = [0u32; FIELDS];
-            let mut name_words = Vec::new();
-            for (field, words) in fields.into_iter().enumerate() {
-                for word in words {
-                    let id = index.word(word);
-                    let at = id as usize;
-                    if seen.len() <= at {
-                        seen.resize(at + 1, 0);
-                        place.resize(at + 1, 0);
-                    }
-                    if seen[at] != number + 1 {
-                        seen[at] = number + 1;
-                        place[at] = counts.len() as u32;
-                        counts.push((id, [0; FIELDS]));
-                    }
-                    let count = &mut counts[place[at] as usize].1[field];
-                    *count = count.saturating_add(1);
-                    lengths[field] += 1;
-                    if field == NAME && !name_words.contains(&id) {
-                        name_words.push(id);
-                    }
+        for part in parts {
+            let numbers: Vec<u32> = part.stems.iter().map(|stem| index.word(stem)).collect();
+            let (mut counts_start, mut name_start) = (0, 0);
+            for read in part.tools {
+                let number = index.tools.len() as u32;
+                for &(word, counts) in &part.counts[counts_start..read.counts_end] {
+                    index.postings[numbers[word as usize] as usize].push(Posting { tool: number, counts });
                 }
+                let name_from = index.name_words.len() as u32;
+                let name = &part.name_words[name_start..read.name_words_end];
+                index.name_words.extend(name.iter().map(|&word| numbers[word as usize]));
+                (counts_start, name_start) = (read.counts_end, read.name_words_end);
+                for (total, length) in totals.iter_mut().zip(read.lengths) {
+                    *total += u64::from(length);
+                }
+                let (library, tool) = (&libraries[read.library as usize], read.tool as usize);
+                let description = descriptions.get(&library.tools[tool].name).map(Box::from);
+                index.tools.push(Entry {
+                    library: read.library,
+                    tool: read.tool,
+                    description,
+                    lengths: read.lengths,
+                    name_words: name_from..index.name_words.len() as u32,
+                });
             }
-            for (field, length) in lengths.iter().enumerate() {
-                totals[field] += u64::from(*length);
-            }
-            for (id, counts) in counts.drain(..) {
-                index.postings[id as usize].push(Posting { tool: number, counts });
-            }
-            index.tools.push(Entry {
-                name: tool.name.clone(),
-                library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
-                description: descriptions.of(tool).to_string(),
-                lengths,
-                name_words,
-            });
         }
-        index.sorted = index.words.iter().map(|(word, &id)| (word.clone(), id)).collect();
+        let mut sorted: Vec<(Box<str>, u32)> = index.words.iter().map(|(word, &id)| (word.clone(), id)).collect();
+        sorted.sort_unstable();
+        index.sorted = sorted;
         let n = index.tools.len().max(1) as f64;
         index.average = totals.map(|total| (total as f64 / n).max(1.0));
         index
     }
 
     /// The number of `word`, given one if it is new.
-    fn word(&mut self, word: String) -> u32 {
-        if let Some(&id) = self.words.get(&word) {
+    fn word(&mut self, word: &str) -> u32 {
+        if let Some(&id) = self.words.get(word) {
             return id;
         }
         let id = self.postings.len() as u32;
         self.postings.push(Vec::new());
-        self.words.insert(word, id);
+        self.words.insert(Box::from(word), id);
         id
+    }
+
+    /// The tool of `entry`, with its library.
+    fn tool(&self, entry: &Entry) -> (&Library, &Tool) {
+        let library = &self.libraries[entry.library as usize];
+        (library, &library.tools[entry.tool as usize])
+    }
+
+    /// The name of the tool of `entry`.
+    fn name(&self, entry: &Entry) -> &str {
+        &self.tool(entry).1.name
     }
 
     /// How many tools the index holds.
@@ -261,26 +314,37 @@ impl Index {
         let whole: FastMap<u32, ()> =
             asked.iter().filter(|(_, share)| *share >= 1.0).map(|(id, _)| (*id, ())).collect();
         for (tool, entry) in self.tools.iter().enumerate() {
-            if !matched[tool] || entry.name_words.is_empty() {
+            let name_words = &self.name_words[entry.name_words.start as usize..entry.name_words.end as usize];
+            if !matched[tool] || name_words.is_empty() {
                 continue;
             }
-            let covered = entry.name_words.iter().filter(|id| whole.contains_key(id)).count();
-            scores[tool] += ranking.name_coverage * best * covered as f64 / entry.name_words.len() as f64;
+            let covered = name_words.iter().filter(|id| whole.contains_key(id)).count();
+            scores[tool] += ranking.name_coverage * best * covered as f64 / name_words.len() as f64;
         }
         let mut ranked: Vec<usize> = (0..self.tools.len()).filter(|&tool| matched[tool]).collect();
-        ranked.sort_by(|&a, &b| {
-            scores[b].total_cmp(&scores[a]).then_with(|| self.tools[a].name.cmp(&self.tools[b].name))
-        });
-        ranked.truncate(limit);
+        let order = |&a: &usize, &b: &usize| {
+            scores[b]
+                .total_cmp(&scores[a])
+                .then_with(|| self.name(&self.tools[a]).cmp(self.name(&self.tools[b])))
+                .then(a.cmp(&b))
+        };
+        // The first `limit` found, then only those sorted: the order is total (two
+        // tools of one name go in discovery order), so this is a full sort's first `limit`.
+        if ranked.len() > limit {
+            ranked.select_nth_unstable_by(limit, order);
+            ranked.truncate(limit);
+        }
+        ranked.sort_unstable_by(order);
         ranked
             .into_iter()
             .map(|tool| {
                 let entry = &self.tools[tool];
+                let (library, found) = self.tool(entry);
                 Hit {
-                    name: entry.name.clone(),
+                    name: found.name.clone(),
                     score: (scores[tool] * 1e4).round() / 1e4,
-                    library: entry.library.clone(),
-                    description: entry.description.clone(),
+                    library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
+                    description: entry.description.as_deref().unwrap_or(&found.description).to_string(),
                 }
             })
             .collect()
@@ -303,12 +367,13 @@ impl Index {
         if word.chars().count() < PREFIX_MIN {
             return;
         }
-        for (other, &id) in self.sorted.range::<str, _>((std::ops::Bound::Included(word), std::ops::Bound::Unbounded)) {
+        let from = self.sorted.partition_point(|(other, _)| &**other < word);
+        for (other, id) in &self.sorted[from..] {
             if !other.starts_with(word) {
                 break;
             }
-            if other != word {
-                add(id, prefix_match);
+            if &**other != word {
+                add(*id, prefix_match);
             }
         }
         let mut ends: Vec<usize> = word.char_indices().map(|(at, _)| at).skip(PREFIX_MIN).collect();
@@ -329,68 +394,226 @@ struct Asked {
     at: FastMap<u32, usize>,
 }
 
-/// The text of each field of a tool.
-fn fields(library: &Library, tool: &Tool, description: &str) -> [String; FIELDS] {
-    let name = tool.name.strip_prefix("tool_").unwrap_or(&tool.name).to_string();
-    let docstring = match &tool.docstring {
-        Some(docstring) => docstring.strip_prefix(description).unwrap_or(docstring).to_string(),
-        None => String::new(),
-    };
-    let mut parameters = String::new();
-    parameter_text(&tool.parameters.parse(), &mut parameters, 0);
-    let mut library_text = String::new();
-    for part in
-        [library.name.as_deref(), Some(library.stem.as_str()), library.description.as_deref()].into_iter().flatten()
-    {
-        library_text.push_str(part);
-        library_text.push(' ');
+/// Calls `found` with each text of each field of `tool` but its library's (described
+/// by `description`): its name without `tool_`, its description, the rest of its
+/// docstring, its parameters' texts ([`parameter_texts`]).
+fn tool_texts(tool: &Tool, description: &str, mut found: impl FnMut(usize, &str)) {
+    found(NAME, tool.name.strip_prefix("tool_").unwrap_or(&tool.name));
+    found(DESCRIPTION, description);
+    if let Some(docstring) = &tool.docstring {
+        found(DOCSTRING, docstring.strip_prefix(description).unwrap_or(docstring));
     }
-    let mut fields: [String; FIELDS] = Default::default();
-    fields[NAME] = name;
-    fields[DESCRIPTION] = description.to_string();
-    fields[DOCSTRING] = docstring;
-    fields[PARAMETERS] = parameters;
-    fields[LIBRARY] = library_text;
-    fields
+    parameter_texts(tool.parameters.as_str(), &mut |text| found(PARAMETERS, text));
 }
 
-/// The names, descriptions and string values of a schema's properties, nested ones
-/// too (a few levels down), added to `out`.
-fn parameter_text(schema: &Value, out: &mut String, depth: usize) {
-    if depth > 3 {
-        return;
-    }
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (name, property) in properties {
-        out.push_str(name);
-        out.push(' ');
-        describe_property(property, out, depth);
+/// The texts of a library's field: the library's name, stem and docstring.
+fn library_texts(library: &Library) -> [&str; 3] {
+    [library.name.as_deref().unwrap_or_default(), &library.stem, library.description.as_deref().unwrap_or_default()]
+}
+
+/// Calls `found` with the names, descriptions and string values of the properties of
+/// the schema written as `text`, nested ones too (a few levels down). Read without
+/// making a `Value` ([`schema_text`]), and read from one ([`value_text`]) when the
+/// schema has a shape the faster reader does not take.
+fn parameter_texts(text: &str, found: &mut dyn FnMut(&str)) {
+    match serde_json::from_str::<schema_text::Schema<'_>>(text) {
+        Ok(schema) => schema_text::properties(&schema, found, 0),
+        Err(_) => value_text::properties(&serde_json::from_str(text).unwrap_or_default(), found, 0),
     }
 }
 
-/// A property's description and string values, and those of what it holds.
-fn describe_property(property: &Value, out: &mut String, depth: usize) {
-    if let Some(description) = property.get("description").and_then(Value::as_str) {
-        out.push_str(description);
-        out.push(' ');
-    }
-    for value in property.get("enum").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(value) = value.as_str() {
-            out.push_str(value);
-            out.push(' ');
+/// A schema's texts read from its parsed `Value`.
+mod value_text {
+    use serde_json::Value;
+
+    /// The names, descriptions and string values of a schema's properties.
+    pub(super) fn properties(schema: &Value, found: &mut dyn FnMut(&str), depth: usize) {
+        if depth > 3 {
+            return;
+        }
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            return;
+        };
+        for (name, property) in properties {
+            found(name);
+            describe(property, found, depth);
         }
     }
-    for key in ["anyOf", "oneOf"] {
-        for option in property.get(key).and_then(Value::as_array).into_iter().flatten() {
-            describe_property(option, out, depth + 1);
+
+    /// A property's description and string values, and those of what it holds.
+    fn describe(property: &Value, found: &mut dyn FnMut(&str), depth: usize) {
+        if let Some(description) = property.get("description").and_then(Value::as_str) {
+            found(description);
+        }
+        for value in property.get("enum").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(value) = value.as_str() {
+                found(value);
+            }
+        }
+        for key in ["anyOf", "oneOf"] {
+            for option in property.get(key).and_then(Value::as_array).into_iter().flatten() {
+                describe(option, found, depth + 1);
+            }
+        }
+        if let Some(items) = property.get("items") {
+            describe(items, found, depth + 1);
+        }
+        properties(property, found, depth + 1);
+    }
+}
+
+/// The same texts as [`value_text`], read from the schema's JSON text straight into
+/// the few keywords they come from, borrowing its strings: what the index reads
+/// (parsing a whole `Value` per tool was most of the index's cost). A schema whose
+/// keywords have other shapes than these fails to read, and `value_text` reads it.
+mod schema_text {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::Deserialize;
+    use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+    /// The keywords of a schema that hold texts.
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct Schema<'a> {
+        #[serde(borrow)]
+        properties: Properties<'a>,
+        #[serde(borrow)]
+        description: Text<'a>,
+        #[serde(rename = "enum", borrow)]
+        values: Texts<'a>,
+        #[serde(rename = "anyOf", borrow)]
+        any_of: Vec<Schema<'a>>,
+        #[serde(rename = "oneOf", borrow)]
+        one_of: Vec<Schema<'a>>,
+        #[serde(borrow)]
+        items: Option<Box<Schema<'a>>>,
+    }
+
+    /// [`super::value_text::properties`] of a schema read this way.
+    pub(super) fn properties(schema: &Schema<'_>, found: &mut dyn FnMut(&str), depth: usize) {
+        if depth > 3 {
+            return;
+        }
+        for (name, property) in &schema.properties.0 {
+            found(name);
+            describe(property, found, depth);
         }
     }
-    if let Some(items) = property.get("items") {
-        describe_property(items, out, depth + 1);
+
+    fn describe(property: &Schema<'_>, found: &mut dyn FnMut(&str), depth: usize) {
+        if let Some(description) = &property.description.0 {
+            found(description);
+        }
+        for value in &property.values.0 {
+            found(value);
+        }
+        for option in property.any_of.iter().chain(&property.one_of) {
+            describe(option, found, depth + 1);
+        }
+        if let Some(items) = &property.items {
+            describe(items, found, depth + 1);
+        }
+        properties(property, found, depth + 1);
     }
-    parameter_text(property, out, depth + 1);
+
+    /// `properties`, in the schema's order.
+    #[derive(Default)]
+    struct Properties<'a>(Vec<(Cow<'a, str>, Schema<'a>)>);
+
+    /// A string, borrowed when it has no escapes; anything else is no text.
+    #[derive(Default)]
+    struct Text<'a>(Option<Cow<'a, str>>);
+
+    /// The strings of a list; anything else in it is no text.
+    #[derive(Default)]
+    struct Texts<'a>(Vec<Cow<'a, str>>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Properties<'a> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Entries<'a>(std::marker::PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for Entries<'a> {
+                type Value = Properties<'a>;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("an object of schemas")
+                }
+                fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Properties<'a>, M::Error> {
+                    let mut entries = Vec::new();
+                    while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
+                        let schema = map.next_value::<Schema<'de>>()?;
+                        entries.push((name.unwrap_or_default(), schema));
+                    }
+                    Ok(Properties(entries))
+                }
+            }
+            deserializer.deserialize_map(Entries(std::marker::PhantomData))
+        }
+    }
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(TextVisitor(std::marker::PhantomData))
+        }
+    }
+
+    struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+    impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
+        type Value = Text<'a>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any value")
+        }
+        fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'a>, E> {
+            Ok(Text(Some(Cow::Borrowed(text))))
+        }
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'a>, E> {
+            Ok(Text(Some(Cow::Owned(text.to_string()))))
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Text<'a>, S::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Text(None))
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Text<'a>, M::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Text(None))
+        }
+    }
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Texts<'a> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Strings<'a>(std::marker::PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for Strings<'a> {
+                type Value = Texts<'a>;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a list")
+                }
+                fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Texts<'a>, S::Error> {
+                    let mut texts = Vec::new();
+                    while let Some(Text(text)) = seq.next_element::<Text<'de>>()? {
+                        texts.extend(text);
+                    }
+                    Ok(Texts(texts))
+                }
+            }
+            deserializer.deserialize_seq(Strings(std::marker::PhantomData))
+        }
+    }
 }
 
 /// The words of `text` as the index reads them: split ([`words`]), common English words
@@ -399,35 +622,114 @@ pub fn tokens(text: &str) -> Vec<String> {
     tokens_with(&Stemmer::create(Algorithm::English), text)
 }
 
-/// [`tokens`] with a stemmer kept, and each word's stem remembered: a catalog's texts
-/// repeat their words.
+/// The words of a thread's tools, each numbered when it is first met: a word is
+/// stemmed once, and no word is a `String` of its own after that.
 struct Reader {
     stemmer: Stemmer,
-    stems: FastMap<String, String>,
+    /// Each word met, lowercased, with its stem's number (`None`: a word left out).
+    met: WordMap<String, Option<u32>>,
+    /// Each stem's number.
+    numbers: WordMap<String, u32>,
+    /// The tools read so far.
+    part: Part,
 }
 
 impl Reader {
     fn new() -> Reader {
-        Reader { stemmer: Stemmer::create(Algorithm::English), stems: FastMap::default() }
+        let part = Part { stems: Vec::new(), counts: Vec::new(), name_words: Vec::new(), tools: Vec::new() };
+        Reader {
+            stemmer: Stemmer::create(Algorithm::English),
+            met: WordMap::default(),
+            numbers: WordMap::default(),
+            part,
+        }
     }
 
-    fn tokens(&mut self, text: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        let (stemmer, stems) = (&self.stemmer, &mut self.stems);
-        each_word(text, |word| {
-            if word.chars().nth(1).is_none() || STOP_WORDS.contains(&word) {
-                return;
-            }
-            match stems.get(word) {
-                Some(stem) => out.push(stem.clone()),
-                None => {
-                    let stem = stemmer.stem(word).into_owned();
-                    stems.insert(word.to_string(), stem.clone());
-                    out.push(stem);
+    /// The words of `tools` (each a library's number in `libraries` and the tool's
+    /// place in it).
+    fn part(mut self, tools: &[(u32, u32)], libraries: &[Arc<Library>], descriptions: &Descriptions) -> Part {
+        // A word's counts in the tool being read: `seen[word]` is the tool's number + 1
+        // when the word has a place in `counts` (`place[word]`), so nothing is cleared
+        // between tools.
+        let (mut seen, mut place): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        // The words of the library's field, read once for all its tools.
+        let mut library_words: Option<(u32, Vec<u32>)> = None;
+        for (number, &(l, t)) in tools.iter().enumerate() {
+            let (library, tool) = (&*libraries[l as usize], &libraries[l as usize].tools[t as usize]);
+            if library_words.as_ref().is_none_or(|(read, _)| *read != l) {
+                let mut words = Vec::new();
+                for text in library_texts(library) {
+                    self.each(text, |word| words.push(word));
                 }
+                library_words = Some((l, words));
+            }
+            let first = self.part.counts.len();
+            let mut lengths = [0u32; FIELDS];
+            let mut read = std::mem::take(&mut self.part.counts);
+            let mut name_words = std::mem::take(&mut self.part.name_words);
+            let name_first = name_words.len();
+            let mut count = |field: usize, word: u32| {
+                let at = word as usize;
+                if seen.len() <= at {
+                    seen.resize(at + 1, 0);
+                    place.resize(at + 1, 0);
+                }
+                if seen[at] != number as u32 + 1 {
+                    seen[at] = number as u32 + 1;
+                    place[at] = (read.len() - first) as u32;
+                    read.push((word, [0; FIELDS]));
+                }
+                let count = &mut read[first + place[at] as usize].1[field];
+                *count = count.saturating_add(1);
+                lengths[field] += 1;
+                if field == NAME && !name_words[name_first..].contains(&word) {
+                    name_words.push(word);
+                }
+            };
+            tool_texts(tool, descriptions.of(tool), |field, text| self.each(text, |word| count(field, word)));
+            for &word in library_words.iter().flat_map(|(_, words)| words) {
+                count(LIBRARY, word);
+            }
+            self.part.counts = read;
+            self.part.name_words = name_words;
+            self.part.tools.push(ReadTool {
+                library: l,
+                tool: t,
+                lengths,
+                counts_end: self.part.counts.len(),
+                name_words_end: self.part.name_words.len(),
+            });
+        }
+        self.part
+    }
+
+    /// Calls `found` with the number of each word of `text` the index keeps.
+    fn each(&mut self, text: &str, mut found: impl FnMut(u32)) {
+        let Reader { stemmer, met, numbers, part } = self;
+        each_word(text, |word| {
+            let number = match met.get(word) {
+                Some(&number) => number,
+                None => {
+                    let number = (word.chars().nth(1).is_some() && !STOP_WORDS.contains(&word)).then(|| {
+                        let stem = stemmer.stem(word);
+                        match numbers.get(stem.as_ref()) {
+                            Some(&number) => number,
+                            None => {
+                                let number = part.stems.len() as u32;
+                                numbers.insert(stem.to_string(), number);
+                                part.stems.push(stem.into_owned());
+                                number
+                            }
+                        }
+                    });
+                    met.insert(word.to_string(), number);
+                    number
+                }
+            };
+            if let Some(number) = number {
+                found(number);
             }
         });
-        out
     }
 }
 
@@ -449,8 +751,68 @@ pub fn words(text: &str) -> Vec<String> {
     out
 }
 
-/// Calls `found` with each word of `text` as [`words`] splits them, in a buffer it reuses.
-fn each_word(text: &str, mut found: impl FnMut(&str)) {
+/// Calls `found` with each word of `text` as [`words`] splits them, in a buffer it
+/// reuses: [`each_ascii_word`] when `text` is ASCII (most of a catalog's texts), else
+/// [`each_char_word`].
+fn each_word(text: &str, found: impl FnMut(&str)) {
+    if text.is_ascii() { each_ascii_word(text.as_bytes(), found) } else { each_char_word(text, found) }
+}
+
+/// What an ASCII byte is to [`each_ascii_word`].
+const OTHER: u8 = 0;
+const LOWER: u8 = 1;
+const UPPER: u8 = 2;
+const DIGIT: u8 = 3;
+
+/// Each ASCII byte's [`OTHER`], [`LOWER`], [`UPPER`] or [`DIGIT`].
+const CLASSES: [u8; 128] = {
+    let mut classes = [OTHER; 128];
+    let mut b = 0;
+    while b < 128 {
+        classes[b] = match b as u8 {
+            b'a'..=b'z' => LOWER,
+            b'A'..=b'Z' => UPPER,
+            b'0'..=b'9' => DIGIT,
+            _ => OTHER,
+        };
+        b += 1;
+    }
+    classes
+};
+
+/// [`each_char_word`] of an ASCII text, a byte at a time.
+fn each_ascii_word(text: &[u8], mut found: impl FnMut(&str)) {
+    let mut word = String::new();
+    let mut before = OTHER;
+    for (at, &b) in text.iter().enumerate() {
+        let class = CLASSES[usize::from(b & 0x7f)];
+        if class == OTHER {
+            if !word.is_empty() {
+                found(&word);
+                word.clear();
+            }
+            before = OTHER;
+            continue;
+        }
+        let split = match (before, class) {
+            (LOWER, UPPER) | (LOWER | UPPER, DIGIT) | (DIGIT, LOWER | UPPER) => true,
+            (UPPER, UPPER) => text.get(at + 1).is_some_and(u8::is_ascii_lowercase),
+            _ => false,
+        };
+        if split {
+            found(&word);
+            word.clear();
+        }
+        word.push(char::from(b.to_ascii_lowercase()));
+        before = class;
+    }
+    if !word.is_empty() {
+        found(&word);
+    }
+}
+
+/// [`each_word`] of any text, a character at a time.
+fn each_char_word(text: &str, mut found: impl FnMut(&str)) {
     let mut word = String::new();
     let mut chars = text.chars().peekable();
     let mut before: Option<char> = None;
@@ -517,6 +879,70 @@ mod tests {
         assert_eq!(words("HTTPServer2go"), ["http", "server", "2", "go"]);
         assert_eq!(words("sha256sum, and: Ünïcode"), ["sha", "256", "sum", "and", "ünïcode"]);
         assert_eq!(words("  "), Vec::<String>::new());
+    }
+
+    #[test]
+    fn ascii_texts_split_a_byte_at_a_time_as_a_character_at_a_time() {
+        /// A way of splitting a text, calling back with each word.
+        type Splitter = fn(&str, &mut dyn FnMut(&str));
+        let split = |text: &str, each: Splitter| {
+            let mut out = Vec::new();
+            each(text, &mut |word| out.push(word.to_string()));
+            out
+        };
+        let texts = [
+            "tool_get_weather",
+            "getHTTPStatus2 parseXMLFile_v2 ABC abc9Def 9lives x",
+            "  multiple   spaces, punctuation! and-dashes (parens) [brackets] {braces} 'quotes' \"double\"",
+            "CamelCaseWordsHere andURLsToo HTTPServer2go sha256sum A1B2c3",
+            "",
+            "_",
+            "aB",
+            "ABc",
+        ];
+        for text in texts {
+            let ascii = split(text, |text, found| each_ascii_word(text.as_bytes(), found));
+            let chars = split(text, |text, found| each_char_word(text, found));
+            assert_eq!(ascii, chars, "{text:?}");
+        }
+        let catalog = catalog();
+        for (library, tool) in catalog.tools() {
+            let mut texts = Vec::new();
+            tool_texts(tool, &tool.description, |_, text| texts.push(text.to_string()));
+            texts.extend(library_texts(library).map(str::to_string));
+            for text in texts.iter().filter(|text| text.is_ascii()) {
+                let ascii = split(text, |text, found| each_ascii_word(text.as_bytes(), found));
+                assert_eq!(ascii, split(text, |text, found| each_char_word(text, found)), "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_schemas_texts_read_from_its_text_are_those_read_from_its_value() {
+        let texts = |schema: &str| {
+            let (mut fast, mut plain) = (Vec::new(), Vec::new());
+            parameter_texts(schema, &mut |text| fast.push(text.to_string()));
+            value_text::properties(&serde_json::from_str(schema).unwrap(), &mut |text| plain.push(text.to_string()), 0);
+            fast.sort();
+            plain.sort();
+            (fast, plain)
+        };
+        let schemas = [
+            r#"{"type":"object","properties":{"city":{"type":"string","description":"The city, e.g. \"Paris\""},"unit":{"enum":["celsius","fahrenheit",3,null]}}}"#,
+            r#"{"properties":{"when":{"anyOf":[{"type":"string","description":"a date"},{"type":"null"}]},"tags":{"type":"array","items":{"type":"object","properties":{"name":{"description":"tag name"}}}}}}"#,
+            r#"{"properties":{"a":{"properties":{"b":{"properties":{"c":{"properties":{"d":{"properties":{"e":{"description":"deep"}}}}}}}}}}}"#,
+            r#"{"properties":{"odd":{"description":5,"items":[{"description":"tuple"}],"oneOf":[true]}}}"#,
+            r#"{"type":"object"}"#,
+        ];
+        for schema in schemas {
+            let (fast, plain) = texts(schema);
+            assert_eq!(fast, plain, "{schema}");
+        }
+        for (_, tool) in catalog().tools() {
+            let (fast, plain) = texts(tool.parameters.as_str());
+            assert!(!fast.is_empty());
+            assert_eq!(fast, plain, "{}", tool.name);
+        }
     }
 
     #[test]

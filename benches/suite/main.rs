@@ -29,12 +29,9 @@
 //! 9. replicas behind nginx (throughput, one replica against two) and `tasks/get`
 //!    through Redis;
 //! 11. Python hosts: `lcp_tools.LCPBinding` against lollms-client's (see `binding`).
-//! 12. `lcp audit` and the manifest that carries capabilities, against `lcp check`
-//!    (see `audit`).
 //!
 //! The table also goes to `target/bench-results.txt`. No assertion here is about time.
 
-mod audit;
 mod binding;
 mod corpus;
 mod measure;
@@ -201,9 +198,6 @@ fn main() {
         }
         if wanted("9") {
             replicas::rows(&mut table, &setup.lcp, &setup.scratch, setup.quick);
-        }
-        if wanted("12") {
-            audit::rows(&mut table, &setup.lcp, &large, setup.quick);
         }
         if wanted("11") && !setup.lcp_only {
             binding::rows(&mut table, &setup.root, &setup.target, setup.quick);
