@@ -14,8 +14,6 @@ use ruff_text_size::{Ranged, TextRange};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::extract::Origin;
-
 /// The keys a declaration may have.
 pub const KEYS: [&str; 8] =
     ["read_only", "destructive", "idempotent", "open_world", "grade", "docs", "mcp_headers", "task"];
@@ -527,14 +525,11 @@ impl Enforcement {
     /// Both kept: a kernel with Landlock and seccomp, tools in sandboxed workers.
     pub const ALL: Enforcement = Enforcement { read_only: true, offline: true };
 
-    /// The declarations kept for a tool of `origin` that declares `declared` (and,
-    /// with `[sandbox] infer`, is given `inferred`), as they are written: only for the
-    /// tools lcp's own workers run (files and `[[tools]]`; an MCP server's tool runs in
-    /// that server, a virtual one in the host, and lcp vouches for neither).
-    pub fn of(self, origin: &Origin, declared: &Declared, inferred: &[&str]) -> Vec<&'static str> {
-        if !matches!(origin, Origin::File | Origin::Config { .. }) {
-            return Vec::new();
-        }
+    /// The declarations kept for a tool lcp's workers run that declares `declared`
+    /// (and, with `[sandbox] infer`, is given `inferred`), as they are written. A tool
+    /// lcp does not run (an MCP server's, a virtual one) has none kept:
+    /// [`crate::registry::Descriptions::enforced`] asks only for the others.
+    pub fn of(self, declared: &Declared, inferred: &[&str]) -> Vec<&'static str> {
         let read_only = declared.read_only == Some(true) || inferred.contains(&"read_only");
         let offline = declared.open_world == Some(false) || inferred.contains(&"open_world");
         [(read_only && self.read_only, "read_only"), (offline && self.offline, "open_world")]
@@ -687,18 +682,14 @@ mod tests {
     }
 
     #[test]
-    fn only_what_the_host_keeps_is_enforced_and_only_for_tools_its_workers_run() {
+    fn only_what_the_host_keeps_is_enforced() {
         let both = Declared { read_only: Some(true), open_world: Some(false), ..Declared::default() };
-        let file = Origin::File;
-        assert_eq!(Enforcement::ALL.of(&file, &both, &[]), ["read_only", "open_world"]);
-        assert_eq!(Enforcement { read_only: true, offline: false }.of(&file, &both, &[]), ["read_only"]);
-        assert!(Enforcement::default().of(&file, &both, &[]).is_empty(), "a host that keeps nothing claims nothing");
-        let server = Origin::Mcp { server: "files".into() };
-        assert!(Enforcement::ALL.of(&server, &both, &[]).is_empty(), "a server's tool runs in the server");
-        assert!(Enforcement::ALL.of(&Origin::Virtual, &both, &[]).is_empty());
+        assert_eq!(Enforcement::ALL.of(&both, &[]), ["read_only", "open_world"]);
+        assert_eq!(Enforcement { read_only: true, offline: false }.of(&both, &[]), ["read_only"]);
+        assert!(Enforcement::default().of(&both, &[]).is_empty(), "a host that keeps nothing claims nothing");
         // What `[sandbox] infer` gave counts as declared; undeclared keys claim nothing.
         let undeclared = Declared::default();
-        assert!(Enforcement::ALL.of(&file, &undeclared, &[]).is_empty());
-        assert_eq!(Enforcement::ALL.of(&file, &undeclared, &["open_world"]), ["open_world"]);
+        assert!(Enforcement::ALL.of(&undeclared, &[]).is_empty());
+        assert_eq!(Enforcement::ALL.of(&undeclared, &["open_world"]), ["open_world"]);
     }
 }

@@ -149,10 +149,15 @@ impl Descriptions {
         self.found.get(tool)
     }
 
-    /// The declarations the kernel keeps for `tool` of `library` ([`Enforcement::of`]).
+    /// The declarations the kernel keeps for `tool` of `library` ([`Enforcement::of`]):
+    /// none for a tool lcp's workers do not run (an MCP server's tool runs in that
+    /// server, a virtual one in the host, and lcp vouches for neither).
     pub fn enforced(&self, library: &Library, tool: &Tool) -> Vec<&'static str> {
+        if !matches!(library.origin, Origin::File | Origin::Config { .. }) {
+            return Vec::new();
+        }
         let inferred = self.found(&tool.name).map_or(&[][..], |found| &found.inferred[..]);
-        self.enforcement.of(&library.origin, &tool.policy, inferred)
+        self.enforcement.of(&tool.policy, inferred)
     }
 }
 
