@@ -28,15 +28,21 @@
 //!    file to `list_changed`, and the CPU of an idle server;
 //! 9. replicas behind nginx (throughput, one replica against two) and `tasks/get`
 //!    through Redis;
+//! 10. tool search: the index's build against discovery alone, a query, and the
+//!     `search_tools` round trip through `lcp serve` (see `search`);
 //! 11. Python hosts: `lcp_tools.LCPBinding` against lollms-client's (see `binding`).
+//! 12. `lcp audit` and the manifest that carries capabilities, against `lcp check`
+//!    (see `audit`).
 //!
 //! The table also goes to `target/bench-results.txt`. No assertion here is about time.
 
+mod audit;
 mod binding;
 mod corpus;
 mod measure;
 mod python;
 mod replicas;
+mod search;
 mod serve;
 mod table;
 
@@ -198,6 +204,12 @@ fn main() {
         }
         if wanted("9") {
             replicas::rows(&mut table, &setup.lcp, &setup.scratch, setup.quick);
+        }
+        if wanted("10") {
+            search::rows(&mut table, &setup.lcp, &base, setup.quick);
+        }
+        if wanted("12") {
+            audit::rows(&mut table, &setup.lcp, &large, setup.quick);
         }
         if wanted("11") && !setup.lcp_only {
             binding::rows(&mut table, &setup.root, &setup.target, setup.quick);
