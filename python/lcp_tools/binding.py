@@ -357,10 +357,8 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
     def _toolbox(self, files: List[str]) -> Any:
         libraries = {stem: {k: _plain(v) for k, v in cfg.items() if not callable(v)}
                      for stem, cfg in self.host_tool_configs.items() if isinstance(cfg, dict)}
-        levels = {cfg.get("autonomy_level") for cfg in libraries.values() if cfg.get("autonomy_level")}
         native = _lcp.Toolbox([], files, None, None, None,
-                              os.fspath(self._venv) if self._venv else None, False,
-                              json.dumps(libraries), levels.pop() if len(levels) == 1 else None)
+                              os.fspath(self._venv) if self._venv else None, False, json.dumps(libraries))
         if self.confirm_handler is not None:
             native.set_confirm_handler(confirm_bridge(self.confirm_handler, spread=True))
         if self.user_interaction_handler is not None:

@@ -112,6 +112,19 @@ def test_user_interaction_handler(make, workspace):
     assert binding.execute_tool("tool_ask_name", {})["output"] == {"answer": "Name!"}
 
 
+def test_each_library_gets_its_own_autonomy_level(make, workspace, tmp_path):
+    other = tmp_path / "other.py"
+    other.write_text(
+        "LEVEL = None\n"
+        "def init_tools_library(config):\n    global LEVEL\n    LEVEL = config.get('autonomy_level')\n"
+        "def tool_other_level() -> str:\n    \"\"\"Its level.\"\"\"\n    return LEVEL\n"
+    )
+    binding = make(tools_folders=HANDLERS, tool_files=[other],
+                   host_tool_configs={"handlers": {"autonomy_level": "full_access"}, "other": {"autonomy_level": "strict"}})
+    assert binding.execute_tool("tool_library_config", {})["output"]["autonomy"] == "full_access"
+    assert binding.execute_tool("tool_other_level", {})["output"] == "strict"
+
+
 def test_host_tool_configs_and_autonomy(make, workspace):
     binding = make(tools_folders=HANDLERS, host_tool_configs={"handlers": {"color": "blue", "autonomy_level": "full_access"}})
     config = binding.execute_tool("tool_library_config", {})["output"]

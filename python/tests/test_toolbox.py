@@ -167,3 +167,33 @@ def test_a_venv_given_adds_its_packages(tmp_path, workspace):
     (venv / "pyvenv.cfg").write_text(f"home = {os.path.dirname(sys.executable)}\n")
     with lcp_tools.Toolbox(FIXTURES / "needs_pkg", venv=venv) as toolbox:
         assert toolbox.call("tool_package_answer").output == 42
+
+
+def test_serve_speaks_mcp_over_stdio(tmp_path):
+    script = f"import lcp_tools, sys; sys.exit(lcp_tools.Toolbox({str(FIXTURES / 'handlers')!r}).serve())"
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "tool_shapes", "arguments": {"kind": "plain"}}},
+    ]
+    server = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    replies = {}
+    try:
+        for message in messages:
+            server.stdin.write(json.dumps(message) + "\n")
+            server.stdin.flush()
+            if "id" in message:
+                while True:
+                    reply = json.loads(server.stdout.readline())
+                    if reply.get("id") == message["id"]:
+                        replies[message["id"]] = reply
+                        break
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+    names = {tool["name"] for tool in replies[2]["result"]["tools"]}
+    assert "tool_guarded_action" in names
+    assert "plain:2:0.5" in json.dumps(replies[3]["result"])

@@ -608,7 +608,8 @@ def _init(module, request, bridge):
     if not callable(init):
         return
     config = dict(request.get("config") or {})
-    config["autonomy_level"] = request.get("autonomy_level") or "safe"
+    # A library's own `autonomy_level` (its host config's) wins over the runtime's.
+    config["autonomy_level"] = config.get("autonomy_level") or request.get("autonomy_level") or "safe"
     config["confirm_handler"] = bridge if has_handler else None
     config["user_interaction_handler"] = interaction
     if _takes_positional(init):
