@@ -197,3 +197,15 @@ def test_serve_speaks_mcp_over_stdio(tmp_path):
     names = {tool["name"] for tool in replies[2]["result"]["tools"]}
     assert "tool_guarded_action" in names
     assert "plain:2:0.5" in json.dumps(replies[3]["result"])
+
+
+def test_a_config_python_venv_adds_its_packages(tmp_path, workspace):
+    venv = tmp_path / "envs" / "tools"
+    site = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (site / "lcp_fixture_package").mkdir(parents=True)
+    (site / "lcp_fixture_package" / "__init__.py").write_text("ANSWER = 7\n")
+    (venv / "pyvenv.cfg").write_text(f"home = {os.path.dirname(sys.executable)}\n")
+    config = tmp_path / "lcp.toml"
+    config.write_text('[python]\nvenv = "envs/tools"\n')
+    with lcp_tools.Toolbox(FIXTURES / "needs_pkg", config=config) as toolbox:
+        assert toolbox.call("tool_package_answer").output == 7

@@ -419,3 +419,44 @@ fn a_tool_in_a_folder_whose_name_has_a_percent_sign_runs_there_with_its_workspac
         assert_eq!(result["output"], expected, "{mode:?}: {result}");
     }
 }
+
+// ------------------------------------------------- virtual environments (SPEC §19) ---
+
+/// A venv for the embedded Python holding one module, `lcp_venv_probe`.
+fn venv_with_probe(at: &Path) {
+    let (_, version) = lcp::runtime::python_build();
+    let site = at.join(format!("lib/python{version}/site-packages"));
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(at.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    std::fs::write(site.join("lcp_venv_probe.py"), "ANSWER = 42\n").unwrap();
+}
+
+#[test]
+fn a_venv_beside_the_tools_folder_or_in_the_config_is_found_without_virtual_env() {
+    let project = temp_dir("venv-beside");
+    let tools = project.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("probe.py"),
+        "import lcp_venv_probe\n\ndef tool_probe() -> int:\n    \"\"\"The probe's answer.\"\"\"\n    return lcp_venv_probe.ANSWER\n",
+    )
+    .unwrap();
+    let tools_arg = tools.to_string_lossy().into_owned();
+    // No venv anywhere: the import error names the interpreter and the ways to choose one.
+    let failed = result(&lcp_in(&project, &["call", "tool_probe", &tools_arg], &[]), 1);
+    let error = failed["error"].as_str().unwrap();
+    let (interpreter, _) = lcp::runtime::python_build();
+    assert!(error.contains("No module named 'lcp_venv_probe'") && error.contains(interpreter), "{error}");
+    assert!(error.contains("--venv") && error.contains("[python] venv") && error.contains(".venv"), "{error}");
+    // `.venv` beside the tools folder.
+    venv_with_probe(&project.join(".venv"));
+    assert_eq!(result(&lcp_in(&project, &["call", "tool_probe", &tools_arg], &[]), 0)["output"], 42);
+    // `[python] venv` in the config, relative to it.
+    std::fs::rename(project.join(".venv"), project.join("envs")).unwrap();
+    let config = project.join("lcp.toml");
+    std::fs::write(&config, "[python]\nvenv = \"envs\"\n").unwrap();
+    let config_arg = config.to_string_lossy().into_owned();
+    let output = lcp_in(&project, &["call", "tool_probe", &tools_arg, "--config", &config_arg], &[]);
+    assert_eq!(result(&output, 0)["output"], 42);
+    let _ = std::fs::remove_dir_all(&project);
+}
