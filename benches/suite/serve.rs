@@ -197,7 +197,10 @@ pub(crate) fn message(body: &[u8]) -> Value {
 
 pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: bool) {
     eprintln!("lcp serve ...");
-    let server = HttpServer::start(lcp, folder);
+    // The whole list: tool search, on by default above 200 tools (SPEC §21), off.
+    let config = folder.with_extension("list-all.toml");
+    std::fs::write(&config, "[mcp]\ntool_search = false\n").expect("the bench's config is writable");
+    let server = HttpServer::start_with(lcp, &["--config".as_ref(), config.as_os_str(), folder.as_os_str()]);
     let mut client = Client::connect(&server.address);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let first = Instant::now();
