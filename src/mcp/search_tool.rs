@@ -200,6 +200,56 @@ mod tests {
         value.as_object().unwrap().clone()
     }
 
+    fn catalog() -> Registry {
+        let folder = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/search/catalog");
+        let sources = crate::registry::Sources { folders: vec![folder], files: Vec::new() };
+        Registry::load(&sources, &crate::registry::Options::default())
+    }
+
+    #[test]
+    fn tool_search_is_on_when_set_else_above_the_threshold() {
+        let registry = catalog();
+        let shown = registry.tools().count();
+        let config = |tool_search: Option<bool>, threshold: Option<usize>| crate::config::McpConfig {
+            tool_search,
+            tool_search_threshold: threshold,
+            ..Default::default()
+        };
+        assert!(!is_on(&registry, &config(None, None)), "{shown} tools, under the default 200");
+        assert!(is_on(&registry, &config(None, Some(shown - 1))));
+        assert!(!is_on(&registry, &config(None, Some(shown))));
+        assert!(is_on(&registry, &config(Some(true), Some(1000))));
+        assert!(!is_on(&registry, &config(Some(false), Some(0))));
+    }
+
+    #[test]
+    fn always_listed_keeps_only_the_tools_named_in_discovery_order() {
+        let names = ["tool_send_email", "tool_read_text", "tool_nowhere"].map(String::from);
+        let listed = always_listed(&catalog(), &names);
+        let kept: Vec<&str> = listed.tools().map(|(_, tool)| tool.name.as_str()).collect();
+        assert_eq!(kept, ["tool_read_text", "tool_send_email"]);
+    }
+
+    #[test]
+    fn a_catalog_is_kept_for_its_key_and_built_again_for_another() {
+        let searches = Searches::default();
+        let config = Arc::new(crate::config::Config::default());
+        let key = |generation: u64| Key { generation, config: Arc::clone(&config), profile: None };
+        let builds = std::cell::Cell::new(0);
+        let build = || {
+            builds.set(builds.get() + 1);
+            Some(Catalog::new(catalog(), Descriptions::default(), false))
+        };
+        let first = searches.catalog(key(0), build).unwrap();
+        let again = searches.catalog(key(0), build).unwrap();
+        assert!(Arc::ptr_eq(&first, &again) && builds.get() == 1);
+        let next = searches.catalog(key(1), build).unwrap();
+        assert!(!Arc::ptr_eq(&first, &next) && builds.get() == 2);
+        // Off for a key: nothing kept, the last catalog stays.
+        assert!(searches.catalog(key(2), || None).is_none());
+        assert!(Arc::ptr_eq(&searches.catalog(key(1), build).unwrap(), &next));
+    }
+
     #[test]
     fn limit_defaults_to_five_and_stays_within_one_to_fifty() {
         assert_eq!(asked(&arguments(json!({"query": "weather"}))), Ok(("weather", DEFAULT_LIMIT)));
