@@ -5,8 +5,8 @@
 //! Owns the tool's definition, its answer, and the index it searches. An index is one
 //! caller's view of one catalog (a search never returns a tool the caller may not
 //! see), kept for as long as what it was built from stays the same (the listing's key:
-//! the registry's generation, the config as read, the caller's profile) and built
-//! again, once, at the first search after a change.
+//! the registry's generation, the config as read, the caller's profile; one kept per
+//! profile) and built again, once, at the first search after a change.
 
 use std::sync::{Arc, Mutex};
 
@@ -43,24 +43,31 @@ impl Catalog {
     }
 }
 
-/// The last catalog built, with what it was built from.
+/// The last catalog built for each profile callers chose (sessions of different
+/// profiles search side by side without building each other's catalog again), with
+/// what it was built from.
 #[derive(Default)]
 pub(super) struct Searches {
-    current: Mutex<Option<(Key, Arc<Catalog>)>>,
+    current: Mutex<Vec<(Key, Arc<Catalog>)>>,
 }
 
 impl Searches {
-    /// The catalog kept for `key`, else the one `build` makes (then kept; `None`: tool
-    /// search is off for it, and nothing is kept).
+    /// The catalog kept for `key`, else the one `build` makes (then kept in place of
+    /// the one of `key`'s profile; `None`: tool search is off for it, and nothing is
+    /// kept).
     pub(super) fn catalog(&self, key: Key, build: impl FnOnce() -> Option<Catalog>) -> Option<Arc<Catalog>> {
         let mut current = sync::lock(&self.current);
-        if let Some((built, catalog)) = &*current
-            && *built == key
+        let kept = current.iter().position(|(built, _)| built.profile == key.profile);
+        if let Some(at) = kept
+            && current[at].0 == key
         {
-            return Some(Arc::clone(catalog));
+            return Some(Arc::clone(&current[at].1));
         }
         let catalog = Arc::new(build()?);
-        *current = Some((key, Arc::clone(&catalog)));
+        match kept {
+            Some(at) => current[at] = (key, Arc::clone(&catalog)),
+            None => current.push((key, Arc::clone(&catalog))),
+        }
         Some(catalog)
     }
 }
@@ -231,7 +238,7 @@ mod tests {
     }
 
     #[test]
-    fn a_catalog_is_kept_for_its_key_and_built_again_for_another() {
+    fn a_catalog_is_kept_for_its_key_and_profile_and_built_again_for_another_key() {
         let searches = Searches::default();
         let config = Arc::new(crate::config::Config::default());
         let key = |generation: u64| Key { generation, config: Arc::clone(&config), profile: None };
@@ -248,6 +255,11 @@ mod tests {
         // Off for a key: nothing kept, the last catalog stays.
         assert!(searches.catalog(key(2), || None).is_none());
         assert!(Arc::ptr_eq(&searches.catalog(key(1), build).unwrap(), &next));
+        // Another profile's catalog is kept beside it.
+        let other = Key { profile: Some("mail".to_string()), ..key(1) };
+        let mail = searches.catalog(other.clone(), build).unwrap();
+        assert!(Arc::ptr_eq(&searches.catalog(key(1), build).unwrap(), &next));
+        assert!(Arc::ptr_eq(&searches.catalog(other, build).unwrap(), &mail) && builds.get() == 3);
     }
 
     #[test]
