@@ -27,7 +27,7 @@ use crate::export::{self, Format, Layout};
 use crate::mcp::upstream::Upstreams;
 use crate::profile::Profile;
 use crate::registry::{Descriptions, Registry};
-use crate::runtime::host_objects::{Answer, Callbacks, Interaction, LogRecord, Progress};
+use crate::runtime::host_objects::{Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
 use crate::runtime::{
     Autonomy, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, ToolResult,
     WorkerSettings,
@@ -190,7 +190,9 @@ impl Toolbox {
     /// Calls `name` with `arguments` (JSON text) and returns the result as JSON text:
     /// SPEC §5's fields and its `outcome`. Each handler takes the JSON text of what
     /// the tool asks and returns the JSON text of the answer (see `toolbox.py`).
-    #[pyo3(signature = (name, arguments, workspace=None, timeout=None, confirm=None, interact=None, progress=None, log=None))]
+    /// `generate` answers `generate_text` (the JSON text of a `Generation` in, the
+    /// JSON text of `{"text"}` or `{"error"}` out); `vision`: whether images may go to it.
+    #[pyo3(signature = (name, arguments, workspace=None, timeout=None, confirm=None, interact=None, progress=None, log=None, generate=None, vision=false))]
     #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
@@ -203,6 +205,8 @@ impl Toolbox {
         interact: Option<Py<PyAny>>,
         progress: Option<Py<PyAny>>,
         log: Option<Py<PyAny>>,
+        generate: Option<Py<PyAny>>,
+        vision: bool,
     ) -> PyResult<String> {
         let arguments: Value =
             serde_json::from_str(arguments).map_err(|err| PyValueError::new_err(format!("arguments: {err}")))?;
@@ -213,7 +217,21 @@ impl Toolbox {
             Some(seconds) => Some(Duration::from_secs_f64(seconds)),
             None => None,
         };
-        let callbacks = callbacks(confirm, interact, progress, log);
+        let mut callbacks = callbacks(confirm, interact, progress, log);
+        if let Some(handler) = generate {
+            callbacks.model = Some(Model {
+                generate: Arc::new(move |asked: &Generation| {
+                    let text = serde_json::to_string(asked).unwrap_or_default();
+                    let answer: Value = serde_json::from_str(&ask(&handler, &text)?).map_err(|err| err.to_string())?;
+                    match (answer.get("text").and_then(Value::as_str), answer.get("error").and_then(Value::as_str)) {
+                        (Some(text), _) => Ok(text.to_string()),
+                        (None, Some(error)) => Err(error.to_string()),
+                        (None, None) => Err(format!("the model handler answered {answer}")),
+                    }
+                }),
+                vision,
+            });
+        }
         let workspace = workspace.or_else(|| self.workspace.clone());
         let result = py.detach(|| self.run(name, &arguments, workspace, timeout, callbacks));
         let mut value = serde_json::to_value(&result).map_err(|err| PyRuntimeError::new_err(err.to_string()))?;

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from lcp_tools import _lcp
-from lcp_tools.toolbox import ask_bridge, confirm_bridge
+from lcp_tools.toolbox import ask_bridge, confirm_bridge, generate_bridge
 
 BindingName = "LCPBinding"
 
@@ -204,6 +204,27 @@ def _plain(value: Any) -> Any:
     if callable(value):
         return None
     return json.loads(json.dumps(value, default=str))
+
+
+def _client_model(client: Any) -> tuple:
+    """A host's ``lollms_client_instance`` as the model a tool's ``generate_text``
+    asks (its ``generate_text`` runs here, in the host); ``(None, False)`` without one."""
+    if client is None or not callable(getattr(client, "generate_text", None)):
+        return None, False
+
+    def generate(request: Dict[str, Any]) -> str:
+        options = {k: request[k] for k in ("images", "n_predict", "temperature", "system_prompt") if request.get(k)}
+        options.update(request.get("extra") or {})
+        answer = client.generate_text(request.get("prompt", ""), **options)
+        return answer if isinstance(answer, str) else json.dumps(answer, default=str)
+
+    vision = False
+    try:
+        check = getattr(client, "has_vision_capability", None)
+        vision = bool(check()) if callable(check) else False
+    except Exception:
+        vision = False
+    return generate_bridge(generate), vision
 
 
 def _exception_message(error: Optional[str], traceback: Optional[str]) -> str:
@@ -745,7 +766,10 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
         try:
             arguments = json.dumps(clean, default=str)
             timeout = kwargs.get("timeout", self.timeout)
-            raw = json.loads(self._native.call(tool_name, arguments, os.getcwd(), timeout))
+            client = kwargs.get("lollms_client_instance") or params.get("lollms_client_instance")
+            generate, vision = _client_model(client)
+            raw = json.loads(self._native.call(tool_name, arguments, os.getcwd(), timeout,
+                                               None, None, None, None, generate, vision))
         except Exception as exc:
             return {"error": f"Error executing '{tool_name}': {exc}", "traceback": _traceback.format_exc(),
                     "status_code": 500}

@@ -143,6 +143,20 @@ def ask_bridge(handler: Callable[[Dict[str, Any]], Any]) -> Callable[[str], str]
     return ask
 
 
+def generate_bridge(handler: Callable[[Dict[str, Any]], Any]) -> Callable[[str], str]:
+    """The native side's model callback: ``handler`` gets the request (``prompt``,
+    ``images``, ``n_predict``, ``temperature``, ``system_prompt``, ``extra``) and
+    returns the generated text; what it raises is the tool's error."""
+
+    def generate(text: str) -> str:
+        try:
+            return json.dumps({"text": str(handler(json.loads(text)))})
+        except Exception as exc:
+            return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+
+    return generate
+
+
 def _notice(handler: Optional[Callable[[Dict[str, Any]], Any]]) -> Optional[Callable[[str], None]]:
     if handler is None:
         return None
@@ -205,6 +219,7 @@ class Toolbox:
         ask: Optional[Callable[[Dict[str, Any]], Any]] = None,
         progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
         log: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        generate: Optional[Callable[[Dict[str, Any]], str]] = None,
         timeout: Optional[float] = None,
         workspace: Optional[PathLike] = None,
     ) -> CallResult:
@@ -214,6 +229,7 @@ class Toolbox:
         ``"always"``, ``("reject", reason)``...); without it they are rejected.
         ``ask(request)`` answers questions to the user (``None``: declined).
         ``progress(report)`` and ``log(record)`` hear what the tool reports.
+        ``generate(request)`` answers the tool's ``generate_text`` with the text.
         ``timeout`` (seconds) stops the tool, ending its worker if need be."""
         text = self._native.call(
             name,
@@ -224,6 +240,7 @@ class Toolbox:
             ask_bridge(ask) if ask is not None else None,
             _notice(progress),
             _notice(log),
+            generate_bridge(generate) if generate is not None else None,
         )
         return CallResult._from_json(text)
 

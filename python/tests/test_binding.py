@@ -161,3 +161,24 @@ def test_library_lookup_and_mount(make, tmp_path):
     assert binding.mount_tool_library("Friendly Greeter")
     assert binding.is_library_mounted("greeter")
     assert "tool_greet" in {t["name"] for t in binding.list_tools()}
+
+
+class _Client:
+    """A host's lollms client, as far as a tool's generate_text goes."""
+
+    def __init__(self):
+        self.asked = []
+
+    def generate_text(self, prompt, **options):
+        self.asked.append((os.getpid(), prompt, options))
+        return prompt.upper()
+
+
+def test_the_hosts_client_answers_generate_text_here(make, workspace):
+    client = _Client()
+    binding = make(tools_folders=HANDLERS)
+    assert binding.execute_tool("tool_shout", {"text": "hi"}, lollms_client_instance=client)["output"] == "HI"
+    assert client.asked == [(os.getpid(), "hi", {"n_predict": 5})]
+    specs = binding.to_chat_tool_specs()
+    assert [p["name"] for p in specs["tool_shout"]["parameters"]] == ["text"]
+    assert specs["tool_shout"]["callable"](text="yo", lollms_client_instance=client)["output"] == "YO"

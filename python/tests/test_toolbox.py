@@ -209,3 +209,8 @@ def test_a_config_python_venv_adds_its_packages(tmp_path, workspace):
     config.write_text('[python]\nvenv = "envs/tools"\n')
     with lcp_tools.Toolbox(FIXTURES / "needs_pkg", config=config) as toolbox:
         assert toolbox.call("tool_package_answer").output == 7
+
+
+def test_generate_answers_the_tools_model_requests(handlers, workspace):
+    result = handlers.call("tool_shout", {"text": "hey"}, generate=lambda request: request["prompt"] * 2)
+    assert result.output["output"] == "heyhey"
