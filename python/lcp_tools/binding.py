@@ -339,6 +339,7 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
                 seen.add(resolved)
                 paths.append(resolved)
         self.discovered_tools = []
+        self._open_tools = set()
         if paths != self._native_files or self._native is None:
             self._native = self._toolbox(paths) if paths else None
             self._native_files = paths
@@ -365,6 +366,8 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
                 "input_schema": input_schema,
                 "_python_file_path": str(Path(tool["path"]).resolve()) if tool.get("path") else None,
             }
+            if schema.get("additionalProperties", True) is not False:
+                self._open_tools.add(name)  # it takes **kwargs
             if tool.get("prompt_provider"):
                 entry["_has_dynamic_prompt"] = True
                 entry["_dynamic_prompt_fn_name"] = tool["prompt_provider"]
@@ -762,7 +765,8 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
         for prop_name, prop_info in properties.items():
             if prop_name not in params and isinstance(prop_info, dict) and "default" in prop_info:
                 params[prop_name] = prop_info["default"]
-        clean = {k: v for k, v in params.items() if k in properties and k not in _HOST_HANDLES}
+        takes_any = tool_name in getattr(self, "_open_tools", ())
+        clean = {k: v for k, v in params.items() if (takes_any or k in properties) and k not in _HOST_HANDLES}
         try:
             arguments = json.dumps(clean, default=str)
             timeout = kwargs.get("timeout", self.timeout)

@@ -71,6 +71,7 @@ SCENARIOS = [
     ("tool_shapes", {"kind": "plain", "unknown": 1}),
     ("tool_boom", {"message": "bad"}),
     ("tool_nope", {}),
+    ("tool_keywords", {"name": "n", "colour": "red"}),
 ]
 
 
