@@ -182,3 +182,22 @@ def test_the_hosts_client_answers_generate_text_here(make, workspace):
     specs = binding.to_chat_tool_specs()
     assert [p["name"] for p in specs["tool_shout"]["parameters"]] == ["text"]
     assert specs["tool_shout"]["callable"](text="yo", lollms_client_instance=client)["output"] == "YO"
+
+
+def test_without_lollms_client_the_binding_stands_alone(tmp_path):
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, json\n"
+        "sys.modules['lollms_client'] = None\n"
+        "import lcp_tools\n"
+        "b = lcp_tools.LCPBinding()\n"
+        "specs = b.to_chat_tool_specs()\n"
+        "r = specs['tool_text_statistics']['callable'](text='a b c')\n"
+        "b.close()\n"
+        "print(json.dumps([type(b).__mro__[1].__name__, r['success'], r['output']['words']]))\n"
+    )
+    printed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.split("\n")[-2] == '["_StandaloneToolBinding", true, 3]'
