@@ -32,7 +32,7 @@
 //!     `search_tools` round trip through `lcp serve` (see `search`);
 //! 11. Python hosts: `lcp_tools.LCPBinding` against lollms-client's (see `binding`).
 //! 12. `lcp audit` and the manifest that carries capabilities, against `lcp check`
-//!    (see `audit`).
+//!     (see `audit`).
 //!
 //! The table also goes to `target/bench-results.txt`. No assertion here is about time.
 

@@ -144,7 +144,10 @@ pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) 
     let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();
     let mut folders = Folders::default();
     let mut packages = Packages::default();
-    let tools: Vec<(&Library, &Tool, &str, Option<(usize, PathBuf)>)> = registry
+    // Each tool with the function it stands for and, when lcp can read its code, its
+    // package's index and its module's file.
+    type Followed<'r> = (&'r Library, &'r Tool, &'r str, Option<(usize, PathBuf)>);
+    let tools: Vec<Followed> = registry
         .tools()
         .map(|(library, tool)| {
             let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);

@@ -464,8 +464,9 @@ const KNOWN_ROOTS: &[&str] = &[
 /// `requests.get`) does: the entry of its longest listed prefix; `Pure` for another
 /// name of a known module; `None` for a module lcp has no table for.
 pub(crate) fn lookup(dotted: &str) -> Option<Entry> {
+    let root = dotted.split('.').next().unwrap_or(dotted);
     let mut best: Option<(usize, Entry)> = None;
-    for &(name, entry) in TABLE {
+    for &(name, entry) in by_root().get(root).map_or(&[][..], Vec::as_slice) {
         let matches = if let Some(prefix) = name.strip_suffix('_') {
             // `pandas.read_`: every `pandas.read_*`.
             dotted.starts_with(prefix) && dotted.len() > name.len() - 1 && dotted[prefix.len()..].starts_with('_')
@@ -479,8 +480,22 @@ pub(crate) fn lookup(dotted: &str) -> Option<Entry> {
     if let Some((_, entry)) = best {
         return Some(entry);
     }
-    let root = dotted.split('.').next().unwrap_or(dotted);
     KNOWN_ROOTS.contains(&root).then_some(Pure)
+}
+
+/// [`TABLE`]'s entries by the module their name starts with (`os` for
+/// `os.path.exists`), made once: a name is only ever compared with its module's.
+fn by_root() -> &'static std::collections::HashMap<&'static str, Vec<(&'static str, Entry)>> {
+    static BY_ROOT: std::sync::OnceLock<std::collections::HashMap<&str, Vec<(&str, Entry)>>> =
+        std::sync::OnceLock::new();
+    BY_ROOT.get_or_init(|| {
+        let mut by_root: std::collections::HashMap<&str, Vec<(&str, Entry)>> = std::collections::HashMap::new();
+        for &(name, entry) in TABLE {
+            let root = name.split('.').next().unwrap_or(name);
+            by_root.entry(root).or_default().push((name, entry));
+        }
+        by_root
+    })
 }
 
 /// What a method of this name does on a receiver whose type is not known, for the
