@@ -34,22 +34,26 @@ pub fn rows(table: &mut Table, root: &Path, target: &Path, quick: bool) {
          print(pathlib.Path(lollms_client.__file__).parent / 'tools_bindings/lcp/default_tools')",
     ]));
     let script = root.join("benches/suite/binding.py");
-    let run = |which: &str| -> f64 {
+    // Seconds of the whole (constructor and specs), then of the constructor alone.
+    let run = |which: &str| -> Vec<f64> {
         let printed = output(Command::new(&python).arg(&script).arg(which).arg(&folder).current_dir(target));
-        printed.split_whitespace().next().and_then(|s| s.parse().ok()).expect("binding.py prints its seconds")
+        printed.split_whitespace().take(2).map(|s| s.parse().expect("binding.py prints seconds")).collect()
     };
     let reps = if quick { 3 } else { 11 };
     let measured = interleaved(vec![
-        Contender::new("reference", reps, || run("reference")),
-        Contender::new("lcp_tools", reps, || run("lcp_tools")),
+        Contender::many(&["reference", "reference constructor"], reps, || run("reference")),
+        Contender::many(&["lcp_tools", "lcp_tools constructor"], reps, || run("lcp_tools")),
     ]);
     let (reference, ours): (&Samples, &Samples) = (&measured["reference"], &measured["lcp_tools"]);
-    table.time("lollms-client 1.21.1 LCPBinding", reference, "", "");
+    table.time("lollms-client 1.21.1: LCPBinding() + to_chat_tool_specs()", reference, "", "");
     let speedup = reference.median() / ours.median();
     table.time(
-        "lcp_tools.LCPBinding",
+        "lcp_tools: LCPBinding() + to_chat_tool_specs()",
         ours,
         &ratio(reference.median(), ours.median()),
         &verdict(speedup >= 10.0, ">= 10x faster"),
     );
+    let (reference, ours) = (&measured["reference constructor"], &measured["lcp_tools constructor"]);
+    table.time("lollms-client 1.21.1: LCPBinding() alone", reference, "", "");
+    table.time("lcp_tools: LCPBinding() alone (discovery)", ours, &ratio(reference.median(), ours.median()), "");
 }
