@@ -45,9 +45,9 @@ pub(crate) mod docstring;
 pub mod export;
 pub mod extract;
 pub(crate) mod located;
-pub(crate) mod ordered;
 #[cfg(feature = "python")]
 pub mod mcp;
+pub(crate) mod ordered;
 pub mod path_json;
 pub mod policy;
 pub mod profile;

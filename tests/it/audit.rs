@@ -213,8 +213,9 @@ fn infer_call(tool: &str, args: serde_json::Value, infer: bool) -> Value {
         all.extend(["--config", "fixtures/infer/lcp.toml"]);
     }
     let output = lcp(&all);
-    let result: Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|err| panic!("{tool}: stdout is not JSON ({err}): {}", String::from_utf8_lossy(&output.stderr)));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!("{tool}: stdout is not JSON ({err}): {}", String::from_utf8_lossy(&output.stderr))
+    });
     assert_eq!(result["ok"], true, "{tool}: {result}");
     result
 }
