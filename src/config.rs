@@ -750,7 +750,7 @@ mod tests {
         check(
             json!({"mcp": {"inline": true}}),
             Err(
-                "`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key, task_store or session_idle",
+                "`mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs, docs_tools, state_key, task_store, session_idle, tool_search, tool_search_threshold or always_list; did you mean `inline_refs`?",
             ),
         );
         check(json!({"libraries": {"a": 3}}), Err("`libraries.a` must be a table"));

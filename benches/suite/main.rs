@@ -207,6 +207,9 @@ fn main() {
         }
         if wanted("10") {
             search::rows(&mut table, &setup.lcp, &base, setup.quick);
+            if !setup.lcp_only {
+                search::recall_rows(&mut table, &setup.lcp, &setup.root, &setup.target);
+            }
         }
         if wanted("12") {
             audit::rows(&mut table, &setup.lcp, &large, setup.quick);

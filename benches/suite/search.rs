@@ -4,8 +4,12 @@
 //! time; over MCP: the `search_tools` round trip through `lcp serve --http` (on by
 //! default at 2,000 tools, above the threshold of 200), against a `tools/list` round
 //! trip of the same server (the list is then `search_tools` alone: the protocol's floor).
+//! Quality: recall@1/5/10 of `lcp search` against plain BM25 and FastMCP 4.2.3's BM25
+//! search transform on the Berkeley Function Calling Leaderboard's v4 catalog (PyPI
+//! `bfcl-eval`; `benches/python/search_recall.py`), all three in the same run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
 
 use lcp::registry::{Descriptions, Options, Registry, Sources};
@@ -31,6 +35,60 @@ const QUERIES: [&str; 8] = [
     "sync finance accounts",
     "summarize",
 ];
+
+/// `fastmcp==4.2.3` in `<target>/bench-fastmcp`, made once from the interpreter lcp embeds.
+fn fastmcp_python(target: &Path) -> PathBuf {
+    let venv = target.join("bench-fastmcp");
+    let python = venv.join("bin/python");
+    let stamp = venv.join("fastmcp.stamp");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(FASTMCP) || !python.exists() {
+        let base = PathBuf::from(lcp::runtime::python_build().0);
+        eprintln!("creating {} from {} (once) ...", venv.display(), base.display());
+        let made = Command::new(&base).args(["-m", "venv", "--clear"]).arg(&venv).status();
+        assert!(made.is_ok_and(|status| status.success()), "cannot make {}", venv.display());
+        let installed = Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", FASTMCP])
+            .status();
+        assert!(installed.is_ok_and(|status| status.success()), "cannot install {FASTMCP}");
+        std::fs::write(&stamp, FASTMCP).expect("the stamp is writable");
+    }
+    python
+}
+
+const FASTMCP: &str = "fastmcp==4.2.3";
+
+/// Recall@1/5/10 of `lcp search`, plain BM25 and FastMCP's BM25 on BFCL v4, side by side.
+pub fn recall_rows(table: &mut Table, lcp: &Path, root: &Path, target: &Path) {
+    eprintln!("tool search recall (BFCL v4) ...");
+    let python = fastmcp_python(target);
+    let output = Command::new(&python)
+        .arg(root.join("benches/python/search_recall.py"))
+        .arg(lcp)
+        .arg(target.join("bench-bfcl"))
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run search_recall.py: {err}"));
+    assert!(output.status.success(), "search_recall.py failed: {}", String::from_utf8_lossy(&output.stderr));
+    let measured: Value = serde_json::from_slice(&output.stdout).expect("search_recall.py prints JSON");
+    table.section(&format!(
+        "10b. tool search quality: BFCL v4, {} tools, {} questions (recall@1 / @5 / @10, %)",
+        measured["tools"], measured["queries"]
+    ));
+    let recall = |ranking: &str| {
+        let at = |k: &str| measured[ranking][k].as_f64().unwrap_or(f64::NAN);
+        (at("1"), at("5"), at("10"))
+    };
+    let (lcp1, lcp5, lcp10) = recall("lcp");
+    let (bm1, bm5, bm10) = recall("bm25");
+    let (fm1, fm5, fm10) = recall("fastmcp");
+    table.text(format!("  plain BM25 (k1 1.2, b 0.75)            {bm1:5.1}  {bm5:5.1}  {bm10:5.1}"));
+    table.text(format!("  FastMCP 4.2.3 BM25SearchTransform      {fm1:5.1}  {fm5:5.1}  {fm10:5.1}"));
+    table.text(format!("  lcp search                             {lcp1:5.1}  {lcp5:5.1}  {lcp10:5.1}"));
+    let margin = lcp5 - bm5.max(fm5);
+    table.text(format!(
+        "  recall@5: {margin:+.1} points over the better of the two; {}",
+        verdict(margin >= 3.0, "≥ +3")
+    ));
+}
 
 pub fn rows(table: &mut Table, lcp: &Path, base: &Path, quick: bool) {
     eprintln!("tool search ...");
