@@ -757,7 +757,7 @@ mod tests {
         check(
             json!({"autonomy": 1}),
             Err(
-                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, virtual_tools, tool_policies, python, mcp_servers, policy, mcp, auth, sandbox",
+                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, virtual_tools, tool_policies, python, mcp_servers, policy, mcp, auth, sandbox, export",
             ),
         );
         // `[tools.NAME]` declarations moved to `[tool_policies.NAME]` (SPEC §12).
