@@ -181,7 +181,14 @@ pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) 
 /// The audit of one tool, `function` of `library` (its name in the registry),
 /// declaring `declared`: what [`audit`] says of it, reading only its library's files.
 pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Declared) -> ToolAudit {
-    let code = code_of(library, &mut Folders::default());
+    let mut code = code_of(library, &mut Folders::default());
+    // A loose file is read with the loose files it may import, not its whole folder:
+    // what it cannot reach adds nothing to it.
+    if library.package.is_none()
+        && let (Origin::File, Some((files, file))) = (&library.origin, code.as_mut())
+    {
+        *files = imported_beside(file, files);
+    }
     let package = code.as_ref().map(|(files, _)| graph::analyse(files));
     let at = code.as_ref().zip(package.as_ref()).map(|((_, file), package)| (package, file.as_path()));
     tool_audit(library, tool, function, declared, at)
@@ -299,6 +306,29 @@ fn package_files(library: &Library, folders: &mut Folders) -> Vec<PathBuf> {
     let mut files = folders.files(folder).to_vec();
     if !files.contains(&library.path) {
         files.push(library.path.clone());
+    }
+    files
+}
+
+/// `file` and the files of `beside` it may import, transitively: those whose stem is
+/// a name in its text. A static import names its module, so none is missed; a name
+/// that only looks like a module's costs a file read for nothing (an import by a
+/// computed name is `dynamic` whatever is read).
+fn imported_beside(file: &Path, beside: &[PathBuf]) -> Vec<PathBuf> {
+    let stems: HashMap<&str, &PathBuf> =
+        beside.iter().filter_map(|path| Some((path.file_stem()?.to_str()?, path))).collect();
+    let mut files = vec![file.to_path_buf()];
+    let mut at = 0;
+    while at < files.len() {
+        let text = std::fs::read_to_string(&files[at]).unwrap_or_default();
+        for name in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if let Some(&path) = stems.get(name)
+                && !files.contains(path)
+            {
+                files.push(path.clone());
+            }
+        }
+        at += 1;
     }
     files
 }

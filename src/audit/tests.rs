@@ -371,3 +371,36 @@ fn a_branch_on_a_parameter_runs_only_with_the_value_a_literal_argument_gives() {
     assert_eq!(capabilities(&tools["tool_either"]), ["fs_read", "fs_write"]);
     assert_eq!(capabilities(&tools["tool_changed"]), ["fs_read", "fs_write"], "a parameter assigned is not a guard");
 }
+
+#[test]
+fn one_tool_of_a_loose_file_is_audited_as_the_whole_audit_audits_it() {
+    let root = std::env::temp_dir().join(format!("lcp-audit-{}-loose", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("a temp folder");
+    let files = [
+        (
+            "runner.py",
+            "import shell_helpers\n\ndef tool_run(command: str) -> str:\n    return shell_helpers.run(command)\n",
+        ),
+        (
+            "shell_helpers.py",
+            "import subprocess\n\ndef run(command):\n    return subprocess.run(command, shell=True).returncode\n",
+        ),
+        ("other.py", "import os\n\ndef tool_clean(path: str) -> None:\n    os.remove(path)\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(root.join(name), text).expect("a temp file");
+    }
+    let sources = Sources { folders: vec![root.clone()], files: Vec::new() };
+    let registry = Registry::load(&sources, &Options::default());
+    let whole = audit(&registry, &Config::without_file(), &[]);
+    for (library, tool) in registry.tools() {
+        let alone = super::audit_tool(library, tool, &tool.name, tool.policy.clone());
+        let listed = whole.tools.iter().find(|t| t.name == tool.name).expect("audited");
+        assert_eq!(alone.capabilities, listed.capabilities, "{}", tool.name);
+        assert_eq!(alone.unknown, listed.unknown, "{}", tool.name);
+    }
+    let run = whole.tools.iter().find(|t| t.name == "tool_run").expect("audited");
+    assert_eq!(capabilities(run), ["subprocess"], "through the sibling it imports");
+    let _ = std::fs::remove_dir_all(&root);
+}
