@@ -50,7 +50,7 @@ use crate::view::Member;
 /// std::fs::create_dir_all(&folder)?;
 /// let code = "def tool_add(a: int, b: int = 1) -> int:\n    \"\"\"Adds.\"\"\"\n    return a + b\n";
 /// std::fs::write(folder.join("math.py"), code)?;
-/// let registry = Registry::load(&Sources { folders: vec![folder], files: vec![] }, &Options::default());
+/// let registry = Registry::load(&Sources { folders: vec![folder.clone()], files: vec![] }, &Options::default());
 ///
 /// let runtime = Runtime::new(RuntimeConfig::default())?;
 /// let result = runtime.call(&registry, "tool_add", &json!({"a": 2, "b": 3}), &CallOptions::default());
@@ -60,6 +60,8 @@ use crate::view::Member;
 /// // Arguments the schema refuses never reach Python.
 /// let refused = runtime.call(&registry, "tool_add", &json!({"a": "two"}), &CallOptions::default());
 /// assert!(!refused.ok());
+/// # runtime.shutdown();
+/// # std::fs::remove_dir_all(&folder)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Runtime {
