@@ -1,5 +1,6 @@
-//! Embeds `default_tools/` in the binary, so an installed `lcp` has its built-in
-//! tools even when the source tree is gone, and records which CPython the binary is
+//! Embeds `default_tools/` in the binary (every file: the tools, their `lcp_tests.toml`
+//! and fixtures), so an installed `lcp` has its built-in tools, and can test them, even
+//! when the source tree is gone, and records which CPython the binary is
 //! linked against: its libpython is found through an rpath (no `LD_LIBRARY_PATH`) and
 //! its executable path becomes the embedded interpreter's program name, from which
 //! CPython derives `sys.prefix` and the standard library.
@@ -38,7 +39,7 @@ fn collect(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
         if path.is_dir() {
             println!("cargo:rerun-if-changed={}", path.display());
             collect(base, &path, files);
-        } else if name.ends_with(".py") {
+        } else {
             let relative = path.strip_prefix(base).expect("inside base").to_string_lossy().into_owned();
             files.push((relative, path));
         }

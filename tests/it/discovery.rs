@@ -69,6 +69,27 @@ fn built_in_default_tools_are_embedded_for_installed_binaries() {
         Registry::load(&Sources { folders: vec![root().join("default_tools")], files: vec![] }, &Options::default());
     assert_eq!(tool_names(&embedded), tool_names(&source));
     assert!(tool_names(&embedded).len() >= 10);
+    // Every file comes along, byte for byte: the tests' `lcp_tests.toml` and fixtures too.
+    let mut files = Vec::new();
+    let mut folders = vec![root().join("default_tools")];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name == "__pycache__" {
+                continue;
+            }
+            if entry.path().is_dir() {
+                folders.push(entry.path());
+            } else {
+                files.push(entry.path().strip_prefix(root().join("default_tools")).unwrap().to_path_buf());
+            }
+        }
+    }
+    assert!(files.iter().any(|file| file.ends_with("lcp_tests.toml")), "{files:?}");
+    for file in &files {
+        let copied = std::fs::read(folder.join(file)).unwrap_or_else(|err| panic!("{}: {err}", file.display()));
+        assert_eq!(copied, std::fs::read(root().join("default_tools").join(file)).unwrap(), "{}", file.display());
+    }
     // Written once: a second call reuses the same folder.
     assert_eq!(lcp::default_tools::materialise_in(&cache).unwrap(), folder);
 }
