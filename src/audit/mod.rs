@@ -194,18 +194,30 @@ pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Decl
     tool_audit(library, tool, function, declared, at)
 }
 
-/// Lays what each tool of `registry` can do over its listings (SPEC §20): its
+/// What each tool of `registry` can do, as listings show it (SPEC §20): its
 /// capabilities and the calls lcp cannot see into, and with `[sandbox] infer` the
-/// declarations its sandbox takes from them ([`inferred`]). `routes` as [`audit`]
-/// takes them.
+/// declarations its sandbox takes from them ([`inferred`]), by the tool's name.
+/// `routes` as [`audit`] takes them.
+pub fn found(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Vec<(String, Found)> {
+    let infer = config.runtime.sandbox.infer;
+    let tools = audit(registry, config, routes).tools;
+    tools
+        .into_iter()
+        .map(|entry| {
+            let found = Found {
+                capabilities: entry.capabilities.keys().map(|capability| capability.as_str()).collect(),
+                inferred: if infer { inferred(&entry) } else { Vec::new() },
+                unknown: entry.unknown,
+            };
+            (entry.name, found)
+        })
+        .collect()
+}
+
+/// Lays [`found`] over `descriptions`, the listing's of `registry`.
 pub fn lay_over(registry: &Registry, config: &Config, routes: &[(String, String)], descriptions: &mut Descriptions) {
-    for entry in audit(registry, config, routes).tools {
-        let found = Found {
-            capabilities: entry.capabilities.keys().map(|capability| capability.as_str()).collect(),
-            inferred: if config.runtime.sandbox.infer { inferred(&entry) } else { Vec::new() },
-            unknown: entry.unknown,
-        };
-        descriptions.set_found(entry.name, found);
+    for (tool, found) in found(registry, config, routes) {
+        descriptions.set_found(tool, found);
     }
 }
 

@@ -28,7 +28,12 @@ pub struct Listings {
     /// The placeholder as rmcp writes it, inside the `tools` array.
     placeholder_text: Vec<u8>,
     current: Mutex<(Option<Key>, Bytes)>,
+    /// What each listed tool's code can do (`lcp audit`), for the same key.
+    found: Mutex<Option<(Key, Found)>>,
 }
+
+/// Each listed tool's name with what its code can do.
+type Found = Arc<Vec<(String, crate::policy::Found)>>;
 
 /// What a list depends on: the registry's generation and the configuration as read
 /// (compared by identity: a configuration read again is a new `Arc`).
@@ -52,7 +57,22 @@ impl Listings {
         let name = format!("\0lcp tools/list {nonce:016x}");
         let placeholder = Tool::new(name, "", Arc::new(serde_json::Map::new()));
         let placeholder_text = serde_json::to_vec(&placeholder).expect("a tool serializes");
-        Listings { placeholder, placeholder_text, current: Mutex::new((None, Bytes::new())) }
+        Listings { placeholder, placeholder_text, current: Mutex::new((None, Bytes::new())), found: Mutex::new(None) }
+    }
+
+    /// What the listed tools' code can do for `key`: kept from the last list built
+    /// from the same key (a list with prompt providers' descriptions is built anew,
+    /// but the code it lists is the same), else the one `read` gives.
+    pub fn found(&self, key: &Key, read: impl FnOnce() -> Vec<(String, crate::policy::Found)>) -> Found {
+        let mut kept = sync::lock(&self.found);
+        match kept.as_ref() {
+            Some((from, found)) if from == key => Arc::clone(found),
+            _ => {
+                let found = Arc::new(read());
+                *kept = Some((key.clone(), Arc::clone(&found)));
+                found
+            }
+        }
     }
 
     /// The stand-in result for the list built from `key` (`None`: built anew each

@@ -560,8 +560,9 @@ impl Server {
             let (generation, snapshot) = server.generation();
             let config = server.shared.settings.config.current();
             let asks_python = snapshot.has_prompt_providers();
-            let key = (!asks_python).then(|| server.key(generation, &config));
-            server.shared.listings.answer(key, || server.tools_text(&snapshot, &config))
+            let key = server.key(generation, &config);
+            let kept = (!asks_python).then(|| key.clone());
+            server.shared.listings.answer(kept, || server.tools_text(&snapshot, &config, &key))
         });
         listed.await.unwrap_or_else(|_| ListToolsResult::with_all_items(Vec::new()))
     }
@@ -577,7 +578,7 @@ impl Server {
     /// of `[mcp] always_list` and `search_tools` (SPEC §21). Tools MCP cannot carry (a
     /// name it refuses, a schema nested too deep) are left out with an error on
     /// stderr, as in `lcp export`.
-    fn tools_text(&self, snapshot: &Registry, config: &Config) -> Vec<u8> {
+    fn tools_text(&self, snapshot: &Registry, config: &Config, key: &listing::Key) -> Vec<u8> {
         let view = self.view_with(snapshot, config);
         for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
             eprintln!("lcp: {problem}");
@@ -589,7 +590,11 @@ impl Server {
         };
         let mut descriptions = self.descriptions(&registry);
         descriptions.set_enforcement(self.shared.runtime_config.enforcement());
-        crate::audit::lay_over(&registry, config, &view.routes, &mut descriptions);
+        // What the tools' code can do is read once per generation, prompt providers or not.
+        let found = self.shared.listings.found(key, || crate::audit::found(&registry, config, &view.routes));
+        for (tool, found) in found.iter() {
+            descriptions.set_found(tool.clone(), found.clone());
+        }
         let mut text = Vec::new();
         let format = Format::Mcp { inline_refs: config.mcp.inline_refs };
         let written = export::write_entries(&registry, &descriptions, format, Layout::Compact, &mut text);

@@ -274,6 +274,16 @@ fn listings_carry_each_tools_capabilities_and_the_declarations_inferred() {
     assert!(row("tool_saver").contains("fs_read, fs_write"), "{list}");
     assert!(row("tool_reader").contains("(inferred)"), "{list}");
 
+    // `lcp serve` lists them too.
+    let mut server = crate::mcp::RawServer::start(&config);
+    server.initialize();
+    server.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = server.response(2)["result"]["tools"].clone();
+    let reader = listed.as_array().unwrap().iter().find(|t| t["name"] == "tool_reader").expect("listed");
+    assert_eq!(reader["_meta"]["lcp/capabilities"]["can"], serde_json::json!(["fs_read"]), "{reader}");
+    assert_eq!(reader["_meta"]["lcp/inferred"], serde_json::json!(["read_only", "open_world"]), "{reader}");
+    drop(server);
+
     // Without `[sandbox] infer` the capabilities are still shown, and nothing is inferred.
     let plain = stdout_json(&lcp(&["export", "--format", "manifest", "fixtures/infer"]));
     assert_eq!(tool(&plain, "tool_reader")["capabilities"]["can"], serde_json::json!(["fs_read"]));
