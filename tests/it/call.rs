@@ -312,6 +312,7 @@ fn a_virtual_environment_makes_its_packages_importable() {
     assert!(without["error"].as_str().unwrap().contains("No module named 'lcp_venv_probe'"), "{without}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn pydantic_models_from_the_virtual_environment_arrive_as_instances() {
     let venv = test_python().parent().and_then(Path::parent).unwrap().to_str().unwrap().to_string();
@@ -320,6 +321,7 @@ fn pydantic_models_from_the_virtual_environment_arrive_as_instances() {
     assert_eq!(result["output"], json!({"type": "Address", "city": "Lyon", "zip_code": "00000"}));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn pydantic_types_and_a_sibling_module_model_arrive_as_pydantic_makes_them() {
     let venv = test_python().parent().and_then(Path::parent).unwrap().to_str().unwrap().to_string();

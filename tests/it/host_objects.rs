@@ -353,6 +353,7 @@ fn the_built_in_interaction_tools_use_a_rust_hosts_model_and_hear_progress() {
     }
 }
 
+#[cfg(feature = "external")]
 /// `lcp call` with a terminal: waits for `prompt`, types `typed`.
 fn at_a_terminal(tool: &str, args: Value, prompt: &str, typed: &str) -> (String, Value) {
     let output = Command::new(test_python())
@@ -368,6 +369,7 @@ fn at_a_terminal(tool: &str, args: Value, prompt: &str, typed: &str) -> (String,
     (session["terminal"].as_str().unwrap().to_string(), result)
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn lcp_call_reads_a_secret_at_the_terminal_without_echo() {
     let (terminal, result) =

@@ -4,20 +4,31 @@
 //! `fixtures/conformance/pydantic_idioms_tools.py`, which the conformance test against
 //! pydantic (`python_reference.rs`) also checks, defaults and descriptions included.
 
+#[cfg(feature = "external")]
 use std::path::Path;
 
+#[cfg(feature = "external")]
 use serde_json::{Value, json};
 
-use crate::mcp::{MODES, assert_error, assert_ok, call, inspector_cli, lcp_bin, session};
+#[cfg(feature = "external")]
+use crate::mcp::{MODES, lcp_bin};
+#[cfg(feature = "external")]
+use crate::mcp::{assert_error, assert_ok, call};
+#[cfg(feature = "external")]
+use crate::mcp::{inspector_cli, session};
+#[cfg(feature = "external")]
 use crate::support::*;
 
+#[cfg(feature = "external")]
 const FILE: &str = "fixtures/conformance/pydantic_idioms_tools.py";
 
+#[cfg(feature = "external")]
 /// The test environment, where pydantic is installed.
 fn venv() -> String {
     test_python().parent().and_then(Path::parent).expect("the venv holds bin/python").display().to_string()
 }
 
+#[cfg(feature = "external")]
 /// The tool's MCP `inputSchema` as `lcp export` writes it.
 fn input_schema(tool: &str) -> Value {
     let exported = stdout_json(&lcp(&["export", "--format", "mcp", "--file", FILE]));
@@ -26,6 +37,7 @@ fn input_schema(tool: &str) -> Value {
     found["inputSchema"].clone()
 }
 
+#[cfg(feature = "external")]
 /// `lcp call TOOL --args ARGS`: the result object.
 fn called(tool: &str, args: Value) -> Value {
     let venv = venv();
@@ -33,6 +45,7 @@ fn called(tool: &str, args: Value) -> Value {
     stdout_json(&lcp(&["call", tool, "--file", FILE, "--venv", &venv, "--args", &args]))
 }
 
+#[cfg(feature = "external")]
 /// Calls each of `calls` through `lcp serve` with the official Python client, in
 /// every protocol mode; the results of each mode.
 fn served(calls: &[Value]) -> Vec<Vec<Value>> {
@@ -47,12 +60,14 @@ fn served(calls: &[Value]) -> Vec<Vec<Value>> {
         .collect()
 }
 
+#[cfg(feature = "external")]
 /// The MCP Inspector CLI against `lcp serve` over stdio.
 fn inspected(method: &[&str]) -> Value {
     let venv = venv();
     inspector_cli(&[lcp_bin(), "serve", "--file", FILE, "--venv", &venv], method)
 }
 
+#[cfg(feature = "external")]
 /// The tool's `inputSchema` as the official Python client (every protocol mode) and
 /// the Inspector CLI list it is the one `lcp export --format mcp` writes.
 fn assert_every_client_lists_the_exported_schema(tool: &str) {
@@ -67,6 +82,7 @@ fn assert_every_client_lists_the_exported_schema(tool: &str) {
     );
 }
 
+#[cfg(feature = "external")]
 /// `tools/call` of `tool` from the Inspector CLI, with its `--tool-arg key=value`s.
 fn inspector_call(tool: &str, args: &[&str]) -> Value {
     let mut method = vec!["--method", "tools/call", "--tool-name", tool];
@@ -77,11 +93,13 @@ fn inspector_call(tool: &str, args: &[&str]) -> Value {
     inspected(&method)
 }
 
+#[cfg(feature = "external")]
 fn listed_schema(tools: &Value, tool: &str) -> Value {
     let tools = tools["tools"].as_array().unwrap_or_else(|| panic!("no tools in {tools}"));
     tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("no {tool}"))["inputSchema"].clone()
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn field_as_a_default_gives_the_parameter_its_default_description_bounds_and_requiredness() {
     let schema = input_schema("tool_field_defaults");
@@ -110,6 +128,7 @@ fn field_as_a_default_gives_the_parameter_its_default_description_bounds_and_req
     assert_eq!(listed_schema(&listed, "tool_field_defaults")["properties"]["count"]["default"], 3);
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn an_annotated_field_default_is_optional_and_an_ellipsis_default_is_required() {
     let schema = input_schema("tool_annotated_defaults");
@@ -128,6 +147,7 @@ fn an_annotated_field_default_is_optional_and_an_ellipsis_default_is_required() 
     assert_every_client_lists_the_exported_schema("tool_annotated_defaults");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_field_alias_is_the_arguments_name_at_the_top_level_and_inside_models() {
     let schema = input_schema("tool_aliases");
@@ -161,6 +181,7 @@ fn a_field_alias_is_the_arguments_name_at_the_top_level_and_inside_models() {
     assert_ok(&inspected, json!({"user": "cy", "items": 0, "page_size": 7, "sort_key": "name"}));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn an_explicit_description_wins_over_the_docstrings_entry() {
     let descriptions = |schema: &Value| {
@@ -182,6 +203,7 @@ fn an_explicit_description_wins_over_the_docstrings_entry() {
     assert_eq!(result["output"], json!({"sum": 6}), "{result}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn class_docstrings_attributes_sections_and_attribute_docstrings_describe_objects_and_fields() {
     let schema = input_schema("tool_classes");
@@ -203,6 +225,7 @@ fn class_docstrings_attributes_sections_and_attribute_docstrings_describe_object
     assert_every_client_lists_the_exported_schema("tool_classes");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_class_nested_in_another_class_body_is_resolved_by_its_name_and_its_dotted_path() {
     let schema = input_schema("tool_classes");
@@ -226,6 +249,7 @@ fn a_class_nested_in_another_class_body_is_resolved_by_its_name_and_its_dotted_p
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn pydantics_own_named_types_have_the_schema_pydantic_gives_them() {
     let schema = input_schema("tool_named_types");
@@ -261,6 +285,7 @@ fn pydantics_own_named_types_have_the_schema_pydantic_gives_them() {
     assert_every_client_lists_the_exported_schema("tool_named_types");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn defaults_that_call_known_types_are_exported_as_pydantic_serialises_them() {
     let schema = input_schema("tool_call_defaults");
@@ -285,6 +310,7 @@ fn defaults_that_call_known_types_are_exported_as_pydantic_serialises_them() {
     assert_every_client_lists_the_exported_schema("tool_call_defaults");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn every_type_pydantic_exports_with_a_schema_of_its_own_is_known() {
     let dir = temp_dir("pydantic-types");
@@ -340,8 +366,10 @@ fn every_type_pydantic_exports_with_a_schema_of_its_own_is_known() {
     assert_eq!(properties["p_PaymentCardNumber"], json!({"type": "string", "minLength": 12, "maxLength": 19}));
 }
 
+#[cfg(feature = "external")]
 const EXTRA: &str = "fixtures/schema_extra/extra_tools.py";
 
+#[cfg(feature = "external")]
 /// `Field(json_schema_extra=...)`, `WithJsonSchema(...)` and a class config's
 /// `json_schema_extra` give the schema pydantic gives (its own keywords compared),
 /// and lcp checks a call against every keyword they add (`not` here).

@@ -5,11 +5,17 @@
 
 use serde_json::json;
 
-use crate::mcp::{MODES, assert_ok, call, session};
+#[cfg(feature = "external")]
+use crate::mcp::MODES;
+#[cfg(feature = "external")]
+use crate::mcp::session;
+#[cfg(feature = "external")]
+use crate::mcp::{assert_ok, call};
 use crate::support::*;
 
 const FOLDER: &str = "fixtures/interop";
 
+#[cfg(feature = "external")]
 #[test]
 fn null_for_an_optional_parameter_that_is_not_nullable_means_not_given() {
     let args = json!({"tags": ["a", "b", "c", "d"], "root": null, "limit": null, "note": null}).to_string();
@@ -24,6 +30,7 @@ fn null_for_an_optional_parameter_that_is_not_nullable_means_not_given() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_string_that_is_the_json_text_of_a_valid_array_or_object_is_decoded_first() {
     let args = json!({"tags": "[\"a\", \"b\"]"}).to_string();
@@ -42,6 +49,7 @@ fn a_string_that_is_the_json_text_of_a_valid_array_or_object_is_decoded_first() 
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_inspector_shows_the_real_error_of_a_failing_tool_with_an_output_schema() {
     // An error result carries no structured content (SPEC §5): the TypeScript SDK
@@ -55,6 +63,7 @@ fn the_inspector_shows_the_real_error_of_a_failing_tool_with_an_output_schema() 
     assert!(text.contains("ValueError: the summary service is down"), "{failed}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_inspectors_stringified_array_arguments_are_decoded() {
     let serve = [crate::mcp::lcp_bin(), "serve", FOLDER];
@@ -193,6 +202,7 @@ fn a_listing_right_after_a_change_waits_for_its_rescan() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_returned_typeddict_with_an_extra_key_is_checked_as_pydantic_checks_it() {
     let result = stdout_json(&lcp_call_in(FOLDER, "tool_labelled_point", &[]));

@@ -16,7 +16,13 @@ use lcp::runtime::{
 };
 use serde_json::{Value, json};
 
-use crate::mcp::{HttpServer, MODES, RawServer, assert_error, assert_ok, call, session};
+use crate::mcp::RawServer;
+#[cfg(feature = "external")]
+use crate::mcp::session;
+#[cfg(feature = "external")]
+use crate::mcp::{HttpServer, MODES};
+#[cfg(feature = "external")]
+use crate::mcp::{assert_error, assert_ok, call};
 use crate::support::*;
 
 const FOLDER: &str = "fixtures/isolation";
@@ -255,6 +261,7 @@ fn dropping_the_runtime_ends_and_reaps_every_worker() {
     assert!(children_of(std::process::id()).iter().all(|(child, _)| *child != worker), "and reaped");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn over_mcp_a_crashing_tool_is_an_error_result_and_the_session_goes_on() {
     let steps = json!([
@@ -286,6 +293,7 @@ fn over_mcp_a_crashing_tool_is_an_error_result_and_the_session_goes_on() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_soak_of_concurrent_crashing_hanging_and_normal_calls_gets_one_answer_each_and_leaks_no_process() {
     let server = HttpServer::start(&[FOLDER, "--workers", "2", "--timeout", "1"]);
@@ -328,6 +336,7 @@ fn a_soak_of_concurrent_crashing_hanging_and_normal_calls_gets_one_answer_each_a
     assert_ok(&after["results"][0], json!({"result": 7}));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_stopped_server_leaves_no_worker_behind() {
     let mut server = HttpServer::start(&[FOLDER, "--workers", "2"]);

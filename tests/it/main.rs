@@ -14,7 +14,9 @@ mod docstrings;
 mod exports;
 mod extraction;
 mod fuzz;
+#[cfg(feature = "external")]
 mod gateway;
+#[cfg(feature = "external")]
 mod gateway_members;
 mod host_objects;
 mod idioms;
@@ -29,6 +31,7 @@ mod new_user_types;
 mod policy;
 mod profiles;
 mod python_reference;
+#[cfg(feature = "external")]
 mod replicas;
 mod rescan;
 mod robustness;

@@ -5,7 +5,9 @@
 //! Fixtures: `fixtures/mcp/`, one folder per behaviour.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+#[cfg(feature = "external")]
+use std::process::Output;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
@@ -15,18 +17,21 @@ use crate::support::*;
 
 /// How long any one client run may take on a loaded machine before it fails.
 const LIMIT: Duration = Duration::from_secs(600);
+#[cfg(feature = "external")]
 pub(crate) const MODES: [&str; 2] = ["legacy", "auto"];
 
 pub(crate) fn lcp_bin() -> &'static str {
     env!("CARGO_BIN_EXE_lcp")
 }
 
+#[cfg(feature = "external")]
 /// One session of `tests/python/mcp_client_session.py` against `lcp serve SERVE`
 /// over stdio (or over HTTP when `serve` is `["--url", URL]`); its JSON report.
 pub(crate) fn session(mode: &str, elicit: &str, serve: &[&str], steps: Value) -> Value {
     session_with(mode, &["--elicit", elicit], serve, steps)
 }
 
+#[cfg(feature = "external")]
 /// [`session`] with more of the client's options (`--content`, `--sample`, `--log-level`).
 pub(crate) fn session_with(mode: &str, client: &[&str], serve: &[&str], steps: Value) -> Value {
     let mut command = Command::new(test_python());
@@ -38,6 +43,7 @@ pub(crate) fn session_with(mode: &str, client: &[&str], serve: &[&str], steps: V
     report(output_within(command.current_dir(root()), steps.to_string().as_bytes(), LIMIT))
 }
 
+#[cfg(feature = "external")]
 fn report(output: Output) -> Value {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the client failed ({}):\n{stderr}", output.status);
@@ -45,19 +51,23 @@ fn report(output: Output) -> Value {
         .unwrap_or_else(|err| panic!("the client's report is not JSON ({err}); stderr:\n{stderr}"))
 }
 
+#[cfg(feature = "external")]
 pub(crate) fn call(name: &str, arguments: Value) -> Value {
     json!({ "call": name, "arguments": arguments })
 }
 
+#[cfg(feature = "external")]
 pub(crate) fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text content: {result}"))
 }
 
+#[cfg(feature = "external")]
 pub(crate) fn assert_ok(result: &Value, structured: Value) {
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(result["structuredContent"], structured, "{result}");
 }
 
+#[cfg(feature = "external")]
 /// A handshake-less request refused for a client capability it did not declare
 /// (SPEC §16): `MissingRequiredClientCapabilityError`, naming it.
 pub(crate) fn assert_missing_capability(result: &Value, capability: &str) {
@@ -66,6 +76,7 @@ pub(crate) fn assert_missing_capability(result: &Value, capability: &str) {
     assert!(message.contains(capability) && message.contains("did not declare"), "{result}");
 }
 
+#[cfg(feature = "external")]
 pub(crate) fn assert_error(result: &Value, needles: &[&str]) {
     assert_eq!(result["isError"], true, "{result}");
     for needle in needles {
@@ -73,6 +84,7 @@ pub(crate) fn assert_error(result: &Value, needles: &[&str]) {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn both_lifecycles_list_the_registrys_mcp_export() {
     let export = stdout_json(&lcp(&["export", "--format", "mcp", "--static", "fixtures/mcp/results"]));
@@ -86,6 +98,7 @@ fn both_lifecycles_list_the_registrys_mcp_export() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn tools_list_shows_the_descriptions_prompt_providers_give_on_every_list() {
     let report = session("legacy", "none", &["fixtures/runtime/providers"], json!(["list", "list"]));
@@ -114,6 +127,7 @@ fn a_tool_mcp_cannot_name_is_left_out_of_tools_list_with_an_error() {
     assert!(stderr.contains("error: tool `tool_café` cannot be exported to mcp: its name has `é`"), "{stderr}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn results_carry_the_output_as_json_text_and_structured_content() {
     for mode in MODES {
@@ -128,6 +142,7 @@ fn results_carry_the_output_as_json_text_and_structured_content() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_failing_tool_is_an_error_result_saying_what_went_wrong() {
     let steps = json!([
@@ -150,6 +165,7 @@ fn a_failing_tool_is_an_error_result_saying_what_went_wrong() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn invalid_arguments_are_an_error_result_naming_every_problem() {
     let steps = json!([call("tool_add", json!({"a": "two"})), call("tool_add", json!({"a": 1, "b": 2, "c": 3})),]);
@@ -160,6 +176,7 @@ fn invalid_arguments_are_an_error_result_naming_every_problem() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn an_unknown_tool_is_a_protocol_error_naming_the_closest_tools() {
     for mode in MODES {
@@ -170,6 +187,7 @@ fn an_unknown_tool_is_a_protocol_error_naming_the_closest_tools() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn nothing_a_tool_prints_reaches_the_protocol_stream() {
     let printed = ["print() to stdout", "sys.stdout.write", "os.write to fd 1", "a subprocess writing to its stdout"];
@@ -198,6 +216,7 @@ fn nothing_a_tool_prints_reaches_the_protocol_stream() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn libraries_with_a_same_named_helper_module_each_see_their_own() {
     let steps = json!([call("tool_alpha_helper", json!({})), call("tool_beta_helper", json!({}))]);
@@ -208,6 +227,7 @@ fn libraries_with_a_same_named_helper_module_each_see_their_own() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn init_tools_library_runs_once_across_calls_with_the_config_file() {
     let dir = temp_dir("mcp-config");
@@ -227,6 +247,7 @@ fn init_tools_library_runs_once_across_calls_with_the_config_file() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_confirmation_is_an_elicitation_accept_allows_and_decline_rejects() {
     let steps = json!([call("tool_delete", json!({"name": "notes.txt"}))]);
@@ -243,6 +264,7 @@ fn a_confirmation_is_an_elicitation_accept_allows_and_decline_rejects() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_client_that_cannot_elicit_gets_reject_with_a_reason_unless_yes() {
     let steps = json!([call("tool_delete", json!({"name": "notes.txt"}))]);
@@ -258,6 +280,7 @@ fn a_client_that_cannot_elicit_gets_reject_with_a_reason_unless_yes() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_file_dropped_into_a_served_folder_sends_list_changed_and_is_callable() {
     for http in [false, true] {
@@ -284,6 +307,7 @@ fn a_file_dropped_into_a_served_folder_sends_list_changed_and_is_callable() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn output_over_the_limit_is_cut_with_a_marker() {
     let steps = json!([call("tool_big", json!({"size": 5000})), call("tool_big", json!({"size": 10}))]);
@@ -297,6 +321,7 @@ fn output_over_the_limit_is_cut_with_a_marker() {
     assert_ok(&results[1], json!({"result": "xxxxxxxxxx"}));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_call_over_the_timeout_is_an_error_result() {
     let steps = json!([call("tool_sleep", json!({"seconds": 60})), call("tool_add", json!({"a": 1, "b": 1}))]);
@@ -333,6 +358,7 @@ fn a_cancelled_call_gets_no_response_and_the_server_goes_on() {
     assert!(!stdout.contains("\"id\":2"), "the cancelled call was answered: {stdout}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn http_serves_both_lifecycles_with_elicitation() {
     let server = HttpServer::start(&["fixtures/mcp/results", "fixtures/mcp/confirm"]);
@@ -380,6 +406,7 @@ fn http_status(address: &str, path: &str, headers: &str) -> u16 {
     status.parse().unwrap_or_else(|_| panic!("not an HTTP status line: {}", String::from_utf8_lossy(&head)))
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
     let serve = [lcp_bin(), "serve", "fixtures/mcp/results"];
@@ -390,6 +417,7 @@ fn the_inspector_cli_lists_and_calls_tools_over_stdio() {
     assert_ok(&called, json!({"result": 5}));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_inspector_cli_lists_and_calls_tools_over_http() {
     let server = HttpServer::start(&["fixtures/mcp/results"]);
@@ -401,6 +429,7 @@ fn the_inspector_cli_lists_and_calls_tools_over_http() {
     assert_ok(&called, json!({"result": 5}));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn tools_run_in_the_workspace() {
     let workspace = temp_dir("mcp-workspace");
@@ -410,6 +439,7 @@ fn tools_run_in_the_workspace() {
     assert_eq!(std::fs::canonicalize(&cwd).unwrap(), std::fs::canonicalize(&workspace).unwrap(), "{report}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_tool_that_changes_directory_does_not_move_later_calls_with_or_without_a_workspace() {
     let workspace = temp_dir("mcp-wander");
@@ -450,6 +480,7 @@ fn a_bad_config_file_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
 }
 
+#[cfg(feature = "external")]
 /// `mcp-inspector --cli TARGET ARGS`: its JSON output.
 pub(crate) fn inspector_cli(target: &[&str], args: &[&str]) -> Value {
     let (succeeded, output) = inspector_run(target, args);
@@ -457,6 +488,7 @@ pub(crate) fn inspector_cli(target: &[&str], args: &[&str]) -> Value {
     output
 }
 
+#[cfg(feature = "external")]
 /// What the MCP Inspector CLI printed (JSON), and whether it exited successfully (it
 /// does not for a tool result with `isError`).
 pub(crate) fn inspector_run(target: &[&str], args: &[&str]) -> (bool, Value) {
@@ -639,6 +671,7 @@ fn lines_of(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
 // SPEC §11–§12 over MCP: profiles, declarations, the host's policy, output schemas
 // and docs, through the official client. Fixtures: `fixtures/profiles/`, `fixtures/policy/`.
 
+#[cfg(feature = "external")]
 #[test]
 fn a_profile_serves_its_tools_under_their_aliases_and_only_those() {
     let workspace = temp_dir("mcp-profile");
@@ -678,6 +711,7 @@ fn a_profile_serves_its_tools_under_their_aliases_and_only_those() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn tools_list_carries_annotations_and_output_schemas_and_results_match_them() {
     let serve = ["fixtures/policy/declared", "fixtures/policy/outputs"];
@@ -713,6 +747,7 @@ fn tools_list_carries_annotations_and_output_schemas_and_results_match_them() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_call_the_policy_forbids_is_refused_and_an_edited_config_applies_to_the_next_call() {
     for mode in MODES {
@@ -742,6 +777,7 @@ fn a_call_the_policy_forbids_is_refused_and_an_edited_config_applies_to_the_next
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn docs_of_the_profile_and_its_tools_are_resources_read_when_asked() {
     let serve = ["fixtures/profiles/tools", "--config", "fixtures/profiles/lcp.toml", "--profile", "writer"];
@@ -766,6 +802,7 @@ fn docs_of_the_profile_and_its_tools_are_resources_read_when_asked() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn docs_tools_index_the_docs_and_read_only_what_they_list() {
     let dir = temp_dir("mcp-docs-tools");
@@ -812,6 +849,7 @@ fn docs_tools_index_the_docs_and_read_only_what_they_list() {
     assert!(results[1]["error"]["message"].as_str().unwrap().contains("docs_index"), "{}", results[1]);
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn an_edited_tool_file_declaration_applies_to_the_next_call() {
     let tool = |destructive: &str| {

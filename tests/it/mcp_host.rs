@@ -10,17 +10,25 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::mcp::{HttpServer, MODES, assert_error, assert_missing_capability, assert_ok, call, session_with, text};
+use crate::mcp::HttpServer;
+#[cfg(feature = "external")]
+use crate::mcp::MODES;
+#[cfg(feature = "external")]
+use crate::mcp::session_with;
+#[cfg(feature = "external")]
+use crate::mcp::{assert_error, assert_missing_capability, assert_ok, call, text};
 use crate::support::*;
 
 const HOST: &str = "fixtures/host_objects";
 pub(crate) const CONFORMANCE: [&str; 5] =
     ["fixtures/mcp/conformance", "--config", "fixtures/mcp/conformance/lcp.toml", "--profile", "conformance"];
 
+#[cfg(feature = "external")]
 fn select() -> Value {
     call("tool_ask", json!({"kind": "select", "title": "Region", "prompt": "Pick one", "options": ["eu", "us"]}))
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_user_interaction_is_an_elicitation_accept_gives_the_answer_decline_and_cancel_none() {
     for mode in MODES {
@@ -47,12 +55,14 @@ fn a_user_interaction_is_an_elicitation_accept_gives_the_answer_decline_and_canc
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_client_that_cannot_elicit_gets_a_clear_error_in_the_tool() {
     let report = session_with("legacy", &["--elicit", "none"], &[HOST], json!([select()]));
     assert_error(&report["results"][0], &["HostUnavailable", "does not support elicitation"]);
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_handshake_less_request_that_needs_an_undeclared_capability_is_refused_with_32021() {
     let steps = json!([select(), call("tool_generate", json!({"prompt": "hi"})), call("tool_form", json!({}))]);
@@ -76,6 +86,7 @@ fn a_handshake_less_request_that_needs_an_undeclared_capability_is_refused_with_
     assert_eq!(answer["id"], 7);
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn generate_text_is_sampling_and_a_client_without_sampling_gets_a_clear_error() {
     let steps =
@@ -95,6 +106,7 @@ fn generate_text_is_sampling_and_a_client_without_sampling_gets_a_clear_error() 
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn progress_with_a_token_is_notifications_progress_and_without_one_a_log_message() {
     for mode in MODES {
@@ -117,6 +129,7 @@ fn progress_with_a_token_is_notifications_progress_and_without_one_a_log_message
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn log_records_are_log_messages_at_the_level_the_client_sets() {
     let record = |level: &str, logger: &str, data: &str| json!({"level": level, "logger": logger, "data": data});
@@ -138,6 +151,7 @@ fn log_records_are_log_messages_at_the_level_the_client_sets() {
     assert_eq!(session_with("auto", &[], &[HOST], steps)["logs"], json!([]));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_string_result_is_its_own_text_and_other_values_json() {
     for mode in MODES {
@@ -147,6 +161,7 @@ fn a_string_result_is_its_own_text_and_other_values_json() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn images_audio_and_resources_are_content_blocks_after_the_text() {
     let steps = json!([call("test_multiple_content_types", json!({})), call("test_audio_content", json!({}))]);
@@ -165,6 +180,7 @@ fn images_audio_and_resources_are_content_blocks_after_the_text() {
     }
 }
 
+#[cfg(feature = "external")]
 /// The folder of one of `lollms-client`'s shipped libraries, in the test environment.
 fn reference_library(name: &str) -> String {
     let output = Command::new(test_python())
@@ -176,6 +192,7 @@ fn reference_library(name: &str) -> String {
     format!("{package}/tools_bindings/lcp/default_tools/{name}")
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_references_user_interactive_tools_run_unmodified_with_an_eliciting_client() {
     let library = reference_library("user_interactive_tools");
@@ -209,6 +226,7 @@ fn the_references_user_interactive_tools_run_unmodified_with_an_eliciting_client
     }
 }
 
+#[cfg(feature = "external")]
 /// The scenarios of the suite: tools, utilities, prompts, resources and completion.
 const SCENARIOS: [&str; 31] = [
     "server-initialize",
@@ -244,6 +262,7 @@ const SCENARIOS: [&str; 31] = [
     "prompts-get-with-image",
 ];
 
+#[cfg(feature = "external")]
 #[test]
 fn the_official_conformance_suite_0_1_passes_every_server_scenario() {
     let suite = conformance_suite();
@@ -263,6 +282,7 @@ fn the_official_conformance_suite_0_1_passes_every_server_scenario() {
     assert!(failed.is_empty(), "scenarios failed:\n{}", failed.join("\n\n"));
 }
 
+#[cfg(feature = "external")]
 /// Runs the latest suite with `args` against `server`; its report.
 pub(crate) fn latest_suite(url: &str, args: &[&str]) -> String {
     let [node, suite] = latest_conformance_suite();
@@ -272,6 +292,7 @@ pub(crate) fn latest_suite(url: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
 }
 
+#[cfg(feature = "external")]
 /// The scenarios a requirements run scores (every one it ran but those it lists as
 /// not scored), each with whether it passed.
 fn scored(report: &str) -> Vec<(String, bool)> {
@@ -291,6 +312,7 @@ fn scored(report: &str) -> Vec<(String, bool)> {
     run.lines().filter_map(outcome).filter(|(scenario, _)| !unscored.contains(scenario)).collect()
 }
 
+#[cfg(feature = "external")]
 /// Runs `--requirements REVISION` and checks every scored scenario passed, the
 /// `expected` ones among them.
 fn requirements_pass(revision: &str, expected: &[&str]) {
@@ -298,6 +320,7 @@ fn requirements_pass(revision: &str, expected: &[&str]) {
     requirements_pass_at(&server.url, revision, expected);
 }
 
+#[cfg(feature = "external")]
 /// [`requirements_pass`] against the server at `url`.
 pub(crate) fn requirements_pass_at(url: &str, revision: &str, expected: &[&str]) {
     let report = latest_suite(url, &["--requirements", revision]);
@@ -310,6 +333,7 @@ pub(crate) fn requirements_pass_at(url: &str, revision: &str, expected: &[&str])
     println!("{revision}: {} scored scenarios passed", scored.len());
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_latest_conformance_suite_passes_every_scored_scenario_of_2025_11_25() {
     requirements_pass(
@@ -318,6 +342,7 @@ fn the_latest_conformance_suite_passes_every_scored_scenario_of_2025_11_25() {
     );
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_latest_conformance_suite_passes_every_scored_scenario_of_2026_07_28() {
     requirements_pass(
@@ -336,6 +361,7 @@ fn the_latest_conformance_suite_passes_every_scored_scenario_of_2026_07_28() {
     );
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_built_in_interaction_library_asks_through_elicitation_and_samples_with_progress() {
     let workspace = temp_dir("mcp-interaction");
@@ -360,6 +386,7 @@ fn the_built_in_interaction_library_asks_through_elicitation_and_samples_with_pr
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn inline_refs_serves_named_classes_inlined_for_clients_that_cannot_resolve_refs() {
     let dir = temp_dir("mcp-inline-refs");
@@ -452,6 +479,7 @@ fn a_request_state_is_signed_and_a_tampered_or_foreign_one_is_refused() {
     assert_eq!(done["structuredContent"], json!({"answer": "us"}), "{done}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn tool_context_ask_puts_several_questions_at_once_and_roots_are_the_clients() {
     let roots = r#"[{"uri": "file:///work/project", "name": "project"}]"#;
@@ -543,6 +571,7 @@ fn an_argument_declared_as_an_mcp_header_is_published_and_checked_against_its_he
     assert!(said.contains("`mcp_headers` must be a table of parameter names to header names"), "{said}");
 }
 
+#[cfg(feature = "external")]
 /// The latest suite's pending scenarios lcp serves too: a hand-written JSON Schema
 /// 2020-12 (`json_schema_extra`) and arguments in `Mcp-Param` headers.
 #[test]
@@ -555,6 +584,7 @@ fn the_latest_conformance_suite_passes_the_pending_json_schema_and_custom_header
     }
 }
 
+#[cfg(feature = "external")]
 /// The latest suite's task scenarios (the `io.modelcontextprotocol/tasks` extension,
 /// SPEC §16), run against the tools of `fixtures/mcp/conformance/tasks.py`.
 pub(crate) const TASK_SCENARIOS: [&str; 9] = [
@@ -569,6 +599,7 @@ pub(crate) const TASK_SCENARIOS: [&str; 9] = [
     "tasks-mrtr-composition",
 ];
 
+#[cfg(feature = "external")]
 #[test]
 fn the_latest_conformance_suite_passes_the_task_scenarios() {
     let server = HttpServer::start(&CONFORMANCE);
@@ -652,6 +683,7 @@ fn a_session_that_made_a_task_is_told_each_change_of_it() {
     assert_eq!(last["params"]["result"]["content"][0]["text"], "computed told in 0.3s", "{last}");
 }
 
+#[cfg(feature = "external")]
 /// Runs each of `scenarios` alone against the server at `url`; checks each ran checks
 /// and none failed.
 pub(crate) fn scenarios_pass_at(url: &str, scenarios: &[&str]) {

@@ -1,21 +1,31 @@
 //! SPEC §15: prompts, resources and completion from plain functions, through the
 //! official Python client, the command line and the exports.
 
-use serde_json::{Value, json};
+#[cfg(feature = "external")]
+use serde_json::Value;
+use serde_json::json;
 
-use crate::mcp::{MODES, call, session, session_with};
+#[cfg(feature = "external")]
+use crate::mcp::MODES;
+#[cfg(feature = "external")]
+use crate::mcp::call;
+#[cfg(feature = "external")]
+use crate::mcp::{session, session_with};
 use crate::support::*;
 
 const NOTES: &str = "fixtures/members";
 
+#[cfg(feature = "external")]
 fn names(list: &Value, key: &str, field: &str) -> Vec<String> {
     list[key].as_array().unwrap_or_else(|| panic!("no {key}: {list}")).iter().map(|e| e[field].to_string()).collect()
 }
 
+#[cfg(feature = "external")]
 fn error_message(result: &Value) -> &str {
     result["error"]["message"].as_str().unwrap_or_else(|| panic!("not an error: {result}"))
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn prompts_are_listed_with_their_arguments_and_run_with_typed_arguments() {
     let steps = json!([
@@ -69,6 +79,7 @@ fn prompts_are_listed_with_their_arguments_and_run_with_typed_arguments() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn resources_and_templates_are_listed_and_read_as_text_or_blob() {
     let steps = json!([
@@ -115,6 +126,7 @@ fn resources_and_templates_are_listed_and_read_as_text_or_blob() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn completion_offers_literal_and_enum_members_or_what_the_library_completes() {
     let complete =
@@ -139,6 +151,7 @@ fn completion_offers_literal_and_enum_members_or_what_the_library_completes() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_subscribed_resource_hears_when_its_file_changes() {
     let dir = temp_dir("members-subscribe");
@@ -176,6 +189,7 @@ fn a_subscribed_resource_hears_when_its_file_changes() {
     assert!(events.iter().any(|event| event["uri"] == "notes://lcp"), "{report}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn prompts_and_resources_go_through_profiles_and_policy() {
     let dir = temp_dir("members-profiles");
@@ -280,6 +294,7 @@ fn lcp_list_check_and_the_exports_show_prompts_and_resources() {
     assert!(plain.get("prompts").is_none() && plain.get("resources").is_none(), "{plain}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_default_tools_serve_a_workspace_file_as_a_resource_and_a_review_prompt() {
     let workspace = temp_dir("members-workspace");

@@ -4,10 +4,12 @@
 //! `host.py`'s path) and the runtime API in this process, whose warm calls of plain
 //! tools take the direct path; both must give the same result.
 
+#[cfg(feature = "external")]
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use lcp::registry::{Options, Registry, Sources};
+#[cfg(feature = "external")]
 use lcp::runtime::{CallOptions, Runtime, RuntimeConfig, ToolResult};
 use serde_json::{Value, json};
 
@@ -30,11 +32,13 @@ fn lcp_call(tool: &str, args: &Value, extra: &[&str]) -> Value {
     stdout_json(&output)
 }
 
+#[cfg(feature = "external")]
 /// The test environment, where pydantic is installed.
 fn venv() -> String {
     test_python().parent().and_then(Path::parent).unwrap().to_string_lossy().into_owned()
 }
 
+#[cfg(feature = "external")]
 fn runtime() -> Runtime {
     Runtime::new(RuntimeConfig { venv: None, ..RuntimeConfig::default() }).expect("the embedded Python starts")
 }
@@ -46,10 +50,12 @@ fn registry() -> Registry {
     )
 }
 
+#[cfg(feature = "external")]
 fn call(runtime: &Runtime, registry: &Registry, tool: &str, args: &Value) -> ToolResult {
     runtime.call(registry, tool, args, &CallOptions::default())
 }
 
+#[cfg(feature = "external")]
 /// The result of a call as `lcp call` prints it.
 fn printed(result: &ToolResult) -> Value {
     let mut shown = serde_json::to_value(result).unwrap();
@@ -58,6 +64,7 @@ fn printed(result: &ToolResult) -> Value {
     shown
 }
 
+#[cfg(feature = "external")]
 /// Calls `tool` through `lcp call` and twice in this process (the library loaded by
 /// `tool_path` first, so both calls here are warm), checks that every path gives
 /// the same result, and returns it.
@@ -70,6 +77,7 @@ fn on_every_path(runtime: &Runtime, registry: &Registry, tool: &str, args: Value
     through_host
 }
 
+#[cfg(feature = "external")]
 /// Loads the library of `path_tool` through `host.py` and checks that its warm calls
 /// take the direct path.
 fn warm_up(runtime: &Runtime, registry: &Registry, path_tool: &str) {
@@ -77,6 +85,7 @@ fn warm_up(runtime: &Runtime, registry: &Registry, path_tool: &str) {
     assert_eq!(paths, [json!("host.py"), json!("direct")]);
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_tool_returns_a_pydantic_model_a_dataclass_and_a_named_tuple_as_pydantic_dumps_them() {
     let (runtime, registry) = (runtime(), registry());
@@ -130,6 +139,7 @@ fn a_tool_returns_a_pydantic_model_a_dataclass_and_a_named_tuple_as_pydantic_dum
     );
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_standard_librarys_values_are_dumped_as_pydantic_dumps_them() {
     // pydantic's `to_jsonable_python` of the same values, in the test environment.
@@ -182,6 +192,7 @@ fn a_sibling_modules_class_in_a_return_annotation_is_its_output_schema() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_number_or_boolean_sent_as_a_string_is_taken_as_pydantic_lax_mode_does() {
     let (runtime, registry) = (runtime(), registry());
@@ -234,6 +245,7 @@ fn a_number_or_boolean_sent_as_a_string_is_taken_as_pydantic_lax_mode_does() {
     );
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_first_alias_choice_is_the_property_and_the_others_are_accepted() {
     let registry = registry();

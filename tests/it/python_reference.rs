@@ -3,12 +3,15 @@
 //! and the official MCP types for the `mcp` export. Each runs in the pinned test
 //! environment (`tests/python/requirements.txt`) and never skips.
 
+#[cfg(feature = "external")]
 use crate::support::*;
 
+#[cfg(feature = "external")]
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+#[cfg(feature = "external")]
 /// Every fixture tool's exported schema and a pydantic validator built from the
 /// imported function agree on accepting or rejecting generated payloads.
 #[test]
@@ -23,6 +26,7 @@ fn conformance_with_pydantic_strict_validation() {
     assert!(summary.ends_with(" 0 disagree"), "{summary}");
 }
 
+#[cfg(feature = "external")]
 /// `lcp` finds the same tools with the same parameters and required sets as
 /// `LCPBinding` on its own shipped libraries, apart from SPEC's deliberate differences.
 #[test]
@@ -54,6 +58,7 @@ fn compatibility_with_the_reference_lcp_binding() {
     assert!(reference_tools >= 100, "{summary}");
 }
 
+#[cfg(feature = "external")]
 /// The `mcp` export is a valid `tools/list` result for the official MCP Python types.
 #[test]
 fn mcp_export_validates_against_the_official_mcp_types() {
@@ -70,6 +75,7 @@ fn mcp_export_validates_against_the_official_mcp_types() {
     assert!(report.contains(&format!("mcp: {found} tools valid")), "{report}");
 }
 
+#[cfg(feature = "external")]
 /// What lcp's validation checks before a call (formats, patterns, lengths, JSON
 /// text) accepts and refuses the same values as pydantic, value by value, for the
 /// types whose schemas carry such checks.

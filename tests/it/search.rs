@@ -1,12 +1,15 @@
 //! SPEC §21: `lcp search` and `lcp export --defer`.
 
 use std::io::Write;
+#[cfg(feature = "external")]
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{lcp, lcp_with_env, stdout_json, temp_dir, test_python, write};
+#[cfg(feature = "external")]
+use crate::support::test_python;
+use crate::support::{lcp, lcp_with_env, stdout_json, temp_dir, write};
 
 const CATALOG: &str = "fixtures/search/catalog";
 
@@ -220,6 +223,7 @@ fn defer_is_refused_for_a_format_without_tool_search() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("gemini has not"));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn defer_exports_validate_with_the_official_sdk_types() {
     for format in ["anthropic", "openai-responses"] {
@@ -257,11 +261,13 @@ fn served_config(name: &str, text: &str) -> (std::path::PathBuf, String) {
     (dir.join("lcp.toml"), crate::support::root().join(CATALOG).to_str().unwrap().to_string())
 }
 
+#[cfg(feature = "external")]
 /// The names of a `tools/list` result.
 fn listed(result: &Value) -> Vec<String> {
     names(&result["tools"])
 }
 
+#[cfg(feature = "external")]
 /// The names `search_tools` returned, checking the shape of each entry.
 fn found(result: &Value) -> Vec<String> {
     assert_eq!(result["isError"], false, "{result}");
@@ -276,6 +282,7 @@ fn found(result: &Value) -> Vec<String> {
     names(&structured["tools"])
 }
 
+#[cfg(feature = "external")]
 fn search(query: &str, limit: Option<u64>) -> Value {
     match limit {
         Some(limit) => crate::mcp::call("search_tools", serde_json::json!({"query": query, "limit": limit})),
@@ -283,6 +290,7 @@ fn search(query: &str, limit: Option<u64>) -> Value {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn search_tools_on_lists_only_itself_and_always_list_and_every_tool_stays_callable() {
     let (config, catalog) = served_config(
@@ -315,6 +323,7 @@ fn search_tools_on_lists_only_itself_and_always_list_and_every_tool_stays_callab
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn search_tools_bad_input_is_a_tool_error_saying_what_is_wrong() {
     let (config, catalog) = served_config("search-tools-bad", "[mcp]\ntool_search = true\n");
@@ -332,6 +341,7 @@ fn search_tools_bad_input_is_a_tool_error_saying_what_is_wrong() {
     crate::mcp::assert_error(&results[3], &["`top` is not one of its arguments"]);
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn search_tools_follows_the_threshold_unless_tool_search_says() {
     // The catalog has 13 tools.
@@ -359,6 +369,7 @@ fn search_tools_follows_the_threshold_unless_tool_search_says() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn search_tools_returns_only_what_the_profile_shows_under_its_aliases() {
     let (config, catalog) = served_config(
@@ -379,6 +390,7 @@ fn search_tools_returns_only_what_the_profile_shows_under_its_aliases() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn search_tools_index_is_rebuilt_after_a_file_change_under_serve() {
     let dir = temp_dir("search-tools-rebuild");
@@ -413,6 +425,7 @@ fn search_tools_index_is_rebuilt_after_a_file_change_under_serve() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn search_tools_over_http() {
     let (config, catalog) = served_config("search-tools-http", "[mcp]\ntool_search = true\n");

@@ -271,6 +271,7 @@ fn a_stored_secret_never_reaches_the_reading_and_searching_tools() {
     assert!(!through_link.ok() && !through_link.output.to_string().contains("hunter2"), "{:?}", through_link.output);
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_catastrophic_regular_expression_is_answered_at_once() {
     let registry = built_in(&["workspace_files"]);
@@ -286,9 +287,11 @@ fn a_catastrophic_regular_expression_is_answered_at_once() {
     assert!(refused.error.unwrap_or_default().contains("Invalid regular expression"), "{:?}", refused.output);
 }
 
+#[cfg(feature = "external")]
 /// A command that, printed raw, shows only `git status`.
 const SPOOFED: &str = "touch pwned #\r\x1b[2K    git status";
 
+#[cfg(feature = "external")]
 #[test]
 fn at_the_terminal_a_confirmation_shows_control_characters_escaped_and_what_runs() {
     let workspace = temp_dir("security-terminal");
@@ -311,6 +314,7 @@ fn at_the_terminal_a_confirmation_shows_control_characters_escaped_and_what_runs
     assert!(!workspace.join("pwned").exists());
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn an_elicited_confirmation_carries_control_characters_escaped() {
     let workspace = temp_dir("security-elicit");

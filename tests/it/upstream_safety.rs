@@ -9,9 +9,12 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::mcp::{RawServer, lcp_bin};
-use crate::sources::{FOLDER, Listening, servers_config};
+#[cfg(feature = "external")]
+use crate::sources::Listening;
+use crate::sources::{FOLDER, servers_config};
 use crate::support::*;
 
+#[cfg(feature = "external")]
 /// The secret every config of this file takes from `${UP_SECRET}`.
 const SECRET: &str = "S3cr3t-Upstream-7f1c";
 const NOTES: &str = "fixtures/members";
@@ -30,15 +33,18 @@ fn request(server: &mut RawServer, id: u64, method: &str, params: Value) -> Valu
     server.response(id)
 }
 
+#[cfg(feature = "external")]
 fn call(server: &mut RawServer, id: u64, tool: &str) -> Value {
     request(server, id, "tools/call", json!({"name": tool, "arguments": {}}))
 }
 
+#[cfg(feature = "external")]
 fn tool_names(listed: &Value) -> Vec<String> {
     let tools = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("no tools: {listed}"));
     tools.iter().map(|tool| tool["name"].as_str().unwrap_or_default().to_string()).collect()
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn an_upstream_transport_error_never_shows_the_url_secret() {
     let env = [("UP_SECRET", SECRET)];
@@ -132,6 +138,7 @@ fn a_template_variable_holding_a_slash_or_dot_dot_is_refused() {
     server.finish();
 }
 
+#[cfg(feature = "external")]
 /// An official-SDK server over stdio, written into `dir`: one tool `probe` whose
 /// description is the text of `description.txt` beside it (read at each start), its
 /// parameter's that of `parameter.txt` and its annotations' title `title.txt`'s;
@@ -176,6 +183,7 @@ if __name__ == "__main__":
     script.display().to_string()
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn control_bidi_and_zero_width_characters_are_stripped_from_upstream_texts() {
     let dir = temp_dir("upstream-invisible");
@@ -213,6 +221,7 @@ fn control_bidi_and_zero_width_characters_are_stripped_from_upstream_texts() {
     assert!(processes_marked("upstream-invisible").is_empty(), "no server is left running");
 }
 
+#[cfg(feature = "external")]
 #[test]
 fn a_pinned_tool_whose_definition_changed_is_hidden_until_accepted() {
     let dir = temp_dir("upstream-pins");
