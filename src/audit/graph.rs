@@ -479,9 +479,7 @@ impl<'a> Builder<'a> {
                     if let Some(arguments) = &def.arguments {
                         walker.visit_arguments(arguments);
                     }
-                    for decorator in &def.decorator_list {
-                        walker.visit_expr(&decorator.expression);
-                    }
+                    walker.decorators(&def.decorator_list);
                     walker.class_body(&def.body);
                 }
                 Body::Var(value) => walker.visit_expr(value),
@@ -608,11 +606,15 @@ impl<'a> Walker<'_, 'a> {
                 self.local_imports.entry(name).or_default().push(raw);
             }
         }
-        for decorator in &def.decorator_list {
-            self.visit_expr(&decorator.expression);
-        }
+        self.decorators(&def.decorator_list);
         self.visit_parameters(&def.parameters);
         self.visit_body(&def.body);
+    }
+
+    fn decorators(&mut self, decorators: &'a [ast::Decorator]) {
+        for decorator in decorators {
+            self.visit_expr(&decorator.expression);
+        }
     }
 
     fn init_body(&mut self, body: &'a [Stmt]) {
@@ -622,15 +624,11 @@ impl<'a> Walker<'_, 'a> {
                 // reaches it): what it does at import, past naming it, is not told
                 // apart from its wrapper's.
                 Stmt::FunctionDef(def) => {
-                    for decorator in &def.decorator_list {
-                        self.visit_expr(&decorator.expression);
-                    }
+                    self.decorators(&def.decorator_list);
                     self.defaults(&def.parameters);
                 }
                 Stmt::ClassDef(class) => {
-                    for decorator in &class.decorator_list {
-                        self.visit_expr(&decorator.expression);
-                    }
+                    self.decorators(&class.decorator_list);
                     if let Some(arguments) = &class.arguments {
                         self.visit_arguments(arguments);
                     }
@@ -667,9 +665,7 @@ impl<'a> Walker<'_, 'a> {
         for stmt in body {
             match stmt {
                 Stmt::FunctionDef(def) => {
-                    for decorator in &def.decorator_list {
-                        self.visit_expr(&decorator.expression);
-                    }
+                    self.decorators(&def.decorator_list);
                     self.defaults(&def.parameters);
                 }
                 other => self.visit_stmt(other),

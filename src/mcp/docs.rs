@@ -115,10 +115,11 @@ fn failure(message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message)])
 }
 
-fn object(value: Value) -> Arc<Map<String, Value>> {
+/// A schema written as a JSON object literal, as rmcp's `Tool` takes it.
+pub(super) fn object(value: Value) -> Arc<Map<String, Value>> {
     match value {
         Value::Object(map) => Arc::new(map),
-        _ => unreachable!("the schemas above are objects"),
+        _ => unreachable!("tool schemas are written as objects"),
     }
 }
 

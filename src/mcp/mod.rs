@@ -584,14 +584,15 @@ impl Server {
             eprintln!("lcp: {problem}");
         }
         let searched = search_tool::is_on(&view.registry, &config.mcp);
+        let View { registry, routes, .. } = view;
         let registry = match searched {
-            true => search_tool::always_listed(&view.registry, &config.mcp.always_list),
-            false => view.registry.clone(),
+            true => search_tool::always_listed(&registry, &config.mcp.always_list),
+            false => registry,
         };
         let mut descriptions = self.descriptions(&registry);
         descriptions.set_enforcement(self.shared.runtime_config.enforcement());
         // What the tools' code can do is read once per generation, prompt providers or not.
-        let found = self.shared.listings.found(key, || crate::audit::found(&registry, config, &view.routes));
+        let found = self.shared.listings.found(key, || crate::audit::found(&registry, config, &routes));
         for (tool, found) in found.iter() {
             descriptions.set_found(tool.clone(), found.clone());
         }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
+use super::docs::object;
 use super::listing::Key;
 use crate::registry::{Descriptions, Registry};
 use crate::search::Index;
@@ -190,13 +191,6 @@ fn asked(arguments: &Map<String, Value>) -> Result<(&str, usize), String> {
         }
     };
     Ok((query, limit))
-}
-
-fn object(value: Value) -> Arc<Map<String, Value>> {
-    match value {
-        Value::Object(map) => Arc::new(map),
-        _ => unreachable!("the schemas above are objects"),
-    }
 }
 
 #[cfg(test)]
