@@ -737,11 +737,8 @@ pub(crate) fn config_problems(registry: &Registry, config: &Config, chosen: Opti
     for entry in &config.tool_policies {
         if registry.tool(&entry.name).is_none() {
             let file = config.file().unwrap_or(Path::new("--config"));
-            let message = format!(
-                "`tool_policies.{}` names no tool: {}",
-                entry.name,
-                crate::suggest::unknown_tool(registry, &entry.name)
-            );
+            let message =
+                format!("`tool_policies.{}` names no tool: {}", entry.name, registry.unknown_tool(&entry.name));
             found.push(Diagnostic::new(file, entry.line.unwrap_or(1), 1, Level::Warning, message));
         }
     }

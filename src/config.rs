@@ -50,13 +50,16 @@ use serde_json::Value;
 
 use crate::extract::Tool;
 use crate::policy::{self, Declared, HostPolicy};
-use crate::profile::{self, Profile};
-use crate::runtime::{Autonomy, RuntimeConfig};
 use crate::sync;
 
 pub mod auth;
+pub mod profiles;
+pub mod runtime;
 mod servers;
 mod tools;
+
+use profiles::Profile;
+use runtime::{Autonomy, RuntimeConfig};
 
 pub use crate::located::{ConfigError, Located, pointer};
 pub use auth::AuthConfig;
@@ -190,7 +193,7 @@ impl Config {
     /// No config file: the kits of the current directory only.
     pub fn without_file() -> Config {
         let mut config = Config::default();
-        config.profiles = profile::read_kits(&config.kits_folder());
+        config.profiles = profiles::read_kits(&config.kits_folder());
         config
     }
 
@@ -205,7 +208,7 @@ impl Config {
         let located = Located { file: path.to_path_buf(), lines };
         let mut config = from_document(document, &located)?;
         config.file = Some(path.to_path_buf());
-        let kits = profile::read_kits(&config.kits_folder());
+        let kits = profiles::read_kits(&config.kits_folder());
         let shadowed: Vec<Profile> =
             kits.into_iter().filter(|kit| !config.profiles.iter().any(|p| p.name == kit.name)).collect();
         config.profiles.extend(shadowed);
@@ -255,7 +258,7 @@ fn read_sandbox(
     at: &Located,
     here: &str,
     base: &Path,
-    sandbox: &mut crate::runtime::SandboxSettings,
+    sandbox: &mut runtime::SandboxSettings,
     errors: &mut Vec<ConfigError>,
 ) {
     let Value::Object(table) = value else {
@@ -421,7 +424,7 @@ fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigErro
             "profiles" => match value {
                 Value::Object(profiles) => {
                     for (name, table) in profiles {
-                        config.profiles.push(profile::from_config(&name, &table, at, &pointer(&here, &name), &base));
+                        config.profiles.push(profiles::from_config(&name, &table, at, &pointer(&here, &name), &base));
                     }
                 }
                 _ => errors.push(at.error(&here, "`profiles` must be a table keyed by profile name")),
@@ -691,7 +694,7 @@ impl Watched {
 fn stamp(config: &Config) -> Stamp {
     let mut files: Vec<PathBuf> = config.file().map(Path::to_path_buf).into_iter().collect();
     if let Ok(entries) = std::fs::read_dir(config.kits_folder()) {
-        files.extend(entries.flatten().map(|entry| entry.path()).filter(|path| profile::is_kit(path)));
+        files.extend(entries.flatten().map(|entry| entry.path()).filter(|path| profiles::is_kit(path)));
     }
     files.sort();
     files

@@ -853,3 +853,18 @@ fn type_label(schema: &Value) -> String {
         _ => "value".to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_name_is_a_name_every_format_takes() {
+        let names = ["read", "_r", "read-file", "a1", "", "1a", "read file", "read.file", "a:b", "é", "-x"];
+        let long = ["a".repeat(64), "a".repeat(65), "b".repeat(128)];
+        for name in names.iter().copied().chain(long.iter().map(String::as_str)) {
+            let everywhere = Format::ALL.iter().all(|&format| check_name(format, name).is_ok());
+            assert_eq!(crate::config::profiles::is_valid_name(name), everywhere, "{name:?}");
+        }
+    }
+}

@@ -462,6 +462,17 @@ impl Registry {
         self.libraries.iter().flat_map(|library| library.tools.iter().map(move |tool| (&**library, tool)))
     }
 
+    /// `unknown tool `x``, with the closest tool names when there are any.
+    pub fn unknown_tool(&self, name: &str) -> String {
+        format!("unknown tool `{name}`{}", crate::suggest::did_you_mean(&self.closest_names(name)))
+    }
+
+    /// Up to three tool names near `name` (edit distance, or one containing the other).
+    pub fn closest_names(&self, name: &str) -> Vec<String> {
+        let bare = |candidate: &str| candidate.strip_prefix("tool_").map(str::to_string);
+        crate::suggest::closest(name, self.tools().map(|(_, tool)| tool.name.as_str()), bare)
+    }
+
     /// The tool named `name` (the first of that name, in discovery order).
     pub fn tool(&self, name: &str) -> Option<(&Library, &Tool)> {
         let index = self.index.get_or_init(|| {

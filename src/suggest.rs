@@ -1,19 +1,6 @@
 //! Names near a name: what "did you mean" offers for an unknown tool, argument,
 //! library or profile. Pure string work on what the caller lists; runs no Python.
 
-use crate::registry::Registry;
-
-/// `unknown tool `x``, with the closest names when there are any.
-pub fn unknown_tool(registry: &Registry, name: &str) -> String {
-    format!("unknown tool `{name}`{}", did_you_mean(&closest_names(registry, name)))
-}
-
-/// Up to three tool names near `name` (edit distance, or one containing the other).
-pub fn closest_names(registry: &Registry, name: &str) -> Vec<String> {
-    let bare = |candidate: &str| candidate.strip_prefix("tool_").map(str::to_string);
-    closest(name, registry.tools().map(|(_, tool)| tool.name.as_str()), bare)
-}
-
 /// Up to three of `candidates` near `wanted`, nearest first: within an edit distance
 /// of a third of its length (at least 2), ignoring case, or containing `wanted`
 /// (less the prefix `strip` takes off, when that leaves three characters or more).

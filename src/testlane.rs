@@ -931,7 +931,7 @@ fn call(
     };
     // The payload is checked above, once: the call does not check it again.
     let Some((library, tool)) = registry.tool(real) else {
-        return made(ToolResult::failure(crate::suggest::unknown_tool(registry, real)));
+        return made(ToolResult::failure(registry.unknown_tool(real)));
     };
     let result = runtime.call_checked(library, tool, &payload.args, &call_options);
     drop(setups);

@@ -281,7 +281,7 @@ pub fn admit_member(
     };
     let Some(found) = found else {
         return Admission::Unknown(match member {
-            Member::Tool => crate::suggest::unknown_tool(registry, name),
+            Member::Tool => registry.unknown_tool(name),
             _ => format!("there is no {noun} `{name}`"),
         });
     };

@@ -110,7 +110,7 @@ pub(super) fn run(action: ProfileAction) -> Result<ExitCode, String> {
             }
             for tool in &tools {
                 if registry.tool(tool).is_none() {
-                    return Err(crate::suggest::unknown_tool(&registry, tool));
+                    return Err(registry.unknown_tool(tool));
                 }
             }
             let folder = config.kits_folder();

@@ -59,7 +59,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 }
             };
             let Some((library, _)) = registry.tool(tool.tool()) else {
-                return Err(crate::suggest::unknown_tool(&registry, tool.tool()));
+                return Err(registry.unknown_tool(tool.tool()));
             };
             let mut settings = config.runtime.clone();
             settings.isolation = isolation.isolation()?;
@@ -154,7 +154,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                     return Err(match view::admit(&registry, &config, profile.as_ref(), name) {
                         Admission::Refused(rule) => rule,
                         Admission::Unknown(message) => message,
-                        Admission::Run(_) => crate::suggest::unknown_tool(&view.registry, name),
+                        Admission::Run(_) => view.registry.unknown_tool(name),
                     });
                 }
             }

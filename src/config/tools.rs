@@ -141,7 +141,7 @@ fn read_entry(
         |key: &str, message: String| errors.push(at.error(&pointer(place, key), format!("{label}: {message}")));
     if name.is_empty() {
         fail("name", "needs a `name` (a string)".to_string());
-    } else if !crate::profile::is_valid_name(&name) {
+    } else if !super::profiles::is_valid_name(&name) {
         fail("name", "is not a name every export format takes (ASCII letters, digits, `_` and `-`, starting with a letter or `_`, at most 64 characters)".to_string());
     }
     let text = |key: &str, fail: &mut dyn FnMut(&str, String)| match table.get(key) {

@@ -590,7 +590,7 @@ impl Server {
             false => registry,
         };
         let mut descriptions = self.descriptions(&registry);
-        descriptions.set_enforcement(self.shared.runtime_config.enforcement());
+        descriptions.set_enforcement(crate::runtime::sandbox::enforcement(&self.shared.runtime_config));
         // What the tools' code can do is read once per generation, prompt providers or not.
         let found = self.shared.listings.found(key, || crate::audit::found(&registry, config, &routes));
         for (tool, found) in found.iter() {

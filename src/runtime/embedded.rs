@@ -410,7 +410,7 @@ impl Runtime {
     /// [`Runtime::call_admitted`], `lcp test` with the tools of its view.
     pub fn call(&self, registry: &Registry, tool: &str, args: &Value, options: &CallOptions) -> ToolResult {
         let Some((library, found)) = registry.tool(tool) else {
-            return ToolResult::failure(crate::suggest::unknown_tool(registry, tool));
+            return ToolResult::failure(registry.unknown_tool(tool));
         };
         match checked_arguments(found, args) {
             Ok(args) => self.call_checked(library, found, &args, options),

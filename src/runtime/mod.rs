@@ -46,7 +46,6 @@ mod python;
 #[cfg(feature = "python")]
 mod refusals;
 pub mod sandbox;
-mod settings;
 #[cfg(feature = "python")]
 mod supervisor;
 #[cfg(feature = "python")]
@@ -64,14 +63,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::config::runtime::{
+    Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key, venv_beside,
+};
 #[cfg(feature = "python")]
 pub(crate) use embedded::checked_arguments;
 #[cfg(feature = "python")]
 pub use embedded::{Forward, Resolver, Runtime, VirtualTool, python_build};
 use host_objects::Callbacks;
-pub use settings::{
-    Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key, venv_beside,
-};
 
 /// The default bound of a result's text sent on (`--max-output` of `lcp serve`), in bytes.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;

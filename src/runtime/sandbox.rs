@@ -60,6 +60,17 @@ pub fn offered() -> Enforcement {
     Enforcement { read_only: offered.landlock, offline: offered.seccomp }
 }
 
+/// The declarations a runtime of `config` has the kernel keep (SPEC §18), for its
+/// host's listings: what the kernel [`offered`] when tools run in sandboxed workers,
+/// none when they run in the host's process or unconfined.
+pub fn enforcement(config: &crate::config::runtime::RuntimeConfig) -> Enforcement {
+    use crate::config::runtime::Isolation;
+    match &config.isolation {
+        Isolation::Workers(workers) if workers.sandboxed => offered(),
+        Isolation::Workers(_) | Isolation::InProcess => Enforcement::default(),
+    }
+}
+
 /// What this machine's kernel lacks of the sandbox's mechanisms, a sentence each
 /// (empty on a kernel with Landlock and seccomp).
 pub fn kernel_gaps() -> Vec<String> {

@@ -22,6 +22,7 @@ mod host_objects;
 mod idioms;
 mod interop;
 mod isolation;
+mod layers;
 mod mcp;
 mod mcp_host;
 mod members;

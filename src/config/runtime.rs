@@ -28,7 +28,7 @@ pub struct RuntimeConfig {
     /// Parameter names the host injects (left out of schemas); a tool that requires
     /// one gets `None`. Default: [`extract::DEFAULT_INJECTED`].
     pub injected: Vec<String>,
-    /// Time limit for each prompt provider in [`Runtime::prompt_descriptions`](super::Runtime::prompt_descriptions). Default: 10 s.
+    /// Time limit for each prompt provider in `Runtime::prompt_descriptions`. Default: 10 s.
     pub provider_timeout: Option<Duration>,
     /// Where tools run. Default: [`Isolation::InProcess`], since worker processes need
     /// a program that serves them ([`WorkerSettings::program`]); the `lcp` command
@@ -56,18 +56,6 @@ pub struct SandboxSettings {
 impl Default for SandboxSettings {
     fn default() -> Self {
         SandboxSettings { writable: Vec::new(), require: true, infer: false }
-    }
-}
-
-impl RuntimeConfig {
-    /// The declarations a runtime of this config has the kernel keep (SPEC §18), for
-    /// its host's listings: what the kernel offers when tools run in sandboxed
-    /// workers, none when they run in the host's process or unconfined.
-    pub fn enforcement(&self) -> crate::policy::Enforcement {
-        match &self.isolation {
-            Isolation::Workers(workers) if workers.sandboxed => super::sandbox::offered(),
-            Isolation::Workers(_) | Isolation::InProcess => crate::policy::Enforcement::default(),
-        }
     }
 }
 
@@ -148,7 +136,7 @@ pub enum Isolation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerSettings {
     /// The program started as a worker, as `PROGRAM __worker`: an `lcp` binary, or a
-    /// host binary that calls [`worker::main`](super::worker::main) when given that argument.
+    /// host binary that calls `runtime::worker::main` when given that argument.
     pub program: PathBuf,
     /// Arguments given before `__worker`: `-m lcp_tools` when the program is the
     /// Python of a host that imported lcp as its extension module. Default: none.
@@ -167,7 +155,7 @@ pub struct WorkerSettings {
     pub standby: bool,
     /// Whether workers enter their sandbox (SPEC §18; default `true`). `false` starts
     /// them with nothing confined and no declaration enforced, and listings then claim
-    /// none ([`RuntimeConfig::enforcement`]): what the bench
+    /// none (`sandbox::enforcement`): what the bench
     /// measures the sandbox's cost against. lcp's commands never turn it off.
     pub sandboxed: bool,
 }
@@ -241,7 +229,7 @@ pub fn library_key(library: &Library) -> String {
         .map_or_else(|| library.stem.clone(), |name| name.to_string_lossy().into_owned())
 }
 
-/// Why a [`Runtime`](super::Runtime) could not start.
+/// Why a `Runtime` could not start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RuntimeError {
@@ -259,7 +247,7 @@ pub enum RuntimeError {
     Python(String),
     /// Worker processes cannot be started ([`Isolation::Workers`]).
     Workers(String),
-    /// [`Runtime::eval`](super::Runtime::eval)'s expression raised: Python's message.
+    /// `Runtime::eval`'s expression raised: Python's message.
     Evaluation(String),
 }
 
