@@ -261,15 +261,17 @@ pub struct Callbacks {
 
 impl std::fmt::Debug for Callbacks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Offered { confirm, interact, model, vision, roots, batch, progress, log, task, log_level: _ } =
+            self.offered(0);
         f.debug_struct("Callbacks")
-            .field("confirm", &self.confirm.is_some())
-            .field("interact", &self.interact.is_some())
-            .field("model", &self.model.as_ref().map(|model| model.vision))
-            .field("roots", &self.roots.is_some())
-            .field("batch", &self.batch.is_some())
-            .field("progress", &self.progress.is_some())
-            .field("log", &self.log.is_some())
-            .field("task", &self.task.is_some())
+            .field("confirm", &confirm)
+            .field("interact", &interact)
+            .field("model", &model.then_some(vision))
+            .field("roots", &roots)
+            .field("batch", &batch)
+            .field("progress", &progress)
+            .field("log", &log)
+            .field("task", &task)
             .finish()
     }
 }
@@ -311,24 +313,25 @@ impl Callbacks {
 
     /// Whether it has no callback at all.
     pub fn is_empty(&self) -> bool {
-        self.confirm.is_none()
-            && self.interact.is_none()
-            && self.model.is_none()
-            && self.progress.is_none()
-            && self.log.is_none()
+        let Offered { confirm, interact, model, vision: _, roots, batch, progress, log, task, log_level: _ } =
+            self.offered(0);
+        ![confirm, interact, model, roots, batch, progress, log, task].contains(&true)
     }
 
+    /// Which kinds it answers. Every kind is named here by the struct's pattern, so a
+    /// kind added to `Callbacks` cannot be left out of what a call is offered.
     pub(crate) fn offered(&self, log_level: u32) -> Offered {
+        let Callbacks { confirm, interact, model, roots, batch, progress, log, task } = self;
         Offered {
-            confirm: self.confirm.is_some(),
-            interact: self.interact.is_some(),
-            model: self.model.is_some(),
-            vision: self.model.as_ref().is_some_and(|model| model.vision),
-            roots: self.roots.is_some(),
-            batch: self.batch.is_some(),
-            progress: self.progress.is_some(),
-            log: self.log.is_some(),
-            task: self.task.is_some(),
+            confirm: confirm.is_some(),
+            interact: interact.is_some(),
+            model: model.is_some(),
+            vision: model.as_ref().is_some_and(|model| model.vision),
+            roots: roots.is_some(),
+            batch: batch.is_some(),
+            progress: progress.is_some(),
+            log: log.is_some(),
+            task: task.is_some(),
             log_level,
         }
     }

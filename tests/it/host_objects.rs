@@ -8,7 +8,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
 use lcp::registry::{Options, Registry, Sources};
-use lcp::runtime::host_objects::{Answer, Callbacks, InteractionKind, level};
+use lcp::runtime::host_objects::{
+    Answer, BatchHandler, Callbacks, HostAnswer, HostRequest, InteractionKind, RootsHandler, level,
+};
 use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, ToolResult, WorkerSettings};
 use serde_json::{Value, json};
 
@@ -236,6 +238,34 @@ fn a_calls_own_callbacks_win_and_a_host_without_them_gives_clear_errors() {
         assert_eq!(ok(runtime.call(&registry, "tool_ask", &json!({}), &own)), json!({"answer": null}));
         let runtimes = ok(runtime.call(&registry, "tool_ask", &json!({}), &CallOptions::default()));
         assert_eq!(runtimes, json!({"answer": "runtime's"}));
+    }
+}
+
+#[test]
+fn a_call_whose_only_callback_is_roots_or_a_batch_is_answered_by_it() {
+    let registry = registry();
+    for runtime in runtimes() {
+        let roots: RootsHandler = Arc::new(|_| Ok(vec![json!({"uri": "file:///only"})]));
+        let own = CallOptions {
+            callbacks: Callbacks { roots: Some(roots), ..Callbacks::default() },
+            ..CallOptions::default()
+        };
+        assert_eq!(ok(runtime.call(&registry, "tool_roots", &json!({}), &own)), json!([{"uri": "file:///only"}]));
+        let batch: BatchHandler = Arc::new(|requests| {
+            let answer = |request: &HostRequest| match request {
+                HostRequest::Interact(_) => HostAnswer::Interact(Answer::Given(json!("from the batch"))),
+                HostRequest::Generate(_) => HostAnswer::Generate(Ok("batched".to_string())),
+                HostRequest::Roots(_) => HostAnswer::Roots(Ok(vec![json!({"uri": "file:///batched"})])),
+                other => panic!("not asked: {other:?}"),
+            };
+            requests.iter().map(|(name, request)| (name.clone(), answer(request))).collect()
+        });
+        let own = CallOptions {
+            callbacks: Callbacks { batch: Some(batch), ..Callbacks::default() },
+            ..CallOptions::default()
+        };
+        let asked = ok(runtime.call(&registry, "tool_ask_many", &json!({}), &own));
+        assert_eq!(asked, json!({"who": "from the batch", "line": "batched", "where": [{"uri": "file:///batched"}]}));
     }
 }
 
