@@ -44,6 +44,7 @@ pub mod diag;
 pub(crate) mod docstring;
 pub mod export;
 pub mod extract;
+pub mod fast_paths;
 pub(crate) mod located;
 #[cfg(feature = "python")]
 pub mod mcp;

@@ -37,6 +37,7 @@ use super::call;
 use super::http::Body;
 use super::requester::{self, Channel, Requester};
 use super::{Server, Session};
+use crate::fast_paths::FastPath;
 use crate::sync;
 
 /// The prefix of the ids of the requests the lane sends to clients.
@@ -128,7 +129,7 @@ pub(super) async fn answer(
     loopback: bool,
 ) -> Option<Response<Body>> {
     let session = parts.headers.get("mcp-session-id")?.to_str().ok()?;
-    if parts.method != hyper::Method::POST || !expected(&parts.headers, loopback) {
+    if !FastPath::Lane.on() || parts.method != hyper::Method::POST || !expected(&parts.headers, loopback) {
         return None;
     }
     let lane = &server.shared.lane;

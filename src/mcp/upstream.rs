@@ -42,6 +42,7 @@ use super::forward::{self, Endpoint, Failure};
 use crate::config::{ServerEntry, Transport};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Returns, SchemaText, Tool};
+use crate::fast_paths::FastPath;
 use crate::policy::{Declared, Grade};
 use crate::runtime::host_objects::{
     Answer, Callbacks, Generation, Interaction, InteractionKind, LogRecord, Progress, level,
@@ -785,7 +786,8 @@ impl Upstreams {
     /// `http://` (see [`Upstreams::lean_call`]).
     pub(crate) fn is_lean(&self, library: &Library) -> bool {
         let Origin::Mcp { server } = &library.origin else { return false };
-        self.servers.iter().any(|upstream| &upstream.entry.name == server && upstream.endpoint.is_some())
+        FastPath::Forward.on()
+            && self.servers.iter().any(|upstream| &upstream.entry.name == server && upstream.endpoint.is_some())
     }
 
     /// A call of a tool of a server on plain `http://` (`forward.rs`), to be awaited
@@ -798,6 +800,9 @@ impl Upstreams {
         args: &Value,
         options: &CallOptions,
     ) -> Option<Forwarding> {
+        if !FastPath::Forward.on() {
+            return None;
+        }
         let (upstream, name) = self.route(library, tool).ok()?;
         let endpoint = Arc::clone(upstream.endpoint.as_ref()?);
         let server = upstream.entry.name.clone();

@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 use super::host_objects::{self, Callbacks, Offered};
 use super::{Cancel, Carried, Outcome, ToolResult, capture, python, workspace};
 use crate::diag::{Diagnostic, Level};
+use crate::fast_paths::FastPath;
 use crate::registry::FastMap;
 use crate::sync;
 
@@ -306,7 +307,7 @@ impl Engine {
         }
         let result = self.run_hosted(job, callbacks, timeout, cancel);
         INTERPRETER.log_level.store(job.host.log_level, Ordering::Release);
-        if job.kind == Kind::Tool && job.module.is_none() {
+        if job.kind == Kind::Tool && job.module.is_none() && FastPath::Direct.on() {
             self.resolve(job);
         }
         result
@@ -343,7 +344,7 @@ impl Engine {
     /// The direct path (see the module doc).
     fn call_direct(&self, job: &Job, callbacks: &Callbacks) -> Direct {
         let Value::Object(args) = &job.args else { return Direct::Declined };
-        if DEPTH.get() > 0 || !INTERPRETER.allows_direct(job.host.log_level) {
+        if DEPTH.get() > 0 || !INTERPRETER.allows_direct(job.host.log_level) || !FastPath::Direct.on() {
             return Direct::Declined;
         }
         let direct = {
