@@ -21,7 +21,7 @@
 //!    claimed, as `lcp serve` runs tools, in a child process; and without) against a
 //!    direct Python call and `LCPBinding.execute_tool`;
 //! 5. the `tools/call` round trip through `lcp serve` (stdio, raw JSON-RPC client),
-//!    and its start-up time;
+//!    also with the direct path off (`LCP_SLOW_PATHS=direct`), and its start-up time;
 //! 6. peak memory of the registry against `LCPBinding`'s;
 //! 7. isolation (worker processes), and 7b what the sandbox costs against none;
 //! 8. `lcp serve` on the large corpus: the whole `tools/list` over HTTP, a dropped
@@ -715,12 +715,14 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
     let all = RefCell::new(Vec::new());
     let mut server = Server::start(&setup.lcp, folder, &[]);
     let mut in_process = Server::start(&setup.lcp, folder, &["--in-process"]);
+    let mut slow = Server::started(&setup.lcp, folder, &[], &[("LCP_SLOW_PATHS", "direct")]).0;
     let mut id = 1;
     let first = seconds(|| server.call_noop(&mut id));
     in_process.call_noop(&mut id);
+    slow.call_noop(&mut id);
     let contenders = vec![
         Contender::new("start", setup.reps(21), || {
-            let (server, started) = Server::started(&setup.lcp, folder, &[]);
+            let (server, started) = Server::started(&setup.lcp, folder, &[], &[]);
             server.stop();
             started
         }),
@@ -736,10 +738,17 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
             batch.sort_by(f64::total_cmp);
             vec![batch[batch.len() / 2]]
         }),
+        Contender::many(&["trips-slow"], setup.reps(11), || {
+            let mut next = 2_000_000_000;
+            let mut batch: Vec<f64> = (0..trips).map(|_| seconds(|| slow.call_noop(&mut next))).collect();
+            batch.sort_by(f64::total_cmp);
+            vec![batch[batch.len() / 2]]
+        }),
     ];
     let r = interleaved(contenders);
     server.stop();
     in_process.stop();
+    slow.stop();
     let mut all = Samples(all.into_inner());
     // The warm-up batch is not part of the record.
     all.0.drain(..trips);
@@ -761,6 +770,12 @@ fn runtime_rows(table: &mut Table, setup: &Setup, folder: &Path) {
         &r["trips-in-process"],
         &ratio(r["trips-in-process"].median(), r["trips"].median()),
         "",
+    );
+    table.time(
+        "lcp serve tools/call with the direct path off (LCP_SLOW_PATHS=direct), median of each batch",
+        &r["trips-slow"],
+        &ratio(r["trips-slow"].median(), r["trips"].median()),
+        &verdict(r["trips-slow"].median() > 1.1 * r["trips"].median(), "the direct path gains ≥ 10%"),
     );
     table.time("lcp serve start-up (spawn -> initialize response)", &r["start"], "", "");
     table.time("first tools/call (starts Python, imports the library)", &Samples(vec![first]), "", "");
@@ -1011,12 +1026,13 @@ struct Server {
 impl Server {
     /// Spawns the server and does the handshake; also returns the time from spawn to
     /// the `initialize` response.
-    fn started(lcp: &Path, folder: &Path, flags: &[&str]) -> (Server, f64) {
+    fn started(lcp: &Path, folder: &Path, flags: &[&str], env: &[(&str, &str)]) -> (Server, f64) {
         let started = std::time::Instant::now();
         let mut child = Command::new(lcp)
             .arg("serve")
             .arg(folder)
             .args(flags)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -1040,7 +1056,7 @@ impl Server {
     }
 
     fn start(lcp: &Path, folder: &Path, flags: &[&str]) -> Server {
-        Server::started(lcp, folder, flags).0
+        Server::started(lcp, folder, flags, &[]).0
     }
 
     fn send(&mut self, message: &Value) {

@@ -259,7 +259,9 @@ pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: b
 /// A `tools/call` forwarded by `lcp serve` to an MCP server it gathers tools from
 /// (SPEC §14), against the same call made to that server directly: both servers are
 /// `lcp serve --http` on loopback, the upstream over `fixtures/mcp/results`, the
-/// gateway with it as `[mcp_servers.inner]` and no tools of its own.
+/// gateway with it as `[mcp_servers.inner]` and no tools of its own; and the same
+/// gateway with its fast paths for forwarded calls off (`LCP_SLOW_PATHS=lane,forward`:
+/// the call through rmcp's session and rmcp's client), which says what those paths gain.
 pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path, quick: bool) {
     eprintln!("lcp serve as a gateway ...");
     let upstream = HttpServer::start(lcp, &root.join("fixtures/mcp/results"));
@@ -271,7 +273,9 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
         upstream.address
     );
     std::fs::write(&config, table_text).expect("the gateway's config is writable");
-    let gateway = HttpServer::start_with(lcp, &["--config".as_ref(), config.as_os_str(), empty.as_os_str()]);
+    let gateway_args = ["--config".as_ref(), config.as_os_str(), empty.as_os_str()];
+    let gateway = HttpServer::start_with(lcp, &gateway_args);
+    let slow_gateway = HttpServer::start_in(lcp, &gateway_args, &[("LCP_SLOW_PATHS", "lane,forward")]);
     let calls = if quick { 200 } else { 2000 };
     let call = |tool: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {"a": 1, "b": 2}}});
     let (direct_call, forwarded_call) = (call("tool_add"), call("inner_tool_add"));
@@ -279,21 +283,25 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
         let answer = message(body);
         assert_eq!(answer["result"]["structuredContent"], json!({"result": 3}), "{answer}");
     };
-    let (mut direct_client, mut forwarded_client) =
-        (Client::connect(&upstream.address), Client::connect(&gateway.address));
+    let (mut direct_client, mut forwarded_client, mut slow_client) =
+        (Client::connect(&upstream.address), Client::connect(&gateway.address), Client::connect(&slow_gateway.address));
     // Warm: the upstream's first call starts Python and imports the library.
     check(&direct_client.request(&direct_call));
     check(&forwarded_client.request(&forwarded_call));
-    // Taken in turns, so that both see the machine as it is at the time.
-    let (mut direct, mut forwarded) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    check(&slow_client.request(&forwarded_call));
+    // Taken in turns, so that all see the machine as it is at the time.
+    let (mut direct, mut forwarded, mut slow) =
+        (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls));
     for _ in 0..calls {
         direct.push(seconds(|| check(&direct_client.request(&direct_call))));
         forwarded.push(seconds(|| check(&forwarded_client.request(&forwarded_call))));
+        slow.push(seconds(|| check(&slow_client.request(&forwarded_call))));
     }
-    let (direct, forwarded) = (Samples(direct), Samples(forwarded));
-    drop(gateway);
+    let (direct, forwarded, slow) = (Samples(direct), Samples(forwarded), Samples(slow));
+    drop((gateway, slow_gateway));
     drop(upstream);
     let overhead = forwarded.median() - direct.median();
+    let slow_overhead = slow.median() - direct.median();
     table.section("8b. lcp serve as a gateway: a forwarded tools/call");
     table.time("tools/call of the upstream server directly (HTTP, loopback)", &direct, "", "");
     table.time(
@@ -301,6 +309,12 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
         &forwarded,
         &format!("overhead {} ({} of direct)", duration(overhead), ratio(forwarded.median(), direct.median())),
         &verdict(overhead < 200e-6, "overhead median < 200 µs"),
+    );
+    table.time(
+        "the same call with the fast paths off (LCP_SLOW_PATHS=lane,forward)",
+        &slow,
+        &format!("overhead {} ({} of the fast paths')", duration(slow_overhead), ratio(slow_overhead, overhead)),
+        &verdict(slow.median() > forwarded.median() * 1.1, "fast paths gain ≥ 10%"),
     );
 }
 
