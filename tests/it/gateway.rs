@@ -175,15 +175,34 @@ fn a_stdio_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
     let mark = "gateway-routed";
     let python = test_python().display().to_string();
     let script = root().join("tests/python/asking_mcp_server.py").display().to_string();
-    let config = servers_config(
-        mark,
-        &format!(
-            "[mcp_servers.asker]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = {mark:?} }}\n"
-        ),
-    );
+    let server = format!("command = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = {mark:?} }}\n");
+    two_callers_get_their_own_questions_and_logs(mark, &server);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
+/// Over Streamable HTTP: on plain `http://` (lcp's own exchange), and with credentials
+/// in the URL (through rmcp's client, the route `https://` servers take too).
+#[test]
+fn an_http_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
+    let mark = "gateway-routed-http";
+    let port = free_port();
+    let mut command = std::process::Command::new(test_python());
+    command.arg(root().join("tests/python/asking_mcp_server.py")).env("LCP_TEST_HTTP_PORT", port.to_string());
+    let upstream = Listening::start(command, port, mark);
+    for url in [format!("http://127.0.0.1:{port}/mcp"), format!("http://user:pass@127.0.0.1:{port}/mcp")] {
+        two_callers_get_their_own_questions_and_logs(mark, &format!("url = {url:?}\n"));
+    }
+    drop(upstream);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
+/// Two clients call the tool `ask` of the server `[mcp_servers.asker]` (`server`: the
+/// table's body) through one gateway at once, each answering its questions with its
+/// own name: each is asked only its own question, hears only its own logs, and its
+/// result carries its own answer.
+fn two_callers_get_their_own_questions_and_logs(mark: &str, server: &str) {
+    let config = servers_config(mark, &format!("[mcp_servers.asker]\n{server}"));
     let gateway = HttpServer::start(&["--config", &config, FOLDER]);
-    // Two clients call the same tool of the same server at once, each answering its
-    // questions with its own name.
     let client = |who: &str| {
         let mut command = std::process::Command::new(test_python());
         command
@@ -197,7 +216,7 @@ fn a_stdio_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
     let (first, second) = (client("alice"), client("bob"));
     for (who, output) in [("alice", first.join().unwrap()), ("bob", second.join().unwrap())] {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{who}'s client failed: {stderr}");
+        assert!(output.status.success(), "{who}'s client failed ({server}): {stderr}");
         let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
         let result = &report["results"][0];
         assert_eq!(result["content"][0]["text"], format!("{who} was answered by {who}"), "{who}: {report}");
@@ -206,8 +225,8 @@ fn a_stdio_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
         let other = if who == "alice" { "bob" } else { "alice" };
         assert!(!asked.contains(other), "{who} was asked {other}'s question: {asked}");
         let logs = report["logs"].to_string();
+        assert!(logs.contains(&format!("working for {who}")), "{who} did not hear its own log ({server}): {logs}");
         assert!(!logs.contains(&format!("working for {other}")), "{who} heard {other}'s log: {logs}");
     }
     drop(gateway);
-    assert!(processes_marked(mark).is_empty(), "no server is left running");
 }

@@ -1,7 +1,10 @@
-"""An MCP server over stdio (the official SDK's MCPServer) whose one tool logs a line
+"""An MCP server over stdio, or Streamable HTTP on 127.0.0.1:$LCP_TEST_HTTP_PORT when
+that is set (the official SDK's MCPServer), whose one tool logs a line
 naming its call, waits a moment (so that two callers' calls overlap), asks its caller
 a question and answers with what it was told: the gateway's routing of a server's
 questions and logs to the call they belong to is tested against it."""
+
+import os
 
 import anyio
 from pydantic import BaseModel
@@ -26,4 +29,7 @@ async def ask(tag: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if os.environ.get("LCP_TEST_HTTP_PORT"):
+        server.run("streamable-http", port=int(os.environ["LCP_TEST_HTTP_PORT"]))
+    else:
+        server.run()
