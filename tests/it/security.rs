@@ -373,15 +373,25 @@ fn security_fixture() -> Registry {
 fn a_crash_fails_only_its_own_call_reruns_declared_ones_and_names_the_crasher_to_the_others() {
     let registry = Arc::new(security_fixture());
     let runtime = Arc::new(trusting_worker());
+    // Each says it started (as progress) before it sleeps for long.
+    let (started, heard) = std::sync::mpsc::channel();
     let calls: Vec<_> = ["tool_steady", "tool_reader", "tool_fragile", "tool_steady", "tool_fragile"]
         .into_iter()
         .map(|tool| {
             let (runtime, registry) = (Arc::clone(&runtime), Arc::clone(&registry));
-            std::thread::spawn(move || (tool, runtime.call(&registry, tool, &json!({}), &CallOptions::default())))
+            let started = std::sync::Mutex::new(started.clone());
+            let progress: lcp::runtime::host_objects::ProgressHandler = Arc::new(move |_| {
+                let _ = started.lock().unwrap().send(());
+            });
+            let callbacks = lcp::runtime::host_objects::Callbacks { progress: Some(progress), ..Default::default() };
+            let options = CallOptions { callbacks, ..CallOptions::default() };
+            std::thread::spawn(move || (tool, runtime.call(&registry, tool, &json!({"seconds": 3}), &options)))
         })
         .collect();
     // The others are running in the one worker when this one crashes it.
-    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..calls.len() {
+        heard.recv_timeout(Duration::from_secs(60)).expect("every call starts");
+    }
     let crash = runtime.call(&registry, "tool_crash", &json!({}), &CallOptions::default());
     let crash_error = crash.error.unwrap_or_default();
     assert!(crash_error.contains("`tool_crash` failed") && crash_error.contains("SIGSEGV"), "{crash_error}");
