@@ -17,9 +17,6 @@ pub enum FastPath {
     /// A tool whose parameters are plain JSON types is called from Rust with its
     /// arguments built directly (`runtime::engine`), instead of through `host.py`.
     Direct,
-    /// A handshake session's `tools/call` of a forwarded tool answered by lcp's lane
-    /// (`mcp::lane`), instead of through rmcp's session.
-    Lane,
     /// A call of a tool of a plain `http://` MCP server as one HTTP/1.1 exchange
     /// (`mcp::forward`), instead of through rmcp's client.
     Forward,
@@ -27,8 +24,7 @@ pub enum FastPath {
 
 impl FastPath {
     /// Every fast path, by its name in [`VARIABLE`].
-    pub const ALL: [(&'static str, FastPath); 3] =
-        [("direct", FastPath::Direct), ("lane", FastPath::Lane), ("forward", FastPath::Forward)];
+    pub const ALL: [(&'static str, FastPath); 2] = [("direct", FastPath::Direct), ("forward", FastPath::Forward)];
 
     /// Whether this path is taken: it is not listed in [`VARIABLE`].
     pub fn on(self) -> bool {
@@ -68,8 +64,8 @@ mod tests {
     #[test]
     fn the_variable_lists_paths_by_name_or_all_and_names_none_of_others() {
         assert_eq!(parse(""), (vec![], vec![]));
-        assert_eq!(parse("lane, forward"), (vec![FastPath::Lane, FastPath::Forward], vec![]));
-        assert_eq!(parse("all").0, [FastPath::Direct, FastPath::Lane, FastPath::Forward]);
-        assert_eq!(parse("direct,splice"), (vec![FastPath::Direct], vec!["splice".to_string()]));
+        assert_eq!(parse("direct, forward"), (vec![FastPath::Direct, FastPath::Forward], vec![]));
+        assert_eq!(parse("all").0, [FastPath::Direct, FastPath::Forward]);
+        assert_eq!(parse("direct,lane"), (vec![FastPath::Direct], vec!["lane".to_string()]));
     }
 }

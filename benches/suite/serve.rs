@@ -260,8 +260,8 @@ pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: b
 /// (SPEC §14), against the same call made to that server directly: both servers are
 /// `lcp serve --http` on loopback, the upstream over `fixtures/mcp/results`, the
 /// gateway with it as `[mcp_servers.inner]` and no tools of its own; and the same
-/// gateway with its fast paths for forwarded calls off (`LCP_SLOW_PATHS=lane,forward`:
-/// the call through rmcp's session and rmcp's client), which says what those paths gain.
+/// gateway with its fast path for forwarded calls off (`LCP_SLOW_PATHS=forward`: the
+/// call through rmcp's client), which says what that path gains.
 pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path, quick: bool) {
     eprintln!("lcp serve as a gateway ...");
     let upstream = HttpServer::start(lcp, &root.join("fixtures/mcp/results"));
@@ -275,7 +275,7 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
     std::fs::write(&config, table_text).expect("the gateway's config is writable");
     let gateway_args = ["--config".as_ref(), config.as_os_str(), empty.as_os_str()];
     let gateway = HttpServer::start_with(lcp, &gateway_args);
-    let slow_gateway = HttpServer::start_in(lcp, &gateway_args, &[("LCP_SLOW_PATHS", "lane,forward")]);
+    let slow_gateway = HttpServer::start_in(lcp, &gateway_args, &[("LCP_SLOW_PATHS", "forward")]);
     let calls = if quick { 200 } else { 2000 };
     let call = |tool: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {"a": 1, "b": 2}}});
     let (direct_call, forwarded_call) = (call("tool_add"), call("inner_tool_add"));
@@ -311,10 +311,10 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
         &verdict(overhead < 200e-6, "overhead median < 200 µs"),
     );
     table.time(
-        "the same call with the fast paths off (LCP_SLOW_PATHS=lane,forward)",
+        "the same call with its fast path off (LCP_SLOW_PATHS=forward)",
         &slow,
-        &format!("overhead {} ({} of the fast paths')", duration(slow_overhead), ratio(slow_overhead, overhead)),
-        &verdict(slow.median() > forwarded.median() * 1.1, "fast paths gain ≥ 10%"),
+        &format!("overhead {} ({} of the fast path's)", duration(slow_overhead), ratio(slow_overhead, overhead)),
+        &verdict(slow.median() > forwarded.median() * 1.1, "the fast path gains ≥ 10%"),
     );
 }
 

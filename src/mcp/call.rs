@@ -13,8 +13,7 @@
 //! (a log message without one); log records at or above the call's level become
 //! `notifications/message`.
 //!
-//! The client is a [`Requester`]: rmcp's peer of the request, or the event stream of
-//! a call the lane answers (`lane.rs`); everything above is the same for both.
+//! The client is a [`Requester`]: rmcp's peer of the request.
 //!
 //! Cancellation stops the call: with worker processes the tool is stopped (its
 //! worker is ended if it does not stop); in-process (`--in-process`) it finishes in
@@ -37,7 +36,7 @@ use tokio::sync::mpsc;
 use super::Server;
 use super::content;
 use super::host::{self, Able};
-use super::requester::{Channel, Reporter, Requester};
+use super::requester::{Reporter, Requester};
 use super::state::{self, StateKey};
 use super::tasks::TaskRun;
 use crate::policy::{Declared, TaskSupport};
@@ -463,53 +462,6 @@ pub(super) async fn call_tool(
     finish(server, name, followed, shape, &requester).await
 }
 
-/// A call the lane answers (`lane.rs`), started; [`follow`] it to its response.
-pub(super) struct Forwarded {
-    followed: Followed,
-    shape: content::Shape,
-}
-
-/// Starts a `tools/call` for the lane as every call starts: of the tool shown as
-/// `name`, admitted as the config is now, whose server's tools have not changed since
-/// they were listed, forwarded the short way, declaring neither a task nor headers.
-/// `None` for any other call: rmcp's path takes it (rescanning, refusing, running it as
-/// a task or checking its headers as [`call_tool`] does).
-pub(super) fn start_forwarded(
-    server: &Server,
-    name: &str,
-    arguments: Map<String, Value>,
-    requester: &Requester,
-    caller: &super::auth::Caller,
-) -> Option<Forwarded> {
-    let config = server.shared.settings.config.current();
-    let registry = server.snapshot();
-    let Admission::Run(tool) = server.admit(&registry, &config, name) else { return None };
-    let (library, found) = registry.tool(tool.tool())?;
-    if !registry.is_current(library) || !server.upstreams()?.is_lean(library) {
-        return None;
-    }
-    let shape = super::output_shape_of(found);
-    let declared = Some(tool.confined());
-    if declared.as_ref().is_some_and(|declared| {
-        matches!(declared.task, Some(TaskSupport::Optional | TaskSupport::Required)) || declared.mcp_headers.is_some()
-    }) {
-        return None;
-    }
-    let bound = Bound::new(caller, name, Some(&arguments));
-    let followed = begin(server, registry, &tool, declared, arguments, Vec::new(), false, requester, bound);
-    Some(Forwarded { followed, shape })
-}
-
-/// Follows a call [`start_forwarded`] started to its response.
-pub(super) async fn follow(
-    server: &Server,
-    name: &str,
-    forwarded: Forwarded,
-    requester: &Requester,
-) -> Result<CallToolResponse, ErrorData> {
-    finish(server, name, forwarded.followed, forwarded.shape, requester).await
-}
-
 /// Whether the request's client takes tasks (it declared the extension).
 fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
     context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
@@ -534,10 +486,7 @@ async fn run_as_task(
     owner: String,
 ) -> Result<CallToolResponse, ErrorData> {
     let max_output = server.shared.settings.max_output;
-    let watcher = match &requester.to {
-        Channel::Peer(peer) if !requester.handshake_less => Some(peer.clone()),
-        _ => None,
-    };
+    let watcher = (!requester.handshake_less).then(|| requester.to.0.clone());
     let run = TaskRun {
         events,
         cancel,

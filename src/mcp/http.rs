@@ -1,8 +1,7 @@
 //! `lcp serve --http ADDR`: Streamable HTTP on one address, endpoint `/mcp`.
 //!
 //! rmcp's `StreamableHttpService` does the protocol (sessions for handshake clients,
-//! stateless requests for handshake-less ones), but for what the lane answers (a
-//! session's calls of tools forwarded the short way, `lane.rs`); this file accepts
+//! stateless requests for handshake-less ones); this file accepts
 //! connections (with `TCP_NODELAY`: replies are small and latency-bound), checks each
 //! request (SPEC §17), routes the path, and puts the kept tool list into `tools/list`
 //! responses (`listing`).
@@ -18,8 +17,8 @@
 //! Callers are bound to their sessions (SPEC §17): every request carries its
 //! `auth::Caller` (the anonymous one without `[auth]`) in its head's extensions, where
 //! the handlers find it; a session belongs to the caller whose `initialize` opened it,
-//! and a request of any other caller naming it (POST, GET, DELETE, whatever the lane
-//! would take) is answered 404, as if it did not exist.
+//! and a request of any other caller naming it (POST, GET, DELETE) is answered 404, as
+//! if it did not exist.
 //!
 //! No lock-outs: connections are capped, per peer address too, and with `[auth]` a
 //! quarter of them are kept for callers with a valid token (a connection accepted into
@@ -46,7 +45,6 @@ use rmcp::transport::streamable_http_server::{
 use tokio::net::TcpListener;
 
 use super::auth::{self, Refusal};
-use super::lane;
 use super::listing::{Listings, SplicingBody};
 use super::{ServeError, Server};
 use crate::sync;
@@ -133,8 +131,6 @@ struct Access {
     auth: Option<Arc<auth::Gate>>,
     /// Browser origins allowed on an address that is not loopback (`[auth] allowed_origins`).
     allowed_origins: Option<Vec<String>>,
-    /// The address is loopback.
-    loopback: bool,
 }
 
 /// Serves `server` on `address`, printing where on stderr; returns only when the
@@ -156,16 +152,16 @@ pub(super) async fn serve(
     };
     let allowed_origins = (!loopback).then(|| server.shared.settings.config.current().auth.allowed_origins.clone());
     let reserve = auth.is_some();
-    let access = Access { auth: auth.map(Arc::new), allowed_origins, loopback };
+    let access = Access { auth: auth.map(Arc::new), allowed_origins };
     let mut sessions = LocalSessionManager::default();
     // A session unused this long is closed (`[mcp] session_idle`).
-    sessions.session_config.keep_alive = Some(server.shared.lane.idle());
+    sessions.session_config.keep_alive = Some(server.shared.session_idle);
     let sessions = Arc::new(sessions);
-    let lane = server.clone();
-    let service = StreamableHttpService::new(move || Ok(server.new_session()), Arc::clone(&sessions), config);
+    let opener = server.clone();
+    let service = StreamableHttpService::new(move || Ok(opener.new_session()), Arc::clone(&sessions), config);
     let connections = Arc::new(Connections::new(reserve));
     let owners = Owners::default();
-    let endpoint = Arc::new(Endpoint { service, lane, listings, access, sessions, owners, connections });
+    let endpoint = Arc::new(Endpoint { service, server, listings, access, sessions, owners, connections });
     eprintln!("lcp: serving MCP at http://{bound}{PATH}");
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -208,8 +204,8 @@ pub(super) type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 /// What answers the requests of every connection.
 struct Endpoint {
     service: StreamableHttpService<Server, LocalSessionManager>,
-    /// The server whose lane answers what it takes (`lane.rs`).
-    lane: Server,
+    /// The server (its tasks acknowledge what a listen stream names).
+    server: Server,
     listings: Arc<Listings>,
     access: Access,
     sessions: Arc<LocalSessionManager>,
@@ -530,9 +526,9 @@ async fn route(request: Request<Incoming>, endpoint: &Endpoint, connection: &Arc
 
 /// The checks of SPEC §17 in order (one `Host`, one `Origin`, the metadata, the
 /// endpoint, `Origin`'s value, the token, the session's owner, the body read in
-/// bounded time, the session cap), then the protocol: the lane's, or rmcp's.
+/// bounded time, the session cap), then the protocol: rmcp's.
 async fn checked(request: Request<Incoming>, endpoint: &Endpoint, connection: &Arc<Connection>) -> Response<Body> {
-    let Endpoint { service, lane, listings, access, sessions, owners, connections } = endpoint;
+    let Endpoint { service, server, listings, access, sessions, owners, connections } = endpoint;
     if request.headers().get_all(hyper::header::HOST).iter().count() > 1 {
         return plain(StatusCode::BAD_REQUEST, "more than one Host header");
     }
@@ -624,7 +620,7 @@ async fn checked(request: Request<Incoming>, endpoint: &Endpoint, connection: &A
     if parts.method == hyper::Method::POST
         && let Some(listened) = super::tasks::ListenedTasks::of(&body)
     {
-        honoured = Some(lane.shared.tasks.honoured(&listened.0, &caller.key()).await);
+        honoured = Some(server.shared.tasks.honoured(&listened.0, &caller.key()).await);
         parts.extensions.insert(listened);
     }
     // Only an `initialize` opens a session: a handshake-less request is never refused
@@ -634,13 +630,8 @@ async fn checked(request: Request<Incoming>, endpoint: &Endpoint, connection: &A
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many sessions in use; try again when some have closed");
     }
     let deletes = parts.method == hyper::Method::DELETE;
-    let mut response = match lane::answer(lane, sessions, &parts, &body, access.loopback).await {
-        Some(answered) => answered,
-        None => {
-            let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
-            response.map(|body| SplicingBody::new(body, Arc::clone(listings)).boxed())
-        }
-    };
+    let response = service.handle(Request::from_parts(parts, Full::new(body))).await;
+    let mut response = response.map(|body| SplicingBody::new(body, Arc::clone(listings)).boxed());
     if let Some(honoured) = honoured {
         response = response.map(|body| AcknowledgedTasks::new(body, &honoured).boxed());
     }

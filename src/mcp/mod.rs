@@ -20,8 +20,6 @@
 //! - `tasks.rs`: calls run as MCP tasks, in memory or in Redis (SPEC §16).
 //! - `stdio.rs`: the protocol on private duplicates of fd 0 and 1.
 //! - `http.rs`: Streamable HTTP.
-//! - `lane.rs`: a session's calls of tools forwarded the short way, answered by lcp
-//!   without rmcp's session machinery (a gateway's hot path).
 //! - `upstream.rs`: lcp as a client of the config's MCP servers, whose tools are a
 //!   source (SPEC §14): listed into the registry, calls forwarded.
 //!
@@ -39,7 +37,6 @@ mod docs;
 mod forward;
 mod host;
 pub mod http;
-mod lane;
 mod listing;
 mod members;
 mod requester;
@@ -336,8 +333,8 @@ struct Shared {
     parked: call::Parked,
     /// The calls run as tasks (SPEC §16).
     tasks: Arc<tasks::Tasks>,
-    /// The sessions and calls of the lane (`lane.rs`).
-    lane: Arc<lane::Lane>,
+    /// How long a session stays open unused (`[mcp] session_idle`).
+    session_idle: Duration,
 }
 
 impl Server {
@@ -365,7 +362,7 @@ impl Server {
             tools_changed,
             parked: call::Parked::new(key),
             tasks: Arc::new(tasks),
-            lane: Arc::new(lane::Lane::new(idle)),
+            session_idle: idle,
         };
         // What an MCP server says of a resource it serves reaches the sessions that
         // subscribed to it.
@@ -833,15 +830,6 @@ impl ServerHandler for Server {
         context.peer.set_peer_info(request.clone());
         self.forward_list_changes(context.peer.clone());
         self.negotiate_initialize(&request)
-    }
-
-    /// A session over HTTP, its client known, is one the lane may answer for.
-    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        let parts = context.extensions.get::<hyper::http::request::Parts>();
-        let id = parts.and_then(|parts| parts.headers.get("mcp-session-id")?.to_str().ok());
-        if let (Some(id), Some(info)) = (id, context.peer.peer_info()) {
-            self.shared.lane.meet(id, &self.session, &info.capabilities);
-        }
     }
 
     /// `logging/setLevel`: the level of this session's log messages (SPEC §9).

@@ -1,6 +1,5 @@
 //! The client a call answers to (`Requester`), as its request reached lcp: how to
-//! reach it (rmcp's peer of the request, or the event stream of a call the lane
-//! answers, `lane.rs`), what it can be asked, its progress token and log level, and
+//! reach it (rmcp's peer of the request), what it can be asked, its progress token and log level, and
 //! what fires when it cancels the request. `call.rs` decides what to tell and ask;
 //! this module only carries it.
 //!
@@ -73,7 +72,7 @@ impl Requester {
     /// The client of a request rmcp routed.
     pub(super) fn of(server: &Server, context: &RequestContext<RoleServer>) -> Requester {
         Requester {
-            to: Channel::Peer(context.peer.clone()),
+            to: Channel(context.peer.clone()),
             ct: context.ct.clone(),
             handshake_less: handshake_less(context),
             able: able(server, context.client_capabilities().as_ref()),
@@ -83,35 +82,22 @@ impl Requester {
     }
 }
 
-/// How what a call tells and asks reaches its client.
-pub(super) enum Channel {
-    /// rmcp's peer of the request.
-    Peer(Peer<RoleServer>),
-    /// The event stream of a call the lane answers (`lane.rs`).
-    Lane(super::lane::Stream),
-}
+/// How what a call tells and asks reaches its client: rmcp's peer of the request.
+pub(super) struct Channel(pub(super) Peer<RoleServer>);
 
 impl Channel {
     pub(super) async fn notify(&self, notification: ServerNotification) {
         // A client that went away hears nothing more; the call goes on to its end.
-        match self {
-            Channel::Peer(peer) => {
-                let _ = peer.send_notification(notification).await;
-            }
-            Channel::Lane(stream) => stream.notify(notification),
-        }
+        let _ = self.0.send_notification(notification).await;
     }
 
     /// The client's answer to `request` (the response's `result`), or why there is none.
     pub(super) async fn ask(&self, request: ServerRequest) -> Result<Value, String> {
-        match self {
-            Channel::Peer(peer) => match peer.send_request(request).await {
-                Ok(result) => {
-                    serde_json::to_value(&result).map_err(|err| format!("the client's answer is unreadable: {err}"))
-                }
-                Err(err) => Err(format!("the client could not answer: {err}")),
-            },
-            Channel::Lane(stream) => stream.ask(request).await,
+        match self.0.send_request(request).await {
+            Ok(result) => {
+                serde_json::to_value(&result).map_err(|err| format!("the client's answer is unreadable: {err}"))
+            }
+            Err(err) => Err(format!("the client could not answer: {err}")),
         }
     }
 }

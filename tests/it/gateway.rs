@@ -1,18 +1,14 @@
 //! SPEC §14 through `lcp serve --http` as a gateway: a handshake session's calls of the
-//! tools of an MCP server on plain `http://` (answered by lcp itself, without rmcp's
-//! session machinery: `src/mcp/lane.rs`) carry what the server asks and tells both
-//! ways, come back in one JSON reply when nothing came before the result, and are
-//! cancelled on the server when their client cancels them or goes away. The servers
-//! are server-everything and the official Python SDK's; the client is the SDK's, or
-//! raw HTTP where the wire itself is checked.
+//! tools of an MCP server carry what the server asks and tells both ways, to the caller
+//! whose call it belongs to, and are cancelled on the server when their client cancels
+//! them. The servers are server-everything and the official Python SDK's; the client
+//! is the SDK's, or raw HTTP where the wire itself is checked.
 
-use std::io::Write;
-use std::net::TcpStream;
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::auth::{address_of, header, initialize, post};
+use crate::auth::{header, initialize, post};
 use crate::mcp::{HttpServer, MODES};
 use crate::sources::{FOLDER, Listening, ask_server_everything_through, hear_chatty_through, servers_config};
 use crate::support::*;
@@ -67,7 +63,7 @@ fn marked(marker: &str, suffix: &str) -> bool {
 }
 
 #[test]
-fn a_quick_result_is_one_json_reply_and_a_cancelled_or_abandoned_call_is_cancelled_on_the_server() {
+fn a_forwarded_call_is_answered_in_its_session_and_a_cancelled_one_is_cancelled_on_the_server() {
     let mark = "gateway-cancel";
     let port = free_port();
     let upstream = Listening::sdk(port, mark);
@@ -76,11 +72,9 @@ fn a_quick_result_is_one_json_reply_and_a_cancelled_or_abandoned_call_is_cancell
     let url = gateway.url.clone();
     let session = open_session(&url);
 
-    // A result with nothing before it: one `application/json` reply (the lane's; rmcp's
-    // session, with `LCP_SLOW_PATHS=lane`, answers every call with an event stream).
-    let quick = if lcp::fast_paths::FastPath::Lane.on() { "application/json" } else { "text/event-stream" };
+    // A session's call is answered on its request's event stream.
     let (status, headers, reply) = post(&url, None, Some(&session), call(2, "pid", json!({})));
-    assert_eq!((status, header(&headers, "content-type")), (200, quick), "{reply}");
+    assert_eq!((status, header(&headers, "content-type")), (200, "text/event-stream"), "{reply}");
     assert_eq!(reply["id"], 2, "{reply}");
     let pid = reply["result"]["structuredContent"]["result"].clone();
     assert!(pid.is_u64(), "{reply}");
@@ -111,38 +105,12 @@ fn a_quick_result_is_one_json_reply_and_a_cancelled_or_abandoned_call_is_cancell
     let (status, _, reply) = waiting.join().expect("the cancelled call's exchange ends");
     assert_eq!((status, reply), (200, Value::Null), "the cancelled call was answered");
 
-    // Its client gone (the connection closed mid-call): the lane cancels it on the
-    // server too. rmcp's session (`LCP_SLOW_PATHS=lane`) keeps it running, as MCP lets
-    // a server do: a disconnection is not a cancellation there.
-    if lcp::fast_paths::FastPath::Lane.on() {
-        abandoned_calls_are_cancelled(&url, &session, mark);
-    }
-
     // The same server process goes on answering, in the same session.
     let (_, _, reply) = post(&url, None, Some(&session), call(7, "pid", json!({})));
     assert_eq!(reply["result"]["structuredContent"]["result"], pid, "{reply}");
     drop(gateway);
     drop(upstream);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
-}
-
-/// A call whose client closed its connection mid-call is cancelled on the server.
-fn abandoned_calls_are_cancelled(url: &str, session: &str, mark: &str) {
-    let marker = temp_dir(mark).join("abandoned").display().to_string();
-    let body = call(6, "wait_for_cancel", json!({"marker": marker})).to_string();
-    let address = address_of(url);
-    let mut abandoning = TcpStream::connect(&address).expect("the gateway accepts");
-    write!(
-        abandoning,
-        "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
-         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\n\
-         mcp-session-id: {session}\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("the request is sent");
-    assert!(marked(&marker, "started"), "the call never reached the server");
-    drop(abandoning);
-    assert!(marked(&marker, "cancelled"), "the server was never told the call was abandoned");
 }
 
 #[test]
