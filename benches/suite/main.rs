@@ -183,11 +183,13 @@ fn main() {
             serve::rows(&mut table, &setup.lcp, &large.root, large.tools, setup.quick);
         }
         if wanted("8b") {
+            let fastmcp = (!setup.lcp_only).then(|| search::fastmcp_python(&setup.target));
             serve::forwarded_rows(
                 &mut table,
                 &setup.lcp,
                 &setup.root,
                 &setup.target.join("bench-scratch"),
+                fastmcp.as_deref(),
                 setup.quick,
             );
         }

@@ -37,7 +37,7 @@ const QUERIES: [&str; 8] = [
 ];
 
 /// `fastmcp==4.2.3` in `<target>/bench-fastmcp`, made once from the interpreter lcp embeds.
-fn fastmcp_python(target: &Path) -> PathBuf {
+pub(crate) fn fastmcp_python(target: &Path) -> PathBuf {
     let venv = target.join("bench-fastmcp");
     let python = venv.join("bin/python");
     let stamp = venv.join("fastmcp.stamp");

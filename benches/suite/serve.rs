@@ -33,22 +33,29 @@ impl HttpServer {
 
     /// `lcp serve --http 127.0.0.1:0 ARGS` with `env` added to its environment.
     pub(crate) fn start_in(lcp: &Path, args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> HttpServer {
-        let mut child = Command::new(lcp)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .args(args)
-            .envs(env.iter().copied())
+        let mut command = Command::new(lcp);
+        command.args(["serve", "--http", "127.0.0.1:0"]).args(args).envs(env.iter().copied());
+        HttpServer::listening(command, "lcp: serving MCP at http://")
+    }
+
+    /// A server started by `command` on a port of its choosing, which it names on a line
+    /// of its stderr after `announce` (`host:port`, then anything).
+    fn listening(mut command: Command, announce: &str) -> HttpServer {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|err| panic!("cannot run {} serve: {err}", lcp.display()));
+            .unwrap_or_else(|err| panic!("cannot run {command:?}: {err}"));
         let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
         let mut line = String::new();
         let address = loop {
             line.clear();
-            assert!(stderr.read_line(&mut line).expect("lcp serve writes stderr") > 0, "lcp serve --http ended");
-            if let Some(url) = line.trim().strip_prefix("lcp: serving MCP at http://") {
-                break url.trim_end_matches("/mcp").to_string();
+            assert!(stderr.read_line(&mut line).expect("the server writes stderr") > 0, "{command:?} ended");
+            if let Some((_, said)) = line.split_once(announce) {
+                let end =
+                    said.find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == ':')).unwrap_or(said.len());
+                break said[..end].to_string();
             }
         };
         // Drained, so that the server never blocks on a full pipe.
@@ -261,8 +268,10 @@ pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: b
 /// `lcp serve --http` on loopback, the upstream over `fixtures/mcp/results`, the
 /// gateway with it as `[mcp_servers.inner]` and no tools of its own; and the same
 /// gateway with its fast path for forwarded calls off (`LCP_SLOW_PATHS=forward`: the
-/// call through rmcp's client), which says what that path gains.
-pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path, quick: bool) {
+/// call through rmcp's client), which says what that path gains; and FastMCP 4.2.3's
+/// proxy (`create_proxy`, what `FastMCP.as_proxy` became) of the same upstream, one
+/// call in ten (it takes tens of milliseconds), when `fastmcp` (its venv's Python) is given.
+pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path, fastmcp: Option<&Path>, quick: bool) {
     eprintln!("lcp serve as a gateway ...");
     let upstream = HttpServer::start(lcp, &root.join("fixtures/mcp/results"));
     let config = scratch.join("gateway.toml");
@@ -276,6 +285,12 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
     let gateway_args = ["--config".as_ref(), config.as_os_str(), empty.as_os_str()];
     let gateway = HttpServer::start_with(lcp, &gateway_args);
     let slow_gateway = HttpServer::start_in(lcp, &gateway_args, &[("LCP_SLOW_PATHS", "forward")]);
+    let proxy = fastmcp.map(|python| {
+        let mut command = Command::new(python);
+        command.args(["-c", FASTMCP_PROXY, &format!("http://{}/mcp", upstream.address)]);
+        HttpServer::listening(command, "Uvicorn running on http://")
+    });
+    let mut proxy_client = proxy.as_ref().map(|proxy| Client::connect(&proxy.address));
     let calls = if quick { 200 } else { 2000 };
     let call = |tool: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {"a": 1, "b": 2}}});
     let (direct_call, forwarded_call) = (call("tool_add"), call("inner_tool_add"));
@@ -289,16 +304,22 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
     check(&direct_client.request(&direct_call));
     check(&forwarded_client.request(&forwarded_call));
     check(&slow_client.request(&forwarded_call));
+    if let Some(client) = proxy_client.as_mut() {
+        check(&client.request(&direct_call));
+    }
     // Taken in turns, so that all see the machine as it is at the time.
-    let (mut direct, mut forwarded, mut slow) =
-        (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls));
-    for _ in 0..calls {
+    let (mut direct, mut forwarded, mut slow, mut proxied) =
+        (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::new());
+    for round in 0..calls {
         direct.push(seconds(|| check(&direct_client.request(&direct_call))));
         forwarded.push(seconds(|| check(&forwarded_client.request(&forwarded_call))));
         slow.push(seconds(|| check(&slow_client.request(&forwarded_call))));
+        if let Some(client) = proxy_client.as_mut().filter(|_| round % 10 == 0) {
+            proxied.push(seconds(|| check(&client.request(&direct_call))));
+        }
     }
-    let (direct, forwarded, slow) = (Samples(direct), Samples(forwarded), Samples(slow));
-    drop((gateway, slow_gateway));
+    let (direct, forwarded, slow, proxied) = (Samples(direct), Samples(forwarded), Samples(slow), Samples(proxied));
+    drop((gateway, slow_gateway, proxy));
     drop(upstream);
     let overhead = forwarded.median() - direct.median();
     let slow_overhead = slow.median() - direct.median();
@@ -316,7 +337,21 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
         &format!("overhead {} ({} of the fast path's)", duration(slow_overhead), ratio(slow_overhead, overhead)),
         &verdict(slow.median() > forwarded.median() * 1.1, "the fast path gains ≥ 10%"),
     );
+    if !proxied.0.is_empty() {
+        let proxy_overhead = proxied.median() - direct.median();
+        table.time(
+            "the same call through FastMCP 4.2.3's proxy (create_proxy, HTTP to HTTP)",
+            &proxied,
+            &format!("overhead {} (lcp's: {:.2}% of it)", duration(proxy_overhead), 100.0 * overhead / proxy_overhead),
+            &verdict(overhead <= proxy_overhead / 5.0, "lcp's overhead ≤ 1/5 of FastMCP's"),
+        );
+    }
 }
+
+/// FastMCP's proxy of the server at `sys.argv[1]`, over HTTP on a port of its choosing.
+const FASTMCP_PROXY: &str = "import sys\n\
+from fastmcp.server import create_proxy\n\
+create_proxy(sys.argv[1]).run(transport='http', host='127.0.0.1', port=0, show_banner=False, log_level='INFO')\n";
 
 /// `lcp export` with one stdio MCP server configured (SPEC §14), against `lcp export`
 /// without it and against that server's own start-and-list as the official Python
