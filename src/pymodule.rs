@@ -334,7 +334,7 @@ impl Toolbox {
             Err(message) => return ToolResult::failure(message),
         };
         let options = CallOptions { workspace, timeout, callbacks, ..CallOptions::default() };
-        runtime.call_admitted(&self.registry, &tool, arguments, &options)
+        runtime.call_admitted(&tool, arguments, &options)
     }
 }
 

@@ -489,6 +489,12 @@ impl Registry {
         Some((&**library, &library.tools[t]))
     }
 
+    /// The registry's own handle on `library`, one of its libraries (found by address),
+    /// so a call can keep what it was admitted for without looking it up again.
+    pub(crate) fn shared(&self, library: &Library) -> Option<Arc<Library>> {
+        self.libraries.iter().find(|held| std::ptr::eq(&***held, library)).cloned()
+    }
+
     /// Every prompt (SPEC §15) in discovery order, with its library.
     pub fn prompts(&self) -> impl Iterator<Item = (&Library, &Tool)> {
         self.libraries.iter().flat_map(|library| library.prompts.iter().map(move |prompt| (&**library, prompt)))

@@ -184,18 +184,46 @@ impl Member {
 /// the tool, prompt or resource. Only [`admit`] and [`admit_member`] make one, so a
 /// call made with it (`Runtime::call_admitted`) was checked before any code ran; the
 /// compiler, not each caller's memory, keeps it so.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Admitted {
     name: String,
     member: Member,
     declared: crate::policy::Declared,
     inferred: Vec<&'static str>,
+    /// The library it was admitted from, and its place among the library's members
+    /// of its kind: a call runs what was admitted, without looking it up again.
+    library: Arc<Library>,
+    index: usize,
 }
+
+impl PartialEq for Admitted {
+    fn eq(&self, other: &Admitted) -> bool {
+        (&self.name, self.member, &self.declared, &self.inferred, self.index)
+            == (&other.name, other.member, &other.declared, &other.inferred, other.index)
+            && Arc::ptr_eq(&self.library, &other.library)
+    }
+}
+
+impl Eq for Admitted {}
 
 impl Admitted {
     /// The name in the registry (the profile's alias resolved).
     pub fn tool(&self) -> &str {
         &self.name
+    }
+
+    /// The library it was admitted from, as the registry held it then.
+    pub fn library(&self) -> &Library {
+        &self.library
+    }
+
+    /// Its definition: the tool, the prompt's function or the resource's function.
+    pub fn function(&self) -> &Tool {
+        match self.member {
+            Member::Tool => &self.library.tools[self.index],
+            Member::Prompt => &self.library.prompts[self.index],
+            Member::Resource => &self.library.resources[self.index].function,
+        }
     }
 
     /// What it is.
@@ -275,11 +303,18 @@ pub fn admit_member(
         None => name.to_string(),
     };
     let found = match member {
-        Member::Tool => registry.tool(&real).map(|(_, tool)| tool),
-        Member::Prompt => registry.prompt(&real).map(|(_, prompt)| prompt),
-        Member::Resource => registry.resource(&real).map(|(_, resource)| &resource.function),
+        Member::Tool => registry.tool(&real),
+        Member::Prompt => registry.prompt(&real),
+        Member::Resource => registry.resource(&real).map(|(library, resource)| (library, &resource.function)),
     };
-    let Some(found) = found else {
+    let Some((library, found, index)) = found.and_then(|(library, found)| {
+        let index = match member {
+            Member::Tool => library.tools.iter().position(|tool| std::ptr::eq(tool, found)),
+            Member::Prompt => library.prompts.iter().position(|prompt| std::ptr::eq(prompt, found)),
+            Member::Resource => library.resources.iter().position(|resource| std::ptr::eq(&resource.function, found)),
+        }?;
+        Some((registry.shared(library)?, found, index))
+    }) else {
         return Admission::Unknown(match member {
             Member::Tool => registry.unknown_tool(name),
             _ => format!("there is no {noun} `{name}`"),
@@ -290,27 +325,28 @@ pub fn admit_member(
         return Admission::Refused(rule);
     }
     let inferred = match member {
-        Member::Tool => inferred(registry, config, &real, &declared),
+        Member::Tool => inferred(config, &library, found, &real, &declared),
         Member::Prompt | Member::Resource => Vec::new(),
     };
-    Admission::Run(Admitted { name: real, member, declared, inferred })
+    Admission::Run(Admitted { name: real, member, declared, inferred, library, index })
 }
 
-/// The declarations `[sandbox] infer` gives the tool `name` of `registry` that
+/// The declarations `[sandbox] infer` gives the tool `name` (`tool` of `library`) that
 /// declares `declared` (SPEC §20): read from its library's code at each admission,
 /// so a changed file is read as it is now; none when the config does not ask for
 /// inference or the tool declares both keys.
-fn inferred(registry: &Registry, config: &Config, name: &str, declared: &crate::policy::Declared) -> Vec<&'static str> {
+fn inferred(
+    config: &Config,
+    library: &Library,
+    tool: &Tool,
+    name: &str,
+    declared: &crate::policy::Declared,
+) -> Vec<&'static str> {
     let undeclared = declared.read_only.is_none() || declared.open_world.is_none();
     if !config.runtime.sandbox.infer || !undeclared {
         return Vec::new();
     }
-    match registry.tool(name) {
-        Some((library, tool)) => {
-            crate::audit::inferred(&crate::audit::audit_tool(library, tool, name, declared.clone()))
-        }
-        None => Vec::new(),
-    }
+    crate::audit::inferred(&crate::audit::audit_tool(library, tool, name, declared.clone()))
 }
 
 /// The grade of a selection of tools: the element-wise maximum of theirs (an
@@ -321,4 +357,45 @@ pub fn grade<'t>(registry: &Registry, config: &Config, tools: impl IntoIterator<
         .filter_map(|tool| registry.tool(tool))
         .map(|(_, tool)| config.declared(tool).grade())
         .fold(Grade::NONE, Grade::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Options, Sources};
+
+    fn members() -> Registry {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/members");
+        Registry::load(&Sources { folders: vec![folder], files: Vec::new() }, &Options::default())
+    }
+
+    #[test]
+    fn an_admission_holds_what_it_admitted_so_a_call_looks_nothing_up() {
+        let registry = members();
+        let config = Config::default();
+        let cases = [
+            ("tool_count_notes", Member::Tool),
+            ("prompt_greeting", Member::Prompt),
+            ("resource_readme", Member::Resource),
+        ];
+        for (name, member) in cases {
+            let Admission::Run(admitted) = admit_member(&registry, &config, None, name, member) else {
+                panic!("{name} is admitted");
+            };
+            assert_eq!((admitted.tool(), admitted.member()), (name, member));
+            assert_eq!(admitted.function().name, name, "the function of its kind");
+            let found = match member {
+                Member::Tool => registry.tool(name).map(|(library, _)| library),
+                Member::Prompt => registry.prompt(name).map(|(library, _)| library),
+                Member::Resource => registry.resource(name).map(|(library, _)| library),
+            };
+            assert!(std::ptr::eq(admitted.library(), found.unwrap()), "the registry's own library, not a copy");
+        }
+        let mut shown_as = Profile::new("shown", crate::config::profiles::Origin::Option);
+        shown_as.push("count", "tool_count_notes", None);
+        let Admission::Run(aliased) = admit(&registry, &config, Some(&shown_as), "count") else {
+            panic!("the alias is admitted");
+        };
+        assert_eq!((aliased.tool(), aliased.function().name.as_str()), ("tool_count_notes", "tool_count_notes"));
+    }
 }

@@ -58,9 +58,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                     return Ok(ExitCode::from(1));
                 }
             };
-            let Some((library, _)) = registry.tool(tool.tool()) else {
-                return Err(registry.unknown_tool(tool.tool()));
-            };
+            let library = tool.library();
             let mut settings = config.runtime.clone();
             settings.isolation = isolation.isolation()?;
             let in_process = settings.isolation == Isolation::InProcess;
@@ -94,7 +92,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 runtime.set_forwarder(upstreams.forwarder());
             }
             let options = CallOptions { workspace, timeout, ..CallOptions::default() };
-            let result = runtime.call_admitted(&registry, &tool, &args, &options);
+            let result = runtime.call_admitted(&tool, &args, &options);
             let text = serde_json::to_string_pretty(&result).map_err(|err| err.to_string())?;
             write_out(&mut stdout, &text)?;
             Ok(if result.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -331,18 +331,18 @@ fn resume(
 pub(super) async fn call_member(
     server: &Server,
     target: &str,
-    run: Option<(Arc<crate::registry::Registry>, Admitted, Map<String, Value>)>,
+    run: Option<(Admitted, Map<String, Value>)>,
     state: Option<&str>,
     responses: Option<&InputResponses>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Driven, ErrorData> {
     let requester = Requester::of(server, context);
     let caller = super::caller_of(context.extensions.get::<hyper::http::request::Parts>());
-    let bound = Bound::new(&caller, target, run.as_ref().map(|(_, _, arguments)| arguments));
+    let bound = Bound::new(&caller, target, run.as_ref().map(|(_, arguments)| arguments));
     let started = |rounds| {
-        run.map(|(registry, admitted, arguments)| {
+        run.map(|(admitted, arguments)| {
             let declared = Some(admitted.confined());
-            begin(server, registry, &admitted, declared, arguments, rounds, false, &requester, bound.clone())
+            begin(server, &admitted, declared, arguments, rounds, false, &requester, bound.clone())
         })
     };
     let followed = match state {
@@ -369,7 +369,6 @@ pub(super) async fn call_member(
 #[allow(clippy::too_many_arguments)] // Each is one part of the call; a struct would only rename them.
 fn begin(
     server: &Server,
-    registry: Arc<crate::registry::Registry>,
     admitted: &Admitted,
     declared: Option<Declared>,
     arguments: Map<String, Value>,
@@ -380,7 +379,7 @@ fn begin(
 ) -> Followed {
     let (level, able) = (requester.level, requester.able);
     let reporter = Reporter { token: requester.progress.clone(), level, reports: 0 };
-    let (events, cancel) = start(server, registry, admitted, declared, arguments, able, level, may_become_task);
+    let (events, cancel) = start(server, admitted, declared, arguments, able, level, may_become_task);
     Followed { events, cancel, reporter, rounds: replay.clone(), replay: replay.into(), bound }
 }
 
@@ -406,17 +405,14 @@ pub(super) async fn call_tool(
     };
     // The folders are read again when the tool's file changed or the tool is not known.
     let current = server.snapshot();
-    let fresh = match server.admit(&current, &config, name) {
-        Admission::Run(tool) => current.tool(tool.tool()).is_some_and(|(library, _)| current.is_current(library)),
-        _ => false,
+    let admission = match server.admit(&current, &config, name) {
+        Admission::Run(tool) if current.is_current(tool.library()) => Admission::Run(tool),
+        _ => {
+            server.rescan().await;
+            server.admit(&server.snapshot(), &config, name)
+        }
     };
-    let registry = if fresh {
-        current
-    } else {
-        server.rescan().await;
-        server.snapshot()
-    };
-    let tool = match server.admit(&registry, &config, name) {
+    let tool = match admission {
         Admission::Run(tool) => tool,
         Admission::Refused(rule) => {
             abandoned();
@@ -424,7 +420,7 @@ pub(super) async fn call_tool(
         }
         Admission::Unknown(message) => {
             abandoned();
-            return match server.docs_call(&registry, name, request.arguments.as_ref()).await {
+            return match server.docs_call(&server.snapshot(), name, request.arguments.as_ref()).await {
                 Some(result) => Ok(result.into()),
                 None => Err(ErrorData::invalid_params(message, None)),
             };
@@ -436,7 +432,7 @@ pub(super) async fn call_tool(
     {
         check_param_headers(&parts.headers, headers, request.arguments.as_ref())?;
     }
-    let shape = registry.tool(tool.tool()).map_or(content::Shape::Free, |(_, found)| super::output_shape_of(found));
+    let shape = super::output_shape_of(tool.function());
     let mut replay = Vec::new();
     if let Some(state) = &request.request_state {
         match resume(server, name, state, &bound, request.input_responses.as_ref(), &requester)? {
@@ -447,14 +443,14 @@ pub(super) async fn call_tool(
     // A task tool that calls `become_task` is an ordinary call up to that point.
     let (as_task, may_become_task) = match declared.as_ref().and_then(|declared| declared.task) {
         Some(TaskSupport::Optional | TaskSupport::Required) if takes_tasks(&context) => {
-            let becomes = registry.tool(tool.tool()).is_some_and(|(_, found)| found.becomes_task);
+            let becomes = tool.function().becomes_task;
             (!becomes, becomes)
         }
         Some(TaskSupport::Required) => return Err(tasks_needed(name)),
         _ => (false, false),
     };
     let arguments = request.arguments.clone().unwrap_or_default();
-    let followed = begin(server, registry, &tool, declared, arguments, replay, may_become_task, &requester, bound);
+    let followed = begin(server, &tool, declared, arguments, replay, may_become_task, &requester, bound);
     if as_task {
         let owner = followed.bound.caller.clone();
         return run_as_task(server, name, (followed.events, followed.cancel, None), shape, &requester, owner).await;
@@ -524,7 +520,6 @@ async fn finish(
 #[allow(clippy::too_many_arguments)] // Each is one part of the call; a struct would only rename them.
 fn start(
     server: &Server,
-    registry: Arc<crate::registry::Registry>,
     tool: &Admitted,
     declared: Option<Declared>,
     arguments: Map<String, Value>,
@@ -589,7 +584,7 @@ fn start(
     // A tool of a server on plain `http://` is called right here, on the server's
     // own thread: nothing runs in lcp, so nothing needs a thread of its own.
     let arguments = Value::Object(arguments);
-    if let Some(forwarding) = server.lean_call(&registry, tool, &arguments, &options) {
+    if let Some(forwarding) = server.lean_call(tool, &arguments, &options) {
         tokio::spawn(async move {
             let _ = events.send(Event::Done(forwarding.await));
         });
@@ -600,7 +595,7 @@ fn start(
     tokio::task::spawn_blocking(move || {
         let result = match server.python() {
             Err(err) => ToolResult::failure(err),
-            Ok(runtime) => runtime.call_admitted(&registry, &tool, &arguments, &options),
+            Ok(runtime) => runtime.call_admitted(&tool, &arguments, &options),
         };
         let _ = events.send(Event::Done(result));
     });

@@ -11,7 +11,6 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -78,7 +77,7 @@ impl Server {
         // Admitted on every request: a retry another replica holds runs here again.
         let registry = self.snapshot();
         let admitted = self.admitted(&registry, &name, Member::Prompt)?;
-        let run = Some((registry, admitted, request.arguments.clone().unwrap_or_default()));
+        let run = Some((admitted, request.arguments.clone().unwrap_or_default()));
         let state = request.request_state.as_deref();
         let target = format!("prompts/get {name}");
         let output = match call::call_member(self, &target, run, state, request.input_responses.as_ref(), context)
@@ -135,7 +134,7 @@ impl Server {
             return Some(Err(ErrorData::invalid_params(refused, Some(json!({ "uri": uri })))));
         }
         let run = match self.admitted(&registry, &name, Member::Resource) {
-            Ok(admitted) => Some((registry, admitted, arguments)),
+            Ok(admitted) => Some((admitted, arguments)),
             Err(err) => return Some(Err(err)),
         };
         let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
@@ -199,13 +198,9 @@ impl Server {
                 .as_ref()
                 .and_then(|context| context.arguments.as_ref())
                 .map(|arguments| arguments.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
-            let (registry, admitted) = (Arc::clone(&registry), admitted.clone());
+            let admitted = admitted.clone();
             let asked = tokio::task::spawn_blocking(move || {
-                let found = match member {
-                    Member::Prompt => registry.prompt(admitted.tool()),
-                    _ => registry.resource(admitted.tool()).map(|(library, r)| (library, &r.function)),
-                };
-                let (library, function) = found?;
+                let (library, function) = (admitted.library(), admitted.function());
                 matches!(library.origin, crate::extract::Origin::Mcp { .. })
                     .then(|| upstreams.complete(library, function, member, &argument, &value, context.as_ref()))
             });
@@ -234,7 +229,7 @@ impl Server {
         };
         let values = tokio::task::spawn_blocking(move || match server.python() {
             Err(err) => Err(err),
-            Ok(runtime) => runtime.complete(&registry, &admitted, &argument, &value, &options),
+            Ok(runtime) => runtime.complete(&admitted, &argument, &value, &options),
         });
         let values = values
             .await

@@ -467,7 +467,6 @@ impl Server {
     /// checked as every call's are; `None` for any other tool or member.
     fn lean_call(
         &self,
-        registry: &Registry,
         admitted: &crate::view::Admitted,
         arguments: &serde_json::Value,
         options: &crate::runtime::CallOptions,
@@ -476,7 +475,7 @@ impl Server {
         if admitted.member() != Member::Tool {
             return None;
         }
-        let (library, tool) = registry.tool(admitted.tool())?;
+        let (library, tool) = (admitted.library(), admitted.function());
         if !upstreams.is_lean(library) {
             return None;
         }

@@ -237,24 +237,29 @@ impl Runtime {
         sync::write(&self.callbacks).log = Some(Arc::new(handler));
     }
 
-    /// Runs a tool the host's view admitted ([`crate::view::admit`]: the profile shows
-    /// it, the policy allows it), as [`Runtime::call`] does. `lcp call` and `lcp serve`
-    /// call through here, so neither can run a tool it did not admit.
-    pub fn call_admitted(
-        &self,
-        registry: &Registry,
-        admitted: &crate::view::Admitted,
-        args: &Value,
-        options: &CallOptions,
-    ) -> ToolResult {
+    /// Runs what the host's view admitted ([`crate::view::admit`]: the profile shows
+    /// it, the policy allows it), as [`Runtime::call`] does: the tool, prompt or
+    /// resource the admission holds, with no lookup of its own. `lcp call` and
+    /// `lcp serve` call through here, so neither can run a tool it did not admit.
+    pub fn call_admitted(&self, admitted: &crate::view::Admitted, args: &Value, options: &CallOptions) -> ToolResult {
         match admitted.member() {
-            Member::Tool if options.declared.is_none() => {
-                let options = CallOptions { declared: Some(admitted.confined()), ..options.clone() };
-                self.call(registry, admitted.tool(), args, &options)
+            Member::Tool => {
+                let confined;
+                let options = match options.declared {
+                    Some(_) => options,
+                    None => {
+                        confined = CallOptions { declared: Some(admitted.confined()), ..options.clone() };
+                        &confined
+                    }
+                };
+                let (library, tool) = (admitted.library(), admitted.function());
+                match checked_arguments(tool, args) {
+                    Ok(args) => self.call_checked(library, tool, &args, options),
+                    Err(refused) => ToolResult::failure(refused),
+                }
             }
-            Member::Tool => self.call(registry, admitted.tool(), args, options),
-            Member::Prompt => self.get_prompt(registry, admitted, args, options),
-            Member::Resource => self.read_resource(registry, admitted, args, options),
+            Member::Prompt => self.get_prompt(admitted, args, options),
+            Member::Resource => self.read_resource(admitted, args, options),
         }
     }
 
@@ -263,16 +268,11 @@ impl Runtime {
     /// asks for is taken as that value: MCP's prompt arguments are strings). The
     /// result's output is what it returned: a string, a list of messages, or a dict
     /// of `description` and `messages`.
-    pub fn get_prompt(
-        &self,
-        registry: &Registry,
-        admitted: &crate::view::Admitted,
-        args: &Value,
-        options: &CallOptions,
-    ) -> ToolResult {
-        let Some((library, prompt)) = registry.prompt(admitted.tool()) else {
+    pub fn get_prompt(&self, admitted: &crate::view::Admitted, args: &Value, options: &CallOptions) -> ToolResult {
+        if admitted.member() != Member::Prompt {
             return ToolResult::failure(format!("there is no prompt `{}`", admitted.tool()));
-        };
+        }
+        let (library, prompt) = (admitted.library(), admitted.function());
         if matches!(library.origin, Origin::Mcp { .. }) {
             return self.forward_member(library, prompt, Member::Prompt, args, options);
         }
@@ -283,17 +283,11 @@ impl Runtime {
     /// `args` (a template's variables) checked as [`Runtime::get_prompt`] checks. The
     /// result's output is a list of `{"text"}` or `{"blob"}` (base64) contents, each
     /// with the `uri` and `mimeType` the function gave, if it gave them.
-    pub fn read_resource(
-        &self,
-        registry: &Registry,
-        admitted: &crate::view::Admitted,
-        args: &Value,
-        options: &CallOptions,
-    ) -> ToolResult {
-        let Some((library, resource)) = registry.resource(admitted.tool()) else {
+    pub fn read_resource(&self, admitted: &crate::view::Admitted, args: &Value, options: &CallOptions) -> ToolResult {
+        if admitted.member() != Member::Resource {
             return ToolResult::failure(format!("there is no resource `{}`", admitted.tool()));
-        };
-        let function = &resource.function;
+        }
+        let (library, function) = (admitted.library(), admitted.function());
         if matches!(library.origin, Origin::Mcp { .. }) {
             return self.forward_member(library, function, Member::Resource, args, options);
         }
@@ -307,20 +301,15 @@ impl Runtime {
     /// `Literal` / `Enum` that start with `value`.
     pub fn complete(
         &self,
-        registry: &Registry,
         admitted: &crate::view::Admitted,
         argument: &str,
         value: &str,
         options: &CallOptions,
     ) -> Result<Vec<String>, String> {
-        let found = match admitted.member() {
-            Member::Prompt => registry.prompt(admitted.tool()),
-            Member::Resource => registry.resource(admitted.tool()).map(|(library, r)| (library, &r.function)),
-            Member::Tool => None,
-        };
-        let Some((library, function)) = found else {
+        if admitted.member() == Member::Tool {
             return Err(format!("there is no prompt or resource `{}`", admitted.tool()));
-        };
+        }
+        let (library, function) = (admitted.library(), admitted.function());
         if let Origin::Mcp { server } = &library.origin {
             // `lcp serve` asks the server itself (`Upstreams::complete`).
             return Err(format!("`{}` is the MCP server `{server}`'s: its server completes it", function.name));
@@ -406,8 +395,8 @@ impl Runtime {
     /// Runs a tool: validates `args` against its schema (nothing runs when they are
     /// invalid), loads its library on first use, converts the arguments, calls it, and
     /// checks what it returned against its output schema (`validate::check_result`).
-    /// Every surface ends here: `lcp call` and `lcp serve` through
-    /// [`Runtime::call_admitted`], `lcp test` with the tools of its view.
+    /// [`Runtime::call_admitted`] does the same for what a view admitted; `lcp test`
+    /// calls here with the tools of its view.
     pub fn call(&self, registry: &Registry, tool: &str, args: &Value, options: &CallOptions) -> ToolResult {
         let Some((library, found)) = registry.tool(tool) else {
             return ToolResult::failure(registry.unknown_tool(tool));
