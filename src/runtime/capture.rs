@@ -45,6 +45,7 @@ struct Captured {
     dropped: usize,
 }
 
+/// The capture of fd 1: process-wide, as the descriptor it replaces is.
 static PIPE: OnceLock<Option<Pipe>> = OnceLock::new();
 
 // SAFETY: glibc and musl both define `stdout` as a `FILE *` variable with this exact

@@ -151,7 +151,7 @@ pub(crate) struct Settings {
 }
 
 /// Called with `(call id, "out" | "err", text)` each time a tool prints, as it prints.
-pub(crate) type Printed = fn(u64, &str, &str);
+pub(crate) type Printed = Box<dyn Fn(u64, &str, &str) + Send + Sync>;
 
 /// The embedded interpreter of this process, running jobs.
 pub(crate) struct Engine {
@@ -229,6 +229,7 @@ struct Interpreter {
     forgetting: Mutex<()>,
 }
 
+/// Process-wide: CPython has one interpreter per process, shared by every engine.
 static INTERPRETER: Interpreter = Interpreter {
     generation: AtomicU64::new(0),
     handlers: LazyLock::new(Default::default),

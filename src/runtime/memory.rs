@@ -70,6 +70,7 @@ impl Drop for MemoryCgroup {
 /// `cgroup.subtree_control`, or lcp may enable it there), else on v1's memory
 /// hierarchy when lcp may write there.
 fn parent() -> Option<&'static Parent> {
+    // Process-wide, as the cgroup the process is in.
     static PARENT: OnceLock<Option<Parent>> = OnceLock::new();
     PARENT
         .get_or_init(|| {

@@ -89,6 +89,7 @@ struct Host {
     streams: [(Py<PyString>, Py<PyAny>); 2],
 }
 
+/// `host.py`'s objects, loaded once: process-wide, as the interpreter holding them is.
 static HOST: OnceLock<Result<Host, String>> = OnceLock::new();
 
 /// Answers what tools ask of the host (confirmations, the user, the model) and hears

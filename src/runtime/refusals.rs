@@ -80,7 +80,8 @@ fn family_name(family: i32) -> String {
     }
 }
 
-/// The records, numbered; at most [`KEPT`] of the newest.
+/// The records, numbered; at most [`KEPT`] of the newest. Process-wide, as the
+/// seccomp filter whose notifications the listener reads is.
 static RECORDS: Mutex<Vec<(u64, Refusal)>> = Mutex::new(Vec::new());
 static NEXT: AtomicU64 = AtomicU64::new(1);
 const KEPT: usize = 64;

@@ -108,7 +108,7 @@ struct Offered {
     seccomp: bool,
 }
 
-/// What the kernel offers, asked once.
+/// What the kernel offers, asked once: it is the same for the whole process.
 fn kernel() -> Offered {
     static OFFERED: std::sync::OnceLock<Offered> = std::sync::OnceLock::new();
     *OFFERED.get_or_init(|| {

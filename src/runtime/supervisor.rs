@@ -126,7 +126,8 @@ pub(crate) enum FromWorker {
 }
 
 /// The worker processes of every pool of this process, by pid: the children a
-/// subreaper lcp keeps when it ends what it adopted.
+/// subreaper lcp keeps when it ends what it adopted. Process-wide, as being a
+/// subreaper is.
 static WORKER_PIDS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
 
 /// Where lcp adopts orphans (`lcp serve`, `lcp call`), ends those a dead worker's

@@ -17,7 +17,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::channel::{self, Connection};
 use super::engine::{self, Engine, WirePath};
@@ -71,13 +71,29 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let links: Links = Arc::default();
+    let printing = Arc::clone(&links);
+    let printed = Box::new(move |call: u64, stream: &str, text: &str| printed(&printing, call, stream, text));
     let engine = match Engine::start(settings, Some(printed)) {
-        Ok(engine) => &*Box::leak(Box::new(engine)),
+        Ok(engine) => engine,
         Err(err) => {
             let _ = channel::send_packet(&control, &Report::Failed(format!("cannot start Python: {err}")), None);
             return ExitCode::from(2);
         }
     };
+    // `main` never returns once the worker serves (the process ends with `_exit`), so
+    // what the worker keeps lives as long as its call threads.
+    let worker: &'static Worker = Box::leak(Box::new(Worker {
+        engine,
+        links,
+        running: AtomicUsize::new(0),
+        retiring: AtomicBool::new(false),
+        applied: Mutex::new(0),
+        sweeping: Mutex::new(()),
+        started: AtomicUsize::new(0),
+        sweeper: OnceLock::new(),
+    }));
+    let engine = &worker.engine;
     // From here on fd 1 belongs to the capture: what tools write there is theirs.
     let _stdout = capture::claim();
     if channel::send_packet(&control, &Report::Ready, None).is_err() {
@@ -90,7 +106,7 @@ pub fn main() -> ExitCode {
         match channel::recv_packet::<Control>(&control, &mut buffer) {
             Ok(Some((Control::Open, Some(fd)))) => {
                 let stream = UnixStream::from(fd);
-                let _ = std::thread::Builder::new().name("lcp-call".into()).spawn(move || serve(engine, stream));
+                let _ = std::thread::Builder::new().name("lcp-call".into()).spawn(move || worker.serve(stream));
             }
             Ok(Some((Control::Stop(id), _))) => {
                 // Stopping needs the interpreter, which the call may be holding.
@@ -133,12 +149,36 @@ impl Link {
     }
 }
 
-/// The control socket, for [`note_crash`]; -1 until the worker is ready.
+/// The control socket, for [`note_crash`]; -1 until the worker is ready. Process-wide
+/// because a fatal signal's handler reads it, and a handler can reach nothing else.
 static CONTROL: AtomicI32 = AtomicI32::new(-1);
 
 thread_local! {
-    /// The call this thread runs (0: none), for [`note_crash`].
+    /// The call this thread runs (0: none), for [`note_crash`], which runs on the
+    /// thread a fatal signal hit.
     static CURRENT_CALL: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The link of each call running here, by call id, for what its tool prints.
+type Links = Arc<Mutex<FastMap<u64, Arc<Link>>>>;
+
+/// What a worker keeps while it serves: its engine and the state of its calls.
+struct Worker {
+    engine: Engine,
+    links: Links,
+    /// Calls running here now.
+    running: AtomicUsize,
+    /// A tool closed one of fds 0–2: the worker ends once its calls are done.
+    retiring: AtomicBool,
+    /// The last change (see [`ToWorker::Call`]) whose modules this worker dropped.
+    applied: Mutex<u64>,
+    /// Held while the worker ends what its tools left running; a call starts only
+    /// outside it.
+    sweeping: Mutex<()>,
+    /// Counts the calls started, so a sweep knows no call came and went meanwhile.
+    started: AtomicUsize,
+    /// The sweeping thread's queue, made with the first sweep.
+    sweeper: OnceLock<Mutex<std::sync::mpsc::Sender<usize>>>,
 }
 
 /// Signals that end the process from the thread that caused them.
@@ -194,123 +234,111 @@ fn note_crash() {
     unsafe { libc::send(control, packet.as_ptr().cast(), length, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
 }
 
-/// The link of each call running here, by call id, for what its tool prints.
-static LINKS: LazyLock<Mutex<FastMap<u64, Arc<Link>>>> = LazyLock::new(Default::default);
-/// Calls running here now.
-static RUNNING: AtomicUsize = AtomicUsize::new(0);
-/// A tool closed one of fds 0–2: the worker ends once its calls are done.
-static RETIRING: AtomicBool = AtomicBool::new(false);
-
-/// The last change (see [`ToWorker::Call`]) whose modules this worker dropped.
-static APPLIED: Mutex<u64> = Mutex::new(0);
-
-/// Marks the modules of the changes not applied yet, before the call that brought
-/// them runs; a call that arrives on another connection at the same moment waits.
-fn apply_stale(engine: &Engine, stale: Vec<(u64, WirePath)>) {
-    let mut applied = sync::lock(&APPLIED);
-    let last = *applied;
-    if let Some(newest) = stale.iter().map(|(n, _)| *n).max() {
-        *applied = newest.max(last);
+impl Worker {
+    /// Marks the modules of the changes not applied yet, before the call that brought
+    /// them runs; a call that arrives on another connection at the same moment waits.
+    fn apply_stale(&self, stale: Vec<(u64, WirePath)>) {
+        let mut applied = sync::lock(&self.applied);
+        let last = *applied;
+        if let Some(newest) = stale.iter().map(|(n, _)| *n).max() {
+            *applied = newest.max(last);
+        }
+        let fresh: Vec<WirePath> = stale.into_iter().filter(|(n, _)| *n > last).map(|(_, file)| file).collect();
+        if !fresh.is_empty() {
+            self.engine.drop_modules(fresh);
+        }
     }
-    let fresh: Vec<WirePath> = stale.into_iter().filter(|(n, _)| *n > last).map(|(_, file)| file).collect();
-    if !fresh.is_empty() {
-        engine.drop_modules(fresh);
+
+    fn serve(&'static self, stream: UnixStream) {
+        let engine = &self.engine;
+        let _thread_state = python::ThreadState::keep();
+        let Ok(writer) = stream.try_clone() else { return };
+        let link = Arc::new(Link {
+            reader: Mutex::new(Connection::new(stream)),
+            writer: Mutex::new((writer, Vec::new())),
+            asking: Mutex::new(()),
+        });
+        loop {
+            let next = sync::lock(&link.reader).recv::<ToWorker>(None);
+            let job = match next {
+                Ok(Some(ToWorker::Call(job, stale))) => {
+                    self.apply_stale(stale);
+                    job
+                }
+                Ok(Some(ToWorker::Answer(_))) => continue,
+                Ok(None) | Err(_) => return,
+            };
+            {
+                let _not_sweeping = sync::lock(&self.sweeping);
+                self.running.fetch_add(1, Ordering::AcqRel);
+                self.started.fetch_add(1, Ordering::AcqRel);
+            }
+            sync::lock(&self.links).insert(job.id, Arc::clone(&link));
+            let callbacks = asking(&link, job.host);
+            CURRENT_CALL.set(job.id);
+            let refusals_from = refusals::mark();
+            let mut result = engine.run(&job, callbacks, None, None);
+            CURRENT_CALL.set(0);
+            let sandbox = engine.sandbox();
+            result.refused = refusals::since(refusals_from).iter().map(|r| r.told(&job.function, sandbox)).collect();
+            if let Some(max) = job.max_output {
+                // Cut here: lcp never reads more of an output than it may show.
+                result.bound(max);
+            }
+            sync::lock(&self.links).remove(&job.id);
+            let closed = closed_standard_streams();
+            if !closed.is_empty() {
+                // The process is no longer what the next call expects: it is replaced.
+                self.retiring.store(true, Ordering::Release);
+                result.outcome = Outcome::Died;
+                result.error = Some(format!(
+                    "`{}` closed its process's standard streams (fd {}); lcp replaces its worker process",
+                    job.function,
+                    closed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            let sent = link.send(&FromWorker::Done(result.into()));
+            if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+                if self.retiring.load(Ordering::Acquire) {
+                    process_tree::end_own_descendants();
+                    // SAFETY: ends the process at once; lcp sees the channel end and starts another.
+                    unsafe { libc::_exit(0) };
+                }
+                self.end_what_tools_left();
+            }
+            if sent.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// With no call running for a moment, every process the tools started and left (a
+    /// background job, a `setsid` child adopted by this subreaper) is ended and reaped
+    /// (SPEC §17), on a thread of its own: the result was sent already.
+    fn end_what_tools_left(&'static self) {
+        let sweeper = self.sweeper.get_or_init(|| {
+            let (due, next) = std::sync::mpsc::channel::<usize>();
+            let _ = std::thread::Builder::new().name("lcp-sweep".into()).spawn(move || {
+                while let Ok(started) = next.recv() {
+                    std::thread::sleep(IDLE_BEFORE_SWEEP);
+                    let _sweeping = sync::lock(&self.sweeping);
+                    let idle =
+                        self.running.load(Ordering::Acquire) == 0 && self.started.load(Ordering::Acquire) == started;
+                    if idle && !process_tree::children().is_empty() {
+                        process_tree::end_own_descendants();
+                        process_tree::reap_ended_children();
+                    }
+                }
+            });
+            Mutex::new(due)
+        });
+        let _ = sync::lock(sweeper).send(self.started.load(Ordering::Acquire));
     }
 }
 
-fn serve(engine: &'static Engine, stream: UnixStream) {
-    let _thread_state = python::ThreadState::keep();
-    let Ok(writer) = stream.try_clone() else { return };
-    let link = Arc::new(Link {
-        reader: Mutex::new(Connection::new(stream)),
-        writer: Mutex::new((writer, Vec::new())),
-        asking: Mutex::new(()),
-    });
-    loop {
-        let next = sync::lock(&link.reader).recv::<ToWorker>(None);
-        let job = match next {
-            Ok(Some(ToWorker::Call(job, stale))) => {
-                apply_stale(engine, stale);
-                job
-            }
-            Ok(Some(ToWorker::Answer(_))) => continue,
-            Ok(None) | Err(_) => return,
-        };
-        {
-            let _not_sweeping = sync::lock(&SWEEPING);
-            RUNNING.fetch_add(1, Ordering::AcqRel);
-            STARTED.fetch_add(1, Ordering::AcqRel);
-        }
-        sync::lock(&LINKS).insert(job.id, Arc::clone(&link));
-        let callbacks = asking(&link, job.host);
-        CURRENT_CALL.set(job.id);
-        let refusals_from = refusals::mark();
-        let mut result = engine.run(&job, callbacks, None, None);
-        CURRENT_CALL.set(0);
-        let sandbox = engine.sandbox();
-        result.refused = refusals::since(refusals_from).iter().map(|r| r.told(&job.function, sandbox)).collect();
-        if let Some(max) = job.max_output {
-            // Cut here: lcp never reads more of an output than it may show.
-            result.bound(max);
-        }
-        sync::lock(&LINKS).remove(&job.id);
-        let closed = closed_standard_streams();
-        if !closed.is_empty() {
-            // The process is no longer what the next call expects: it is replaced.
-            RETIRING.store(true, Ordering::Release);
-            result.outcome = Outcome::Died;
-            result.error = Some(format!(
-                "`{}` closed its process's standard streams (fd {}); lcp replaces its worker process",
-                job.function,
-                closed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-            ));
-        }
-        let sent = link.send(&FromWorker::Done(result.into()));
-        if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
-            if RETIRING.load(Ordering::Acquire) {
-                process_tree::end_own_descendants();
-                // SAFETY: ends the process at once; lcp sees the channel end and starts another.
-                unsafe { libc::_exit(0) };
-            }
-            end_what_tools_left();
-        }
-        if sent.is_err() {
-            return;
-        }
-    }
-}
-
-/// Held while the worker ends what its tools left running; a call starts only
-/// outside it.
-static SWEEPING: Mutex<()> = Mutex::new(());
-/// Counts the calls started, so a sweep knows no call came and went meanwhile.
-static STARTED: AtomicUsize = AtomicUsize::new(0);
 /// How long the worker stays idle before it looks for what its tools left: calls that
 /// come one after another never wait for a look.
 const IDLE_BEFORE_SWEEP: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// With no call running for a moment, every process the tools started and left (a
-/// background job, a `setsid` child adopted by this subreaper) is ended and reaped
-/// (SPEC §17), on a thread of its own: the result was sent already.
-fn end_what_tools_left() {
-    static SWEEPER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<usize>>> = std::sync::OnceLock::new();
-    let sweeper = SWEEPER.get_or_init(|| {
-        let (due, next) = std::sync::mpsc::channel::<usize>();
-        let _ = std::thread::Builder::new().name("lcp-sweep".into()).spawn(move || {
-            while let Ok(started) = next.recv() {
-                std::thread::sleep(IDLE_BEFORE_SWEEP);
-                let _sweeping = sync::lock(&SWEEPING);
-                let idle = RUNNING.load(Ordering::Acquire) == 0 && STARTED.load(Ordering::Acquire) == started;
-                if idle && !process_tree::children().is_empty() {
-                    process_tree::end_own_descendants();
-                    process_tree::reap_ended_children();
-                }
-            }
-        });
-        Mutex::new(due)
-    });
-    let _ = sync::lock(sweeper).send(STARTED.load(Ordering::Acquire));
-}
 
 /// The callbacks of a call, those lcp has for it: each asks lcp over the call's link
 /// and waits for the answer, or tells it and goes on.
@@ -391,8 +419,8 @@ fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
 }
 
 /// `host.py`'s hook: what a call prints goes to lcp at once.
-fn printed(call: u64, stream: &str, text: &str) {
-    let link = sync::lock(&LINKS).get(&call).cloned();
+fn printed(links: &Links, call: u64, stream: &str, text: &str) {
+    let link = sync::lock(links).get(&call).cloned();
     if let Some(link) = link {
         let _ = link.send(&FromWorker::Printed(Stream::named(stream), text.to_string()));
     }

@@ -26,6 +26,7 @@ struct State {
     home: Option<PathBuf>,
 }
 
+/// Process-wide, as the working directory it leases is.
 static STATE: Mutex<State> = Mutex::new(State { folder: None, users: 0, waiting: 0, home: None });
 static CHANGED: Condvar = Condvar::new();
 
