@@ -11,11 +11,61 @@ pub fn json(audit: &Audit) -> Value {
     let tools: Vec<Value> = audit.tools.iter().map(tool_json).collect();
     let mut out = json!({"tools": tools});
     if !audit.unreadable.is_empty() {
-        let unreadable: Vec<Value> =
-            audit.unreadable.iter().map(|(file, why)| json!({"file": file, "error": why})).collect();
-        out["unreadable"] = Value::Array(unreadable);
+        out["unreadable"] = unreadable_json(audit);
     }
     out
+}
+
+fn unreadable_json(audit: &Audit) -> Value {
+    Value::Array(audit.unreadable.iter().map(|(file, why)| json!({"file": file, "error": why})).collect())
+}
+
+/// [`json`] as `lcp audit --format json` prints it, indented by two spaces: the
+/// same text, its tools written in batches on every core. (A pretty-printed value is
+/// the same at any depth but for the indentation of its lines, and its strings hold
+/// no raw line break.)
+pub fn json_text(audit: &Audit) -> String {
+    if audit.tools.is_empty() {
+        return serde_json::to_string_pretty(&json(audit)).unwrap_or_default();
+    }
+    const BATCH: usize = 256;
+    let write = |batch: usize| {
+        let mut text = String::new();
+        let end = audit.tools.len().min((batch + 1) * BATCH);
+        for (i, tool) in audit.tools[batch * BATCH..end].iter().enumerate() {
+            if batch > 0 || i > 0 {
+                text.push_str(",\n");
+            }
+            indented(&mut text, &serde_json::to_string_pretty(&tool_json(tool)).unwrap_or_default(), "    ", true);
+        }
+        text
+    };
+    let mut out = String::from("{\n  \"tools\": [\n");
+    let _ = crate::ordered::run(audit.tools.len().div_ceil(BATCH), write, |text| {
+        out.push_str(&text);
+        Ok(())
+    });
+    out.push_str("\n  ]");
+    if !audit.unreadable.is_empty() {
+        out.push_str(",\n  \"unreadable\": ");
+        indented(&mut out, &serde_json::to_string_pretty(&unreadable_json(audit)).unwrap_or_default(), "  ", false);
+    }
+    out.push_str("\n}");
+    out
+}
+
+/// Appends `text` to `out`, each of its lines after `prefix` (the first too when
+/// `first`).
+fn indented(out: &mut String, text: &str, prefix: &str, first: bool) {
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if i > 0 || first {
+            out.push_str(prefix);
+        }
+        out.push_str(line);
+    }
 }
 
 fn capabilities_json(capabilities: &std::collections::BTreeMap<Capability, Vec<Evidence>>) -> Value {
