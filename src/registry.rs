@@ -6,7 +6,9 @@
 //! resolve) and the first-wins rule for tool names across files. Its libraries are
 //! laid out by a rescan and never edited after: other modules read them, and what a
 //! host shows differently (aliases, dynamic descriptions) is a registry or an overlay
-//! of its own. It never runs Python.
+//! of its own. With [`Registry::load_with_code`] the reader threads also read each
+//! group's code for the audit from the trees they parsed (`audit::Reading`),
+//! so that a command that audits parses each file once. It never runs Python.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -197,8 +199,8 @@ impl Registry {
     }
 
     /// [`Registry::load`], reading each file's code for `lcp audit` (SPEC §20) from the
-    /// tree parsed for its tools, on the same threads ([`crate::audit::Reading`]):
-    /// what [`Registry::code`] gives. For commands that audit the tools they load.
+    /// tree parsed for its tools, on the same threads (`audit::Reading`):
+    /// what `Registry::code` gives. For commands that audit the tools they load.
     pub fn load_with_code(sources: &Sources, options: &Options) -> Registry {
         let mut registry =
             Registry { sources: sources.clone(), options: options.clone(), read_code: true, ..Registry::default() };

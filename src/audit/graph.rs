@@ -1,7 +1,8 @@
 //! A library folder's own code as a call graph: a node per module-level function,
 //! class, method and module-level variable, and one per module for what its import
 //! runs; each with what its code does directly (through [`tables`]) and the nodes it
-//! can reach. Nothing is run: the files are read with the parser discovery uses.
+//! can reach. Nothing is run: the files are read with the parser discovery uses, or
+//! taken from the trees discovery parsed (`analyse_given`, through `read`).
 //!
 //! The rules, chosen so a capability written in the library's code is never missed:
 //! - a function's nested functions, lambdas and classes are part of it;

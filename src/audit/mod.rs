@@ -144,7 +144,7 @@ impl Audit {
 /// Audits every tool of `registry`, with the declarations `config` gives them. A
 /// tool shown under another name is read as the function it stands for: `routes`
 /// holds `(name shown, name in the registry)` pairs ([`crate::view::View::routes`]).
-/// The packages discovery read ([`Registry::code`]) are taken as they are; the
+/// The packages discovery read (`Registry::code`) are taken as they are; the
 /// others are read, and tools followed, on every core.
 pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Audit {
     let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();

@@ -20,7 +20,7 @@ fn unreadable_json(audit: &Audit) -> Value {
     Value::Array(audit.unreadable.iter().map(|(file, why)| json!({"file": file, "error": why})).collect())
 }
 
-/// [`json`] as `lcp audit --format json` prints it, indented by two spaces: the
+/// [`json()`] as `lcp audit --format json` prints it, indented by two spaces: the
 /// same text, its tools written in batches on every core. (A pretty-printed value is
 /// the same at any depth but for the indentation of its lines, and its strings hold
 /// no raw line break.)
