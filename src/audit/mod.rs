@@ -147,6 +147,20 @@ impl Audit {
 /// The packages discovery read (`Registry::code`) are taken as they are; the
 /// others are read, and tools followed, on every core.
 pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Audit {
+    audit_with(registry, config, routes, Evidenced::Yes)
+}
+
+/// Whether an audit keeps the evidence of each capability, or only which ones a
+/// tool has (what listings show): then each capability's evidence is empty, and so
+/// is the drift.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Evidenced {
+    Yes,
+    No,
+}
+
+/// [`audit`], keeping the evidence or not.
+fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)], evidenced: Evidenced) -> Audit {
     let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();
     let code = registry.code();
     let mut folders = Folders::default();
@@ -208,7 +222,7 @@ pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) 
         let end = tools.len().min((batch + 1) * BATCH);
         let follow_one = |(library, tool, function, at): &Followed| {
             let code = at.as_ref().map(|(package, file)| (&*read[*package], file.as_path()));
-            tool_audit(library, tool, function, config.declared(tool), code)
+            tool_audit(library, tool, function, config.declared(tool), code, evidenced)
         };
         tools[batch * BATCH..end].iter().map(follow_one).collect::<Vec<_>>()
     };
@@ -257,7 +271,7 @@ pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Decl
     }
     let package = code.as_ref().map(|(files, _)| graph::analyse(files));
     let at = code.as_ref().zip(package.as_ref()).map(|((_, file), package)| (package, file.as_path()));
-    tool_audit(library, tool, function, declared, at)
+    tool_audit(library, tool, function, declared, at, Evidenced::Yes)
 }
 
 /// What each tool of `registry` can do, as listings show it (SPEC §20): its
@@ -266,7 +280,7 @@ pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Decl
 /// `routes` as [`audit`] takes them.
 pub fn found(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Vec<(String, Found)> {
     let infer = config.runtime.sandbox.infer;
-    let tools = audit(registry, config, routes).tools;
+    let tools = audit_with(registry, config, routes, Evidenced::No).tools;
     tools
         .into_iter()
         .map(|entry| {
@@ -361,6 +375,7 @@ fn tool_audit(
     function: &str,
     declared: Declared,
     code: Option<(&graph::Package, &Path)>,
+    evidenced: Evidenced,
 ) -> ToolAudit {
     let mut entry = ToolAudit {
         name: tool.name.clone(),
@@ -374,8 +389,10 @@ fn tool_audit(
         gained: None,
     };
     match (&library.origin, code) {
-        (Origin::File, Some((package, file))) => reachable(package, file, function, &mut entry),
-        (Origin::Config { function, .. }, Some((package, file))) => reachable(package, file, function, &mut entry),
+        (Origin::File, Some((package, file))) => reachable(package, file, function, &mut entry, evidenced),
+        (Origin::Config { function, .. }, Some((package, file))) => {
+            reachable(package, file, function, &mut entry, evidenced)
+        }
         (Origin::Config { module, function, .. }, None) => {
             from_table(&format!("{module}.{function}"), library, tool, &mut entry)
         }
@@ -487,7 +504,7 @@ fn from_table(dotted: &str, library: &Library, tool: &Tool, entry: &mut ToolAudi
 
 /// The capabilities and unknown calls reachable from the function `name` of the
 /// module at `path`, each with the chain that reaches it (the shortest).
-fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolAudit) {
+fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolAudit, evidenced: Evidenced) {
     let Some(module) = package.module(path) else {
         let why = package.unreadable.iter().find(|(p, _)| p == path).map_or("not read", |(_, why)| why.as_str());
         entry.unknown.push(format!("unreadable:{}: {why}", shown(path)));
@@ -547,9 +564,15 @@ fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut Tool
         if node.effects.is_empty() && node.unknown.is_empty() {
             continue;
         }
-        let file = shown(&package.modules[node.module].path);
+        let file = match evidenced {
+            Evidenced::Yes => shown(&package.modules[node.module].path),
+            Evidenced::No => String::new(),
+        };
         for effect in node.effects.iter().filter(|e| graph::runs(&e.guards, context)) {
             let found = entry.capabilities.entry(effect.capability).or_default();
+            if evidenced == Evidenced::No {
+                continue;
+            }
             let duplicate = found.iter().any(|e| e.file == file && e.line == effect.line && e.via == effect.via);
             if !duplicate {
                 found.push(Evidence {

@@ -1,5 +1,6 @@
 //! An audit as JSON, SARIF 2.1.0 or a table fitted to the terminal (SPEC §20).
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use super::{Audit, Capability, Evidence, ToolAudit, evidence_json};
@@ -36,7 +37,7 @@ pub fn json_text(audit: &Audit) -> String {
             if batch > 0 || i > 0 {
                 text.push_str(",\n");
             }
-            indented(&mut text, &serde_json::to_string_pretty(&tool_json(tool)).unwrap_or_default(), "    ", true);
+            indented(&mut text, &serde_json::to_string_pretty(&ToolOut(tool)).unwrap_or_default(), "    ", true);
         }
         text
     };
@@ -52,6 +53,54 @@ pub fn json_text(audit: &Audit) -> String {
     }
     out.push_str("\n}");
     out
+}
+
+/// A tool as [`tool_json`] has it, written without making the value.
+struct ToolOut<'a>(&'a ToolAudit);
+
+impl Serialize for ToolOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let tool = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &tool.name)?;
+        map.serialize_entry("library", &tool.library)?;
+        map.serialize_entry("capabilities", &CapabilitiesOut(&tool.capabilities))?;
+        map.serialize_entry("unknown", &tool.unknown)?;
+        map.serialize_entry("declared", &serde_json::to_value(&tool.declared).unwrap_or(Value::Null))?;
+        map.serialize_entry("drift", &tool_json_drift(tool))?;
+        if let Some(gained) = &tool.gained {
+            map.serialize_entry("gained", &CapabilitiesOut(gained))?;
+        }
+        map.end()
+    }
+}
+
+/// Capabilities as [`capabilities_json`] has them.
+struct CapabilitiesOut<'a>(&'a std::collections::BTreeMap<Capability, Vec<Evidence>>);
+
+impl Serialize for CapabilitiesOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (capability, evidence) in self.0 {
+            let evidence: Vec<EvidenceOut> = evidence.iter().map(EvidenceOut).collect();
+            map.serialize_entry(capability.as_str(), &evidence)?;
+        }
+        map.end()
+    }
+}
+
+/// Evidence as [`evidence_json`] has it.
+struct EvidenceOut<'a>(&'a Evidence);
+
+impl Serialize for EvidenceOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("file", &self.0.file)?;
+        map.serialize_entry("line", &self.0.line)?;
+        map.serialize_entry("via", &self.0.via)?;
+        map.serialize_entry("chain", &self.0.chain)?;
+        map.end()
+    }
 }
 
 /// Appends `text` to `out`, each of its lines after `prefix` (the first too when
@@ -77,19 +126,7 @@ fn capabilities_json(capabilities: &std::collections::BTreeMap<Capability, Vec<E
 }
 
 fn tool_json(tool: &ToolAudit) -> Value {
-    let drift: Vec<Value> = tool
-        .drift
-        .iter()
-        .map(|d| {
-            json!({
-                "declaration": d.declaration,
-                "capability": d.capability.as_str(),
-                "file": d.evidence.file,
-                "line": d.evidence.line,
-                "via": d.evidence.via,
-            })
-        })
-        .collect();
+    let drift = tool_json_drift(tool);
     let declared = serde_json::to_value(&tool.declared).unwrap_or(Value::Null);
     let mut out = json!({
         "name": tool.name,
@@ -103,6 +140,22 @@ fn tool_json(tool: &ToolAudit) -> Value {
         out["gained"] = capabilities_json(gained);
     }
     out
+}
+
+/// A tool's drift as JSON: `[{"declaration", "capability", "file", "line", "via"}]`.
+fn tool_json_drift(tool: &ToolAudit) -> Vec<Value> {
+    tool.drift
+        .iter()
+        .map(|d| {
+            json!({
+                "declaration": d.declaration,
+                "capability": d.capability.as_str(),
+                "file": d.evidence.file,
+                "line": d.evidence.line,
+                "via": d.evidence.via,
+            })
+        })
+        .collect()
 }
 
 /// The SARIF rule of a capability, and of a drift.

@@ -268,6 +268,8 @@ fn a_baseline_reports_what_a_change_gained() {
             _ => assert_eq!(gained, ["env"]),
         }
     }
+    let text = super::report::json_text(&found);
+    assert_eq!(text, serde_json::to_string_pretty(&super::report::json(&found)).unwrap(), "with what was gained");
     assert!(super::compare(&mut found, &serde_json::json!({"not": "an audit"})).is_err());
 }
 
