@@ -369,7 +369,7 @@ pub(crate) use crate::table::{Cut, cell, columns, counted, fit, terminal_width};
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
         Command::List { sources, host, static_only, wide } => {
-            let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
+            let (registry, config, profile, _servers) = load_host_reading(&sources, &host, servers(static_only), true)?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let mut descriptions =
@@ -385,7 +385,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     "--strict is OpenAI's strict mode: --format openai and openai-responses have it, {format} has not"
                 ));
             }
-            let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
+            let vouched = matches!(format, Format::Manifest | Format::Mcp { .. });
+            let (registry, config, profile, _servers) =
+                load_host_reading(&sources, &host, servers(static_only), vouched)?;
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
@@ -533,7 +535,7 @@ fn audit(
         }
         None => None,
     };
-    let (registry, config, profile, _servers) = load_host_with(sources, host, Servers::Start)?;
+    let (registry, config, profile, _servers) = load_host_reading(sources, host, Servers::Start, true)?;
     print_diagnostics(registry.diagnostics());
     let view = expose(&registry, &config, profile.as_ref())?;
     let mut audit = crate::audit::audit(&view.registry, &config, &view.routes);
@@ -542,7 +544,7 @@ fn audit(
     }
     let text = match format {
         AuditFormat::Text => crate::audit::report::text(&audit, terminal_width()),
-        AuditFormat::Json => pretty(&crate::audit::report::json(&audit)),
+        AuditFormat::Json => crate::audit::report::json_text(&audit),
         AuditFormat::Sarif => pretty(&crate::audit::report::sarif(&audit)),
     };
     print_stdout(&text)?;
@@ -598,6 +600,17 @@ fn load_host_with(
     host: &HostArgs,
     servers: Servers,
 ) -> Result<(Registry, Config, Option<Profile>, Upstreams), String> {
+    load_host_reading(sources, host, servers, false)
+}
+
+/// [`load_host_with`]; with `code`, the files' code is read for the audit as they
+/// are parsed ([`Registry::load_with_code`]), for a command that audits its tools.
+fn load_host_reading(
+    sources: &SourceArgs,
+    host: &HostArgs,
+    servers: Servers,
+    code: bool,
+) -> Result<(Registry, Config, Option<Profile>, Upstreams), String> {
     let mut config = match &host.config {
         Some(path) => Config::read(Path::new(path)).map_err(|errors| problems_text(&errors))?,
         None => Config::without_file(),
@@ -614,7 +627,7 @@ fn load_host_with(
     // The servers start while the folders are read: neither waits for the other.
     let (loaded, started) = std::thread::scope(|scope| {
         let started = scope.spawn(|| start_servers(&config, servers));
-        let loaded = load(sources);
+        let loaded = load(sources, code);
         (loaded, started.join().expect("starting the MCP servers does not panic"))
     });
     let mut registry = loaded?;
@@ -787,7 +800,7 @@ fn exit_without_freeing<T>(value: T) {
 }
 
 /// Loads the registry; a folder or file that does not exist is a usage error.
-fn load(args: &SourceArgs) -> Result<Registry, String> {
+fn load(args: &SourceArgs, code: bool) -> Result<Registry, String> {
     for path in args.folders.iter().chain(&args.files) {
         if !path.exists() {
             return Err(format!("{}: no such file or folder", path.display()));
@@ -797,7 +810,11 @@ fn load(args: &SourceArgs) -> Result<Registry, String> {
     if sources.folders.is_empty() && sources.files.is_empty() {
         sources.folders.push(crate::default_tools::folder().map_err(|err| err.to_string())?);
     }
-    Ok(Registry::load(&sources, &Options::default()))
+    Ok(if code {
+        Registry::load_with_code(&sources, &Options::default())
+    } else {
+        Registry::load(&sources, &Options::default())
+    })
 }
 
 fn print_diagnostics(diagnostics: &[Diagnostic]) {

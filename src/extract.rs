@@ -203,6 +203,16 @@ impl ParsedFile {
     pub fn imports_relatively(&self) -> bool {
         self.relative_imports
     }
+
+    /// Its text, as parsed.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Its syntax tree.
+    pub fn module(&self) -> &ast::ModModule {
+        &self.module
+    }
 }
 
 /// Parses one file, or says why it cannot be read safely.

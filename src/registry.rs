@@ -6,7 +6,9 @@
 //! resolve) and the first-wins rule for tool names across files. Its libraries are
 //! laid out by a rescan and never edited after: other modules read them, and what a
 //! host shows differently (aliases, dynamic descriptions) is a registry or an overlay
-//! of its own. It never runs Python.
+//! of its own. With [`Registry::load_with_code`] the reader threads also read each
+//! group's code for the audit from the trees they parsed (`audit::Reading`),
+//! so that a command that audits parses each file once. It never runs Python.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -70,6 +72,12 @@ pub struct Registry {
     /// libraries were laid out: a call finds its tool in O(1), and a rescan pays
     /// nothing for it.
     index: OnceLock<FastMap<String, (usize, usize)>>,
+    /// Whether the next rescan reads the files' code for the audit too
+    /// ([`Registry::load_with_code`]).
+    read_code: bool,
+    /// What it read: the audit's packages, from the trees discovery parsed. Only a
+    /// load makes it; a later rescan drops it.
+    code: Option<Arc<crate::audit::Code>>,
 }
 
 #[derive(Debug, Clone)]
@@ -190,6 +198,28 @@ impl Registry {
         registry
     }
 
+    /// [`Registry::load`], reading each file's code for `lcp audit` (SPEC §20) from the
+    /// tree parsed for its tools, on the same threads (`audit::Reading`):
+    /// what `Registry::code` gives. For commands that audit the tools they load.
+    pub fn load_with_code(sources: &Sources, options: &Options) -> Registry {
+        let mut registry =
+            Registry { sources: sources.clone(), options: options.clone(), read_code: true, ..Registry::default() };
+        registry.rescan();
+        registry.read_code = false;
+        registry
+    }
+
+    /// The code read with the files ([`Registry::load_with_code`]), if it was.
+    pub(crate) fn code(&self) -> Option<&crate::audit::Code> {
+        self.code.as_deref()
+    }
+
+    /// This registry with the code `other` read (a view of `other`'s libraries).
+    pub(crate) fn with_code_of(mut self, other: &Registry) -> Registry {
+        self.code = other.code.clone();
+        self
+    }
+
     /// A registry of libraries already laid out, as a host shows another registry's
     /// tools ([`crate::view`]): it has no sources, so a rescan finds nothing to change.
     pub(crate) fn from_libraries(libraries: Vec<Arc<Library>>, diagnostics: Vec<Diagnostic>) -> Registry {
@@ -299,7 +329,11 @@ impl Registry {
             }
         }
         let groups = self.groups(&files, &stale, &changes.removed);
-        let read = read_all(&files, &metadata, &groups, &self.options.injected);
+        let reading = self.read_code.then(crate::audit::Reading::default);
+        let read = read_all(&files, &metadata, &groups, &self.options.injected, reading.as_ref());
+        // Only a load reads code: what a later rescan changed (a file a package reads
+        // that discovery does not list among them) would leave it stale.
+        self.code = reading.map(|reading| Arc::new(reading.finish()));
         for (i, result) in read {
             let path = files[i].path.clone();
             let library = result.library;
@@ -658,6 +692,7 @@ fn first_wins<T>(
 }
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// rustc's FxHash: a few operations per word, against SipHash's rounds. The keys
 /// (paths found on disk, tool names) are hashed several times per rescan, and a
@@ -727,6 +762,7 @@ fn read_all(
     metadata: &[Option<Metadata>],
     groups: &[Group],
     injected: &[String],
+    code: Option<&crate::audit::Reading>,
 ) -> Vec<(usize, FileResult)> {
     if groups.is_empty() {
         return Vec::new();
@@ -741,7 +777,7 @@ fn read_all(
                 loop {
                     let g = next.fetch_add(1, Ordering::Relaxed);
                     let Some(group) = groups.get(g) else { break };
-                    let result = read_group(files, metadata, group, injected);
+                    let result = read_group(files, metadata, group, injected, code);
                     if let Ok(mut slot) = results[g].lock() {
                         *slot = Some(result);
                     }
@@ -771,13 +807,19 @@ fn read_all(
 /// parsed, extracted and its tree freed before the next file is parsed. When one of
 /// them imports relatively, the folder is read again as a whole ([`read_folder`]);
 /// the files before it are parsed twice, which only folders that use relative
-/// imports pay.
+/// imports pay. With `code`, a library folder is read whole, and each file's code is
+/// read for the audit from the same trees.
 fn read_group(
     files: &[SourceFile],
     metadata: &[Option<Metadata>],
     group: &Group,
     injected: &[String],
+    code: Option<&crate::audit::Reading>,
 ) -> Vec<(usize, FileResult)> {
+    let folder = group.files.first().and_then(|&(i, _)| files[i].package.as_ref());
+    if code.is_some() && folder.is_some() {
+        return read_folder(files, metadata, group, injected, code);
+    }
     let mut out = Vec::with_capacity(group.files.len());
     for &(i, must) in &group.files {
         if !must {
@@ -785,8 +827,11 @@ fn read_group(
         }
         let result = match read_one(&files[i], metadata[i].as_ref()) {
             Err(diagnostic) => FileResult::failed(diagnostic),
-            Ok(parsed) if parsed.imports_relatively() => return read_folder(files, metadata, group, injected),
+            Ok(parsed) if parsed.imports_relatively() => return read_folder(files, metadata, group, injected, code),
             Ok(parsed) => {
+                if let Some(code) = code {
+                    code.group(None, &[(&files[i], &parsed)]);
+                }
                 let (library, diagnostics) = extract::extract_folder(&[(&files[i], &parsed)], injected).remove(0);
                 FileResult { library: Some(library), diagnostics, relative_imports: false }
             }
@@ -804,11 +849,16 @@ fn read_folder(
     metadata: &[Option<Metadata>],
     group: &Group,
     injected: &[String],
+    code: Option<&crate::audit::Reading>,
 ) -> Vec<(usize, FileResult)> {
     let parsed: Vec<(usize, Result<ParsedFile, Diagnostic>)> =
         group.files.iter().map(|&(i, _)| (i, read_one(&files[i], metadata[i].as_ref()))).collect();
     let readable: Vec<(&SourceFile, &ParsedFile)> =
         parsed.iter().filter_map(|(i, file)| Some((&files[*i], file.as_ref().ok()?))).collect();
+    if let Some(code) = code {
+        let folder = group.files.first().and_then(|&(i, _)| files[i].package.as_deref());
+        code.group(folder, &readable);
+    }
     let mut extracted = extract::extract_folder(&readable, injected).into_iter();
     let mut out = Vec::with_capacity(parsed.len());
     for (i, file) in parsed {

@@ -1,7 +1,8 @@
 //! A library folder's own code as a call graph: a node per module-level function,
 //! class, method and module-level variable, and one per module for what its import
 //! runs; each with what its code does directly (through [`tables`]) and the nodes it
-//! can reach. Nothing is run: the files are read with the parser discovery uses.
+//! can reach. Nothing is run: the files are read with the parser discovery uses, or
+//! taken from the trees discovery parsed (`analyse_given`, through `read`).
 //!
 //! The rules, chosen so a capability written in the library's code is never missed:
 //! - a function's nested functions, lambdas and classes are part of it;
@@ -16,7 +17,7 @@
 //! - a method called on a value of unknown type counts only when its name says what
 //!   it does whatever the type (`tables::method`).
 
-use std::collections::{HashMap, HashSet};
+use crate::registry::{FastMap as HashMap, FastSet as HashSet};
 use std::path::{Path, PathBuf};
 
 use ruff_python_ast::visitor::{self, Visitor};
@@ -116,23 +117,54 @@ impl Package {
     }
 }
 
-struct Parsed {
+/// One file as the graph reads it: its text and syntax tree, parsed here or given
+/// by discovery, which parsed it already.
+struct Parsed<'t> {
     path: PathBuf,
     stem: String,
-    text: String,
+    text: &'t str,
     lines: Vec<u32>,
+    module: &'t ast::ModModule,
+}
+
+/// A file this module parsed itself.
+struct Owned {
+    text: String,
     module: ast::ModModule,
 }
 
 /// Reads `files` (one library folder, or one file) as one package.
 pub(crate) fn analyse(files: &[PathBuf]) -> Package {
-    let mut parsed = Vec::new();
+    analyse_given(files, |_| None)
+}
+
+/// [`analyse`], taking the text and tree of each file `given` has (discovery's
+/// parse) and parsing only the others.
+pub(crate) fn analyse_given<'t>(
+    files: &[PathBuf],
+    given: impl Fn(&Path) -> Option<(&'t str, &'t ast::ModModule)>,
+) -> Package {
     let mut unreadable = Vec::new();
-    for path in files {
-        match parse(path) {
-            Ok(file) => parsed.push(file),
-            Err(why) => unreadable.push((path.clone(), why)),
-        }
+    let given: Vec<Option<(&str, &ast::ModModule)>> = files.iter().map(|path| given(path)).collect();
+    let owned: Vec<Option<Owned>> = files
+        .iter()
+        .zip(&given)
+        .map(|(path, given)| match given {
+            Some(_) => None,
+            None => parse(path).map_err(|why| unreadable.push((path.clone(), why))).ok(),
+        })
+        .collect();
+    let mut parsed = Vec::with_capacity(files.len());
+    for ((path, given), own) in files.iter().zip(given).zip(&owned) {
+        let (text, module) = match (given, own) {
+            (Some(given), _) => given,
+            (None, Some(file)) => (file.text.as_str(), &file.module),
+            (None, None) => continue,
+        };
+        let mut lines = vec![0u32];
+        lines.extend(text.match_indices('\n').map(|(at, _)| at as u32 + 1));
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        parsed.push(Parsed { path: path.clone(), stem, text, lines, module });
     }
     let mut builder = Builder::new(&parsed);
     builder.collect();
@@ -142,7 +174,13 @@ pub(crate) fn analyse(files: &[PathBuf]) -> Package {
     package
 }
 
-fn parse(path: &Path) -> Result<Parsed, String> {
+/// Why `path` cannot be read as code, if it cannot: what a package it is in lists
+/// it with.
+pub(crate) fn unreadable(path: &Path) -> Option<String> {
+    parse(path).err()
+}
+
+fn parse(path: &Path) -> Result<Owned, String> {
     let bytes = std::fs::read(path).map_err(|err| err.to_string())?;
     let prepared = crate::source::prepare(bytes).map_err(|err| err.to_string())?;
     let text = prepared.text;
@@ -158,10 +196,7 @@ fn parse(path: &Path) -> Result<Parsed, String> {
         return Err(format!("syntax error: {}", err.error));
     }
     let module = parsed.into_syntax();
-    let mut lines = vec![0u32];
-    lines.extend(text.match_indices('\n').map(|(at, _)| at as u32 + 1));
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(Parsed { path: path.to_path_buf(), stem, text, lines, module })
+    Ok(Owned { text, module })
 }
 
 /// What a name is bound to at a module's top level (or by an import in a function).
@@ -202,7 +237,7 @@ enum Star {
 }
 
 struct Builder<'a> {
-    files: &'a [Parsed],
+    files: &'a [Parsed<'a>],
     bindings: Vec<HashMap<&'a str, Vec<Raw>>>,
     stars: Vec<Vec<Star>>,
     imports: Vec<Vec<usize>>,
@@ -212,7 +247,7 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(files: &'a [Parsed]) -> Self {
+    fn new(files: &'a [Parsed<'a>]) -> Self {
         Builder {
             files,
             bindings: Vec::new(),
@@ -240,9 +275,9 @@ impl<'a> Builder<'a> {
                 path: file.path.clone(),
                 stem: file.stem.clone(),
                 init,
-                functions: HashMap::new(),
+                functions: HashMap::default(),
             });
-            self.bindings.push(HashMap::new());
+            self.bindings.push(HashMap::default());
             self.stars.push(Vec::new());
             self.imports.push(Vec::new());
             self.top_level(index, &file.module.body);
@@ -335,7 +370,7 @@ impl<'a> Builder<'a> {
     fn class(&mut self, module: usize, class: &'a ast::StmtClassDef) -> usize {
         let index = self.classes.len();
         let node = self.node(module, class.name.to_string(), Body::Class(index, class));
-        self.classes.push(Class { node, methods: HashMap::new() });
+        self.classes.push(Class { node, methods: HashMap::default() });
         let mut defs = Vec::new();
         methods_of(&class.body, &mut defs);
         for def in defs {
@@ -456,11 +491,11 @@ impl<'a> Builder<'a> {
                 module: *module,
                 class: None,
                 self_name: None,
-                locals: HashSet::new(),
-                local_imports: HashMap::new(),
-                assigned: HashMap::new(),
+                locals: HashSet::default(),
+                local_imports: HashMap::default(),
+                assigned: HashMap::default(),
                 init: false,
-                guardable: HashSet::new(),
+                guardable: HashSet::default(),
                 guards: Vec::new(),
                 node: Node { module: *module, name: name.clone(), ..Node::default() },
             };
@@ -490,7 +525,7 @@ impl<'a> Builder<'a> {
             node.edges.dedup();
             nodes.push(node);
         }
-        Package { modules: self.modules, nodes, by_path: HashMap::new(), unreadable: Vec::new() }
+        Package { modules: self.modules, nodes, by_path: HashMap::default(), unreadable: Vec::new() }
     }
 }
 
@@ -518,7 +553,7 @@ const BUILTINS: &[&str] = &["open", "eval", "exec", "compile", "__import__", "gl
 
 struct Walker<'b, 'a> {
     b: &'b Builder<'a>,
-    file: &'a Parsed,
+    file: &'a Parsed<'a>,
     module: usize,
     class: Option<usize>,
     self_name: Option<&'a str>,

@@ -3,11 +3,13 @@
 //!
 //! - `graph`: a library folder as a call graph, each node with what its own code
 //!   does;
+//! - `read`: the graphs read while discovery parses the files, from its trees;
 //! - `tables`: what calls into the standard library and common packages do;
 //! - `report`: the JSON, SARIF and text forms, drift and baselines.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
@@ -17,8 +19,11 @@ use crate::policy::{Declared, Found};
 use crate::registry::{Descriptions, Registry};
 
 mod graph;
+mod read;
 pub mod report;
 mod tables;
+
+pub(crate) use read::{Code, Reading};
 
 /// What a tool's code can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -139,11 +144,30 @@ impl Audit {
 /// Audits every tool of `registry`, with the declarations `config` gives them. A
 /// tool shown under another name is read as the function it stands for: `routes`
 /// holds `(name shown, name in the registry)` pairs ([`crate::view::View::routes`]).
-/// Packages are read, and tools followed, on every core.
+/// The packages discovery read (`Registry::code`) are taken as they are; the
+/// others are read, and tools followed, on every core.
 pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Audit {
+    audit_with(registry, config, routes, Evidenced::Yes)
+}
+
+/// Whether an audit keeps the evidence of each capability, or only which ones a
+/// tool has (what listings show): then each capability's evidence is empty, and so
+/// is the drift.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Evidenced {
+    Yes,
+    No,
+}
+
+/// [`audit`], keeping the evidence or not.
+fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)], evidenced: Evidenced) -> Audit {
     let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();
+    let code = registry.code();
     let mut folders = Folders::default();
     let mut packages = Packages::default();
+    // The folders of loose files whose packages discovery read: only the files those
+    // can import are in them, so the folder's unreadable files are looked for apart.
+    let mut loose_folders: Vec<&Path> = Vec::new();
     // Each tool with the function it stands for and, when lcp can read its code, its
     // package's index and its module's file.
     type Followed<'r> = (&'r Library, &'r Tool, &'r str, Option<(usize, PathBuf)>);
@@ -151,31 +175,87 @@ pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) 
         .tools()
         .map(|(library, tool)| {
             let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);
-            let read = code_of(library, &mut folders).map(|(files, file)| (packages.index(files), file));
+            let given = code.and_then(|code| code.of(&library.path)).filter(|_| library.origin == Origin::File);
+            let read = match given {
+                Some((package, loose)) => {
+                    if loose && !loose_folders.contains(&loose_folder(library)) {
+                        loose_folders.push(loose_folder(library));
+                    }
+                    Some((packages.read(package, loose), library.path.clone()))
+                }
+                None => code_of(library, &mut folders).map(|(files, file)| (packages.index(files), file)),
+            };
             (library, tool, function, read)
         })
         .collect();
-    let mut read = Vec::with_capacity(packages.files.len());
-    let analyse = |i: usize| graph::analyse(&packages.files[i]);
-    let _ = crate::ordered::run(packages.files.len(), analyse, |package| {
-        read.push(package);
-        Ok(())
-    });
+    // The packages discovery did not read are read now, on every core.
+    let to_read: Vec<&[PathBuf]> = packages
+        .all
+        .iter()
+        .filter_map(|pending| match pending {
+            Pending::Files(files) => Some(files.as_slice()),
+            Pending::Read(..) => None,
+        })
+        .collect();
+    let mut analysed = Vec::with_capacity(to_read.len());
+    let _ = crate::ordered::run(
+        to_read.len(),
+        |i| graph::analyse(to_read[i]),
+        |package| {
+            analysed.push(package);
+            Ok(())
+        },
+    );
+    let mut analysed = analysed.into_iter();
+    let read: Vec<Arc<graph::Package>> = packages
+        .all
+        .iter()
+        .map(|pending| match pending {
+            Pending::Read(package, _) => Arc::clone(package),
+            Pending::Files(_) => Arc::new(analysed.next().unwrap_or_default()),
+        })
+        .collect();
     let mut audit = Audit::default();
-    let follow = |i: usize| {
-        let (library, tool, function, at) = &tools[i];
-        let code = at.as_ref().map(|(package, file)| (&read[*package], file.as_path()));
-        tool_audit(library, tool, function, config.declared(tool), code)
+    // Tools are followed in batches: one is too little work to hand to a thread.
+    const BATCH: usize = 64;
+    let follow = |batch: usize| {
+        let end = tools.len().min((batch + 1) * BATCH);
+        let follow_one = |(library, tool, function, at): &Followed| {
+            let code = at.as_ref().map(|(package, file)| (&*read[*package], file.as_path()));
+            tool_audit(library, tool, function, config.declared(tool), code, evidenced)
+        };
+        tools[batch * BATCH..end].iter().map(follow_one).collect::<Vec<_>>()
     };
-    let _ = crate::ordered::run(tools.len(), follow, |entry| {
-        audit.tools.push(entry);
+    let _ = crate::ordered::run(tools.len().div_ceil(BATCH), follow, |entries| {
+        audit.tools.extend(entries);
         Ok(())
     });
-    let mut unreadable: Vec<(String, String)> =
-        read.iter().flat_map(|p| p.unreadable.iter().map(|(path, why)| (shown(path), why.clone()))).collect();
+    let mut unreadable: Vec<(String, String)> = read
+        .iter()
+        .zip(&packages.all)
+        .filter(|(_, pending)| !matches!(pending, Pending::Read(_, true)))
+        .flat_map(|(p, _)| p.unreadable.iter().map(|(path, why)| (shown(path), why.clone())))
+        .collect();
+    // What the loose files' folders hold that discovery could not parse, or did not
+    // list: a package of the whole folder would have read it.
+    for folder in loose_folders {
+        for path in folders.files(folder) {
+            if code.is_some_and(|code| !code.parsed(path))
+                && let Some(why) = graph::unreadable(path)
+                && !unreadable.iter().any(|(p, _)| *p == shown(path))
+            {
+                unreadable.push((shown(path), why));
+            }
+        }
+    }
     unreadable.sort();
     audit.unreadable = unreadable;
     audit
+}
+
+/// The folder whose files a loose file's package is read from.
+fn loose_folder(library: &Library) -> &Path {
+    library.path.parent().unwrap_or(Path::new("."))
 }
 
 /// The audit of one tool, `function` of `library` (its name in the registry),
@@ -191,7 +271,7 @@ pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Decl
     }
     let package = code.as_ref().map(|(files, _)| graph::analyse(files));
     let at = code.as_ref().zip(package.as_ref()).map(|((_, file), package)| (package, file.as_path()));
-    tool_audit(library, tool, function, declared, at)
+    tool_audit(library, tool, function, declared, at, Evidenced::Yes)
 }
 
 /// What each tool of `registry` can do, as listings show it (SPEC §20): its
@@ -200,7 +280,7 @@ pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Decl
 /// `routes` as [`audit`] takes them.
 pub fn found(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Vec<(String, Found)> {
     let infer = config.runtime.sandbox.infer;
-    let tools = audit(registry, config, routes).tools;
+    let tools = audit_with(registry, config, routes, Evidenced::No).tools;
     tools
         .into_iter()
         .map(|entry| {
@@ -240,19 +320,35 @@ pub fn inferred(audit: &ToolAudit) -> Vec<&'static str> {
     inferred
 }
 
-/// The packages to read, each once: its files, by the first of them.
+/// The packages of the audit, each once: those discovery read, and those to read
+/// (their files, by the first of them).
 #[derive(Default)]
 struct Packages {
-    files: Vec<Vec<PathBuf>>,
+    all: Vec<Pending>,
     by_first: HashMap<PathBuf, usize>,
+    by_read: HashMap<*const graph::Package, usize>,
+}
+
+/// A package discovery read (and whether it is a loose file's), or the files of one
+/// to read.
+enum Pending {
+    Read(Arc<graph::Package>, bool),
+    Files(Vec<PathBuf>),
 }
 
 impl Packages {
     fn index(&mut self, files: Vec<PathBuf>) -> usize {
         let key = files.first().cloned().unwrap_or_default();
         *self.by_first.entry(key).or_insert_with(|| {
-            self.files.push(files);
-            self.files.len() - 1
+            self.all.push(Pending::Files(files));
+            self.all.len() - 1
+        })
+    }
+
+    fn read(&mut self, package: &Arc<graph::Package>, loose: bool) -> usize {
+        *self.by_read.entry(Arc::as_ptr(package)).or_insert_with(|| {
+            self.all.push(Pending::Read(Arc::clone(package), loose));
+            self.all.len() - 1
         })
     }
 }
@@ -279,6 +375,7 @@ fn tool_audit(
     function: &str,
     declared: Declared,
     code: Option<(&graph::Package, &Path)>,
+    evidenced: Evidenced,
 ) -> ToolAudit {
     let mut entry = ToolAudit {
         name: tool.name.clone(),
@@ -292,8 +389,10 @@ fn tool_audit(
         gained: None,
     };
     match (&library.origin, code) {
-        (Origin::File, Some((package, file))) => reachable(package, file, function, &mut entry),
-        (Origin::Config { function, .. }, Some((package, file))) => reachable(package, file, function, &mut entry),
+        (Origin::File, Some((package, file))) => reachable(package, file, function, &mut entry, evidenced),
+        (Origin::Config { function, .. }, Some((package, file))) => {
+            reachable(package, file, function, &mut entry, evidenced)
+        }
         (Origin::Config { module, function, .. }, None) => {
             from_table(&format!("{module}.{function}"), library, tool, &mut entry)
         }
@@ -351,18 +450,21 @@ struct Folders(HashMap<PathBuf, Vec<PathBuf>>);
 
 impl Folders {
     fn files(&mut self, folder: &Path) -> &[PathBuf] {
-        self.0.entry(folder.to_path_buf()).or_insert_with(|| {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|entry| entry.path())
-                .filter(|path| path.extension().is_some_and(|e| e == "py") && path.is_file())
-                .collect();
-            files.sort();
-            files
-        })
+        self.0.entry(folder.to_path_buf()).or_insert_with(|| python_files(folder))
     }
+}
+
+/// The `*.py` files of `folder`, sorted: what a package of the folder reads.
+fn python_files(folder: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "py") && path.is_file())
+        .collect();
+    files.sort();
+    files
 }
 
 /// A `[[tools]]` entry's module file, looked for where a call looks first.
@@ -402,7 +504,7 @@ fn from_table(dotted: &str, library: &Library, tool: &Tool, entry: &mut ToolAudi
 
 /// The capabilities and unknown calls reachable from the function `name` of the
 /// module at `path`, each with the chain that reaches it (the shortest).
-fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolAudit) {
+fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolAudit, evidenced: Evidenced) {
     let Some(module) = package.module(path) else {
         let why = package.unreadable.iter().find(|(p, _)| p == path).map_or("not read", |(_, why)| why.as_str());
         entry.unknown.push(format!("unreadable:{}: {why}", shown(path)));
@@ -416,7 +518,7 @@ fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut Tool
     // read_only=True)` runs only the `if read_only:` branches that value takes).
     type Context = Vec<(String, bool)>;
     let mut states: Vec<(usize, Context, usize)> = vec![(start, Vec::new(), 0)];
-    let mut seen: std::collections::HashSet<(usize, Context)> = std::collections::HashSet::from([(start, Vec::new())]);
+    let mut seen: crate::registry::FastSet<(usize, Context)> = std::iter::once((start, Vec::new())).collect();
     let mut queue = VecDeque::from([0usize]);
     let init = package.modules[module].init;
     while let Some(at) = queue.pop_front() {
@@ -459,9 +561,18 @@ fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut Tool
     };
     for (at, (node_index, context, _)) in states.iter().enumerate() {
         let node = &package.nodes[*node_index];
-        let file = shown(&package.modules[node.module].path);
+        if node.effects.is_empty() && node.unknown.is_empty() {
+            continue;
+        }
+        let file = match evidenced {
+            Evidenced::Yes => shown(&package.modules[node.module].path),
+            Evidenced::No => String::new(),
+        };
         for effect in node.effects.iter().filter(|e| graph::runs(&e.guards, context)) {
             let found = entry.capabilities.entry(effect.capability).or_default();
+            if evidenced == Evidenced::No {
+                continue;
+            }
             let duplicate = found.iter().any(|e| e.file == file && e.line == effect.line && e.via == effect.via);
             if !duplicate {
                 found.push(Evidence {

@@ -1,5 +1,6 @@
 //! An audit as JSON, SARIF 2.1.0 or a table fitted to the terminal (SPEC §20).
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use super::{Audit, Capability, Evidence, ToolAudit, evidence_json};
@@ -11,11 +12,109 @@ pub fn json(audit: &Audit) -> Value {
     let tools: Vec<Value> = audit.tools.iter().map(tool_json).collect();
     let mut out = json!({"tools": tools});
     if !audit.unreadable.is_empty() {
-        let unreadable: Vec<Value> =
-            audit.unreadable.iter().map(|(file, why)| json!({"file": file, "error": why})).collect();
-        out["unreadable"] = Value::Array(unreadable);
+        out["unreadable"] = unreadable_json(audit);
     }
     out
+}
+
+fn unreadable_json(audit: &Audit) -> Value {
+    Value::Array(audit.unreadable.iter().map(|(file, why)| json!({"file": file, "error": why})).collect())
+}
+
+/// [`json()`] as `lcp audit --format json` prints it, indented by two spaces: the
+/// same text, its tools written in batches on every core. (A pretty-printed value is
+/// the same at any depth but for the indentation of its lines, and its strings hold
+/// no raw line break.)
+pub fn json_text(audit: &Audit) -> String {
+    if audit.tools.is_empty() {
+        return serde_json::to_string_pretty(&json(audit)).unwrap_or_default();
+    }
+    const BATCH: usize = 256;
+    let write = |batch: usize| {
+        let mut text = String::new();
+        let end = audit.tools.len().min((batch + 1) * BATCH);
+        for (i, tool) in audit.tools[batch * BATCH..end].iter().enumerate() {
+            if batch > 0 || i > 0 {
+                text.push_str(",\n");
+            }
+            indented(&mut text, &serde_json::to_string_pretty(&ToolOut(tool)).unwrap_or_default(), "    ", true);
+        }
+        text
+    };
+    let mut out = String::from("{\n  \"tools\": [\n");
+    let _ = crate::ordered::run(audit.tools.len().div_ceil(BATCH), write, |text| {
+        out.push_str(&text);
+        Ok(())
+    });
+    out.push_str("\n  ]");
+    if !audit.unreadable.is_empty() {
+        out.push_str(",\n  \"unreadable\": ");
+        indented(&mut out, &serde_json::to_string_pretty(&unreadable_json(audit)).unwrap_or_default(), "  ", false);
+    }
+    out.push_str("\n}");
+    out
+}
+
+/// A tool as [`tool_json`] has it, written without making the value.
+struct ToolOut<'a>(&'a ToolAudit);
+
+impl Serialize for ToolOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let tool = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &tool.name)?;
+        map.serialize_entry("library", &tool.library)?;
+        map.serialize_entry("capabilities", &CapabilitiesOut(&tool.capabilities))?;
+        map.serialize_entry("unknown", &tool.unknown)?;
+        map.serialize_entry("declared", &serde_json::to_value(&tool.declared).unwrap_or(Value::Null))?;
+        map.serialize_entry("drift", &tool_json_drift(tool))?;
+        if let Some(gained) = &tool.gained {
+            map.serialize_entry("gained", &CapabilitiesOut(gained))?;
+        }
+        map.end()
+    }
+}
+
+/// Capabilities as [`capabilities_json`] has them.
+struct CapabilitiesOut<'a>(&'a std::collections::BTreeMap<Capability, Vec<Evidence>>);
+
+impl Serialize for CapabilitiesOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (capability, evidence) in self.0 {
+            let evidence: Vec<EvidenceOut> = evidence.iter().map(EvidenceOut).collect();
+            map.serialize_entry(capability.as_str(), &evidence)?;
+        }
+        map.end()
+    }
+}
+
+/// Evidence as [`evidence_json`] has it.
+struct EvidenceOut<'a>(&'a Evidence);
+
+impl Serialize for EvidenceOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("file", &self.0.file)?;
+        map.serialize_entry("line", &self.0.line)?;
+        map.serialize_entry("via", &self.0.via)?;
+        map.serialize_entry("chain", &self.0.chain)?;
+        map.end()
+    }
+}
+
+/// Appends `text` to `out`, each of its lines after `prefix` (the first too when
+/// `first`).
+fn indented(out: &mut String, text: &str, prefix: &str, first: bool) {
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if i > 0 || first {
+            out.push_str(prefix);
+        }
+        out.push_str(line);
+    }
 }
 
 fn capabilities_json(capabilities: &std::collections::BTreeMap<Capability, Vec<Evidence>>) -> Value {
@@ -27,19 +126,7 @@ fn capabilities_json(capabilities: &std::collections::BTreeMap<Capability, Vec<E
 }
 
 fn tool_json(tool: &ToolAudit) -> Value {
-    let drift: Vec<Value> = tool
-        .drift
-        .iter()
-        .map(|d| {
-            json!({
-                "declaration": d.declaration,
-                "capability": d.capability.as_str(),
-                "file": d.evidence.file,
-                "line": d.evidence.line,
-                "via": d.evidence.via,
-            })
-        })
-        .collect();
+    let drift = tool_json_drift(tool);
     let declared = serde_json::to_value(&tool.declared).unwrap_or(Value::Null);
     let mut out = json!({
         "name": tool.name,
@@ -53,6 +140,22 @@ fn tool_json(tool: &ToolAudit) -> Value {
         out["gained"] = capabilities_json(gained);
     }
     out
+}
+
+/// A tool's drift as JSON: `[{"declaration", "capability", "file", "line", "via"}]`.
+fn tool_json_drift(tool: &ToolAudit) -> Vec<Value> {
+    tool.drift
+        .iter()
+        .map(|d| {
+            json!({
+                "declaration": d.declaration,
+                "capability": d.capability.as_str(),
+                "file": d.evidence.file,
+                "line": d.evidence.line,
+                "via": d.evidence.via,
+            })
+        })
+        .collect()
 }
 
 /// The SARIF rule of a capability, and of a drift.

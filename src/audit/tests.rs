@@ -19,8 +19,20 @@ fn audited(test: &str, files: &[(&str, &str)]) -> HashMap<String, ToolAudit> {
     let sources = Sources { folders: vec![root.clone()], files: Vec::new() };
     let registry = Registry::load(&sources, &Options::default());
     let found = audit(&registry, &Config::without_file(), &[]);
+    read_with_discovery_agrees(&sources, &found);
     let _ = std::fs::remove_dir_all(&root);
     found.tools.into_iter().map(|t| (t.name.clone(), t)).collect()
+}
+
+/// The audit of the code discovery read ([`Registry::load_with_code`]) is the audit
+/// of the code read apart, and its JSON text is its JSON value's, pretty-printed.
+fn read_with_discovery_agrees(sources: &Sources, apart: &super::Audit) {
+    let registry = Registry::load_with_code(sources, &Options::default());
+    assert!(registry.code().is_some());
+    let read = audit(&registry, &Config::without_file(), &[]);
+    assert_eq!(super::report::json(&read), super::report::json(apart));
+    let text = super::report::json_text(&read);
+    assert_eq!(text, serde_json::to_string_pretty(&super::report::json(apart)).unwrap());
 }
 
 fn one(test: &str, text: &str) -> HashMap<String, ToolAudit> {
@@ -256,6 +268,8 @@ fn a_baseline_reports_what_a_change_gained() {
             _ => assert_eq!(gained, ["env"]),
         }
     }
+    let text = super::report::json_text(&found);
+    assert_eq!(text, serde_json::to_string_pretty(&super::report::json(&found)).unwrap(), "with what was gained");
     assert!(super::compare(&mut found, &serde_json::json!({"not": "an audit"})).is_err());
 }
 
@@ -403,4 +417,43 @@ fn one_tool_of_a_loose_file_is_audited_as_the_whole_audit_audits_it() {
     let run = whole.tools.iter().find(|t| t.name == "tool_run").expect("audited");
     assert_eq!(capabilities(run), ["subprocess"], "through the sibling it imports");
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn the_code_discovery_read_is_audited_as_the_code_read_apart() {
+    let root = std::env::temp_dir().join(format!("lcp-audit-{}-discovery", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let files = [
+        (
+            "runner.py",
+            "import shell_helpers\n\ndef tool_run(command: str) -> str:\n    return shell_helpers.run(command)\n",
+        ),
+        ("shell_helpers.py", "import subprocess\n\ndef run(command):\n    return subprocess.run(command).returncode\n"),
+        ("dotted.py", "import importlib\n\ndef tool_load() -> None:\n    importlib.import_module('odd.name')\n"),
+        ("odd.name.py", "import os\n\nos.remove('x')\n"),
+        ("relative.py", "from . import helper_init\n\ndef tool_rel() -> None:\n    helper_init()\n"),
+        ("__init__.py", "import requests\n\ndef helper_init():\n    requests.get('u')\n"),
+        ("broken.py", "def tool_broken(:\n"),
+        ("lib/lib.py", "from ._net import fetch\n\ndef tool_get(url: str) -> str:\n    return fetch(url)\n"),
+        ("lib/_net.py", "import requests\n\ndef fetch(url):\n    return requests.get(url).text\n"),
+        ("lib/__init__.py", "import os\nX = os.environ['X']\n"),
+        ("lib/bad.py", "def tool_bad(:\n"),
+        ("other/other.py", "import os\n\ndef tool_clean(path: str) -> None:\n    os.remove(path)\n"),
+    ];
+    for (name, text) in files {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).expect("a temp folder");
+        std::fs::write(path, text).expect("a temp file");
+    }
+    let sources = Sources { folders: vec![root.clone()], files: Vec::new() };
+    let apart = audit(&Registry::load(&sources, &Options::default()), &Config::without_file(), &[]);
+    read_with_discovery_agrees(&sources, &apart);
+    let _ = std::fs::remove_dir_all(&root);
+    let tools: HashMap<&str, &ToolAudit> = apart.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+    assert_eq!(capabilities(tools["tool_run"]), ["subprocess"]);
+    assert_eq!(capabilities(tools["tool_get"]), ["network"]);
+    assert_eq!(capabilities(tools["tool_load"]), ["fs_write"]);
+    assert_eq!(capabilities(tools["tool_rel"]), ["network"]);
+    let unreadable: Vec<&str> = apart.unreadable.iter().map(|(file, _)| file.rsplit('/').next().unwrap()).collect();
+    assert_eq!(unreadable, ["broken.py", "bad.py"]);
 }
