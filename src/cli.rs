@@ -604,7 +604,7 @@ fn load_host_with(
 }
 
 /// [`load_host_with`]; with `code`, the files' code is read for the audit as they
-/// are parsed ([`Registry::load_with_code`]), for a command that audits its tools.
+/// are parsed (`audit::load_with_code`), for a command that audits its tools.
 fn load_host_reading(
     sources: &SourceArgs,
     host: &HostArgs,
@@ -811,7 +811,7 @@ fn load(args: &SourceArgs, code: bool) -> Result<Registry, String> {
         sources.folders.push(crate::default_tools::folder().map_err(|err| err.to_string())?);
     }
     Ok(if code {
-        Registry::load_with_code(&sources, &Options::default())
+        crate::audit::load_with_code(&sources, &Options::default())
     } else {
         Registry::load(&sources, &Options::default())
     })

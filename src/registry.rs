@@ -6,9 +6,10 @@
 //! resolve) and the first-wins rule for tool names across files. Its libraries are
 //! laid out by a rescan and never edited after: other modules read them, and what a
 //! host shows differently (aliases, dynamic descriptions) is a registry or an overlay
-//! of its own. With [`Registry::load_with_code`] the reader threads also read each
-//! group's code for the audit from the trees they parsed (`audit::Reading`),
-//! so that a command that audits parses each file once. It never runs Python.
+//! of its own. With `Registry::load_reading` the reader threads also hand each
+//! group's trees to a `TreeReader` (the audit's reading of code), so that a command
+//! that audits parses each file once; the registry keeps what it read without knowing
+//! what it is. It never runs Python.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -72,12 +73,21 @@ pub struct Registry {
     /// libraries were laid out: a call finds its tool in O(1), and a rescan pays
     /// nothing for it.
     index: OnceLock<FastMap<String, (usize, usize)>>,
-    /// Whether the next rescan reads the files' code for the audit too
-    /// ([`Registry::load_with_code`]).
-    read_code: bool,
-    /// What it read: the audit's packages, from the trees discovery parsed. Only a
-    /// load makes it; a later rescan drops it.
-    code: Option<Arc<crate::audit::Code>>,
+    /// What the reader of [`Registry::load_reading`] read, from the trees discovery parsed. Only a load makes it;
+    /// a later rescan drops it.
+    read: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+/// What else a load reads from the trees discovery parses, on the thread that parsed
+/// them, so that a command that needs more of the code than its tools (the audit's
+/// call graphs, `audit::Reading`) parses each file once. The registry keeps what it
+/// read without knowing what it is ([`Registry::read`]).
+pub(crate) trait TreeReader: Send + Sync {
+    /// A group of files parsed together: a library folder's (`package`), or a loose
+    /// file alone; the files that could not be parsed are not in it.
+    fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile)]);
+    /// What was read, once every group was.
+    fn finish(self: Box<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
 
 #[derive(Debug, Clone)]
@@ -198,25 +208,23 @@ impl Registry {
         registry
     }
 
-    /// [`Registry::load`], reading each file's code for `lcp audit` (SPEC §20) from the
-    /// tree parsed for its tools, on the same threads (`audit::Reading`):
-    /// what `Registry::code` gives. For commands that audit the tools they load.
-    pub fn load_with_code(sources: &Sources, options: &Options) -> Registry {
-        let mut registry =
-            Registry { sources: sources.clone(), options: options.clone(), read_code: true, ..Registry::default() };
-        registry.rescan();
-        registry.read_code = false;
+    /// [`Registry::load`], handing each group of parsed trees to `reader` too, on the
+    /// thread that parsed it: what it read is [`Registry::read`]. For a command that
+    /// reads more of the code than its tools (`lcp audit`, SPEC §20).
+    pub(crate) fn load_reading(sources: &Sources, options: &Options, reader: Box<dyn TreeReader>) -> Registry {
+        let mut registry = Registry { sources: sources.clone(), options: options.clone(), ..Registry::default() };
+        registry.rescan_reading(Some(reader));
         registry
     }
 
-    /// The code read with the files ([`Registry::load_with_code`]), if it was.
-    pub(crate) fn code(&self) -> Option<&crate::audit::Code> {
-        self.code.as_deref()
+    /// What the reader of [`Registry::load_reading`] read, if there was one.
+    pub(crate) fn read(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        self.read.as_deref()
     }
 
-    /// This registry with the code `other` read (a view of `other`'s libraries).
-    pub(crate) fn with_code_of(mut self, other: &Registry) -> Registry {
-        self.code = other.code.clone();
+    /// This registry with what `other`'s reader read (a view of `other`'s libraries).
+    pub(crate) fn with_read_of(mut self, other: &Registry) -> Registry {
+        self.read = other.read.clone();
         self
     }
 
@@ -300,6 +308,11 @@ impl Registry {
     /// Walks the sources again and re-reads only files that are new or whose size or
     /// modification time changed; everything else is reused as it is.
     pub fn rescan(&mut self) -> Changes {
+        self.rescan_reading(None)
+    }
+
+    /// [`Registry::rescan`], handing the groups it parses to `reader` too.
+    fn rescan_reading(&mut self, reader: Option<Box<dyn TreeReader>>) -> Changes {
         let (listed, scan_diagnostics) = scan::discover_with_metadata(&self.sources.folders, &self.sources.files);
         let (files, metadata): (Vec<SourceFile>, Vec<Option<Metadata>>) = listed.into_iter().unzip();
         let stamps: Vec<Option<Stamp>> = metadata.iter().map(|meta| meta.as_ref().map(Stamp::of)).collect();
@@ -329,11 +342,10 @@ impl Registry {
             }
         }
         let groups = self.groups(&files, &stale, &changes.removed);
-        let reading = self.read_code.then(crate::audit::Reading::default);
-        let read = read_all(&files, &metadata, &groups, &self.options.injected, reading.as_ref());
-        // Only a load reads code: what a later rescan changed (a file a package reads
+        // Only a load reads more: what a later rescan changed (a file a package reads
         // that discovery does not list among them) would leave it stale.
-        self.code = reading.map(|reading| Arc::new(reading.finish()));
+        let read = read_all(&files, &metadata, &groups, &self.options.injected, reader.as_deref());
+        self.read = reader.map(TreeReader::finish);
         for (i, result) in read {
             let path = files[i].path.clone();
             let library = result.library;
@@ -762,7 +774,7 @@ fn read_all(
     metadata: &[Option<Metadata>],
     groups: &[Group],
     injected: &[String],
-    code: Option<&crate::audit::Reading>,
+    code: Option<&dyn TreeReader>,
 ) -> Vec<(usize, FileResult)> {
     if groups.is_empty() {
         return Vec::new();
@@ -814,7 +826,7 @@ fn read_group(
     metadata: &[Option<Metadata>],
     group: &Group,
     injected: &[String],
-    code: Option<&crate::audit::Reading>,
+    code: Option<&dyn TreeReader>,
 ) -> Vec<(usize, FileResult)> {
     let folder = group.files.first().and_then(|&(i, _)| files[i].package.as_ref());
     if code.is_some() && folder.is_some() {
@@ -849,7 +861,7 @@ fn read_folder(
     metadata: &[Option<Metadata>],
     group: &Group,
     injected: &[String],
-    code: Option<&crate::audit::Reading>,
+    code: Option<&dyn TreeReader>,
 ) -> Vec<(usize, FileResult)> {
     let parsed: Vec<(usize, Result<ParsedFile, Diagnostic>)> =
         group.files.iter().map(|&(i, _)| (i, read_one(&files[i], metadata[i].as_ref()))).collect();

@@ -58,7 +58,7 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
     let diagnostics = registry.diagnostics().to_vec();
     if view.selection.is_none() && config.tool_policies.is_empty() && config.policy.is_default() {
         // Nothing is left out, renamed or declared anew: the registry as it is.
-        view.registry = Registry::from_libraries(registry.libraries().to_vec(), diagnostics).with_code_of(registry);
+        view.registry = Registry::from_libraries(registry.libraries().to_vec(), diagnostics).with_read_of(registry);
         view.routes = registry.tools().map(|(_, tool)| (tool.name.clone(), tool.name.clone())).collect();
         let members =
             registry.prompts().map(|(_, prompt)| prompt).chain(registry.resources().map(|(_, r)| &r.function));
@@ -111,7 +111,7 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
             libraries.push(Arc::new(Library { tools: shown, prompts, resources, ..(**library).clone() }));
         }
     }
-    view.registry = Registry::from_libraries(libraries, diagnostics).with_code_of(registry);
+    view.registry = Registry::from_libraries(libraries, diagnostics).with_read_of(registry);
     view
 }
 

@@ -23,7 +23,7 @@ mod read;
 pub mod report;
 mod tables;
 
-pub(crate) use read::{Code, Reading};
+pub(crate) use read::{Code, load_with_code};
 
 /// What a tool's code can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -162,7 +162,7 @@ enum Evidenced {
 /// [`audit`], keeping the evidence or not.
 fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)], evidenced: Evidenced) -> Audit {
     let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();
-    let code = registry.code();
+    let code = Code::of(registry);
     let mut folders = Folders::default();
     let mut packages = Packages::default();
     // The folders of loose files whose packages discovery read: only the files those
@@ -175,7 +175,7 @@ fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)],
         .tools()
         .map(|(library, tool)| {
             let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);
-            let given = code.and_then(|code| code.of(&library.path)).filter(|_| library.origin == Origin::File);
+            let given = code.and_then(|code| code.of_file(&library.path)).filter(|_| library.origin == Origin::File);
             let read = match given {
                 Some((package, loose)) => {
                     if loose && !loose_folders.contains(&loose_folder(library)) {

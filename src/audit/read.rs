@@ -1,6 +1,6 @@
 //! The audit's reading of code done while discovery parses the files, so that each
 //! file is parsed once. A registry loaded with
-//! [`crate::registry::Registry::load_with_code`] hands each group it parsed, on the
+//! [`load_with_code`] hands each group it parsed, on the
 //! reader thread that parsed it, to [`Reading`]: a library folder is read as a call
 //! graph from discovery's trees of its files (parsing only a file discovery did not
 //! list, such as its `__init__.py`); a loose file with the loose files beside it that
@@ -19,7 +19,7 @@ use ruff_python_ast as ast;
 
 use super::graph::{self, Package};
 use crate::extract::ParsedFile;
-use crate::registry::{FastMap, FastMap as HashMap, FastSet as HashSet};
+use crate::registry::{FastMap, FastMap as HashMap, FastSet as HashSet, Options, Registry, Sources, TreeReader};
 use crate::scan::SourceFile;
 use crate::sync;
 
@@ -35,7 +35,7 @@ pub(crate) struct Code {
 
 impl Code {
     /// The package of the library file `path`, and whether it is a loose file's.
-    pub(super) fn of(&self, path: &Path) -> Option<(&Arc<Package>, bool)> {
+    pub(super) fn of_file(&self, path: &Path) -> Option<(&Arc<Package>, bool)> {
         self.by_file.get(path).map(|(package, loose)| (package, *loose))
     }
 
@@ -72,12 +72,36 @@ pub(crate) struct Reading {
     code: Mutex<Code>,
 }
 
-impl Reading {
-    /// What was read.
-    pub(crate) fn finish(self) -> Code {
-        self.code.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
+impl TreeReader for Reading {
+    /// Reads the files discovery parsed of one group: `package`, the library folder
+    /// they are in, or `None` for loose files, each read with what it may import.
+    fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile)]) {
+        match package {
+            Some(folder) => self.folder(folder, parsed),
+            None => parsed.iter().for_each(|(file, tree)| self.loose(file, tree)),
+        }
     }
 
+    fn finish(self: Box<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        Arc::new(self.code.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+}
+
+impl Code {
+    /// The code `registry`'s load read ([`load_with_code`]), if it did.
+    pub(crate) fn of(registry: &Registry) -> Option<&Code> {
+        registry.read()?.downcast_ref::<Code>()
+    }
+}
+
+/// [`Registry::load`], reading each file's code for the audit from the tree parsed
+/// for its tools, on the same threads: what [`Code::of`] gives. For commands that
+/// audit the tools they load.
+pub(crate) fn load_with_code(sources: &Sources, options: &Options) -> Registry {
+    Registry::load_reading(sources, options, Box::new(Reading::default()))
+}
+
+impl Reading {
     fn listing(&self, folder: &Path) -> Arc<Listing> {
         if let Some(listing) = sync::lock(&self.listings).get(folder) {
             return Arc::clone(listing);
@@ -91,15 +115,6 @@ impl Reading {
         let lengths = stems.keys().fold(0u128, |lengths, stem| lengths | 1 << stem.len().min(127));
         let listing = Arc::new(Listing { files, stems, lengths });
         Arc::clone(sync::lock(&self.listings).entry(folder.to_path_buf()).or_insert(listing))
-    }
-
-    /// Reads the files discovery parsed of one group: `package`, the library folder
-    /// they are in, or `None` for loose files, each read with what it may import.
-    pub(crate) fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile)]) {
-        match package {
-            Some(folder) => self.folder(folder, parsed),
-            None => parsed.iter().for_each(|(file, tree)| self.loose(file, tree)),
-        }
     }
 
     /// A library folder: its files as one package, each file discovery parsed

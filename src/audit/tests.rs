@@ -24,11 +24,11 @@ fn audited(test: &str, files: &[(&str, &str)]) -> HashMap<String, ToolAudit> {
     found.tools.into_iter().map(|t| (t.name.clone(), t)).collect()
 }
 
-/// The audit of the code discovery read ([`Registry::load_with_code`]) is the audit
+/// The audit of the code discovery read ([`super::load_with_code`]) is the audit
 /// of the code read apart, and its JSON text is its JSON value's, pretty-printed.
 fn read_with_discovery_agrees(sources: &Sources, apart: &super::Audit) {
-    let registry = Registry::load_with_code(sources, &Options::default());
-    assert!(registry.code().is_some());
+    let registry = super::load_with_code(sources, &Options::default());
+    assert!(super::Code::of(&registry).is_some());
     let read = audit(&registry, &Config::without_file(), &[]);
     assert_eq!(super::report::json(&read), super::report::json(apart));
     let text = super::report::json_text(&read);
