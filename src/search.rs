@@ -778,9 +778,7 @@ fn number(words: &mut Words, stem: &str) -> u32 {
 /// stemmed and looked up in the index's words once, and no word is a `String` of its
 /// own after that.
 struct Reader {
-    stemmer: Stemmer,
-    /// Each word met, lowercased, with its stem's number (`None`: a word left out).
-    met: WordMap<Box<str>, Option<u32>>,
+    numbers: Numbers,
     /// A word's counts in the tool being read: `seen[word]` is `tool` when the word has
     /// a place in the tool's counts (`place[word]`), so nothing is cleared between tools.
     seen: Vec<u32>,
@@ -791,23 +789,16 @@ struct Reader {
 
 impl Reader {
     fn new() -> Reader {
-        Reader {
-            stemmer: Stemmer::create(Algorithm::English),
-            met: WordMap::default(),
-            seen: Vec::new(),
-            place: Vec::new(),
-            tool: 0,
-        }
+        Reader { numbers: Numbers::new(), seen: Vec::new(), place: Vec::new(), tool: 0 }
     }
 
     /// The segment of `library`, its tools described by `descriptions`.
     fn segment(&mut self, library: &Arc<Library>, descriptions: &Descriptions, words: &Mutex<Words>) -> Segment {
-        let Reader { stemmer, met, seen, place, tool: number } = self;
-        let mut each = |text: &str, found: &mut dyn FnMut(u32)| each_number(stemmer, met, words, text, found);
+        let Reader { numbers, seen, place, tool: number } = self;
         // The words of the library's field, read once for all its tools.
         let mut library_words = Vec::new();
         for text in library_texts(library) {
-            each(text, &mut |word| library_words.push(word));
+            numbers.each(words, text, |word| library_words.push(word));
         }
         let mut segment = Segment {
             library: Arc::clone(library),
@@ -841,7 +832,7 @@ impl Reader {
                     name_words.push(word);
                 }
             };
-            tool_texts(tool, descriptions.of(tool), |field, text| each(text, &mut |word| count(field, word)));
+            tool_texts(tool, descriptions.of(tool), |field, text| numbers.each(words, text, |word| count(field, word)));
             for &word in &library_words {
                 count(LIBRARY, word);
             }
@@ -856,29 +847,147 @@ impl Reader {
     }
 }
 
-/// Calls `found` with the number in `words` of each word of `text` the index keeps,
-/// each word stemmed and numbered once: `met` keeps what each was found to be.
-fn each_number(
-    stemmer: &Stemmer,
-    met: &mut WordMap<Box<str>, Option<u32>>,
-    words: &Mutex<Words>,
-    text: &str,
-    found: &mut dyn FnMut(u32),
-) {
-    each_word(text, |word| {
-        let number = match met.get(word) {
-            Some(&number) => number,
-            None => {
-                let number = (word.chars().nth(1).is_some() && !STOP_WORDS.contains(&word))
-                    .then(|| number(&mut sync::lock(words), &stemmer.stem(word)));
-                met.insert(Box::from(word), number);
-                number
+/// What a word met was found to be, in [`Numbers`]: the number of its stem, or
+/// [`LEFT_OUT`].
+const LEFT_OUT: u32 = u32::MAX;
+
+/// The number of each word a [`Reader`] met.
+struct Numbers {
+    stemmer: Stemmer,
+    /// Words of 16 bytes or fewer (most words), lowercased and packed in a `u128`.
+    short: Short,
+    /// Longer words and words not ASCII, lowercased.
+    long: WordMap<Box<str>, u32>,
+    /// A word being lowercased.
+    buffer: String,
+}
+
+impl Numbers {
+    fn new() -> Numbers {
+        let stemmer = Stemmer::create(Algorithm::English);
+        Numbers { stemmer, short: Short::default(), long: WordMap::default(), buffer: String::new() }
+    }
+
+    /// Calls `found` with the number in `words` of each word of `text` the index keeps,
+    /// as [`tokens`] reads them; a word is stemmed and numbered the first time it is
+    /// met. An ASCII text is split a byte at a time, and a word of up to 16 bytes is
+    /// looked up by its bytes packed in a `u128`, without a string.
+    fn each(&mut self, words: &Mutex<Words>, text: &str, mut found: impl FnMut(u32)) {
+        let Numbers { stemmer, short, long, buffer } = self;
+        let number_of = |word: &str| {
+            if word.chars().nth(1).is_some() && !STOP_WORDS.contains(&word) {
+                number(&mut sync::lock(words), &stemmer.stem(word))
+            } else {
+                LEFT_OUT
             }
         };
-        if let Some(number) = number {
-            found(number);
+        if !text.is_ascii() {
+            each_char_word(text, |word| {
+                let number = match long.get(word) {
+                    Some(&number) => number,
+                    None => {
+                        let number = number_of(word);
+                        long.insert(Box::from(word), number);
+                        number
+                    }
+                };
+                if number != LEFT_OUT {
+                    found(number);
+                }
+            });
+            return;
         }
-    });
+        let bytes = text.as_bytes();
+        ascii_spans(bytes, |from, to| {
+            let word = &bytes[from..to];
+            let number = if word.len() <= 16 {
+                let mut key = [0u8; 16];
+                for (packed, byte) in key.iter_mut().zip(word) {
+                    *packed = byte.to_ascii_lowercase();
+                }
+                let key = u128::from_le_bytes(key);
+                match short.get(key) {
+                    Some(number) => number,
+                    None => {
+                        let lowered = key.to_le_bytes();
+                        let number = number_of(std::str::from_utf8(&lowered[..word.len()]).unwrap_or_default());
+                        short.insert(key, number);
+                        number
+                    }
+                }
+            } else {
+                buffer.clear();
+                buffer.extend(word.iter().map(|byte| char::from(byte.to_ascii_lowercase())));
+                match long.get(buffer.as_str()) {
+                    Some(&number) => number,
+                    None => {
+                        let number = number_of(buffer);
+                        long.insert(Box::from(buffer.as_str()), number);
+                        number
+                    }
+                }
+            };
+            if number != LEFT_OUT {
+                found(number);
+            }
+        });
+    }
+}
+
+/// A table of words of up to 16 bytes, each the key of its bytes packed in a `u128`
+/// (little-endian, the rest zeros: a word has no zero byte, so no two words share a
+/// key, and no word's key is 0), with a `u32` each; open addressing, looked for from
+/// the place of the key's hash on.
+#[derive(Default)]
+struct Short {
+    /// The keys, 0 where a place is free; a power of two long (or empty).
+    keys: Vec<u128>,
+    values: Vec<u32>,
+    used: usize,
+}
+
+impl Short {
+    /// Where `key` is looked for first, in a table of `len` places.
+    fn place(key: u128, len: usize) -> usize {
+        let mixed = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> (64 - len.trailing_zeros())) as usize
+    }
+
+    fn get(&self, key: u128) -> Option<u32> {
+        if self.keys.is_empty() {
+            return None;
+        }
+        let mask = self.keys.len() - 1;
+        let mut at = Short::place(key, self.keys.len());
+        loop {
+            match self.keys[at] {
+                found if found == key => return Some(self.values[at]),
+                0 => return None,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// Adds `key`, which the table does not hold.
+    fn insert(&mut self, key: u128, value: u32) {
+        if (self.used + 1) * 2 > self.keys.len() {
+            let len = (self.keys.len() * 2).max(256);
+            let keys = std::mem::replace(&mut self.keys, vec![0; len]);
+            let values = std::mem::replace(&mut self.values, vec![0; len]);
+            self.used = 0;
+            for (key, value) in keys.into_iter().zip(values).filter(|(key, _)| *key != 0) {
+                self.insert(key, value);
+            }
+        }
+        let mask = self.keys.len() - 1;
+        let mut at = Short::place(key, self.keys.len());
+        while self.keys[at] != 0 {
+            at = (at + 1) & mask;
+        }
+        self.keys[at] = key;
+        self.values[at] = value;
+        self.used += 1;
+    }
 }
 
 fn tokens_with(stemmer: &Stemmer, text: &str) -> Vec<String> {
@@ -931,31 +1040,44 @@ const CLASSES: [u8; 128] = {
 /// [`each_char_word`] of an ASCII text, a byte at a time.
 fn each_ascii_word(text: &[u8], mut found: impl FnMut(&str)) {
     let mut word = String::new();
+    ascii_spans(text, |from, to| {
+        word.clear();
+        word.extend(text[from..to].iter().map(|byte| char::from(byte.to_ascii_lowercase())));
+        found(&word);
+    });
+}
+
+/// Calls `found` with where each word of the ASCII text `text` starts and ends, split
+/// as [`each_char_word`] splits it (not lowercased).
+fn ascii_spans(text: &[u8], mut found: impl FnMut(usize, usize)) {
+    let mut start = 0;
     let mut before = OTHER;
     for (at, &b) in text.iter().enumerate() {
         let class = CLASSES[usize::from(b & 0x7f)];
         if class == OTHER {
-            if !word.is_empty() {
-                found(&word);
-                word.clear();
+            if before != OTHER {
+                found(start, at);
             }
             before = OTHER;
             continue;
         }
         let split = match (before, class) {
+            (OTHER, _) => {
+                start = at;
+                false
+            }
             (LOWER, UPPER) | (LOWER | UPPER, DIGIT) | (DIGIT, LOWER | UPPER) => true,
             (UPPER, UPPER) => text.get(at + 1).is_some_and(u8::is_ascii_lowercase),
             _ => false,
         };
         if split {
-            found(&word);
-            word.clear();
+            found(start, at);
+            start = at;
         }
-        word.push(char::from(b.to_ascii_lowercase()));
         before = class;
     }
-    if !word.is_empty() {
-        found(&word);
+    if before != OTHER {
+        found(start, text.len());
     }
 }
 
@@ -1090,6 +1212,32 @@ mod tests {
             let (fast, plain) = texts(tool.parameters.as_str());
             assert!(!fast.is_empty());
             assert_eq!(fast, plain, "{}", tool.name);
+        }
+    }
+
+    #[test]
+    fn a_reader_numbers_the_words_tokens_reads() {
+        let texts = [
+            "What is the weather forecasting for Paris?",
+            "internationalization internationalizations abcdefghijklmnop abcdefghijklmnopq",
+            "getHTTPStatus2 parseXMLFile_v2 a b c the of",
+            "Ünïcode wörds and ASCII words, naïvely mixed: Ünïcode",
+            "sixteen_letters_ sixteenletterss sixteenletterss",
+        ];
+        let words = Mutex::new(Words::default());
+        let mut numbers = Numbers::new();
+        for _ in 0..2 {
+            for text in texts {
+                let mut found = Vec::new();
+                numbers.each(&words, text, |number| found.push(number));
+                let words = sync::lock(&words);
+                let mut stems = vec![""; words.len()];
+                for (word, &number) in words.iter() {
+                    stems[number as usize] = word;
+                }
+                let found: Vec<&str> = found.iter().map(|&number| stems[number as usize]).collect();
+                assert_eq!(found, tokens(text), "{text:?}");
+            }
         }
     }
 
