@@ -510,13 +510,219 @@ fn library_texts(library: &Library) -> [&str; 3] {
 }
 
 /// Calls `found` with the names, descriptions and string values of the properties of
-/// the schema written as `text`, nested ones too (a few levels down). Read without
-/// making a `Value` ([`schema_text`]), and read from one ([`value_text`]) when the
-/// schema has a shape the faster reader does not take.
+/// the schema written as `text`, nested ones too (a few levels down). Found while the
+/// text is parsed ([`schema_walk`]); read into the few keywords they come from
+/// ([`schema_text`]) when the schema has a shape the walk does not take, and from a
+/// `Value` ([`value_text`]) when it has one neither takes.
 fn parameter_texts(text: &str, found: &mut dyn FnMut(&str)) {
+    if let Some(texts) = schema_walk::texts(text) {
+        for text in &texts {
+            found(text);
+        }
+        return;
+    }
     match serde_json::from_str::<schema_text::Schema<'_>>(text) {
         Ok(schema) => schema_text::properties(&schema, found, 0),
         Err(_) => value_text::properties(&serde_json::from_str(text).unwrap_or_default(), found, 0),
+    }
+}
+
+/// The same texts as [`schema_text`], found while the schema's JSON text is parsed,
+/// with nothing built but the list of texts: what the index reads first. A schema of a
+/// shape it does not take (a keyword twice, a schema that is not an object) fails to
+/// read, and [`schema_text`] reads it.
+mod schema_walk {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+    use super::schema_text::Text;
+
+    /// The texts of the schema written as `text` (those [`schema_text`] finds, in the
+    /// order they are written); `None` when it has a shape this walk does not take.
+    pub(super) fn texts(text: &str) -> Option<Vec<Cow<'_, str>>> {
+        let mut texts = Vec::new();
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let root = Node { texts: &mut texts, own: false, depth: 0, root: true };
+        root.deserialize(&mut deserializer).ok()?;
+        deserializer.end().ok()?;
+        Some(texts)
+    }
+
+    /// A schema as [`schema_text`] reads it: the root (only its properties' texts are
+    /// found), or a schema it describes at `depth` (its description and `enum` strings
+    /// are found when `own`; its `anyOf`, `oneOf` and `items` are described at
+    /// `depth + 1`, and its properties read at `depth + 1`, when that is at most 3).
+    struct Node<'t, 'a> {
+        texts: &'t mut Vec<Cow<'a, str>>,
+        own: bool,
+        depth: usize,
+        root: bool,
+    }
+
+    /// The keywords a schema's texts come from, once each.
+    const KEYWORDS: [&str; 6] = ["properties", "description", "enum", "anyOf", "oneOf", "items"];
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Node<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Node<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a schema")
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+            let Node { texts, own, depth, root } = self;
+            // The depth its properties are read at, and whether their texts are found.
+            let (properties_depth, inner) = if root { (0, false) } else { (depth + 1, own) };
+            let found_properties = (root || own) && properties_depth <= 3;
+            let mut seen = [false; KEYWORDS.len()];
+            while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+                let Some(keyword) = key.as_deref().and_then(|key| KEYWORDS.iter().position(|k| *k == key)) else {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                };
+                if std::mem::replace(&mut seen[keyword], true) {
+                    return Err(de::Error::custom("a keyword twice"));
+                }
+                match keyword {
+                    0 => map.next_value_seed(Properties {
+                        texts: &mut *texts,
+                        found: found_properties,
+                        depth: properties_depth,
+                    })?,
+                    1 => {
+                        let Text(description) = map.next_value::<Text<'de>>()?;
+                        if own && !root {
+                            texts.extend(description);
+                        }
+                    }
+                    2 => map.next_value_seed(Values { texts: &mut *texts, found: own && !root })?,
+                    3 | 4 => map.next_value_seed(Options { texts: &mut *texts, own: inner, depth: depth + 1 })?,
+                    _ => map.next_value_seed(Items(Node {
+                        texts: &mut *texts,
+                        own: inner,
+                        depth: depth + 1,
+                        root: false,
+                    }))?,
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// `properties`, read at `depth`: each name, and each property described at `depth`
+    /// (found when `found`).
+    struct Properties<'t, 'a> {
+        texts: &'t mut Vec<Cow<'a, str>>,
+        found: bool,
+        depth: usize,
+    }
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Properties<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Properties<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object of schemas")
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+            let Properties { texts, found, depth } = self;
+            while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
+                if found {
+                    texts.push(name.unwrap_or_default());
+                }
+                map.next_value_seed(Node { texts: &mut *texts, own: found, depth, root: false })?;
+            }
+            Ok(())
+        }
+    }
+
+    /// `enum`: a list, whose strings are found when `found`.
+    struct Values<'t, 'a> {
+        texts: &'t mut Vec<Cow<'a, str>>,
+        found: bool,
+    }
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Values<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_seq(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Values<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
+            while let Some(Text(text)) = seq.next_element::<Text<'de>>()? {
+                if self.found {
+                    self.texts.extend(text);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// `anyOf` or `oneOf`: a list of schemas, each described at `depth`.
+    struct Options<'t, 'a> {
+        texts: &'t mut Vec<Cow<'a, str>>,
+        own: bool,
+        depth: usize,
+    }
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Options<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_seq(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Options<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of schemas")
+        }
+        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
+            let Options { texts, own, depth } = self;
+            while seq.next_element_seed(Node { texts: &mut *texts, own, depth, root: false })?.is_some() {}
+            Ok(())
+        }
+    }
+
+    /// `items`: a schema, or `null` (none).
+    struct Items<'t, 'a>(Node<'t, 'a>);
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Items<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_option(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Items<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a schema or null")
+        }
+        fn visit_none<E: de::Error>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            self.0.deserialize(deserializer)
+        }
     }
 }
 
@@ -622,7 +828,7 @@ mod schema_text {
 
     /// A string, borrowed when it has no escapes; anything else is no text.
     #[derive(Default)]
-    struct Text<'a>(Option<Cow<'a, str>>);
+    pub(super) struct Text<'a>(pub(super) Option<Cow<'a, str>>);
 
     /// The strings of a list; anything else in it is no text.
     #[derive(Default)]
@@ -779,22 +985,21 @@ fn number(words: &mut Words, stem: &str) -> u32 {
 /// own after that.
 struct Reader {
     numbers: Numbers,
-    /// A word's counts in the tool being read: `seen[word]` is `tool` when the word has
-    /// a place in the tool's counts (`place[word]`), so nothing is cleared between tools.
-    seen: Vec<u32>,
-    place: Vec<u32>,
+    /// A word's counts in the tool being read: `seen[word]` is `(tool, place)` when the
+    /// word has a place in the tool's counts, so nothing is cleared between tools.
+    seen: Vec<(u32, u32)>,
     /// The number of the tool being read, counted over every tool the reader read, from 1.
     tool: u32,
 }
 
 impl Reader {
     fn new() -> Reader {
-        Reader { numbers: Numbers::new(), seen: Vec::new(), place: Vec::new(), tool: 0 }
+        Reader { numbers: Numbers::new(), seen: Vec::new(), tool: 0 }
     }
 
     /// The segment of `library`, its tools described by `descriptions`.
     fn segment(&mut self, library: &Arc<Library>, descriptions: &Descriptions, words: &Mutex<Words>) -> Segment {
-        let Reader { numbers, seen, place, tool: number } = self;
+        let Reader { numbers, seen, tool: number } = self;
         // The words of the library's field, read once for all its tools.
         let mut library_words = Vec::new();
         for text in library_texts(library) {
@@ -817,15 +1022,14 @@ impl Reader {
             let mut count = |field: usize, word: u32| {
                 let at = word as usize;
                 if seen.len() <= at {
-                    seen.resize(at + 1, 0);
-                    place.resize(at + 1, 0);
+                    seen.resize(at + 1, (0, 0));
                 }
-                if seen[at] != number {
-                    seen[at] = number;
-                    place[at] = (counts.len() - first) as u32;
+                let (tool, place) = &mut seen[at];
+                if *tool != number {
+                    (*tool, *place) = (number, (counts.len() - first) as u32);
                     counts.push((word, [0; FIELDS]));
                 }
-                let count = &mut counts[first + place[at] as usize].1[field];
+                let count = &mut counts[first + *place as usize].1[field];
                 *count = count.saturating_add(1);
                 lengths[field] += 1;
                 if field == NAME && !name_words[name_first..].contains(&word) {
@@ -846,6 +1050,9 @@ impl Reader {
         segment
     }
 }
+
+/// The bit that makes an ASCII capital lowercase, in each of a `u128`'s bytes.
+const LOWERCASE: u128 = u128::from_le_bytes([0x20; 16]);
 
 /// What a word met was found to be, in [`Numbers`]: the number of its stem, or
 /// [`LEFT_OUT`].
@@ -902,10 +1109,10 @@ impl Numbers {
             let word = &bytes[from..to];
             let number = if word.len() <= 16 {
                 let mut key = [0u8; 16];
-                for (packed, byte) in key.iter_mut().zip(word) {
-                    *packed = byte.to_ascii_lowercase();
-                }
-                let key = u128::from_le_bytes(key);
+                key[..word.len()].copy_from_slice(word);
+                // A word's bytes are ASCII letters and digits: setting the 0x20 bit of
+                // each lowercases it (a digit has the bit set already).
+                let key = u128::from_le_bytes(key) | (LOWERCASE & (u128::MAX >> (8 * (16 - word.len()))));
                 match short.get(key) {
                     Some(number) => number,
                     None => {
@@ -1203,14 +1410,39 @@ mod tests {
             r#"{"properties":{"a":{"properties":{"b":{"properties":{"c":{"properties":{"d":{"properties":{"e":{"description":"deep"}}}}}}}}}}}"#,
             r#"{"properties":{"odd":{"description":5,"items":[{"description":"tuple"}],"oneOf":[true]}}}"#,
             r#"{"type":"object"}"#,
+            r#"{"properties":{"a":{"items":null,"description":"x","enum":[]}}}"#,
+            r#"{"description":"root","enum":["r"],"anyOf":[{"properties":{"z":{"description":"no"}}}],"items":{"description":"no"},"properties":{"k":{"description":"yes","items":{"items":{"description":"deep items","properties":{"m":{"anyOf":[{"description":"m's"}]}}}}}}}"#,
+            r#"{"properties":{"a":{"description":"one","description":"two"}}}"#,
+            r#"{"properties":{"a":{"properties":{"b":{"properties":{"c":{"properties":{"d":{"description":"d","properties":{"e":{"description":"e"}}}}}}}}}}}"#,
+            r#"{"properties":{"esc\u0061ped":{"descr\u0069ption":"with \"quotes\"","enum":["x\ny"]}}}"#,
         ];
         for schema in schemas {
             let (fast, plain) = texts(schema);
             assert_eq!(fast, plain, "{schema}");
         }
+        // Where the walk reads a schema, it finds what the keywords' reader finds.
+        let walked = |schema: &str| {
+            let mut walked: Vec<String> = schema_walk::texts(schema)?.into_iter().map(String::from).collect();
+            walked.sort();
+            Some(walked)
+        };
+        let read = |schema: &str| {
+            let mut read = Vec::new();
+            schema_text::properties(&serde_json::from_str(schema).ok()?, &mut |text| read.push(text.to_string()), 0);
+            read.sort();
+            Some(read)
+        };
+        for schema in schemas {
+            if let Some(walked) = walked(schema) {
+                assert_eq!(Some(walked), read(schema), "{schema}");
+            }
+        }
+        assert!(walked(schemas[7]).is_none(), "a keyword twice is not walked");
+        assert_eq!(walked(schemas[6]).unwrap(), ["deep items", "k", "m", "m's", "yes"]);
         for (_, tool) in catalog().tools() {
             let (fast, plain) = texts(tool.parameters.as_str());
             assert!(!fast.is_empty());
+            assert!(walked(tool.parameters.as_str()).is_some(), "{}", tool.name);
             assert_eq!(fast, plain, "{}", tool.name);
         }
     }
