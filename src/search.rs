@@ -542,7 +542,7 @@ mod schema_walk {
     /// The texts of the schema written as `text` (those [`schema_text`] finds, in the
     /// order they are written); `None` when it has a shape this walk does not take.
     pub(super) fn texts(text: &str) -> Option<Vec<Cow<'_, str>>> {
-        let mut texts = Vec::new();
+        let mut texts = Vec::with_capacity(16);
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let root = Node { texts: &mut texts, own: false, depth: 0, root: true };
         root.deserialize(&mut deserializer).ok()?;
@@ -990,16 +990,18 @@ struct Reader {
     seen: Vec<(u32, u32)>,
     /// The number of the tool being read, counted over every tool the reader read, from 1.
     tool: u32,
+    /// The most distinct words a tool read had, for the room a library's counts take.
+    widest: usize,
 }
 
 impl Reader {
     fn new() -> Reader {
-        Reader { numbers: Numbers::new(), seen: Vec::new(), tool: 0 }
+        Reader { numbers: Numbers::new(), seen: Vec::new(), tool: 0, widest: 0 }
     }
 
     /// The segment of `library`, its tools described by `descriptions`.
     fn segment(&mut self, library: &Arc<Library>, descriptions: &Descriptions, words: &Mutex<Words>) -> Segment {
-        let Reader { numbers, seen, tool: number } = self;
+        let Reader { numbers, seen, tool: number, widest } = self;
         // The words of the library's field, read once for all its tools.
         let mut library_words = Vec::new();
         for text in library_texts(library) {
@@ -1008,7 +1010,7 @@ impl Reader {
         let mut segment = Segment {
             library: Arc::clone(library),
             descriptions: Vec::with_capacity(library.tools.len()),
-            counts: Vec::new(),
+            counts: Vec::with_capacity(library.tools.len() * *widest),
             name_words: Vec::new(),
             tools: Vec::with_capacity(library.tools.len()),
         };
@@ -1040,6 +1042,7 @@ impl Reader {
             for &word in &library_words {
                 count(LIBRARY, word);
             }
+            *widest = (*widest).max(segment.counts.len() - first);
             segment.tools.push(ReadTool {
                 lengths,
                 counts_end: segment.counts.len() as u32,
@@ -1108,11 +1111,20 @@ impl Numbers {
         ascii_spans(bytes, |from, to| {
             let word = &bytes[from..to];
             let number = if word.len() <= 16 {
-                let mut key = [0u8; 16];
-                key[..word.len()].copy_from_slice(word);
+                // The word's bytes and what follows them (16 bytes read at once when the
+                // text has them), the rest masked off.
+                let read = match bytes.get(from..from + 16).and_then(|read| <[u8; 16]>::try_from(read).ok()) {
+                    Some(read) => read,
+                    None => {
+                        let mut read = [0u8; 16];
+                        read[..word.len()].copy_from_slice(word);
+                        read
+                    }
+                };
+                let mask = u128::MAX >> (8 * (16 - word.len()));
                 // A word's bytes are ASCII letters and digits: setting the 0x20 bit of
                 // each lowercases it (a digit has the bit set already).
-                let key = u128::from_le_bytes(key) | (LOWERCASE & (u128::MAX >> (8 * (16 - word.len()))));
+                let key = (u128::from_le_bytes(read) & mask) | (LOWERCASE & mask);
                 match short.get(key) {
                     Some(number) => number,
                     None => {
@@ -1261,6 +1273,10 @@ fn ascii_spans(text: &[u8], mut found: impl FnMut(usize, usize)) {
     let mut before = OTHER;
     for (at, &b) in text.iter().enumerate() {
         let class = CLASSES[usize::from(b & 0x7f)];
+        // Most bytes go on a run of lowercase letters (or digits).
+        if class == before && class != UPPER && class != OTHER {
+            continue;
+        }
         if class == OTHER {
             if before != OTHER {
                 found(start, at);
