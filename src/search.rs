@@ -12,6 +12,13 @@
 //! proportion to what it covers. Ranking is deterministic: the same catalog and query
 //! give the same scores, summed in the same order, on every machine, and equal scores
 //! are ordered by name.
+//!
+//! Owns the index: one segment per library (its tools' words, numbered in the index's
+//! table of words, with their counts in each field), read on every core and laid in one
+//! after the other, and [`Index::update`], which makes the index of a changed catalog
+//! from the index before it, reading only the libraries that do not read the same. The
+//! statistics of the ranking are counted over the whole catalog when the segments are
+//! laid in, so an updated index ranks exactly as a fresh build.
 
 use std::sync::{Arc, Mutex};
 
