@@ -217,7 +217,7 @@ impl Index {
     /// `descriptions` if it has one there. A host builds it from its view's registry
     /// ([`crate::view::View::registry`]), so that it holds only what the caller sees.
     ///
-    /// Libraries are read on every core ([`crate::ordered::run`]), each reader keeping
+    /// Libraries are read on every core (lcp's ordered pool), each reader keeping
     /// the number of every word it meets (a word is stemmed once per reader, and no
     /// word is a `String` of its own until it is new to the reader); each library's
     /// words make a segment, and the segments are laid in one after the other.
