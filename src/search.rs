@@ -12,14 +12,22 @@
 //! proportion to what it covers. Ranking is deterministic: the same catalog and query
 //! give the same scores, summed in the same order, on every machine, and equal scores
 //! are ordered by name.
+//!
+//! Owns the index: one segment per library (its tools' words, numbered in the index's
+//! table of words, with their counts in each field), read on every core and laid in one
+//! after the other, and [`Index::update`], which makes the index of a changed catalog
+//! from the index before it, reading only the libraries that do not read the same. The
+//! statistics of the ranking are counted over the whole catalog when the segments are
+//! laid in, so an updated index ranks exactly as a fresh build.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rust_stemmers::{Algorithm, Stemmer};
 use serde::Serialize;
 
 use crate::extract::{Library, Tool};
 use crate::registry::{Descriptions, FastMap, FxHasher, Registry};
+use crate::sync;
 
 /// The fields of a tool, in the order of [`Ranking::weights`] and [`Ranking::length_norms`].
 const NAME: usize = 0;
@@ -108,13 +116,10 @@ pub struct Hit {
 /// One tool of the index.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// Its library, by its number in [`Index::libraries`].
+    /// Its library, by its number in [`Index::segments`].
     library: u32,
     /// Its place among its library's tools.
     tool: u32,
-    /// Its description, when the registry's `Descriptions` gave it one (a prompt
-    /// provider's); else its own.
-    description: Option<Box<str>>,
     /// Each field's length, in words.
     lengths: [u32; FIELDS],
     /// Where the distinct words of its name are in [`Index::name_words`].
@@ -122,132 +127,225 @@ struct Entry {
 }
 
 /// The words of a tool in one field and how often each occurs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Posting {
     tool: u32,
     counts: [u16; FIELDS],
 }
 
+/// The words of one library's tools, read once: an index made from another
+/// ([`Index::update`]) keeps the segment of every library that reads the same.
+#[derive(Debug)]
+struct Segment {
+    /// The library read.
+    library: Arc<Library>,
+    /// Each tool's description in the `Descriptions` it was read with, if it had one
+    /// there (a prompt provider's).
+    descriptions: Vec<Option<Box<str>>>,
+    /// Each tool's words (by their numbers in [`Index::words`]) with their counts in
+    /// each field, one tool after the other.
+    counts: Vec<(u32, [u16; FIELDS])>,
+    /// The distinct words of each tool's name, one tool after the other.
+    name_words: Vec<u32>,
+    /// Each tool, in order: its fields' lengths, and where its words end in `counts`
+    /// and its name's in `name_words`.
+    tools: Vec<ReadTool>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ReadTool {
+    lengths: [u32; FIELDS],
+    counts_end: u32,
+    name_words_end: u32,
+}
+
+impl Segment {
+    /// Whether this segment is what reading `library` with `descriptions` would give:
+    /// the same library (the same one, or one of the same texts) with the same
+    /// descriptions.
+    fn reads(&self, library: &Library, descriptions: &Descriptions) -> bool {
+        let same = |a: &Tool, b: &Tool| {
+            a.name == b.name
+                && a.description == b.description
+                && a.docstring == b.docstring
+                && a.parameters.as_str() == b.parameters.as_str()
+        };
+        let (mine, theirs) = (&*self.library, library);
+        let texts = std::ptr::eq(mine, theirs)
+            || (mine.name == theirs.name
+                && mine.stem == theirs.stem
+                && mine.description == theirs.description
+                && mine.tools.len() == theirs.tools.len()
+                && mine.tools.iter().zip(&theirs.tools).all(|(a, b)| same(a, b)));
+        texts
+            && theirs
+                .tools
+                .iter()
+                .zip(&self.descriptions)
+                .all(|(tool, kept)| descriptions.get(&tool.name) == kept.as_deref())
+    }
+}
+
 /// The search index of a catalog's tools; see the module's documentation.
 #[derive(Debug, Clone, Default)]
 pub struct Index {
-    /// The libraries of the registry indexed (shared with it, not copied).
-    libraries: Vec<Arc<Library>>,
+    /// Each library's segment, in the registry's order.
+    segments: Vec<Arc<Segment>>,
     tools: Vec<Entry>,
     /// The distinct words of every tool's name, each tool's in a range of its own.
     name_words: Vec<u32>,
-    /// Every word, stemmed, by its number.
-    words: WordMap<Box<str>, u32>,
-    /// Each word's tools, in the order of `tools`, by the word's number.
-    postings: Vec<Vec<Posting>>,
-    /// Every word with its number, in order, for prefix matches.
-    sorted: Vec<(Box<str>, u32)>,
+    /// Every word, stemmed, by its number: the words of this index's tools, and those
+    /// of the indexes it was updated from (a word keeps its number from one update to
+    /// the next, so that a kept segment's numbers stay right; a word no tool has any
+    /// more has no postings, and is never asked for).
+    words: Words,
+    /// Where each word's tools are in `postings`: `starts[word]..starts[word + 1]`.
+    starts: Vec<u32>,
+    /// Each word's tools, in the order of `tools`, one word after the other.
+    postings: Vec<Posting>,
+    /// Every word some tool has, with its number, in order, for prefix matches.
+    sorted: Vec<(Arc<str>, u32)>,
     /// Each field's mean length over the tools.
     average: [f64; FIELDS],
 }
 
-/// The tools a thread read: their words, numbered in its own [`Reader`]'s order.
-struct Part {
-    /// Each word the thread numbered, by its number.
-    stems: Vec<String>,
-    /// Each tool's words with their counts in each field, one tool after the other.
-    counts: Vec<(u32, [u16; FIELDS])>,
-    /// The distinct words of each tool's name, one tool after the other.
-    name_words: Vec<u32>,
-    /// Each tool, in order: its library, its place, its fields' lengths, and where its
-    /// words end in `counts` and its name's in `name_words`.
-    tools: Vec<ReadTool>,
-}
-
-struct ReadTool {
-    library: u32,
-    tool: u32,
-    lengths: [u32; FIELDS],
-    counts_end: usize,
-    name_words_end: usize,
-}
+/// About how many tools one piece of reading work takes (a run of whole libraries).
+const RUN_TOOLS: usize = 64;
 
 impl Index {
     /// The index of every tool of `registry`, each with its description in
     /// `descriptions` if it has one there. A host builds it from its view's registry
     /// ([`crate::view::View::registry`]), so that it holds only what the caller sees.
     ///
-    /// Tools are read on every core, each thread numbering the words it meets itself
-    /// (a word is stemmed once per thread, and no word is a `String` of its own until
-    /// it is new to the thread); the threads' numbers are then mapped to the index's
-    /// once per word, and the tools laid in in order.
+    /// Libraries are read on every core (lcp's ordered pool), each reader keeping
+    /// the number of every word it meets (a word is stemmed once per reader, and no
+    /// word is a `String` of its own until it is new to the reader); each library's
+    /// words make a segment, and the segments are laid in one after the other.
     pub fn build(registry: &Registry, descriptions: &Descriptions) -> Index {
-        let libraries = registry.libraries();
-        let tools: Vec<(u32, u32)> = libraries
+        Index::assemble(registry.libraries(), descriptions, None)
+    }
+
+    /// The index of `registry` as [`Index::build`] makes it (the same tools, scores and
+    /// order for every query), reading only the libraries this index does not hold as
+    /// they are now: new or changed ones, or ones whose tools `descriptions` describes
+    /// otherwise. For a host whose catalog changed (a rescan, a watcher's event, an MCP
+    /// server's `list_changed`).
+    pub fn update(&self, registry: &Registry, descriptions: &Descriptions) -> Index {
+        // Words no tool has any more keep their numbers; when they are most of the
+        // words, numbering starts again (every library is read again).
+        let live = self.sorted.len();
+        let previous = (self.words.len() <= 2 * live + 1024).then_some(self);
+        Index::assemble(registry.libraries(), descriptions, previous)
+    }
+
+    /// The index of `libraries`, keeping the segments of `previous` that read the same.
+    fn assemble(libraries: &[Arc<Library>], descriptions: &Descriptions, previous: Option<&Index>) -> Index {
+        let mut kept: FastMap<(&std::path::Path, &str), Vec<&Arc<Segment>>> = FastMap::default();
+        for segment in previous.iter().flat_map(|index| &index.segments) {
+            let library = &*segment.library;
+            kept.entry((library.path.as_path(), library.stem.as_str())).or_default().push(segment);
+        }
+        let mut segments: Vec<Option<Arc<Segment>>> = libraries
             .iter()
-            .enumerate()
-            .flat_map(|(l, library)| (0..library.tools.len()).map(move |t| (l as u32, t as u32)))
-            .collect();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(tools.len() / 64 + 1);
-        let chunk = tools.len().div_ceil(threads.max(1)).max(1);
-        let read = |part: &[(u32, u32)]| Reader::new().part(part, libraries, descriptions);
-        let parts: Vec<Part> = if threads <= 1 {
-            vec![read(&tools)]
-        } else {
-            std::thread::scope(|scope| {
-                let workers: Vec<_> = tools.chunks(chunk).map(|part| scope.spawn(move || read(part))).collect();
-                workers
-                    .into_iter()
-                    .map(|worker| worker.join().expect("reading a tool's words does not panic"))
-                    .collect()
+            .map(|library| {
+                let candidates = kept.get(&(library.path.as_path(), library.stem.as_str()))?;
+                let segment = candidates.iter().find(|segment| segment.reads(library, descriptions))?;
+                Some(match Arc::ptr_eq(&segment.library, library) {
+                    true => Arc::clone(segment),
+                    // The same texts in another library value: the segment's words,
+                    // with the library shown now.
+                    false => Arc::new(Segment {
+                        library: Arc::clone(library),
+                        descriptions: segment.descriptions.clone(),
+                        counts: segment.counts.clone(),
+                        name_words: segment.name_words.clone(),
+                        tools: segment.tools.clone(),
+                    }),
+                })
             })
-        };
-        let mut index = Index { libraries: libraries.to_vec(), ..Index::default() };
-        index.tools.reserve(tools.len());
+            .collect();
+        let missing: Vec<usize> = (0..libraries.len()).filter(|&at| segments[at].is_none()).collect();
+        let words: Mutex<Words> = Mutex::new(previous.map(|index| index.words.clone()).unwrap_or_default());
+        let read = read(libraries, &missing, descriptions, &words);
+        for (at, segment) in missing.into_iter().zip(read) {
+            segments[at] = Some(Arc::new(segment));
+        }
+        let words = words.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let segments: Vec<Arc<Segment>> = segments.into_iter().flatten().collect();
+        Index::lay_out(segments, words)
+    }
+
+    /// The index of `segments`, their words numbered in `words`.
+    fn lay_out(segments: Vec<Arc<Segment>>, words: Words) -> Index {
+        let count: usize = segments.iter().map(|segment| segment.tools.len()).sum();
+        let mut tools = Vec::with_capacity(count);
+        let mut name_words = Vec::with_capacity(segments.iter().map(|segment| segment.name_words.len()).sum());
+        // Each word's number of tools, then where its tools start.
+        let mut starts = vec![0u32; words.len() + 1];
         let mut totals = [0u64; FIELDS];
-        for part in parts {
-            let numbers: Vec<u32> = part.stems.iter().map(|stem| index.word(stem)).collect();
-            let (mut counts_start, mut name_start) = (0, 0);
-            for read in part.tools {
-                let number = index.tools.len() as u32;
-                for &(word, counts) in &part.counts[counts_start..read.counts_end] {
-                    index.postings[numbers[word as usize] as usize].push(Posting { tool: number, counts });
-                }
-                let name_from = index.name_words.len() as u32;
-                let name = &part.name_words[name_start..read.name_words_end];
-                index.name_words.extend(name.iter().map(|&word| numbers[word as usize]));
-                (counts_start, name_start) = (read.counts_end, read.name_words_end);
+        for (library, segment) in segments.iter().enumerate() {
+            for &(word, _) in &segment.counts {
+                starts[word as usize + 1] += 1;
+            }
+            let mut name_start = 0;
+            for (tool, read) in segment.tools.iter().enumerate() {
+                let name_from = name_words.len() as u32;
+                name_words.extend_from_slice(&segment.name_words[name_start..read.name_words_end as usize]);
+                name_start = read.name_words_end as usize;
                 for (total, length) in totals.iter_mut().zip(read.lengths) {
                     *total += u64::from(length);
                 }
-                let (library, tool) = (&libraries[read.library as usize], read.tool as usize);
-                let description = descriptions.get(&library.tools[tool].name).map(Box::from);
-                index.tools.push(Entry {
-                    library: read.library,
-                    tool: read.tool,
-                    description,
+                tools.push(Entry {
+                    library: library as u32,
+                    tool: tool as u32,
                     lengths: read.lengths,
-                    name_words: name_from..index.name_words.len() as u32,
+                    name_words: name_from..name_words.len() as u32,
                 });
             }
         }
-        let mut sorted: Vec<(Box<str>, u32)> = index.words.iter().map(|(word, &id)| (word.clone(), id)).collect();
+        for word in 0..words.len() {
+            starts[word + 1] += starts[word];
+        }
+        let mut postings = vec![Posting::default(); starts[words.len()] as usize];
+        let mut next: Vec<u32> = starts[..words.len()].to_vec();
+        let mut number = 0u32;
+        for segment in &segments {
+            let mut counts_start = 0;
+            for read in &segment.tools {
+                for &(word, counts) in &segment.counts[counts_start..read.counts_end as usize] {
+                    let at = &mut next[word as usize];
+                    postings[*at as usize] = Posting { tool: number, counts };
+                    *at += 1;
+                }
+                counts_start = read.counts_end as usize;
+                number += 1;
+            }
+        }
+        let mut sorted: Vec<(Arc<str>, u32)> = words
+            .iter()
+            .filter(|&(_, &id)| starts[id as usize + 1] > starts[id as usize])
+            .map(|(word, &id)| (Arc::clone(word), id))
+            .collect();
         sorted.sort_unstable();
-        index.sorted = sorted;
-        let n = index.tools.len().max(1) as f64;
-        index.average = totals.map(|total| (total as f64 / n).max(1.0));
-        index
+        let n = tools.len().max(1) as f64;
+        let average = totals.map(|total| (total as f64 / n).max(1.0));
+        Index { segments, tools, name_words, words, starts, postings, sorted, average }
     }
 
-    /// The number of `word`, given one if it is new.
-    fn word(&mut self, word: &str) -> u32 {
-        if let Some(&id) = self.words.get(word) {
-            return id;
-        }
-        let id = self.postings.len() as u32;
-        self.postings.push(Vec::new());
-        self.words.insert(Box::from(word), id);
-        id
+    /// The tools that have the word numbered `id`, in order.
+    fn postings(&self, id: u32) -> &[Posting] {
+        let id = id as usize;
+        &self.postings[self.starts[id] as usize..self.starts[id + 1] as usize]
+    }
+
+    /// The number of `word` if some tool has it.
+    fn live(&self, word: &str) -> Option<u32> {
+        self.words.get(word).copied().filter(|&id| !self.postings(id).is_empty())
     }
 
     /// The tool of `entry`, with its library.
     fn tool(&self, entry: &Entry) -> (&Library, &Tool) {
-        let library = &self.libraries[entry.library as usize];
+        let library = &self.segments[entry.library as usize].library;
         (library, &library.tools[entry.tool as usize])
     }
 
@@ -273,6 +371,25 @@ impl Index {
     }
 
     fn search_with(&self, query: &str, limit: usize, ranking: &Ranking) -> Vec<Hit> {
+        self.ranked(query, limit, ranking)
+            .into_iter()
+            .map(|(tool, score)| {
+                let entry = &self.tools[tool];
+                let (library, found) = self.tool(entry);
+                let described = &self.segments[entry.library as usize].descriptions[entry.tool as usize];
+                Hit {
+                    name: found.name.clone(),
+                    score: (score * 1e4).round() / 1e4,
+                    library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
+                    description: described.as_deref().unwrap_or(&found.description).to_string(),
+                }
+            })
+            .collect()
+    }
+
+    /// The `limit` tools that answer `query` best, by their numbers in `tools`, best
+    /// first, with their scores.
+    fn ranked(&self, query: &str, limit: usize, ranking: &Ranking) -> Vec<(usize, f64)> {
         let stemmer = Stemmer::create(Algorithm::English);
         let mut asked = Asked::default();
         let mut seen = std::collections::HashSet::new();
@@ -289,7 +406,7 @@ impl Index {
         let mut scores = vec![0.0f64; self.tools.len()];
         let mut matched = vec![false; self.tools.len()];
         for &(id, share) in &asked {
-            let postings = &self.postings[id as usize];
+            let postings = self.postings(id);
             let df = postings.len() as f64;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for posting in postings {
@@ -335,19 +452,7 @@ impl Index {
             ranked.truncate(limit);
         }
         ranked.sort_unstable_by(order);
-        ranked
-            .into_iter()
-            .map(|tool| {
-                let entry = &self.tools[tool];
-                let (library, found) = self.tool(entry);
-                Hit {
-                    name: found.name.clone(),
-                    score: (scores[tool] * 1e4).round() / 1e4,
-                    library: library.name.clone().unwrap_or_else(|| library.stem.clone()),
-                    description: entry.description.as_deref().unwrap_or(&found.description).to_string(),
-                }
-            })
-            .collect()
+        ranked.into_iter().map(|tool| (tool, scores[tool])).collect()
     }
 
     /// The words of the index a query's `word` asks for, each with its share of a match,
@@ -361,7 +466,7 @@ impl Index {
                 asked.words.push((id, share));
             }
         };
-        if let Some(&id) = self.words.get(word) {
+        if let Some(id) = self.live(word) {
             add(id, 1.0);
         }
         if word.chars().count() < PREFIX_MIN {
@@ -379,7 +484,7 @@ impl Index {
         let mut ends: Vec<usize> = word.char_indices().map(|(at, _)| at).skip(PREFIX_MIN).collect();
         ends.sort_unstable();
         for end in ends {
-            if let Some(&id) = self.words.get(&word[..end]) {
+            if let Some(id) = self.live(&word[..end]) {
                 add(id, prefix_match);
             }
         }
@@ -412,13 +517,219 @@ fn library_texts(library: &Library) -> [&str; 3] {
 }
 
 /// Calls `found` with the names, descriptions and string values of the properties of
-/// the schema written as `text`, nested ones too (a few levels down). Read without
-/// making a `Value` ([`schema_text`]), and read from one ([`value_text`]) when the
-/// schema has a shape the faster reader does not take.
+/// the schema written as `text`, nested ones too (a few levels down). Found while the
+/// text is parsed ([`schema_walk`]); read into the few keywords they come from
+/// ([`schema_text`]) when the schema has a shape the walk does not take, and from a
+/// `Value` ([`value_text`]) when it has one neither takes.
 fn parameter_texts(text: &str, found: &mut dyn FnMut(&str)) {
+    if let Some(texts) = schema_walk::texts(text) {
+        for text in &texts {
+            found(text);
+        }
+        return;
+    }
     match serde_json::from_str::<schema_text::Schema<'_>>(text) {
         Ok(schema) => schema_text::properties(&schema, found, 0),
         Err(_) => value_text::properties(&serde_json::from_str(text).unwrap_or_default(), found, 0),
+    }
+}
+
+/// The same texts as [`schema_text`], found while the schema's JSON text is parsed,
+/// with nothing built but the list of texts: what the index reads first. A schema of a
+/// shape it does not take (a keyword twice, a schema that is not an object) fails to
+/// read, and [`schema_text`] reads it.
+mod schema_walk {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+    use super::schema_text::Text;
+
+    /// The texts of the schema written as `text` (those [`schema_text`] finds, in the
+    /// order they are written); `None` when it has a shape this walk does not take.
+    pub(super) fn texts(text: &str) -> Option<Vec<Cow<'_, str>>> {
+        let mut texts = Vec::with_capacity(16);
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let root = Node { texts: &mut texts, own: false, depth: 0, root: true };
+        root.deserialize(&mut deserializer).ok()?;
+        deserializer.end().ok()?;
+        Some(texts)
+    }
+
+    /// A schema as [`schema_text`] reads it: the root (only its properties' texts are
+    /// found), or a schema it describes at `depth` (its description and `enum` strings
+    /// are found when `own`; its `anyOf`, `oneOf` and `items` are described at
+    /// `depth + 1`, and its properties read at `depth + 1`, when that is at most 3).
+    struct Node<'t, 'a> {
+        texts: &'t mut Vec<Cow<'a, str>>,
+        own: bool,
+        depth: usize,
+        root: bool,
+    }
+
+    /// The keywords a schema's texts come from, once each.
+    const KEYWORDS: [&str; 6] = ["properties", "description", "enum", "anyOf", "oneOf", "items"];
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Node<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Node<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a schema")
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+            let Node { texts, own, depth, root } = self;
+            // The depth its properties are read at, and whether their texts are found.
+            let (properties_depth, inner) = if root { (0, false) } else { (depth + 1, own) };
+            let found_properties = (root || own) && properties_depth <= 3;
+            let mut seen = [false; KEYWORDS.len()];
+            while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+                let Some(keyword) = key.as_deref().and_then(|key| KEYWORDS.iter().position(|k| *k == key)) else {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                };
+                if std::mem::replace(&mut seen[keyword], true) {
+                    return Err(de::Error::custom("a keyword twice"));
+                }
+                match keyword {
+                    0 => map.next_value_seed(Properties {
+                        texts: &mut *texts,
+                        found: found_properties,
+                        depth: properties_depth,
+                    })?,
+                    1 => {
+                        let Text(description) = map.next_value::<Text<'de>>()?;
+                        if own && !root {
+                            texts.extend(description);
+                        }
+                    }
+                    2 => map.next_value_seed(Values { texts: &mut *texts, found: own && !root })?,
+                    3 | 4 => map.next_value_seed(Options { texts: &mut *texts, own: inner, depth: depth + 1 })?,
+                    _ => map.next_value_seed(Items(Node {
+                        texts: &mut *texts,
+                        own: inner,
+                        depth: depth + 1,
+                        root: false,
+                    }))?,
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// `properties`, read at `depth`: each name, and each property described at `depth`
+    /// (found when `found`).
+    struct Properties<'t, 'a> {
+        texts: &'t mut Vec<Cow<'a, str>>,
+        found: bool,
+        depth: usize,
+    }
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Properties<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Properties<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object of schemas")
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+            let Properties { texts, found, depth } = self;
+            while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
+                if found {
+                    texts.push(name.unwrap_or_default());
+                }
+                map.next_value_seed(Node { texts: &mut *texts, own: found, depth, root: false })?;
+            }
+            Ok(())
+        }
+    }
+
+    /// `enum`: a list, whose strings are found when `found`.
+    struct Values<'t, 'a> {
+        texts: &'t mut Vec<Cow<'a, str>>,
+        found: bool,
+    }
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Values<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_seq(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Values<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
+            while let Some(Text(text)) = seq.next_element::<Text<'de>>()? {
+                if self.found {
+                    self.texts.extend(text);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// `anyOf` or `oneOf`: a list of schemas, each described at `depth`.
+    struct Options<'t, 'a> {
+        texts: &'t mut Vec<Cow<'a, str>>,
+        own: bool,
+        depth: usize,
+    }
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Options<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_seq(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Options<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of schemas")
+        }
+        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
+            let Options { texts, own, depth } = self;
+            while seq.next_element_seed(Node { texts: &mut *texts, own, depth, root: false })?.is_some() {}
+            Ok(())
+        }
+    }
+
+    /// `items`: a schema, or `null` (none).
+    struct Items<'t, 'a>(Node<'t, 'a>);
+
+    impl<'de: 'a, 'a> DeserializeSeed<'de> for Items<'_, 'a> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_option(self)
+        }
+    }
+
+    impl<'de: 'a, 'a> Visitor<'de> for Items<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a schema or null")
+        }
+        fn visit_none<E: de::Error>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            self.0.deserialize(deserializer)
+        }
     }
 }
 
@@ -524,7 +835,7 @@ mod schema_text {
 
     /// A string, borrowed when it has no escapes; anything else is no text.
     #[derive(Default)]
-    struct Text<'a>(Option<Cow<'a, str>>);
+    pub(super) struct Text<'a>(pub(super) Option<Cow<'a, str>>);
 
     /// The strings of a list; anything else in it is no text.
     #[derive(Default)]
@@ -622,114 +933,286 @@ pub fn tokens(text: &str) -> Vec<String> {
     tokens_with(&Stemmer::create(Algorithm::English), text)
 }
 
-/// The words of a thread's tools, each numbered when it is first met: a word is
-/// stemmed once, and no word is a `String` of its own after that.
+/// The segments of the libraries of `libraries` at `missing`, in that order: runs of
+/// whole libraries of about [`RUN_TOOLS`] tools read on every core, new words numbered
+/// in `words`.
+fn read(
+    libraries: &[Arc<Library>],
+    missing: &[usize],
+    descriptions: &Descriptions,
+    words: &Mutex<Words>,
+) -> Vec<Segment> {
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut tools = 0;
+    for (at, &library) in missing.iter().enumerate() {
+        if runs.last().is_none_or(|_| tools >= RUN_TOOLS) {
+            runs.push(at..at);
+            tools = 0;
+        }
+        if let Some(run) = runs.last_mut() {
+            run.end = at + 1;
+        }
+        tools += libraries[library].tools.len();
+    }
+    // The readers not at work, each with the words it met, taken up by the next run.
+    let idle: Mutex<Vec<Reader>> = Mutex::new(Vec::new());
+    let mut segments = Vec::with_capacity(missing.len());
+    let work = |run: usize| {
+        let mut reader = sync::lock(&idle).pop().unwrap_or_else(Reader::new);
+        let read: Vec<Segment> = missing[runs[run].clone()]
+            .iter()
+            .map(|&library| reader.segment(&libraries[library], descriptions, words))
+            .collect();
+        sync::lock(&idle).push(reader);
+        read
+    };
+    let taken = crate::ordered::run(runs.len(), work, |read| {
+        segments.extend(read);
+        Ok(())
+    });
+    taken.expect("taking a library's words does not fail");
+    segments
+}
+
+/// The words of an index, numbered as they are first met.
+type Words = WordMap<Arc<str>, u32>;
+
+/// The number of `stem` in `words`, given one if it is new.
+fn number(words: &mut Words, stem: &str) -> u32 {
+    if let Some(&id) = words.get(stem) {
+        return id;
+    }
+    let id = words.len() as u32;
+    words.insert(Arc::from(stem), id);
+    id
+}
+
+/// Reads libraries into segments, keeping the number of each word it met: a word is
+/// stemmed and looked up in the index's words once, and no word is a `String` of its
+/// own after that.
 struct Reader {
-    stemmer: Stemmer,
-    /// Each word met, lowercased, with its stem's number (`None`: a word left out).
-    met: WordMap<String, Option<u32>>,
-    /// Each stem's number.
-    numbers: WordMap<String, u32>,
-    /// The tools read so far.
-    part: Part,
+    numbers: Numbers,
+    /// A word's counts in the tool being read: `seen[word]` is `(tool, place)` when the
+    /// word has a place in the tool's counts, so nothing is cleared between tools.
+    seen: Vec<(u32, u32)>,
+    /// The number of the tool being read, counted over every tool the reader read, from 1.
+    tool: u32,
+    /// The most distinct words a tool read had, for the room a library's counts take.
+    widest: usize,
 }
 
 impl Reader {
     fn new() -> Reader {
-        let part = Part { stems: Vec::new(), counts: Vec::new(), name_words: Vec::new(), tools: Vec::new() };
-        Reader {
-            stemmer: Stemmer::create(Algorithm::English),
-            met: WordMap::default(),
-            numbers: WordMap::default(),
-            part,
-        }
+        Reader { numbers: Numbers::new(), seen: Vec::new(), tool: 0, widest: 0 }
     }
 
-    /// The words of `tools` (each a library's number in `libraries` and the tool's
-    /// place in it).
-    fn part(mut self, tools: &[(u32, u32)], libraries: &[Arc<Library>], descriptions: &Descriptions) -> Part {
-        // A word's counts in the tool being read: `seen[word]` is the tool's number + 1
-        // when the word has a place in `counts` (`place[word]`), so nothing is cleared
-        // between tools.
-        let (mut seen, mut place): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    /// The segment of `library`, its tools described by `descriptions`.
+    fn segment(&mut self, library: &Arc<Library>, descriptions: &Descriptions, words: &Mutex<Words>) -> Segment {
+        let Reader { numbers, seen, tool: number, widest } = self;
         // The words of the library's field, read once for all its tools.
-        let mut library_words: Option<(u32, Vec<u32>)> = None;
-        for (number, &(l, t)) in tools.iter().enumerate() {
-            let (library, tool) = (&*libraries[l as usize], &libraries[l as usize].tools[t as usize]);
-            if library_words.as_ref().is_none_or(|(read, _)| *read != l) {
-                let mut words = Vec::new();
-                for text in library_texts(library) {
-                    self.each(text, |word| words.push(word));
-                }
-                library_words = Some((l, words));
-            }
-            let first = self.part.counts.len();
+        let mut library_words = Vec::new();
+        for text in library_texts(library) {
+            numbers.each(words, text, |word| library_words.push(word));
+        }
+        let mut segment = Segment {
+            library: Arc::clone(library),
+            descriptions: Vec::with_capacity(library.tools.len()),
+            counts: Vec::with_capacity(library.tools.len() * *widest),
+            name_words: Vec::new(),
+            tools: Vec::with_capacity(library.tools.len()),
+        };
+        for tool in &library.tools {
+            *number += 1;
+            let number = *number;
+            let first = segment.counts.len();
             let mut lengths = [0u32; FIELDS];
-            let mut read = std::mem::take(&mut self.part.counts);
-            let mut name_words = std::mem::take(&mut self.part.name_words);
-            let name_first = name_words.len();
+            let name_first = segment.name_words.len();
+            let (counts, name_words) = (&mut segment.counts, &mut segment.name_words);
             let mut count = |field: usize, word: u32| {
                 let at = word as usize;
                 if seen.len() <= at {
-                    seen.resize(at + 1, 0);
-                    place.resize(at + 1, 0);
+                    seen.resize(at + 1, (0, 0));
                 }
-                if seen[at] != number as u32 + 1 {
-                    seen[at] = number as u32 + 1;
-                    place[at] = (read.len() - first) as u32;
-                    read.push((word, [0; FIELDS]));
+                let (tool, place) = &mut seen[at];
+                if *tool != number {
+                    (*tool, *place) = (number, (counts.len() - first) as u32);
+                    counts.push((word, [0; FIELDS]));
                 }
-                let count = &mut read[first + place[at] as usize].1[field];
+                let count = &mut counts[first + *place as usize].1[field];
                 *count = count.saturating_add(1);
                 lengths[field] += 1;
                 if field == NAME && !name_words[name_first..].contains(&word) {
                     name_words.push(word);
                 }
             };
-            tool_texts(tool, descriptions.of(tool), |field, text| self.each(text, |word| count(field, word)));
-            for &word in library_words.iter().flat_map(|(_, words)| words) {
+            tool_texts(tool, descriptions.of(tool), |field, text| numbers.each(words, text, |word| count(field, word)));
+            for &word in &library_words {
                 count(LIBRARY, word);
             }
-            self.part.counts = read;
-            self.part.name_words = name_words;
-            self.part.tools.push(ReadTool {
-                library: l,
-                tool: t,
+            *widest = (*widest).max(segment.counts.len() - first);
+            segment.tools.push(ReadTool {
                 lengths,
-                counts_end: self.part.counts.len(),
-                name_words_end: self.part.name_words.len(),
+                counts_end: segment.counts.len() as u32,
+                name_words_end: segment.name_words.len() as u32,
             });
+            segment.descriptions.push(descriptions.get(&tool.name).map(Box::from));
         }
-        self.part
+        segment
+    }
+}
+
+/// The bit that makes an ASCII capital lowercase, in each of a `u128`'s bytes.
+const LOWERCASE: u128 = u128::from_le_bytes([0x20; 16]);
+
+/// What a word met was found to be, in [`Numbers`]: the number of its stem, or
+/// [`LEFT_OUT`].
+const LEFT_OUT: u32 = u32::MAX;
+
+/// The number of each word a [`Reader`] met.
+struct Numbers {
+    stemmer: Stemmer,
+    /// Words of 16 bytes or fewer (most words), lowercased and packed in a `u128`.
+    short: Short,
+    /// Longer words and words not ASCII, lowercased.
+    long: WordMap<Box<str>, u32>,
+    /// A word being lowercased.
+    buffer: String,
+}
+
+impl Numbers {
+    fn new() -> Numbers {
+        let stemmer = Stemmer::create(Algorithm::English);
+        Numbers { stemmer, short: Short::default(), long: WordMap::default(), buffer: String::new() }
     }
 
-    /// Calls `found` with the number of each word of `text` the index keeps.
-    fn each(&mut self, text: &str, mut found: impl FnMut(u32)) {
-        let Reader { stemmer, met, numbers, part } = self;
-        each_word(text, |word| {
-            let number = match met.get(word) {
-                Some(&number) => number,
-                None => {
-                    let number = (word.chars().nth(1).is_some() && !STOP_WORDS.contains(&word)).then(|| {
-                        let stem = stemmer.stem(word);
-                        match numbers.get(stem.as_ref()) {
-                            Some(&number) => number,
-                            None => {
-                                let number = part.stems.len() as u32;
-                                numbers.insert(stem.to_string(), number);
-                                part.stems.push(stem.into_owned());
-                                number
-                            }
-                        }
-                    });
-                    met.insert(word.to_string(), number);
-                    number
+    /// Calls `found` with the number in `words` of each word of `text` the index keeps,
+    /// as [`tokens`] reads them; a word is stemmed and numbered the first time it is
+    /// met. An ASCII text is split a byte at a time, and a word of up to 16 bytes is
+    /// looked up by its bytes packed in a `u128`, without a string.
+    fn each(&mut self, words: &Mutex<Words>, text: &str, mut found: impl FnMut(u32)) {
+        let Numbers { stemmer, short, long, buffer } = self;
+        let number_of = |word: &str| {
+            if word.chars().nth(1).is_some() && !STOP_WORDS.contains(&word) {
+                number(&mut sync::lock(words), &stemmer.stem(word))
+            } else {
+                LEFT_OUT
+            }
+        };
+        if !text.is_ascii() {
+            each_char_word(text, |word| {
+                let number = match long.get(word) {
+                    Some(&number) => number,
+                    None => {
+                        let number = number_of(word);
+                        long.insert(Box::from(word), number);
+                        number
+                    }
+                };
+                if number != LEFT_OUT {
+                    found(number);
+                }
+            });
+            return;
+        }
+        let bytes = text.as_bytes();
+        ascii_spans(bytes, |from, to| {
+            let word = &bytes[from..to];
+            let number = if word.len() <= 16 {
+                // The word's bytes and what follows them (16 bytes read at once when the
+                // text has them), the rest masked off.
+                let read = match bytes.get(from..from + 16).and_then(|read| <[u8; 16]>::try_from(read).ok()) {
+                    Some(read) => read,
+                    None => {
+                        let mut read = [0u8; 16];
+                        read[..word.len()].copy_from_slice(word);
+                        read
+                    }
+                };
+                let mask = u128::MAX >> (8 * (16 - word.len()));
+                // A word's bytes are ASCII letters and digits: setting the 0x20 bit of
+                // each lowercases it (a digit has the bit set already).
+                let key = (u128::from_le_bytes(read) & mask) | (LOWERCASE & mask);
+                match short.get(key) {
+                    Some(number) => number,
+                    None => {
+                        let lowered = key.to_le_bytes();
+                        let number = number_of(std::str::from_utf8(&lowered[..word.len()]).unwrap_or_default());
+                        short.insert(key, number);
+                        number
+                    }
+                }
+            } else {
+                buffer.clear();
+                buffer.extend(word.iter().map(|byte| char::from(byte.to_ascii_lowercase())));
+                match long.get(buffer.as_str()) {
+                    Some(&number) => number,
+                    None => {
+                        let number = number_of(buffer);
+                        long.insert(Box::from(buffer.as_str()), number);
+                        number
+                    }
                 }
             };
-            if let Some(number) = number {
+            if number != LEFT_OUT {
                 found(number);
             }
         });
+    }
+}
+
+/// A table of words of up to 16 bytes, each the key of its bytes packed in a `u128`
+/// (little-endian, the rest zeros: a word has no zero byte, so no two words share a
+/// key, and no word's key is 0), with a `u32` each; open addressing, looked for from
+/// the place of the key's hash on.
+#[derive(Default)]
+struct Short {
+    /// The keys, 0 where a place is free; a power of two long (or empty).
+    keys: Vec<u128>,
+    values: Vec<u32>,
+    used: usize,
+}
+
+impl Short {
+    /// Where `key` is looked for first, in a table of `len` places.
+    fn place(key: u128, len: usize) -> usize {
+        let mixed = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (mixed >> (64 - len.trailing_zeros())) as usize
+    }
+
+    fn get(&self, key: u128) -> Option<u32> {
+        if self.keys.is_empty() {
+            return None;
+        }
+        let mask = self.keys.len() - 1;
+        let mut at = Short::place(key, self.keys.len());
+        loop {
+            match self.keys[at] {
+                found if found == key => return Some(self.values[at]),
+                0 => return None,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// Adds `key`, which the table does not hold.
+    fn insert(&mut self, key: u128, value: u32) {
+        if (self.used + 1) * 2 > self.keys.len() {
+            let len = (self.keys.len() * 2).max(256);
+            let keys = std::mem::replace(&mut self.keys, vec![0; len]);
+            let values = std::mem::replace(&mut self.values, vec![0; len]);
+            self.used = 0;
+            for (key, value) in keys.into_iter().zip(values).filter(|(key, _)| *key != 0) {
+                self.insert(key, value);
+            }
+        }
+        let mask = self.keys.len() - 1;
+        let mut at = Short::place(key, self.keys.len());
+        while self.keys[at] != 0 {
+            at = (at + 1) & mask;
+        }
+        self.keys[at] = key;
+        self.values[at] = value;
+        self.used += 1;
     }
 }
 
@@ -783,31 +1266,48 @@ const CLASSES: [u8; 128] = {
 /// [`each_char_word`] of an ASCII text, a byte at a time.
 fn each_ascii_word(text: &[u8], mut found: impl FnMut(&str)) {
     let mut word = String::new();
+    ascii_spans(text, |from, to| {
+        word.clear();
+        word.extend(text[from..to].iter().map(|byte| char::from(byte.to_ascii_lowercase())));
+        found(&word);
+    });
+}
+
+/// Calls `found` with where each word of the ASCII text `text` starts and ends, split
+/// as [`each_char_word`] splits it (not lowercased).
+fn ascii_spans(text: &[u8], mut found: impl FnMut(usize, usize)) {
+    let mut start = 0;
     let mut before = OTHER;
     for (at, &b) in text.iter().enumerate() {
         let class = CLASSES[usize::from(b & 0x7f)];
+        // Most bytes go on a run of lowercase letters (or digits).
+        if class == before && class != UPPER && class != OTHER {
+            continue;
+        }
         if class == OTHER {
-            if !word.is_empty() {
-                found(&word);
-                word.clear();
+            if before != OTHER {
+                found(start, at);
             }
             before = OTHER;
             continue;
         }
         let split = match (before, class) {
+            (OTHER, _) => {
+                start = at;
+                false
+            }
             (LOWER, UPPER) | (LOWER | UPPER, DIGIT) | (DIGIT, LOWER | UPPER) => true,
             (UPPER, UPPER) => text.get(at + 1).is_some_and(u8::is_ascii_lowercase),
             _ => false,
         };
         if split {
-            found(&word);
-            word.clear();
+            found(start, at);
+            start = at;
         }
-        word.push(char::from(b.to_ascii_lowercase()));
         before = class;
     }
-    if !word.is_empty() {
-        found(&word);
+    if before != OTHER {
+        found(start, text.len());
     }
 }
 
@@ -933,15 +1433,66 @@ mod tests {
             r#"{"properties":{"a":{"properties":{"b":{"properties":{"c":{"properties":{"d":{"properties":{"e":{"description":"deep"}}}}}}}}}}}"#,
             r#"{"properties":{"odd":{"description":5,"items":[{"description":"tuple"}],"oneOf":[true]}}}"#,
             r#"{"type":"object"}"#,
+            r#"{"properties":{"a":{"items":null,"description":"x","enum":[]}}}"#,
+            r#"{"description":"root","enum":["r"],"anyOf":[{"properties":{"z":{"description":"no"}}}],"items":{"description":"no"},"properties":{"k":{"description":"yes","items":{"items":{"description":"deep items","properties":{"m":{"anyOf":[{"description":"m's"}]}}}}}}}"#,
+            r#"{"properties":{"a":{"description":"one","description":"two"}}}"#,
+            r#"{"properties":{"a":{"properties":{"b":{"properties":{"c":{"properties":{"d":{"description":"d","properties":{"e":{"description":"e"}}}}}}}}}}}"#,
+            r#"{"properties":{"esc\u0061ped":{"descr\u0069ption":"with \"quotes\"","enum":["x\ny"]}}}"#,
         ];
         for schema in schemas {
             let (fast, plain) = texts(schema);
             assert_eq!(fast, plain, "{schema}");
         }
+        // Where the walk reads a schema, it finds what the keywords' reader finds.
+        let walked = |schema: &str| {
+            let mut walked: Vec<String> = schema_walk::texts(schema)?.into_iter().map(String::from).collect();
+            walked.sort();
+            Some(walked)
+        };
+        let read = |schema: &str| {
+            let mut read = Vec::new();
+            schema_text::properties(&serde_json::from_str(schema).ok()?, &mut |text| read.push(text.to_string()), 0);
+            read.sort();
+            Some(read)
+        };
+        for schema in schemas {
+            if let Some(walked) = walked(schema) {
+                assert_eq!(Some(walked), read(schema), "{schema}");
+            }
+        }
+        assert!(walked(schemas[7]).is_none(), "a keyword twice is not walked");
+        assert_eq!(walked(schemas[6]).unwrap(), ["deep items", "k", "m", "m's", "yes"]);
         for (_, tool) in catalog().tools() {
             let (fast, plain) = texts(tool.parameters.as_str());
             assert!(!fast.is_empty());
+            assert!(walked(tool.parameters.as_str()).is_some(), "{}", tool.name);
             assert_eq!(fast, plain, "{}", tool.name);
+        }
+    }
+
+    #[test]
+    fn a_reader_numbers_the_words_tokens_reads() {
+        let texts = [
+            "What is the weather forecasting for Paris?",
+            "internationalization internationalizations abcdefghijklmnop abcdefghijklmnopq",
+            "getHTTPStatus2 parseXMLFile_v2 a b c the of",
+            "Ünïcode wörds and ASCII words, naïvely mixed: Ünïcode",
+            "sixteen_letters_ sixteenletterss sixteenletterss",
+        ];
+        let words = Mutex::new(Words::default());
+        let mut numbers = Numbers::new();
+        for _ in 0..2 {
+            for text in texts {
+                let mut found = Vec::new();
+                numbers.each(&words, text, |number| found.push(number));
+                let words = sync::lock(&words);
+                let mut stems = vec![""; words.len()];
+                for (word, &number) in words.iter() {
+                    stems[number as usize] = word;
+                }
+                let found: Vec<&str> = found.iter().map(|&number| stems[number as usize]).collect();
+                assert_eq!(found, tokens(text), "{text:?}");
+            }
         }
     }
 
@@ -1003,6 +1554,118 @@ mod tests {
         // `address` begins `addressbook`.
         assert!(names(&index.search("addressbook", 5)).contains(&"tool_geocode_address"));
         assert_eq!(names(&index.search("geocoding", 1)), ["tool_geocode_address"]);
+    }
+
+    /// Every tool each query finds in `index`, with its score as computed (not rounded).
+    fn ranked(index: &Index, queries: &[&str]) -> Vec<Vec<(String, u64)>> {
+        let ranked = |query: &str| {
+            let ranked = index.ranked(query, usize::MAX, &RANKING);
+            ranked.into_iter().map(|(tool, score)| (index.name(&index.tools[tool]).to_string(), score.to_bits()))
+        };
+        queries.iter().map(|query| ranked(query).collect()).collect()
+    }
+
+    /// How many of `updated`'s segments are `index`'s own (kept, not read again).
+    fn kept(index: &Index, updated: &Index) -> usize {
+        updated.segments.iter().filter(|segment| index.segments.iter().any(|own| Arc::ptr_eq(own, segment))).count()
+    }
+
+    const QUERIES: [&str; 8] = [
+        "weather forecast in Paris",
+        "convert currency dollars",
+        "send an email",
+        "list files in a folder",
+        "tide times harbour",
+        "geocoding address",
+        "twin",
+        "temp sha256 checksum mail",
+    ];
+
+    #[test]
+    fn an_update_reads_only_changed_libraries_and_ranks_as_a_fresh_build() {
+        let dir = std::env::temp_dir().join(format!("lcp-search-update-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/search/catalog");
+        for file in std::fs::read_dir(&fixtures).unwrap() {
+            let file = file.unwrap().path();
+            std::fs::copy(&file, dir.join(file.file_name().unwrap())).unwrap();
+        }
+        let sources = Sources { folders: vec![dir.clone()], files: Vec::new() };
+        let mut registry = Registry::load(&sources, &Options::default());
+        let none = Descriptions::default();
+        let index = Index::build(&registry, &none);
+        let libraries = registry.libraries().len();
+        // Nothing changed: every segment is kept.
+        let same = index.update(&registry, &none);
+        assert_eq!(kept(&index, &same), libraries);
+        assert_eq!(ranked(&same, &QUERIES), ranked(&index, &QUERIES));
+
+        // A library added, one changed, one removed.
+        let tide = "def tool_tide_table(harbour: str) -> str:\n    \"\"\"High and low tide times for a harbour.\"\"\"\n    return harbour\n";
+        std::fs::write(dir.join("tide.py"), tide).unwrap();
+        let mail = "def tool_post_letter(to: str, weather: str) -> str:\n    \"\"\"Posts a paper letter, sent whatever the weather.\n\n    Args:\n        to: Who the mail goes to.\n        weather: The weather it is sent in.\n    \"\"\"\n    return to\n";
+        std::fs::write(dir.join("mail.py"), mail).unwrap();
+        std::fs::remove_file(dir.join("twins.py")).unwrap();
+        let changes = registry.rescan();
+        assert_eq!((changes.added.len(), changes.changed.len(), changes.removed.len()), (1, 1, 1), "{changes:?}");
+        let updated = index.update(&registry, &none);
+        let fresh = Index::build(&registry, &none);
+        assert_eq!(kept(&index, &updated), libraries - 2, "only the changed and the added library are read");
+        assert_eq!(updated.len(), fresh.len());
+        assert_eq!(ranked(&updated, &QUERIES), ranked(&fresh, &QUERIES));
+        for query in QUERIES {
+            assert_eq!(updated.search(query, 10), fresh.search(query, 10), "{query}");
+        }
+        assert_eq!(names(&updated.search("tide times harbour", 1)), ["tool_tide_table"]);
+        assert!(updated.search("twin", 10).is_empty(), "a removed library's tools are gone");
+        assert!(!names(&updated.search("send an email", 50)).contains(&"tool_send_email"));
+
+        // Updated again from the update: still the same as a fresh build.
+        std::fs::copy(fixtures.join("twins.py"), dir.join("twins.py")).unwrap();
+        registry.rescan();
+        let again = updated.update(&registry, &none);
+        assert_eq!(kept(&updated, &again), libraries);
+        assert_eq!(ranked(&again, &QUERIES), ranked(&Index::build(&registry, &none), &QUERIES));
+        assert_eq!(names(&again.search("twin", 10)), ["tool_twin_a", "tool_twin_b"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_update_reads_a_library_again_when_its_descriptions_change() {
+        let registry = catalog();
+        let index = Index::build(&registry, &Descriptions::default());
+        let mut described = Descriptions::default();
+        described.insert("tool_send_email".to_string(), "Posts a paper letter to a harbour".to_string());
+        let updated = index.update(&registry, &described);
+        assert_eq!(kept(&index, &updated), registry.libraries().len() - 1);
+        let fresh = Index::build(&registry, &described);
+        assert_eq!(ranked(&updated, &QUERIES), ranked(&fresh, &QUERIES));
+        assert_eq!(names(&updated.search("paper letter harbour", 1)), ["tool_send_email"]);
+        assert_eq!(updated.search("paper letter", 1)[0].description, "Posts a paper letter to a harbour");
+        // Libraries of the same texts in other values (as a view copies them): their
+        // words are kept, and the libraries shown are the new ones.
+        let copies = registry.libraries().iter().map(|library| Arc::new((**library).clone())).collect();
+        let copies = Registry::from_libraries(copies, Vec::new());
+        let copied = index.update(&copies, &Descriptions::default());
+        assert!(
+            copied
+                .segments
+                .iter()
+                .zip(copies.libraries())
+                .all(|(segment, library)| Arc::ptr_eq(&segment.library, library))
+        );
+        assert_eq!(ranked(&copied, &QUERIES), ranked(&index, &QUERIES));
+        // A profile's view: its copy of a library with fewer tools is read again.
+        let config = crate::config::Config::without_file();
+        let choice =
+            crate::profile::Choice { profile: "tool_send_email,tool_read_text".to_string(), extra_tools: Vec::new() };
+        let profile = choice.profile(&config.profiles).unwrap();
+        let view = crate::view::view(&registry, &config, Some(&profile));
+        let shown = index.update(&view.registry, &Descriptions::default());
+        assert_eq!(ranked(&shown, &QUERIES), ranked(&Index::build(&view.registry, &Descriptions::default()), &QUERIES));
+        assert_eq!(names(&shown.search("weather forecast email", 10)), ["tool_send_email"]);
+        assert_eq!(shown.len(), 2);
     }
 
     #[test]

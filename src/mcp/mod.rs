@@ -656,13 +656,13 @@ impl Server {
         let answer = tokio::task::spawn_blocking(move || {
             let (generation, snapshot) = server.generation();
             let config = server.shared.settings.config.current();
-            let catalog = server.shared.searches.catalog(server.key(generation, &config), || {
+            let catalog = server.shared.searches.catalog(server.key(generation, &config), |before| {
                 let registry = server.view_with(&snapshot, &config).registry;
                 if !search_tool::is_on(&registry, &config.mcp) {
                     return None;
                 }
                 let descriptions = server.descriptions(&registry);
-                Some(search_tool::Catalog::new(registry, descriptions, config.mcp.inline_refs))
+                Some(search_tool::Catalog::new(registry, descriptions, config.mcp.inline_refs, before))
             })?;
             Some(search_tool::call(&arguments, &catalog))
         });

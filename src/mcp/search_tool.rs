@@ -6,7 +6,9 @@
 //! caller's view of one catalog (a search never returns a tool the caller may not
 //! see), kept for as long as what it was built from stays the same (the listing's key:
 //! the registry's generation, the config as read, the caller's profile; one kept per
-//! profile) and built again, once, at the first search after a change.
+//! profile) and updated, once, at the first search after a change: the index of the
+//! catalog before is kept for every library that reads the same, and only new or
+//! changed libraries are read ([`Index::update`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -37,9 +39,19 @@ pub(super) struct Catalog {
 }
 
 impl Catalog {
-    /// The catalog of `registry` (a view's), its tools described by `descriptions`.
-    pub(super) fn new(registry: Registry, descriptions: Descriptions, inline_refs: bool) -> Catalog {
-        let index = Index::build(&registry, &descriptions);
+    /// The catalog of `registry` (a view's), its tools described by `descriptions`;
+    /// its index made from the index of `before` (this profile's catalog before a
+    /// change) when there is one, reading only what changed.
+    pub(super) fn new(
+        registry: Registry,
+        descriptions: Descriptions,
+        inline_refs: bool,
+        before: Option<&Catalog>,
+    ) -> Catalog {
+        let index = match before {
+            Some(before) => before.index.update(&registry, &descriptions),
+            None => Index::build(&registry, &descriptions),
+        };
         Catalog { registry, descriptions, index, inline_refs }
     }
 }
@@ -53,10 +65,14 @@ pub(super) struct Searches {
 }
 
 impl Searches {
-    /// The catalog kept for `key`, else the one `build` makes (then kept in place of
-    /// the one of `key`'s profile; `None`: tool search is off for it, and nothing is
-    /// kept).
-    pub(super) fn catalog(&self, key: Key, build: impl FnOnce() -> Option<Catalog>) -> Option<Arc<Catalog>> {
+    /// The catalog kept for `key`, else the one `build` makes, given the one kept for
+    /// `key`'s profile if any (the new one is then kept in its place; `None`: tool
+    /// search is off for it, and nothing is kept).
+    pub(super) fn catalog(
+        &self,
+        key: Key,
+        build: impl FnOnce(Option<&Catalog>) -> Option<Catalog>,
+    ) -> Option<Arc<Catalog>> {
         let mut current = sync::lock(&self.current);
         let kept = current.iter().position(|(built, _)| built.profile == key.profile);
         if let Some(at) = kept
@@ -64,7 +80,7 @@ impl Searches {
         {
             return Some(Arc::clone(&current[at].1));
         }
-        let catalog = Arc::new(build()?);
+        let catalog = Arc::new(build(kept.map(|at| &*current[at].1))?);
         match kept {
             Some(at) => current[at] = (key, Arc::clone(&catalog)),
             None => current.push((key, Arc::clone(&catalog))),
@@ -237,9 +253,12 @@ mod tests {
         let config = Arc::new(crate::config::Config::default());
         let key = |generation: u64| Key { generation, config: Arc::clone(&config), profile: None };
         let builds = std::cell::Cell::new(0);
-        let build = || {
+        // Whether each build was given the catalog kept before it for its profile.
+        let given = std::cell::RefCell::new(Vec::new());
+        let build = |before: Option<&Catalog>| {
             builds.set(builds.get() + 1);
-            Some(Catalog::new(catalog(), Descriptions::default(), false))
+            given.borrow_mut().push(before.is_some());
+            Some(Catalog::new(catalog(), Descriptions::default(), false, before))
         };
         let first = searches.catalog(key(0), build).unwrap();
         let again = searches.catalog(key(0), build).unwrap();
@@ -247,13 +266,15 @@ mod tests {
         let next = searches.catalog(key(1), build).unwrap();
         assert!(!Arc::ptr_eq(&first, &next) && builds.get() == 2);
         // Off for a key: nothing kept, the last catalog stays.
-        assert!(searches.catalog(key(2), || None).is_none());
+        assert!(searches.catalog(key(2), |_| None).is_none());
         assert!(Arc::ptr_eq(&searches.catalog(key(1), build).unwrap(), &next));
         // Another profile's catalog is kept beside it.
         let other = Key { profile: Some("mail".to_string()), ..key(1) };
         let mail = searches.catalog(other.clone(), build).unwrap();
         assert!(Arc::ptr_eq(&searches.catalog(key(1), build).unwrap(), &next));
         assert!(Arc::ptr_eq(&searches.catalog(other, build).unwrap(), &mail) && builds.get() == 3);
+        // The catalog of a new key is made from its profile's catalog before, if any.
+        assert_eq!(*given.borrow(), [false, true, false]);
     }
 
     #[test]

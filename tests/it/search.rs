@@ -392,7 +392,7 @@ fn search_tools_returns_only_what_the_profile_shows_under_its_aliases() {
 
 #[cfg(feature = "external")]
 #[test]
-fn search_tools_index_is_rebuilt_after_a_file_change_under_serve() {
+fn search_tools_index_is_updated_after_a_file_is_added_changed_or_removed_under_serve() {
     let dir = temp_dir("search-tools-rebuild");
     let tools = dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
@@ -412,16 +412,21 @@ fn search_tools_index_is_rebuilt_after_a_file_change_under_serve() {
         crate::mcp::call("tool_tide_table", serde_json::json!({"harbour": "Brest"})),
         {"write": tools.join("mail.py").to_str().unwrap(), "text": "def tool_post_letter(to: str) -> str:\n    \"\"\"Posts a paper letter.\"\"\"\n    return to\n"},
         search("send an email", Some(50)),
+        {"remove": tools.join("twins.py").to_str().unwrap()},
+        search("twin", Some(50)),
     ]);
     for mode in crate::mcp::MODES {
         let _ = std::fs::remove_file(&added);
         std::fs::copy(crate::support::root().join(CATALOG).join("mail.py"), tools.join("mail.py")).unwrap();
+        std::fs::copy(crate::support::root().join(CATALOG).join("twins.py"), tools.join("twins.py")).unwrap();
         let results = &crate::mcp::session(mode, "none", &serve, steps.clone())["results"];
         assert!(!found(&results[0]).contains(&"tool_tide_table".to_string()), "{mode}");
         assert_eq!(found(&results[2]).first().map(String::as_str), Some("tool_tide_table"), "{mode}");
         assert_eq!(results[3]["isError"], false, "{mode}: {}", results[3]);
         let after = found(&results[5]);
         assert!(!after.contains(&"tool_send_email".to_string()), "{mode}: a removed tool is not found: {after:?}");
+        let twins = found(&results[7]);
+        assert!(twins.iter().all(|name| !name.starts_with("tool_twin")), "{mode}: a removed file's tools: {twins:?}");
     }
 }
 

@@ -12,6 +12,7 @@ Reads a JSON list of steps on stdin and prints one JSON report on stdout:
     "resources"                              -> {"resources": [...]}
     {"read": URI}                            -> the ReadResourceResult as JSON, or {"error": ...}
     {"write": PATH, "text": TEXT}            -> {} after writing the file (to edit a served config)
+    {"remove": PATH}                         -> {} after removing the file
     "prompts"                                -> {"prompts": [...]}
     {"prompt": NAME, "arguments": {...}}     -> the GetPromptResult as JSON, or {"error": ...}
     "templates"                              -> {"resourceTemplates": [...]}
@@ -41,6 +42,7 @@ answering TEXT; `--roots JSON` makes it share those roots; `--log-level` asks fo
 
 import argparse
 import json
+import os
 import sys
 
 import anyio
@@ -193,6 +195,9 @@ async def run(client, step, progress, updated):
         if "write" in step:
             with open(step["write"], "w") as handle:
                 handle.write(step["text"])
+            return {}
+        if "remove" in step:
+            os.remove(step["remove"])
             return {}
         on_progress = None
         if step.get("progress"):
