@@ -186,7 +186,7 @@ fn a_bad_config_tool_is_reported_at_its_entry() {
     let listed = lcp(&["list", "--config", &config, FOLDER]);
     let stderr = String::from_utf8_lossy(&listed.stderr);
     assert!(!listed.status.success());
-    assert!(stderr.contains("lcp.toml:5: `[[tools]]` `x`: unknown key `colour`"), "{stderr}");
+    assert!(stderr.contains("lcp.toml:5:1: `[[tools]]` `x`: unknown key `colour`"), "{stderr}");
 }
 
 // MCP servers as sources: the official server-everything, the SDK's own server with a
