@@ -44,13 +44,12 @@
 //! This module never resolves a profile against tools: `profile` and `view` do.
 
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Unexpected, Visitor};
+use serde::de::{self, Deserializer, Unexpected};
 use serde_json::Value;
 
 use crate::extract::Tool;
@@ -90,28 +89,37 @@ const KEYS: [&str; 13] = [
 ];
 
 /// `[mcp]`: how tools are described to MCP clients.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct McpConfig {
     /// Inline every named class in `inputSchema` instead of `$defs` and `$ref`, for
     /// clients that cannot resolve references. Default: false.
     pub inline_refs: bool,
     /// The server's name in `initialize` (`serverInfo.name`). Default: `lcp`.
+    #[serde(deserialize_with = "non_empty")]
     pub name: Option<String>,
     /// What the server tells clients about its tools (`instructions`). Default: each
     /// library's `TOOL_LIBRARY_DESC`, a line each.
     pub instructions: Option<String>,
+    /// Host config files whose servers are sources too, as written (`~/` the home
+    /// folder, else relative to the config file): [`Config::servers`] has them.
+    #[serde(deserialize_with = "paths")]
+    pub host_configs: Vec<String>,
     /// `lcp serve` adds seed 000's `docs_index` and `resolve_doc` tools. Default: false.
     pub docs_tools: bool,
     /// The key that signs the `requestState` of a question (SPEC §16): replicas that
     /// share it continue each other's calls. Default: `$LCP_STATE_KEY`, else one made
     /// at start.
+    #[serde(deserialize_with = "state_key")]
     pub state_key: Option<String>,
     /// Where MCP tasks live (SPEC §16): a `redis://` or `rediss://` URL, shared by the
     /// replicas that answer for each other's tasks. Default: `$LCP_TASK_STORE`, else
     /// the server's memory.
+    #[serde(deserialize_with = "task_store")]
     pub task_store: Option<String>,
     /// How long a session of `lcp serve --http` stays open unused (read when the server
     /// starts). Default: [`McpConfig::DEFAULT_SESSION_IDLE`].
+    #[serde(deserialize_with = "session_idle")]
     pub session_idle: Option<std::time::Duration>,
     /// `lcp serve` lists `search_tools` instead of the tools (SPEC §21): `Some(true)`
     /// always, `Some(false)` never. Default (`None`): when more tools are shown than
@@ -122,6 +130,7 @@ pub struct McpConfig {
     pub tool_search_threshold: Option<usize>,
     /// The tools listed beside `search_tools` when it is on (each still only if
     /// shown). Default: none.
+    #[serde(deserialize_with = "tool_names")]
     pub always_list: Vec<String>,
 }
 
@@ -142,10 +151,12 @@ impl McpConfig {
 }
 
 /// `[export]`: how `lcp export` writes the tools.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct ExportConfig {
     /// The tools `lcp export --defer` keeps loaded (not deferred), merged with
     /// `--always-loaded`. Default: none.
+    #[serde(deserialize_with = "tool_names")]
     pub always_loaded: Vec<String>,
 }
 
@@ -255,27 +266,6 @@ impl Config {
     }
 }
 
-/// `[mcp]`, as written.
-#[derive(Default, Deserialize)]
-#[serde(default, expecting = "a table")]
-struct McpTable {
-    inline_refs: bool,
-    #[serde(deserialize_with = "non_empty")]
-    name: Option<String>,
-    instructions: Option<String>,
-    host_configs: List<Paths>,
-    docs_tools: bool,
-    #[serde(deserialize_with = "state_key")]
-    state_key: Option<String>,
-    #[serde(deserialize_with = "task_store")]
-    task_store: Option<String>,
-    #[serde(deserialize_with = "session_idle")]
-    session_idle: Option<Duration>,
-    tool_search: Option<bool>,
-    tool_search_threshold: Option<usize>,
-    always_list: List<ToolNames>,
-}
-
 fn state_key<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
     let key = String::deserialize(deserializer)?;
     if key.len() < 16 {
@@ -298,94 +288,25 @@ fn session_idle<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Dur
     }
 }
 
-/// `[sandbox]` (SPEC §18, §20): `writable`, folders every worker may write in too
-/// (relative to the config file), `require`, and `infer`.
-#[derive(Default, Deserialize)]
-#[serde(default, expecting = "a table")]
-struct SandboxTable {
-    writable: List<Folders>,
-    require: Option<bool>,
-    infer: Option<bool>,
-}
-
-/// `[export]`, as written.
-#[derive(Default, Deserialize)]
-#[serde(default, expecting = "a table")]
-struct ExportTable {
-    always_loaded: List<ToolNames>,
-}
-
 /// A string that is not blank, trimmed.
 pub(crate) fn non_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
     located::text(deserializer, "a non-empty string").map(Some)
 }
 
-/// What the strings of a [`List`] are, in the words of a message.
-pub(crate) trait Items {
-    /// Its items: `tool names (strings)`.
-    const ITEMS: &'static str;
-    /// The list: `a list of tool names`.
-    const LIST: &'static str;
+/// Tool names (`[mcp] always_list`, `[export] always_loaded`).
+fn tool_names<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    located::texts(deserializer, "tool names (strings)", "a list of tool names")
 }
 
-/// Tool names.
-pub(crate) enum ToolNames {}
-
-impl Items for ToolNames {
-    const ITEMS: &'static str = "tool names (strings)";
-    const LIST: &'static str = "a list of tool names";
+/// Folders (`[python] path`, `[sandbox] writable`), as written.
+pub(crate) fn folders<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<PathBuf>, D::Error> {
+    let folders = located::texts(deserializer, "folders (strings)", "a list of folders")?;
+    Ok(folders.into_iter().map(PathBuf::from).collect())
 }
 
-/// Folders, relative to the config file's.
-pub(crate) enum Folders {}
-
-impl Items for Folders {
-    const ITEMS: &'static str = "folders (strings)";
-    const LIST: &'static str = "a list of folders";
-}
-
-/// Paths of files.
-pub(crate) enum Paths {}
-
-impl Items for Paths {
-    const ITEMS: &'static str = "paths (strings)";
-    const LIST: &'static str = "a list of paths";
-}
-
-/// A list of strings that are not blank, each trimmed.
-pub(crate) struct List<K>(pub Vec<String>, PhantomData<K>);
-
-impl<K> Default for List<K> {
-    fn default() -> Self {
-        List(Vec::new(), PhantomData)
-    }
-}
-
-impl<'de, K: Items> Deserialize<'de> for List<K> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Item<K>(PhantomData<K>);
-        impl<'de, K: Items> DeserializeSeed<'de> for Item<K> {
-            type Value = String;
-            fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
-                located::text(deserializer, K::ITEMS)
-            }
-        }
-        struct Seen<K>(PhantomData<K>);
-        impl<'de, K: Items> Visitor<'de> for Seen<K> {
-            type Value = List<K>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(K::LIST)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<List<K>, A::Error> {
-                let mut list = Vec::new();
-                while let Some(item) = items.next_element_seed(Item::<K>(PhantomData))? {
-                    list.push(item);
-                }
-                Ok(List(list, PhantomData))
-            }
-        }
-        deserializer.deserialize_seq(Seen(PhantomData))
-    }
+/// Paths of files (`[mcp] host_configs`), as written.
+fn paths<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    located::texts(deserializer, "paths (strings)", "a list of paths")
 }
 
 /// Largest config or kit file read.
@@ -423,7 +344,6 @@ fn from_document(root: &Node, file: &Path) -> Result<Config, Vec<ConfigError>> {
     let mut config = Config::default();
     let mut errors = Vec::new();
     let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut host_configs = Vec::new();
     for (key, node) in top {
         let table = |errors| Reader::new(file, Style::Is, key, errors);
         let fail =
@@ -498,7 +418,7 @@ fn from_document(root: &Node, file: &Path) -> Result<Config, Vec<ConfigError>> {
             }
             "python" => {
                 if let Some(python) = table(&mut errors).read::<tools::PythonTable>(node) {
-                    config.python_path = python.path.0.iter().map(|folder| base.join(folder)).collect();
+                    config.python_path = python.path.iter().map(|folder| base.join(folder)).collect();
                     // `[python] venv` wins over $VIRTUAL_ENV; `--venv` over both.
                     if let Some(venv) = python.venv {
                         config.runtime.venv = Some(base.join(venv));
@@ -512,39 +432,17 @@ fn from_document(root: &Node, file: &Path) -> Result<Config, Vec<ConfigError>> {
             }
             "auth" => config.auth = auth::read(node, &base, table(&mut errors)),
             "sandbox" => {
-                if let Some(sandbox) = table(&mut errors).read::<SandboxTable>(node) {
-                    let settings = &mut config.runtime.sandbox;
-                    settings.writable = sandbox.writable.0.iter().map(|folder| base.join(folder)).collect();
-                    settings.require = sandbox.require.unwrap_or(settings.require);
-                    settings.infer = sandbox.infer.unwrap_or(settings.infer);
-                }
+                let sandbox = &mut config.runtime.sandbox;
+                *sandbox = table(&mut errors).read(node).unwrap_or_default();
+                sandbox.writable = sandbox.writable.iter().map(|folder| base.join(folder)).collect();
             }
-            "mcp" => {
-                if let Some(mcp) = table(&mut errors).read::<McpTable>(node) {
-                    host_configs =
-                        mcp.host_configs.0.iter().map(|path| servers::host_config_path(path, &base)).collect();
-                    config.mcp = McpConfig {
-                        inline_refs: mcp.inline_refs,
-                        name: mcp.name,
-                        instructions: mcp.instructions,
-                        docs_tools: mcp.docs_tools,
-                        state_key: mcp.state_key,
-                        task_store: mcp.task_store,
-                        session_idle: mcp.session_idle,
-                        tool_search: mcp.tool_search,
-                        tool_search_threshold: mcp.tool_search_threshold,
-                        always_list: mcp.always_list.0,
-                    };
-                }
-            }
-            "export" => {
-                if let Some(export) = table(&mut errors).read::<ExportTable>(node) {
-                    config.export.always_loaded = export.always_loaded.0;
-                }
-            }
+            "mcp" => config.mcp = table(&mut errors).read(node).unwrap_or_default(),
+            "export" => config.export = table(&mut errors).read(node).unwrap_or_default(),
             _ => Reader::new(file, Style::Is, "", &mut errors).unknown_key(node.at, key, &KEYS),
         }
     }
+    let host_configs: Vec<PathBuf> =
+        config.mcp.host_configs.iter().map(|path| servers::host_config_path(path, &base)).collect();
     let imported = servers::read_host_configs(&host_configs, &mut errors);
     config.servers.extend(imported);
     if errors.is_empty() { Ok(config) } else { Err(errors) }

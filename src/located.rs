@@ -773,6 +773,37 @@ pub fn text<'de, D: Deserializer<'de>>(deserializer: D, what: &'static str) -> R
     deserializer.deserialize_str(Text(what))
 }
 
+/// A list of strings that are not blank, each trimmed; `items` names them and `list`
+/// the list in a message (`"tool names (strings)"`, `"a list of tool names"`).
+pub fn texts<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    items: &'static str,
+    list: &'static str,
+) -> Result<Vec<String>, D::Error> {
+    struct Item(&'static str);
+    impl<'de> DeserializeSeed<'de> for Item {
+        type Value = String;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+            text(deserializer, self.0)
+        }
+    }
+    struct Seen(&'static str, &'static str);
+    impl<'de> Visitor<'de> for Seen {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.1)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+            let mut texts = Vec::new();
+            while let Some(text) = seq.next_element_seed(Item(self.0))? {
+                texts.push(text);
+            }
+            Ok(texts)
+        }
+    }
+    deserializer.deserialize_seq(Seen(items, list))
+}
+
 /// `value` (JSON, without places) as a `T`, or the messages of its problems, worded
 /// `style`: a declaration of a Python literal, a test's table.
 pub fn read_json<T: DeserializeOwned>(value: Value, style: Style) -> Result<T, Vec<String>> {

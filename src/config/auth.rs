@@ -14,25 +14,31 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use crate::located::{Entries, Node, Reader};
 
 /// `[auth]`, as written (relative paths taken from the config file's folder).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct AuthConfig {
     /// The authorization server whose tokens are accepted: their `iss`.
+    #[serde(deserialize_with = "super::non_empty")]
     pub issuer: Option<String>,
     /// Where its keys are; `None`: named by its metadata.
+    #[serde(deserialize_with = "super::non_empty")]
     pub jwks_uri: Option<String>,
     /// This server's resource URI: the `aud` tokens must carry.
+    #[serde(deserialize_with = "super::non_empty")]
     pub resource: Option<String>,
     /// A file of hex SHA-256 digests of static tokens, one a line.
+    #[serde(deserialize_with = "tokens_file")]
     pub tokens_file: Option<PathBuf>,
     /// Browser origins allowed on a public address.
     pub allowed_origins: Vec<String>,
     /// `(scope, profile)`: a token with the scope sees the profile (of a token's
     /// scopes, the first that has a line here).
+    #[serde(deserialize_with = "scopes")]
     pub scopes: Vec<(String, String)>,
 }
 
@@ -43,33 +49,18 @@ impl AuthConfig {
     }
 }
 
-/// `[auth]` as written.
-#[derive(Default, Deserialize)]
-#[serde(default, expecting = "a table")]
-struct AuthTable {
-    #[serde(deserialize_with = "super::non_empty")]
-    issuer: Option<String>,
-    #[serde(deserialize_with = "super::non_empty")]
-    jwks_uri: Option<String>,
-    #[serde(deserialize_with = "super::non_empty")]
-    resource: Option<String>,
-    #[serde(deserialize_with = "super::non_empty")]
-    tokens_file: Option<String>,
-    allowed_origins: Vec<String>,
-    scopes: Entries<String>,
+fn tokens_file<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBuf>, D::Error> {
+    super::non_empty(deserializer).map(|file| file.map(PathBuf::from))
+}
+
+fn scopes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<(String, String)>, D::Error> {
+    Entries::deserialize(deserializer).map(|scopes| scopes.0)
 }
 
 /// Reads `[auth]`; `base` is the folder `tokens_file` is relative to.
 pub(super) fn read(node: &Node, base: &Path, mut reader: Reader<'_>) -> AuthConfig {
-    let Some(table) = reader.read::<AuthTable>(node) else { return AuthConfig::default() };
-    let auth = AuthConfig {
-        issuer: table.issuer,
-        jwks_uri: table.jwks_uri,
-        resource: table.resource,
-        tokens_file: table.tokens_file.map(|file| base.join(file)),
-        allowed_origins: table.allowed_origins,
-        scopes: table.scopes.0,
-    };
+    let Some(mut auth) = reader.read::<AuthConfig>(node) else { return AuthConfig::default() };
+    auth.tokens_file = auth.tokens_file.map(|file| base.join(file));
     if auth.issuer.is_some() && auth.resource.is_none() {
         reader.error(
             node.at,

@@ -5,13 +5,12 @@
 //! entry's `type` and `returns` annotations mean is `defined`'s business (the same
 //! rules as a Python file's, SPEC §3); this module never parses Python.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 use serde_json::Value;
 
-use super::{Folders, List};
 use crate::located::{ConfigError, Node, Reader, Style, Tree};
 use crate::policy::{self, Declared};
 
@@ -39,15 +38,20 @@ pub struct DefinedTool {
 }
 
 /// One of a [`DefinedTool`]'s `args`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(expecting = "a table")]
 pub struct DefinedArg {
     /// The argument's name.
+    #[serde(deserialize_with = "identifier")]
     pub name: String,
     /// Its annotation, as text (`"list[str]"`); `None`: any value.
+    #[serde(rename = "type", default, deserialize_with = "super::non_empty")]
     pub annotation: Option<String>,
     /// What it means.
+    #[serde(default, deserialize_with = "super::non_empty")]
     pub description: Option<String>,
-    /// Its default; with one, the argument is optional.
+    /// Its default; with one, the argument is optional (`null` too: `None`).
+    #[serde(default, deserialize_with = "any")]
     pub default: Option<Value>,
 }
 
@@ -82,7 +86,7 @@ struct ToolTable {
     module: Option<String>,
     #[serde(deserialize_with = "super::non_empty")]
     function: Option<String>,
-    args: Vec<ArgTable>,
+    args: Vec<DefinedArg>,
     #[serde(deserialize_with = "super::non_empty")]
     returns: Option<String>,
     grade: Option<policy::Grade>,
@@ -114,20 +118,6 @@ const VIRTUAL_KEYS: [&str; 12] = [
     "open_world",
     "docs",
 ];
-
-/// One of its `args`.
-#[derive(Deserialize)]
-#[serde(expecting = "a table")]
-struct ArgTable {
-    #[serde(deserialize_with = "identifier")]
-    name: String,
-    #[serde(rename = "type", default, deserialize_with = "super::non_empty")]
-    annotation: Option<String>,
-    #[serde(default, deserialize_with = "super::non_empty")]
-    description: Option<String>,
-    #[serde(default, deserialize_with = "any")]
-    default: Option<Value>,
-}
 
 /// `grade_w` or `effects_ceiling`: an integer from 0 to 3.
 fn level<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u8>, D::Error> {
@@ -245,23 +235,13 @@ fn defined(
         docs: table.docs.map(|docs| base.join(docs)),
         ..Declared::default()
     };
-    let args = table
-        .args
-        .into_iter()
-        .map(|arg| DefinedArg {
-            name: arg.name,
-            annotation: arg.annotation,
-            description: arg.description,
-            default: arg.default,
-        })
-        .collect();
     DefinedTool {
         name,
         description: table.description,
         module: table.module.unwrap_or_default(),
         function: table.function.unwrap_or_default(),
         host_implemented: array == Array::Virtual,
-        args,
+        args: table.args,
         returns: table.returns,
         declared,
         line: entry.at.map_or(1, |at| at.line),
@@ -274,7 +254,8 @@ fn defined(
 #[derive(Default, Deserialize)]
 #[serde(default, expecting = "a table")]
 pub(super) struct PythonTable {
-    pub path: List<Folders>,
+    #[serde(deserialize_with = "super::folders")]
+    pub path: Vec<PathBuf>,
     #[serde(deserialize_with = "super::non_empty")]
     pub venv: Option<String>,
 }
