@@ -52,12 +52,14 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Unexpected};
 use serde_json::Value;
 
-use crate::extract::Tool;
+use crate::diag::Diagnostic;
+use crate::extract::{Library, Tool};
 use crate::located::{self, Node, Reader, Style};
 use crate::policy::{Declared, HostPolicy};
 use crate::sync;
 
 pub mod auth;
+mod defined;
 pub mod profiles;
 pub mod runtime;
 mod servers;
@@ -255,6 +257,13 @@ impl Config {
     /// The profile or kit called `name`.
     pub fn profile(&self, name: &str) -> Option<&Profile> {
         self.profiles.iter().find(|profile| profile.name == name)
+    }
+
+    /// The tools the file defines (`[[tools]]`, `[[virtual_tools]]`, SPEC §14) as
+    /// libraries, one a tool, with the problems of their entries: what
+    /// `Registry::define` takes. `injected` are the parameter names the host injects.
+    pub fn defined_libraries(&self, injected: &[String]) -> (Vec<Library>, Vec<Diagnostic>) {
+        defined::libraries(self, injected)
     }
 
     /// What a tool declares once the config file's `[tool_policies.NAME]` is laid over it.
