@@ -608,6 +608,27 @@ mod tests {
     }
 
     #[test]
+    fn every_problem_of_a_file_is_reported_at_its_line_and_column() {
+        let text = "autonomy_level = \"all\"\n[mcp]\ninline_refs = 1\ninline = true\n\n[mcp_servers.a]\ncommand = \"x\"\npin = \"yes\"\ncolour = 1\n\n[mcp_servers.b]\ncommand = 3\n\n[tool_policies.t]\ngrade = { w = 4, d = 0 }\n";
+        let errors = from_document(&Node::parse(text, false).unwrap(), Path::new("lcp.toml")).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let starts = [
+            "lcp.toml:1:1: `autonomy_level` is \"all\"; expected one of strict, safe, full_access",
+            "lcp.toml:3:1: `mcp.inline_refs` is 1; expected true or false",
+            "lcp.toml:4:1: `mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs,",
+            "lcp.toml:8:1: `mcp_servers.a`: `pin` must be true or false, not \"yes\"",
+            "lcp.toml:9:1: `mcp_servers.a`: unknown key `colour`; expected transport, command,",
+            "lcp.toml:12:1: `mcp_servers.b`: `command` must be a string, not 3",
+            "lcp.toml:15:11: `tool_policies.t`: `grade.w` is 4; a grade is an integer from 0 to 3",
+        ];
+        assert_eq!(messages.len(), starts.len(), "{messages:#?}");
+        for (message, start) in messages.iter().zip(starts) {
+            assert!(message.starts_with(start), "{message}\nshould start with\n{start}");
+        }
+        assert!(messages[2].ends_with("did you mean `inline_refs`?"), "{}", messages[2]);
+    }
+
+    #[test]
     fn a_library_table_is_placed_at_its_own_line() {
         let text = "autonomy_level = \"strict\"\n\n[libraries.weather]\nkey = 1\n\n[libraries.csvstat]\nrows = 2\n";
         let dir = std::env::temp_dir().join(format!("lcp-config-lines-{}", std::process::id()));

@@ -393,7 +393,7 @@ impl<'r> Reader<'r> {
         found.sort_by_key(|problem| (problem.pos(), problem.indices()));
         found.dedup_by(|a, b| a.indices() == b.indices() && a.why == b.why);
         for problem in found {
-            let error = self.render(problem);
+            let error = self.render(problem, node.at);
             self.errors.push(error);
         }
         value
@@ -425,9 +425,11 @@ impl<'r> Reader<'r> {
         name
     }
 
-    fn render(&self, problem: Problem) -> ConfigError {
+    /// The problem's message, at its value's place (the place of the value read, `at`,
+    /// for a problem of that value itself).
+    fn render(&self, problem: Problem, at: Option<Pos>) -> ConfigError {
         let (path, found) = problem.place.unwrap_or_default();
-        let at = path.last().and_then(|seg| seg.at);
+        let at = path.last().map_or(at, |seg| seg.at);
         let name = self.dotted(&path);
         let message = match problem.why {
             Why::Expected(what) => {

@@ -61,13 +61,13 @@ fn scopes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<(String, Str
 pub(super) fn read(node: &Node, base: &Path, mut reader: Reader<'_>) -> AuthConfig {
     let Some(mut auth) = reader.read::<AuthConfig>(node) else { return AuthConfig::default() };
     auth.tokens_file = auth.tokens_file.map(|file| base.join(file));
-    if auth.issuer.is_some() && auth.resource.is_none() {
+    if auth.issuer.is_some() && node.get("resource").is_none() {
         reader.error(
             node.at,
             "`auth.issuer` needs `auth.resource`, this server's URI, which tokens must name as their audience",
         );
     }
-    if !auth.scopes.is_empty() && auth.issuer.is_none() {
+    if !auth.scopes.is_empty() && node.get("issuer").is_none() {
         let at = node.get("scopes").and_then(|scopes| scopes.at);
         reader.error(at, "`auth.scopes` needs `auth.issuer`: only tokens it issues carry scopes");
     }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer};
 use serde_json::Value;
 
-use crate::located::{ConfigError, Entries, Node, Pos, Reader, Style};
+use crate::located::{ConfigError, Entries, Node, Reader, Style};
 use crate::policy::Declared;
 use crate::text_safety::{self, Secrets};
 
@@ -171,7 +171,7 @@ pub(super) fn read(node: &Node, file: &Path, base: &Path, errors: &mut Vec<Confi
         let before = errors.len();
         let mut reader = Reader::new(file, Style::Must, "", errors).prefixed(format!("`mcp_servers.{name}`: "));
         let Some(read) = reader.read::<ServerTable>(table) else { continue };
-        if let Some(entry) = entry(name, read, base, table.at, &mut reader)
+        if let Some(entry) = entry(name, read, base, table, &mut reader)
             && errors.len() == before
         {
             entries.push(ServerEntry { file: file.to_path_buf(), line: table.at.map(|at| at.line), ..entry });
@@ -182,8 +182,11 @@ pub(super) fn read(node: &Node, file: &Path, base: &Path, errors: &mut Vec<Confi
     entries
 }
 
-/// One server's table; `at` is where it is written.
-fn entry(name: &str, table: ServerTable, base: &Path, at: Option<Pos>, reader: &mut Reader<'_>) -> Option<ServerEntry> {
+/// One server's table, read from `node`.
+fn entry(name: &str, table: ServerTable, base: &Path, node: &Node, reader: &mut Reader<'_>) -> Option<ServerEntry> {
+    // A key given but refused is reported already: it is not missing too.
+    let refused = [("url", table.url.is_none()), ("command", table.command.is_none())]
+        .map(|(key, unread)| unread && node.get(key).is_some());
     // Every value a `${VAR}` expands to is a secret of this server's.
     let secrets = std::cell::RefCell::new(Secrets::default());
     let expanded = |value: Expanded| {
@@ -201,7 +204,9 @@ fn entry(name: &str, table: ServerTable, base: &Path, at: Option<Pos>, reader: &
     let transport = match kind {
         Kind::Http => {
             let Some(url) = url else {
-                reader.error(at, "an http server needs `url`");
+                if !refused[0] {
+                    reader.error(node.at, "an http server needs `url`");
+                }
                 return None;
             };
             let headers = pairs(table.headers);
@@ -218,7 +223,9 @@ fn entry(name: &str, table: ServerTable, base: &Path, at: Option<Pos>, reader: &
         }
         Kind::Stdio => {
             let Some(command) = command.filter(|command| !command.trim().is_empty()) else {
-                reader.error(at, "a stdio server needs `command`");
+                if !refused[1] {
+                    reader.error(node.at, "a stdio server needs `command`");
+                }
                 return None;
             };
             let cwd = table.cwd.map(|dir| base.join(expanded(dir)));
@@ -338,7 +345,7 @@ pub(super) fn read_host_configs(paths: &[PathBuf], errors: &mut Vec<ConfigError>
                 headers: server.headers,
                 ..ServerTable::default()
             };
-            if let Some(entry) = entry(name, own, &base, None, &mut reader)
+            if let Some(entry) = entry(name, own, &base, table, &mut reader)
                 && errors.len() == before
             {
                 entries.push(ServerEntry { file: path.clone(), ..entry });
@@ -374,8 +381,9 @@ mod tests {
     fn entry_of(table: Value, problems: &mut Vec<String>) -> Option<ServerEntry> {
         let mut errors = Vec::new();
         let mut reader = Reader::new(Path::new("lcp.json"), Style::Must, "", &mut errors).prefixed("`mcp_servers.s`: ");
-        let read = reader.read::<ServerTable>(&Node::from_json(table));
-        let entry = read.and_then(|read| entry("s", read, Path::new("."), None, &mut reader));
+        let node = Node::from_json(table);
+        let read = reader.read::<ServerTable>(&node);
+        let entry = read.and_then(|read| entry("s", read, Path::new("."), &node, &mut reader));
         problems.extend(errors.iter().map(|error| error.to_string()));
         entry.filter(|_| problems.is_empty())
     }
