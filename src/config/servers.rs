@@ -330,11 +330,10 @@ pub(super) fn read_host_configs(paths: &[PathBuf], errors: &mut Vec<ConfigError>
             if server.disabled.and_then(|disabled| disabled.as_bool()) == Some(true) {
                 continue;
             }
-            let kind = match server.kind.as_ref().and_then(Value::as_str) {
-                Some("sse" | "http" | "streamable-http" | "streamableHttp") => Some(Kind::Http),
-                Some(_) => Some(Kind::Stdio),
-                None => None,
-            };
+            let kind = server.kind.map(|kind| match kind.as_str() {
+                Some("sse" | "http" | "streamable-http" | "streamableHttp") => Kind::Http,
+                _ => Kind::Stdio,
+            });
             let own = ServerTable {
                 transport: kind,
                 command: server.command,

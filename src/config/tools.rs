@@ -191,7 +191,9 @@ fn defined(
     reader: &mut Reader<'_>,
 ) -> DefinedTool {
     let place = |key: &str| entry.get(key).and_then(|node| node.at).or(entry.at);
-    if name.is_empty() {
+    // A `name` given but refused is reported already.
+    let refused = table.name.is_none() && entry.get("name").is_some();
+    if name.is_empty() && !refused {
         reader.error(place("name"), "needs a `name` (a string)");
     } else if !super::profiles::is_valid_name(&name) {
         reader.error(place("name"), "is not a name every export format takes (ASCII letters, digits, `_` and `-`, starting with a letter or `_`, at most 64 characters)");
