@@ -632,7 +632,8 @@ fn load_host_reading(
     });
     let mut registry = loaded?;
     if !config.tools.is_empty() || !config.virtual_tools.is_empty() {
-        registry.define(&config);
+        let (libraries, diagnostics) = config.defined_libraries(&registry.options().injected);
+        registry.define(libraries, diagnostics);
     }
     // The command line has no resolver: every virtual tool is hidden (`lcp check` says so).
     let mut registry = if config.virtual_tools.is_empty() { registry } else { registry.resolved(|_| false) };

@@ -38,30 +38,37 @@
 //! one) are profiles too. Each library's `init_tools_library(config)` receives its
 //! `[libraries]` table plus `autonomy_level`, `confirm_handler` and
 //! `user_interaction_handler` (SPEC §5, §9).
-//! Problems are [`ConfigError`]s naming the file, the line (TOML only) and the entry.
+//! The file is parsed once (`located::Node`) and each table read by a serde struct of
+//! its own (`located::Reader`); problems are [`ConfigError`]s naming the file, the
+//! line and column (TOML only) and the entry, every one of the file at once.
 //! This module never resolves a profile against tools: `profile` and `view` do.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Unexpected};
 use serde_json::Value;
 
-use crate::extract::Tool;
-use crate::policy::{self, Declared, HostPolicy};
+use crate::diag::Diagnostic;
+use crate::extract::{Library, Tool};
+use crate::located::{self, Node, Reader, Style};
+use crate::policy::{Declared, HostPolicy};
 use crate::sync;
 
 pub mod auth;
+mod defined;
 pub mod profiles;
 pub mod runtime;
 mod servers;
 mod tools;
 
 use profiles::Profile;
-use runtime::{Autonomy, RuntimeConfig};
+use runtime::RuntimeConfig;
 
-pub use crate::located::{ConfigError, Located, pointer};
+pub use crate::located::{ConfigError, Pos, pointer};
 pub use auth::AuthConfig;
 pub use servers::{ServerEntry, Transport, names as server_names};
 pub use tools::{DefinedArg, DefinedTool};
@@ -84,28 +91,37 @@ const KEYS: [&str; 13] = [
 ];
 
 /// `[mcp]`: how tools are described to MCP clients.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct McpConfig {
     /// Inline every named class in `inputSchema` instead of `$defs` and `$ref`, for
     /// clients that cannot resolve references. Default: false.
     pub inline_refs: bool,
     /// The server's name in `initialize` (`serverInfo.name`). Default: `lcp`.
+    #[serde(deserialize_with = "non_empty")]
     pub name: Option<String>,
     /// What the server tells clients about its tools (`instructions`). Default: each
     /// library's `TOOL_LIBRARY_DESC`, a line each.
     pub instructions: Option<String>,
+    /// Host config files whose servers are sources too, as written (`~/` the home
+    /// folder, else relative to the config file): [`Config::servers`] has them.
+    #[serde(deserialize_with = "paths")]
+    pub host_configs: Vec<String>,
     /// `lcp serve` adds seed 000's `docs_index` and `resolve_doc` tools. Default: false.
     pub docs_tools: bool,
     /// The key that signs the `requestState` of a question (SPEC §16): replicas that
     /// share it continue each other's calls. Default: `$LCP_STATE_KEY`, else one made
     /// at start.
+    #[serde(deserialize_with = "state_key")]
     pub state_key: Option<String>,
     /// Where MCP tasks live (SPEC §16): a `redis://` or `rediss://` URL, shared by the
     /// replicas that answer for each other's tasks. Default: `$LCP_TASK_STORE`, else
     /// the server's memory.
+    #[serde(deserialize_with = "task_store")]
     pub task_store: Option<String>,
     /// How long a session of `lcp serve --http` stays open unused (read when the server
     /// starts). Default: [`McpConfig::DEFAULT_SESSION_IDLE`].
+    #[serde(deserialize_with = "session_idle")]
     pub session_idle: Option<std::time::Duration>,
     /// `lcp serve` lists `search_tools` instead of the tools (SPEC §21): `Some(true)`
     /// always, `Some(false)` never. Default (`None`): when more tools are shown than
@@ -116,6 +132,7 @@ pub struct McpConfig {
     pub tool_search_threshold: Option<usize>,
     /// The tools listed beside `search_tools` when it is on (each still only if
     /// shown). Default: none.
+    #[serde(deserialize_with = "tool_names")]
     pub always_list: Vec<String>,
 }
 
@@ -136,10 +153,12 @@ impl McpConfig {
 }
 
 /// `[export]`: how `lcp export` writes the tools.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct ExportConfig {
     /// The tools `lcp export --defer` keeps loaded (not deferred), merged with
     /// `--always-loaded`. Default: none.
+    #[serde(deserialize_with = "tool_names")]
     pub always_loaded: Vec<String>,
 }
 
@@ -203,10 +222,8 @@ impl Config {
     pub fn read(path: &Path) -> Result<Config, Vec<ConfigError>> {
         let text = read_regular_file(path).map_err(|err| vec![ConfigError::at(path, None, err)])?;
         let is_json = path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
-        let parsed = if is_json { parse_json(&text) } else { parse_toml(&text) };
-        let (document, lines) = parsed.map_err(|(line, message)| vec![ConfigError::at(path, line, message)])?;
-        let located = Located { file: path.to_path_buf(), lines };
-        let mut config = from_document(document, &located)?;
+        let root = Node::parse(&text, is_json).map_err(|(at, message)| vec![ConfigError::at_pos(path, at, message)])?;
+        let mut config = from_document(&root, path)?;
         config.file = Some(path.to_path_buf());
         let kits = profiles::read_kits(&config.kits_folder());
         let shadowed: Vec<Profile> =
@@ -242,6 +259,13 @@ impl Config {
         self.profiles.iter().find(|profile| profile.name == name)
     }
 
+    /// The tools the file defines (`[[tools]]`, `[[virtual_tools]]`, SPEC §14) as
+    /// libraries, one a tool, with the problems of their entries: what
+    /// `Registry::define` takes. `injected` are the parameter names the host injects.
+    pub fn defined_libraries(&self, injected: &[String]) -> (Vec<Library>, Vec<Diagnostic>) {
+        defined::libraries(self, injected)
+    }
+
     /// What a tool declares once the config file's `[tool_policies.NAME]` is laid over it.
     pub fn declared(&self, tool: &Tool) -> Declared {
         match self.tool_policies.iter().find(|entry| entry.name == tool.name) {
@@ -251,46 +275,47 @@ impl Config {
     }
 }
 
-/// `[sandbox]` (SPEC §18, §20): `writable`, folders every worker may write in too
-/// (relative to the config file), `require`, and `infer`.
-fn read_sandbox(
-    value: &Value,
-    at: &Located,
-    here: &str,
-    base: &Path,
-    sandbox: &mut runtime::SandboxSettings,
-    errors: &mut Vec<ConfigError>,
-) {
-    let Value::Object(table) = value else {
-        errors.push(at.error(here, "`sandbox` must be a table"));
-        return;
-    };
-    for (name, value) in table {
-        match (name.as_str(), value) {
-            ("require", Value::Bool(require)) => sandbox.require = *require,
-            ("infer", Value::Bool(infer)) => sandbox.infer = *infer,
-            ("writable", Value::Array(paths)) => {
-                for path in paths {
-                    match path.as_str() {
-                        Some(text) if !text.trim().is_empty() => sandbox.writable.push(base.join(text.trim())),
-                        _ => errors.push(at.error(
-                            &pointer(here, name),
-                            format!("`sandbox.writable` entries are folders (strings), not {path}"),
-                        )),
-                    }
-                }
-            }
-            ("require" | "infer", other) => errors
-                .push(at.error(&pointer(here, name), format!("`sandbox.{name}` is {other}; expected true or false"))),
-            ("writable", other) => errors.push(
-                at.error(&pointer(here, name), format!("`sandbox.writable` is {other}; expected a list of folders")),
-            ),
-            _ => errors.push(at.error(
-                &pointer(here, name),
-                format!("`sandbox`: unknown key `{name}`; expected writable, require or infer"),
-            )),
-        }
+fn state_key<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let key = String::deserialize(deserializer)?;
+    if key.len() < 16 {
+        return Err(de::Error::custom(" is a secret string of at least 16 bytes"));
     }
+    Ok(Some(key))
+}
+
+fn task_store<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::String(url) if url.starts_with("redis://") || url.starts_with("rediss://") => Ok(Some(url)),
+        _ => Err(de::Error::invalid_value(Unexpected::Other("it"), &"a redis:// or rediss:// URL")),
+    }
+}
+
+fn session_idle<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    match Value::deserialize(deserializer)?.as_u64() {
+        Some(seconds) if seconds >= 1 => Ok(Some(Duration::from_secs(seconds))),
+        _ => Err(de::Error::invalid_value(Unexpected::Other("it"), &"a whole number of seconds, at least 1")),
+    }
+}
+
+/// A string that is not blank, trimmed.
+pub(crate) fn non_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    located::text(deserializer, "a non-empty string").map(Some)
+}
+
+/// Tool names (`[mcp] always_list`, `[export] always_loaded`).
+fn tool_names<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    located::texts(deserializer, "tool names (strings)", "a list of tool names")
+}
+
+/// Folders (`[python] path`, `[sandbox] writable`), as written.
+pub(crate) fn folders<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<PathBuf>, D::Error> {
+    let folders = located::texts(deserializer, "folders (strings)", "a list of folders")?;
+    Ok(folders.into_iter().map(PathBuf::from).collect())
+}
+
+/// Paths of files (`[mcp] host_configs`), as written.
+fn paths<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    located::texts(deserializer, "paths (strings)", "a list of paths")
 }
 
 /// Largest config or kit file read.
@@ -319,335 +344,117 @@ pub(crate) fn read_regular_file(path: &Path) -> Result<String, String> {
     Ok(text)
 }
 
-/// `(line, message)` of a file that does not parse.
-type ParseError = (Option<u32>, String);
-
-fn parse_json(text: &str) -> Result<(Value, HashMap<String, u32>), ParseError> {
-    match serde_json::from_str(text) {
-        Ok(value) => Ok((value, HashMap::new())),
-        Err(err) => Err((Some(err.line() as u32), format!("invalid JSON: {err}"))),
-    }
-}
-
-fn parse_toml(text: &str) -> Result<(Value, HashMap<String, u32>), ParseError> {
-    match toml::from_str::<Value>(text) {
-        Ok(value) => Ok((value, toml_lines(text))),
-        Err(_) if text.trim_start().starts_with('{') => parse_json(text),
-        Err(err) => {
-            let line = err.span().map(|span| LineStarts::new(text).line_of(span.start));
-            Err((line, format!("invalid TOML: {}", err.message().trim_end())))
-        }
-    }
-}
-
-/// The line of every key and array item of a TOML document, by JSON pointer.
-fn toml_lines(text: &str) -> HashMap<String, u32> {
-    use toml::de::{DeTable, DeValue};
-    fn walk(value: &DeValue<'_>, at: &str, starts: &LineStarts, lines: &mut HashMap<String, u32>) {
-        match value {
-            DeValue::Table(table) => {
-                for (key, item) in table {
-                    let here = pointer(at, key.get_ref());
-                    lines.entry(here.clone()).or_insert_with(|| starts.line_of(key.span().start));
-                    walk(item.get_ref(), &here, starts, lines);
-                }
-            }
-            DeValue::Array(items) => {
-                for (index, item) in items.iter().enumerate() {
-                    let here = format!("{at}/{index}");
-                    lines.insert(here.clone(), starts.line_of(item.span().start));
-                    walk(item.get_ref(), &here, starts, lines);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut lines = HashMap::new();
-    if let Ok(table) = DeTable::parse(text) {
-        walk(&DeValue::Table(table.into_inner()), "", &LineStarts::new(text), &mut lines);
-    }
-    lines
-}
-
-/// Where each line of a text starts: a line from an offset in `O(log lines)`, so a
-/// file's every key is placed in time linear in its size (SPEC §17).
-struct LineStarts(Vec<usize>);
-
-impl LineStarts {
-    fn new(text: &str) -> LineStarts {
-        LineStarts(memchr::memchr_iter(b'\n', text.as_bytes()).collect())
-    }
-
-    /// The line (from 1) of the byte at `offset`.
-    fn line_of(&self, offset: usize) -> u32 {
-        self.0.partition_point(|&newline| newline < offset) as u32 + 1
-    }
-}
-
-fn from_document(document: Value, at: &Located) -> Result<Config, Vec<ConfigError>> {
-    let Value::Object(top) = document else {
-        return Err(vec![at.error("", "the configuration must be a table (an object)")]);
+/// A parsed config file as a [`Config`]: each top-level key read by its own struct,
+/// every problem of every table reported.
+fn from_document(root: &Node, file: &Path) -> Result<Config, Vec<ConfigError>> {
+    let Some(top) = root.members() else {
+        return Err(vec![ConfigError::at(file, None, "the configuration must be a table (an object)")]);
     };
     let mut config = Config::default();
     let mut errors = Vec::new();
-    let base = at.file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut host_configs = Vec::new();
-    for (key, value) in top {
-        let here = pointer("", &key);
+    let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    for (key, node) in top {
+        let table = |errors| Reader::new(file, Style::Is, key, errors);
+        let fail =
+            |errors: &mut Vec<ConfigError>, message: String| errors.push(ConfigError::at_pos(file, node.at, message));
         match key.as_str() {
-            "autonomy_level" => match value {
-                Value::String(level) if level.parse::<Autonomy>().is_ok() => {
-                    config.runtime.autonomy_level = level.parse().unwrap_or_default()
+            "autonomy_level" => {
+                if let Some(level) = table(&mut errors).read(node) {
+                    config.runtime.autonomy_level = level;
                 }
-                other => errors.push(at.error(
-                    &here,
-                    format!("`autonomy_level` is {other}; expected one of {}", Autonomy::NAMES.join(", ")),
-                )),
-            },
-            "libraries" => match value {
-                Value::Object(libraries) => {
-                    for (name, table) in libraries {
-                        match table {
+            }
+            "libraries" => match node.members() {
+                Some(libraries) => {
+                    for (name, library) in libraries {
+                        match library.to_json() {
                             Value::Object(table) => {
-                                if let Some(line) = at.line(&pointer(&here, &name)) {
-                                    config.library_lines.insert(name.clone(), line);
+                                if let Some(at) = library.at {
+                                    config.library_lines.insert(name.clone(), at.line);
                                 }
-                                config.runtime.libraries.insert(name, table);
+                                config.runtime.libraries.insert(name.clone(), table);
                             }
-                            _ => errors
-                                .push(at.error(&pointer(&here, &name), format!("`libraries.{name}` must be a table"))),
+                            _ => errors.push(ConfigError::at_pos(
+                                file,
+                                library.at,
+                                format!("`libraries.{name}` must be a table"),
+                            )),
                         }
                     }
                 }
-                _ => errors.push(at.error(&here, "`libraries` must be a table keyed by library")),
+                None => fail(&mut errors, "`libraries` must be a table keyed by library".to_string()),
             },
-            "profiles" => match value {
-                Value::Object(profiles) => {
+            "profiles" => match node.members() {
+                Some(profiles) => {
                     for (name, table) in profiles {
-                        config.profiles.push(profiles::from_config(&name, &table, at, &pointer(&here, &name), &base));
+                        config.profiles.push(profiles::from_config(name, table, file, &base));
                     }
                 }
-                _ => errors.push(at.error(&here, "`profiles` must be a table keyed by profile name")),
+                None => fail(&mut errors, "`profiles` must be a table keyed by profile name".to_string()),
             },
-            "tool_policies" => match value {
-                Value::Object(tools) => {
+            "tool_policies" => match node.members() {
+                Some(tools) => {
                     for (name, table) in tools {
-                        let entry = pointer(&here, &name);
-                        let (declared, problems) = policy::from_json(&table, &base);
-                        for (key, message) in problems {
-                            let place = if key.is_empty() { entry.clone() } else { pointer(&entry, &key) };
-                            errors.push(at.error(&place, format!("`tool_policies.{name}`: {message}")));
-                        }
-                        config.tool_policies.push(ToolEntry { name, declared, line: at.line(&entry) });
+                        let mut reader = Reader::new(file, Style::Must, "", &mut errors)
+                            .prefixed(format!("`tool_policies.{name}`: "));
+                        let declared = reader.read::<Declared>(table).unwrap_or_default().based(&base);
+                        config.tool_policies.push(ToolEntry {
+                            name: name.clone(),
+                            declared,
+                            line: table.at.map(|at| at.line),
+                        });
                     }
                 }
-                _ => errors.push(at.error(&here, "`tool_policies` must be a table keyed by tool name")),
+                None => fail(&mut errors, "`tool_policies` must be a table keyed by tool name".to_string()),
             },
             // Seed 000's `[[tools]]` (config-defined tools, SPEC §14); the tables that
             // declared tools' policies under this key moved to `[tool_policies.NAME]`.
-            "tools" => match value {
-                Value::Object(tools) => {
-                    let names: Vec<&str> = tools.keys().map(String::as_str).collect();
+            "tools" => match node.members() {
+                Some(tools) => {
+                    let names: Vec<&str> = tools.iter().map(|(name, _)| name.as_str()).collect();
                     let first = names.first().copied().unwrap_or("NAME");
-                    errors.push(at.error(
-                        &here,
+                    fail(
+                        &mut errors,
                         format!(
                             "`[tools.{first}]` tables are now `[tool_policies.{first}]` (`tools` is the `[[tools]]` array of config-defined tools); rename {}",
                             names.iter().map(|n| format!("`[tools.{n}]`")).collect::<Vec<_>>().join(", ")
                         ),
-                    ))
+                    )
                 }
-                other => config.tools = tools::read(tools::Array::Tools, &other, at, &here, &base, &mut errors),
+                None => config.tools = tools::read(tools::Array::Tools, node, file, &base, &mut errors),
             },
             "virtual_tools" => {
-                config.virtual_tools = tools::read(tools::Array::Virtual, &value, at, &here, &base, &mut errors)
+                config.virtual_tools = tools::read(tools::Array::Virtual, node, file, &base, &mut errors)
             }
             "python" => {
-                let (path, venv) = tools::read_python(&value, at, &here, &base, &mut errors);
-                config.python_path = path;
-                // `[python] venv` wins over $VIRTUAL_ENV; `--venv` over both.
-                if venv.is_some() {
-                    config.runtime.venv = venv;
+                if let Some(python) = table(&mut errors).read::<tools::PythonTable>(node) {
+                    config.python_path = python.path.iter().map(|folder| base.join(folder)).collect();
+                    // `[python] venv` wins over $VIRTUAL_ENV; `--venv` over both.
+                    if let Some(venv) = python.venv {
+                        config.runtime.venv = Some(base.join(venv));
+                    }
                 }
             }
-            "mcp_servers" => config.servers = servers::read(&value, at, &here, &base, &mut errors),
+            "mcp_servers" => config.servers = servers::read(node, file, &base, &mut errors),
             "policy" => {
-                let (policy, problems) = HostPolicy::from_json(&value);
-                for (key, message) in problems {
-                    let place = if key.is_empty() { here.clone() } else { pointer(&here, &key) };
-                    errors.push(at.error(&place, format!("`policy`: {message}")));
-                }
-                config.policy = policy;
+                let mut reader = Reader::new(file, Style::Must, "", &mut errors).prefixed("`policy`: ");
+                config.policy = reader.read(node).unwrap_or_default();
             }
-            "auth" => {
-                let (auth, problems) = auth::from_json(&value, &base);
-                for (key, message) in problems {
-                    let place = if key.is_empty() { here.clone() } else { pointer(&here, &key) };
-                    errors.push(at.error(&place, message));
-                }
-                config.auth = auth;
+            "auth" => config.auth = auth::read(node, &base, table(&mut errors)),
+            "sandbox" => {
+                let sandbox = &mut config.runtime.sandbox;
+                *sandbox = table(&mut errors).read(node).unwrap_or_default();
+                sandbox.writable = sandbox.writable.iter().map(|folder| base.join(folder)).collect();
             }
-            "sandbox" => read_sandbox(&value, at, &here, &base, &mut config.runtime.sandbox, &mut errors),
-            "mcp" => match value {
-                Value::Object(table) => {
-                    for (name, value) in table {
-                        match (name.as_str(), value) {
-                            ("inline_refs", Value::Bool(inline)) => config.mcp.inline_refs = inline,
-                            ("docs_tools", Value::Bool(docs)) => config.mcp.docs_tools = docs,
-                            ("inline_refs" | "docs_tools", other) => errors.push(at.error(
-                                &pointer(&here, &name),
-                                format!("`mcp.{name}` is {other}; expected true or false"),
-                            )),
-                            ("name", Value::String(text)) if !text.trim().is_empty() => {
-                                config.mcp.name = Some(text.trim().to_string());
-                            }
-                            ("instructions", Value::String(text)) => config.mcp.instructions = Some(text),
-                            ("state_key", Value::String(text)) if text.len() >= 16 => {
-                                config.mcp.state_key = Some(text);
-                            }
-                            ("state_key", _) => errors.push(at.error(
-                                &pointer(&here, &name),
-                                "`mcp.state_key` is a secret string of at least 16 bytes".to_string(),
-                            )),
-                            ("task_store", Value::String(text))
-                                if text.starts_with("redis://") || text.starts_with("rediss://") =>
-                            {
-                                config.mcp.task_store = Some(text);
-                            }
-                            ("task_store", other) => errors.push(at.error(
-                                &pointer(&here, &name),
-                                format!("`mcp.task_store` is {other}; expected a redis:// or rediss:// URL"),
-                            )),
-                            ("session_idle", Value::Number(seconds))
-                                if seconds.as_u64().is_some_and(|seconds| seconds >= 1) =>
-                            {
-                                let seconds = seconds.as_u64().unwrap_or(1);
-                                config.mcp.session_idle = Some(std::time::Duration::from_secs(seconds));
-                            }
-                            ("session_idle", other) => errors.push(at.error(
-                                &pointer(&here, &name),
-                                format!(
-                                    "`mcp.session_idle` is {other}; expected a whole number of seconds, at least 1"
-                                ),
-                            )),
-                            ("host_configs", Value::Array(paths)) => {
-                                for path in paths {
-                                    match path.as_str() {
-                                        Some(text) if !text.trim().is_empty() => {
-                                            host_configs.push(servers::host_config_path(text.trim(), &base))
-                                        }
-                                        _ => errors.push(at.error(
-                                            &pointer(&here, &name),
-                                            format!("`mcp.host_configs` entries are paths (strings), not {path}"),
-                                        )),
-                                    }
-                                }
-                            }
-                            ("host_configs", other) => errors.push(at.error(
-                                &pointer(&here, &name),
-                                format!("`mcp.host_configs` is {other}; expected a list of paths"),
-                            )),
-                            ("name" | "instructions", other) => errors.push(at.error(
-                                &pointer(&here, &name),
-                                format!("`mcp.{name}` is {other}; expected a non-empty string"),
-                            )),
-                            ("tool_search", Value::Bool(on)) => config.mcp.tool_search = Some(on),
-                            ("tool_search", other) => errors.push(at.error(
-                                &pointer(&here, &name),
-                                format!("`mcp.tool_search` is {other}; expected true or false"),
-                            )),
-                            ("tool_search_threshold", Value::Number(count)) if count.as_u64().is_some() => {
-                                let count = count.as_u64().unwrap_or_default();
-                                config.mcp.tool_search_threshold = Some(usize::try_from(count).unwrap_or(usize::MAX));
-                            }
-                            ("tool_search_threshold", other) => errors.push(at.error(
-                                &pointer(&here, &name),
-                                format!("`mcp.tool_search_threshold` is {other}; expected a whole number of tools"),
-                            )),
-                            ("always_list", value) => {
-                                config.mcp.always_list =
-                                    names_list(&value, "mcp.always_list", at, &pointer(&here, &name), &mut errors)
-                            }
-                            _ => errors.push(unknown_key(at, &pointer(&here, &name), "mcp", &name, &MCP_KEYS)),
-                        }
-                    }
-                }
-                _ => errors.push(at.error(&here, "`mcp` must be a table")),
-            },
-            "export" => match value {
-                Value::Object(table) => {
-                    for (name, value) in table {
-                        match name.as_str() {
-                            "always_loaded" => {
-                                config.export.always_loaded =
-                                    names_list(&value, "export.always_loaded", at, &pointer(&here, &name), &mut errors)
-                            }
-                            _ => errors.push(unknown_key(
-                                at,
-                                &pointer(&here, &name),
-                                "export",
-                                &name,
-                                &["always_loaded"],
-                            )),
-                        }
-                    }
-                }
-                _ => errors.push(at.error(&here, "`export` must be a table")),
-            },
-            _ => errors.push(at.error(&here, format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")))),
+            "mcp" => config.mcp = table(&mut errors).read(node).unwrap_or_default(),
+            "export" => config.export = table(&mut errors).read(node).unwrap_or_default(),
+            _ => Reader::new(file, Style::Is, "", &mut errors).unknown_key(node.at, key, &KEYS),
         }
     }
+    let host_configs: Vec<PathBuf> =
+        config.mcp.host_configs.iter().map(|path| servers::host_config_path(path, &base)).collect();
     let imported = servers::read_host_configs(&host_configs, &mut errors);
     config.servers.extend(imported);
     if errors.is_empty() { Ok(config) } else { Err(errors) }
-}
-
-/// The keys of `[mcp]`.
-const MCP_KEYS: [&str; 11] = [
-    "inline_refs",
-    "name",
-    "instructions",
-    "host_configs",
-    "docs_tools",
-    "state_key",
-    "task_store",
-    "session_idle",
-    "tool_search",
-    "tool_search_threshold",
-    "always_list",
-];
-
-/// `` `table`: unknown key `name` ``, with the nearest of `keys` and the list of them.
-fn unknown_key(at: &Located, here: &str, table: &str, name: &str, keys: &[&str]) -> ConfigError {
-    let near = crate::suggest::closest(name, keys.iter().copied(), |_| None);
-    let expected = match keys {
-        [one] => one.to_string(),
-        [most @ .., last] => format!("{} or {last}", most.join(", ")),
-        [] => String::new(),
-    };
-    at.error(
-        here,
-        format!("`{table}`: unknown key `{name}`; expected {expected}{}", crate::suggest::did_you_mean(&near)),
-    )
-}
-
-/// A list of tool names (`[mcp] always_list`, `[export] always_loaded`); an entry that
-/// is not a non-empty string is an error naming `key`.
-fn names_list(value: &Value, key: &str, at: &Located, here: &str, errors: &mut Vec<ConfigError>) -> Vec<String> {
-    let Value::Array(items) = value else {
-        errors.push(at.error(here, format!("`{key}` is {value}; expected a list of tool names")));
-        return Vec::new();
-    };
-    let mut names = Vec::new();
-    for (index, item) in items.iter().enumerate() {
-        match item.as_str().map(str::trim) {
-            Some(name) if !name.is_empty() => names.push(name.to_string()),
-            _ => errors.push(
-                at.error(&format!("{here}/{index}"), format!("`{key}` entries are tool names (strings), not {item}")),
-            ),
-        }
-    }
-    names
 }
 
 /// The config of a running server, read again when its file (or a kit) changes:
@@ -722,8 +529,7 @@ mod tests {
     use super::*;
 
     fn check(document: Value, expected: Result<(&str, Value), &str>) {
-        let at = Located { file: PathBuf::from("lcp.json"), lines: HashMap::new() };
-        let actual = from_document(document, &at)
+        let actual = from_document(&Node::from_json(document), Path::new("lcp.json"))
             .map(|config| summary(&config))
             .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
         let expected = expected
@@ -760,7 +566,7 @@ mod tests {
         check(
             json!({"autonomy": 1}),
             Err(
-                "unknown key `autonomy`; expected one of autonomy_level, libraries, profiles, tools, virtual_tools, tool_policies, python, mcp_servers, policy, mcp, auth, sandbox, export",
+                "unknown key `autonomy`; expected autonomy_level, libraries, profiles, tools, virtual_tools, tool_policies, python, mcp_servers, policy, mcp, auth, sandbox or export; did you mean `autonomy_level`?",
             ),
         );
         // `[tools.NAME]` declarations moved to `[tool_policies.NAME]` (SPEC §12).
@@ -795,19 +601,31 @@ mod tests {
         );
         check(
             json!({"policy": {"allow": true}}),
-            Err("`policy`: unknown key `allow`; expected one of allow_destructive, allow_open_world, max_grade"),
+            Err(
+                "`policy`: unknown key `allow`; expected allow_destructive, allow_open_world or max_grade; did you mean `allow_open_world`, `allow_destructive`?",
+            ),
         );
     }
 
     #[test]
-    fn toml_and_json_read_the_same() {
-        let toml = parse_toml("autonomy_level = \"strict\"\n[libraries.weather]\nkey = 1\n").unwrap().0;
-        let json = parse_json(r#"{"autonomy_level": "strict", "libraries": {"weather": {"key": 1}}}"#).unwrap().0;
-        assert_eq!(toml, json);
-        assert_eq!(parse_toml(r#"{"autonomy_level": "strict"}"#).unwrap().0, json!({"autonomy_level": "strict"}));
-        let (line, message) = parse_toml("\nautonomy_level = \n").unwrap_err();
-        assert!(message.starts_with("invalid TOML: "), "{message}");
-        assert_eq!(line, Some(2));
+    fn every_problem_of_a_file_is_reported_at_its_line_and_column() {
+        let text = "autonomy_level = \"all\"\n[mcp]\ninline_refs = 1\ninline = true\n\n[mcp_servers.a]\ncommand = \"x\"\npin = \"yes\"\ncolour = 1\n\n[mcp_servers.b]\ncommand = 3\n\n[tool_policies.t]\ngrade = { w = 4, d = 0 }\n";
+        let errors = from_document(&Node::parse(text, false).unwrap(), Path::new("lcp.toml")).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let starts = [
+            "lcp.toml:1:1: `autonomy_level` is \"all\"; expected one of strict, safe, full_access",
+            "lcp.toml:3:1: `mcp.inline_refs` is 1; expected true or false",
+            "lcp.toml:4:1: `mcp`: unknown key `inline`; expected inline_refs, name, instructions, host_configs,",
+            "lcp.toml:8:1: `mcp_servers.a`: `pin` must be true or false, not \"yes\"",
+            "lcp.toml:9:1: `mcp_servers.a`: unknown key `colour`; expected transport, command,",
+            "lcp.toml:12:1: `mcp_servers.b`: `command` must be a string, not 3",
+            "lcp.toml:15:11: `tool_policies.t`: `grade.w` is 4; a grade is an integer from 0 to 3",
+        ];
+        assert_eq!(messages.len(), starts.len(), "{messages:#?}");
+        for (message, start) in messages.iter().zip(starts) {
+            assert!(message.starts_with(start), "{message}\nshould start with\n{start}");
+        }
+        assert!(messages[2].ends_with("did you mean `inline_refs`?"), "{}", messages[2]);
     }
 
     #[test]
@@ -822,16 +640,5 @@ mod tests {
         assert_eq!(config.library_line("weather"), Some(3));
         assert_eq!(config.library_line("csvstat"), Some(6));
         assert_eq!(config.library_line("absent"), None);
-    }
-
-    #[test]
-    fn toml_entries_have_lines() {
-        let text = "[profiles.a]\ntools = [\n  \"x\",\n  \"y\",\n]\n\n[profiles.b.tools]\nr = \"x\"\n";
-        let at = Located { file: PathBuf::from("c.toml"), lines: toml_lines(text) };
-        assert_eq!(at.line("/profiles/a"), Some(1));
-        assert_eq!(at.line("/profiles/a/tools/1"), Some(4));
-        assert_eq!(at.line("/profiles/b/tools/r"), Some(8));
-        assert_eq!(at.line("/profiles/b/tools/r/tool"), Some(8));
-        assert_eq!(at.line("/nothing"), None);
     }
 }

@@ -39,7 +39,6 @@ pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod default_tools;
-mod defined;
 pub mod diag;
 pub(crate) mod docstring;
 pub mod export;

@@ -11,15 +11,20 @@ use std::path::{Path, PathBuf};
 
 use ruff_python_ast::Expr;
 use ruff_text_size::{Ranged, TextRange};
-use serde::Serialize;
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+
+use crate::located::{self, Style};
 
 /// The keys a declaration may have.
 pub const KEYS: [&str; 8] =
     ["read_only", "destructive", "idempotent", "open_world", "grade", "docs", "mcp_headers", "task"];
 
-/// What a tool declares; `None` is undeclared (unknown).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// What a tool declares; `None` is undeclared (unknown). Read from a table of
+/// [`KEYS`] (`docs` as written: [`Declared::based`] takes it from the file's folder).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, expecting = "a table of declarations")]
 pub struct Declared {
     /// The tool only reads.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -37,12 +42,16 @@ pub struct Declared {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grade: Option<Grade>,
     /// Documentation of the tool: a path, resolved against the file that declared it.
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "crate::path_json::serialize_option")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::path_json::serialize_option",
+        deserialize_with = "docs"
+    )]
     pub docs: Option<PathBuf>,
     /// Arguments that travel in an HTTP header too (SPEC §16): parameter → the
     /// header's name after `Mcp-Param-` (`{"region": "Mcp-Param-Region"}` is
     /// `region` → `Region`), published as the property's `x-mcp-header`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "mcp_headers")]
     pub mcp_headers: Option<std::collections::BTreeMap<String, String>>,
     /// Whether a call may run as an MCP task (SPEC §16): published as the tool's
     /// `execution.taskSupport`.
@@ -51,7 +60,7 @@ pub struct Declared {
 }
 
 /// How a tool runs as an MCP task (the `io.modelcontextprotocol/tasks` extension).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskSupport {
     /// Never: every call is answered when it ends.
@@ -163,125 +172,51 @@ impl Declared {
         (!hints.is_empty()).then_some(Value::Object(hints))
     }
 
-    /// Sets one key from its JSON value; `base` is the folder `docs` is relative to.
+    /// Sets one key from its JSON value (a Python literal's); `base` is the folder
+    /// `docs` is relative to. The key is read as a config file's table is.
     pub fn set(&mut self, key: &str, value: &Value, base: &Path) -> Result<(), DeclarationError> {
-        let flag = |value: &Value| {
-            value.as_bool().ok_or_else(|| DeclarationError::NotAFlag { key: key.to_string(), value: value.clone() })
-        };
-        match key {
-            "read_only" => self.read_only = Some(flag(value)?),
-            "destructive" => self.destructive = Some(flag(value)?),
-            "idempotent" => self.idempotent = Some(flag(value)?),
-            "open_world" => self.open_world = Some(flag(value)?),
-            "grade" => self.grade = Some(grade(value, false)?.0),
-            "docs" => match value.as_str() {
-                Some(path) if !path.trim().is_empty() => self.docs = Some(base.join(path)),
-                _ => return Err(DeclarationError::NotAPath { value: value.clone() }),
-            },
-            "mcp_headers" => self.mcp_headers = Some(mcp_headers(value)?),
-            "task" => {
-                self.task = Some(match value.as_str() {
-                    Some("forbidden") => TaskSupport::Forbidden,
-                    Some("optional") => TaskSupport::Optional,
-                    Some("required") => TaskSupport::Required,
-                    _ => return Err(DeclarationError::NotATaskSupport { value: value.clone() }),
-                })
-            }
-            other => return Err(DeclarationError::UnknownKey { key: other.to_string() }),
-        }
+        let table = Value::Object(Map::from_iter([(key.to_string(), value.clone())]));
+        let read: Declared = located::read_json(table, Style::Must).map_err(|why| DeclarationError(why.join("; ")))?;
+        *self = read.based(base).over(self);
         Ok(())
+    }
+
+    /// With `docs` taken from `base`, the folder of the file that declared it.
+    pub fn based(mut self, base: &Path) -> Declared {
+        self.docs = self.docs.map(|docs| base.join(docs));
+        self
     }
 }
 
-/// Why a declaration's key was left out ([`Declared::set`]); also a bad
-/// `max_grade` of the host's `[policy]`. Each message starts with the key.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum DeclarationError {
-    /// A key that is not one of [`KEYS`].
-    UnknownKey {
-        /// The key given.
-        key: String,
-    },
-    /// `read_only`, `destructive`, `idempotent` or `open_world` that is not a boolean.
-    NotAFlag {
-        /// The key.
-        key: String,
-        /// Its value.
-        value: Value,
-    },
-    /// `docs` that is not a path (a non-empty string).
-    NotAPath {
-        /// Its value.
-        value: Value,
-    },
-    /// A grade that is not a table.
-    GradeNotATable {
-        /// Its value.
-        value: Value,
-    },
-    /// A grade's key that is neither `w` nor `d`.
-    GradeUnknownKey {
-        /// The key given.
-        key: String,
-    },
-    /// A grade's level that is not an integer from 0 to 3.
-    GradeOutOfRange {
-        /// `w` or `d`.
-        key: String,
-        /// Its value.
-        level: Value,
-    },
-    /// A tool's grade without both `w` and `d`.
-    GradeIncomplete,
-    /// `mcp_headers` that is not a table of parameter names to header names.
-    NotHeaders {
-        /// Its value.
-        value: Value,
-    },
-    /// `task` that is not `"forbidden"`, `"optional"` or `"required"`.
-    NotATaskSupport {
-        /// Its value.
-        value: Value,
-    },
-}
+/// Why a declaration's key was left out ([`Declared::set`]), starting with the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclarationError(pub String);
 
 impl std::fmt::Display for DeclarationError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DeclarationError::UnknownKey { key } => {
-                write!(f, "unknown key `{key}`; expected one of {}", KEYS.join(", "))
-            }
-            DeclarationError::NotAFlag { key, value } => write!(f, "`{key}` must be true or false, not {value}"),
-            DeclarationError::NotAPath { value } => write!(f, "`docs` must be a path (a string), not {value}"),
-            DeclarationError::GradeNotATable { value } => {
-                write!(f, "`grade` must be a table {{w = 0-3, d = 0-3}}, not {value}")
-            }
-            DeclarationError::GradeUnknownKey { key } => {
-                write!(f, "`grade` has an unknown key `{key}`; expected `w` and `d`")
-            }
-            DeclarationError::GradeOutOfRange { key, level } => {
-                write!(f, "`grade.{key}` is {level}; a grade is an integer from 0 to 3")
-            }
-            DeclarationError::GradeIncomplete => f.write_str("`grade` needs both `w` and `d`"),
-            DeclarationError::NotHeaders { value } => write!(
-                f,
-                "`mcp_headers` must be a table of parameter names to header names \
-                 (`{{region = \"Mcp-Param-Region\"}}`; letters, digits and `-`), not {value}"
-            ),
-            DeclarationError::NotATaskSupport { value } => {
-                write!(f, "`task` must be \"forbidden\", \"optional\" or \"required\", not {value}")
-            }
-        }
+        f.write_str(&self.0)
     }
 }
 
 impl std::error::Error for DeclarationError {}
 
-/// `{"param": "Mcp-Param-Name" | "Name"}`: each parameter with its header's name
-/// after `Mcp-Param-`.
-fn mcp_headers(value: &Value) -> Result<std::collections::BTreeMap<String, String>, DeclarationError> {
-    let refused = || DeclarationError::NotHeaders { value: value.clone() };
+/// `docs`: a path, not blank.
+fn docs<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBuf>, D::Error> {
+    located::text(deserializer, "a path (a string)").map(|path| Some(PathBuf::from(path)))
+}
+
+/// `mcp_headers`: `{"param": "Mcp-Param-Name" | "Name"}`, each parameter with its
+/// header's name after `Mcp-Param-`.
+fn mcp_headers<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, D::Error> {
+    let value = Value::deserialize(deserializer)?;
+    let refused = || {
+        de::Error::invalid_value(
+            de::Unexpected::Other("it"),
+            &"a table of parameter names to header names (`{region = \"Mcp-Param-Region\"}`; letters, digits and `-`)",
+        )
+    };
     let table = value.as_object().ok_or_else(refused)?;
     let mut headers = std::collections::BTreeMap::new();
     for (parameter, header) in table {
@@ -292,49 +227,48 @@ fn mcp_headers(value: &Value) -> Result<std::collections::BTreeMap<String, Strin
         }
         headers.insert(parameter.clone(), name.to_string());
     }
-    Ok(headers)
+    Ok(Some(headers))
 }
 
-/// `{"w": 0-3, "d": 0-3}`. With `partial`, either may be left out (`None` in the
-/// second value says which were given).
-fn grade(value: &Value, partial: bool) -> Result<(Grade, [Option<u8>; 2]), DeclarationError> {
-    let Some(table) = value.as_object() else {
-        return Err(DeclarationError::GradeNotATable { value: value.clone() });
-    };
-    let mut given = [None, None];
-    for (key, level) in table {
-        let slot = match key.as_str() {
-            "w" => 0,
-            "d" => 1,
-            other => return Err(DeclarationError::GradeUnknownKey { key: other.to_string() }),
-        };
-        match level.as_u64() {
-            Some(n @ 0..=3) => given[slot] = Some(n as u8),
-            _ => return Err(DeclarationError::GradeOutOfRange { key: key.clone(), level: level.clone() }),
+/// A grade's level: an integer from 0 to 3.
+struct Level(u8);
+
+impl<'de> Deserialize<'de> for Level {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Level, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        match value.as_u64() {
+            Some(level @ 0..=3) => Ok(Level(level as u8)),
+            _ => Err(de::Error::custom(format!(" is {value}; a grade is an integer from 0 to 3"))),
         }
     }
-    if !partial && given.iter().any(Option::is_none) {
-        return Err(DeclarationError::GradeIncomplete);
-    }
-    Ok((Grade { w: given[0].unwrap_or(3), d: given[1].unwrap_or(3) }, given))
 }
 
-/// A declaration read from a JSON object (a config file's `[tool_policies.NAME]`), with the
-/// problems of the keys it had to leave out, each with its key.
-pub fn from_json(table: &Value, base: &Path) -> (Declared, Vec<(String, String)>) {
-    let mut declared = Declared::default();
-    let mut problems = Vec::new();
-    match table.as_object() {
-        Some(table) => {
-            for (key, value) in table {
-                if let Err(problem) = declared.set(key, value, base) {
-                    problems.push((key.clone(), problem.to_string()));
-                }
-            }
-        }
-        None => problems.push((String::new(), format!("must be a table of {}, not {table}", KEYS.join(", ")))),
+/// `{w = 0-3, d = 0-3}`, either left out.
+#[derive(Deserialize)]
+#[serde(expecting = "a table {w = 0-3, d = 0-3}")]
+struct Levels {
+    w: Option<Level>,
+    d: Option<Level>,
+}
+
+impl Levels {
+    fn given(self) -> [Option<u8>; 2] {
+        [self.w.map(|level| level.0), self.d.map(|level| level.0)]
     }
-    (declared, problems)
+}
+
+impl<'de> Deserialize<'de> for Grade {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Grade, D::Error> {
+        match Levels::deserialize(deserializer)?.given() {
+            [Some(w), Some(d)] => Ok(Grade { w, d }),
+            _ => Err(de::Error::custom(" needs both `w` and `d`")),
+        }
+    }
+}
+
+/// `max_grade`: a grade either of whose levels may be left out.
+fn max_grade<'de, D: Deserializer<'de>>(deserializer: D) -> Result<[Option<u8>; 2], D::Error> {
+    Levels::deserialize(deserializer).map(Levels::given)
 }
 
 /// A library's declarations, read from the module-level literals.
@@ -420,13 +354,15 @@ fn declaration(
 }
 
 /// The host's rules (`[policy]` in the config file). The default allows everything.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct HostPolicy {
     /// Whether a tool declared destructive may run.
     pub allow_destructive: bool,
     /// Whether a tool declared open-world may run.
     pub allow_open_world: bool,
     /// `max_grade = {w = .., d = ..}`; either may be left out.
+    #[serde(deserialize_with = "max_grade")]
     pub max_grade: [Option<u8>; 2],
 }
 
@@ -436,43 +372,7 @@ impl Default for HostPolicy {
     }
 }
 
-/// The keys of `[policy]`.
-pub const HOST_KEYS: [&str; 3] = ["allow_destructive", "allow_open_world", "max_grade"];
-
 impl HostPolicy {
-    /// Reads `[policy]`; every problem comes with its key.
-    pub fn from_json(table: &Value) -> (HostPolicy, Vec<(String, String)>) {
-        let mut policy = HostPolicy::default();
-        let mut problems = Vec::new();
-        let Some(table) = table.as_object() else {
-            problems.push((String::new(), format!("`policy` must be a table, not {table}")));
-            return (policy, problems);
-        };
-        for (key, value) in table {
-            let result = match key.as_str() {
-                "allow_destructive" | "allow_open_world" => match value.as_bool() {
-                    Some(flag) => {
-                        *(if key == "allow_destructive" {
-                            &mut policy.allow_destructive
-                        } else {
-                            &mut policy.allow_open_world
-                        }) = flag;
-                        Ok(())
-                    }
-                    None => Err(format!("`{key}` must be true or false, not {value}")),
-                },
-                "max_grade" => {
-                    grade(value, true).map(|(_, given)| policy.max_grade = given).map_err(|problem| problem.to_string())
-                }
-                other => Err(format!("unknown key `{other}`; expected one of {}", HOST_KEYS.join(", "))),
-            };
-            if let Err(message) = result {
-                problems.push((key.clone(), message));
-            }
-        }
-        (policy, problems)
-    }
-
     /// The rule that forbids a tool with these declarations, or `None` when it may run.
     /// Undeclared counts against the tool: it may be destructive, reach the open
     /// world, and its grade is the highest.
@@ -578,8 +478,7 @@ mod tests {
     use super::*;
 
     fn declared(value: Value) -> Result<Declared, Vec<String>> {
-        let (declared, problems) = from_json(&value, Path::new("/lib"));
-        if problems.is_empty() { Ok(declared) } else { Err(problems.into_iter().map(|(_, m)| m).collect()) }
+        located::read_json::<Declared>(value, Style::Must).map(|declared| declared.based(Path::new("/lib")))
     }
 
     #[test]
@@ -602,7 +501,7 @@ mod tests {
         assert_eq!(
             declared(json!({"readonly": true})),
             Err(vec![
-                "unknown key `readonly`; expected one of read_only, destructive, idempotent, open_world, grade, docs, mcp_headers, task"
+                "unknown key `readonly`; expected read_only, destructive, idempotent, open_world, grade, docs, mcp_headers or task; did you mean `read_only`?"
                     .to_string()
             ])
         );
@@ -615,10 +514,14 @@ mod tests {
     #[test]
     fn a_key_left_out_is_a_typed_error_and_changes_nothing() {
         let (mut declared, base) = (Declared::default(), Path::new("/lib"));
-        let unknown = DeclarationError::UnknownKey { key: "readonly".to_string() };
-        assert_eq!(declared.set("readonly", &json!(true), base), Err(unknown));
-        assert_eq!(declared.set("grade", &json!({"w": 1}), base), Err(DeclarationError::GradeIncomplete));
-        assert_eq!(declared.set("docs", &json!(""), base), Err(DeclarationError::NotAPath { value: json!("") }));
+        let refused = |key: &str, value: Value| declared.clone().set(key, &value, base).unwrap_err().to_string();
+        assert!(refused("readonly", json!(true)).starts_with("unknown key `readonly`"));
+        assert_eq!(refused("grade", json!({"w": 1})), "`grade` needs both `w` and `d`");
+        assert_eq!(refused("docs", json!("")), "`docs` must be a path (a string), not \"\"");
+        assert_eq!(
+            declared.set("read_only", &json!(1), base).unwrap_err().to_string(),
+            "`read_only` must be true or false, not 1"
+        );
         assert_eq!(declared, Declared::default());
     }
 
@@ -638,10 +541,11 @@ mod tests {
 
     #[test]
     fn host_rules() {
-        let (strict, problems) = HostPolicy::from_json(
-            &json!({"allow_destructive": false, "allow_open_world": false, "max_grade": {"w": 1}}),
-        );
-        assert!(problems.is_empty());
+        let strict: HostPolicy = located::read_json(
+            json!({"allow_destructive": false, "allow_open_world": false, "max_grade": {"w": 1}}),
+            Style::Must,
+        )
+        .unwrap();
         let reader = Declared {
             read_only: Some(true),
             open_world: Some(false),
@@ -654,9 +558,11 @@ mod tests {
         assert_eq!(strict.forbids("w", &writer), None);
         let far = Declared { grade: Some(Grade { w: 2, d: 0 }), ..reader };
         assert!(strict.forbids("f", &far).unwrap().contains("`max_grade.w = 1`"));
-        let (_, problems) = HostPolicy::from_json(&json!({"allow_all": true, "max_grade": {"w": 9}}));
-        let keys: Vec<&str> = problems.iter().map(|(key, _)| key.as_str()).collect();
-        assert_eq!(keys, ["allow_all", "max_grade"]);
+        let problems = located::read_json::<HostPolicy>(json!({"allow_all": true, "max_grade": {"w": 9}}), Style::Must)
+            .unwrap_err();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].starts_with("unknown key `allow_all`"), "{problems:?}");
+        assert!(problems[1].starts_with("`max_grade.w` is 9"), "{problems:?}");
         assert!(HostPolicy::default().forbids("any", &Declared::default()).is_none());
     }
 

@@ -386,10 +386,15 @@ impl Registry {
         changes
     }
 
-    /// Adds the tools `config` defines (`[[tools]]`, SPEC §14) with their problems,
-    /// in place of any it had: they come first, so their bare names win over the files'.
-    pub fn define(&mut self, config: &crate::config::Config) {
-        let (libraries, diagnostics) = crate::defined::libraries(config, &self.options.injected);
+    /// How its files are read.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Adds the tools a config file defines (`[[tools]]`, SPEC §14; one library each,
+    /// made by `Config::defined_libraries`) with their problems, in place of any it
+    /// had: they come first, so their bare names win over the files'.
+    pub fn define(&mut self, libraries: Vec<Library>, diagnostics: Vec<Diagnostic>) {
         self.defined = libraries.into_iter().map(Arc::new).collect();
         self.defined_diagnostics = diagnostics;
         self.rebuild();

@@ -14,26 +14,31 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::{Deserialize, Deserializer};
 
-/// The keys of `[auth]`.
-const KEYS: [&str; 6] = ["issuer", "jwks_uri", "resource", "tokens_file", "allowed_origins", "scopes"];
+use crate::located::{Entries, Node, Reader};
 
 /// `[auth]`, as written (relative paths taken from the config file's folder).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct AuthConfig {
     /// The authorization server whose tokens are accepted: their `iss`.
+    #[serde(deserialize_with = "super::non_empty")]
     pub issuer: Option<String>,
     /// Where its keys are; `None`: named by its metadata.
+    #[serde(deserialize_with = "super::non_empty")]
     pub jwks_uri: Option<String>,
     /// This server's resource URI: the `aud` tokens must carry.
+    #[serde(deserialize_with = "super::non_empty")]
     pub resource: Option<String>,
     /// A file of hex SHA-256 digests of static tokens, one a line.
+    #[serde(deserialize_with = "tokens_file")]
     pub tokens_file: Option<PathBuf>,
     /// Browser origins allowed on a public address.
     pub allowed_origins: Vec<String>,
     /// `(scope, profile)`: a token with the scope sees the profile (of a token's
     /// scopes, the first that has a line here).
+    #[serde(deserialize_with = "scopes")]
     pub scopes: Vec<(String, String)>,
 }
 
@@ -44,82 +49,53 @@ impl AuthConfig {
     }
 }
 
-/// `[auth]` from its JSON value, and the problems found as `(key, message)` (the key
-/// empty for the table itself).
-pub fn from_json(value: &Value, base: &Path) -> (AuthConfig, Vec<(String, String)>) {
-    let mut auth = AuthConfig::default();
-    let mut problems = Vec::new();
-    let Value::Object(table) = value else {
-        problems.push((String::new(), "`auth` must be a table".to_string()));
-        return (auth, problems);
-    };
-    for (key, value) in table {
-        let mut text = |slot: &mut Option<String>| match value {
-            Value::String(text) if !text.trim().is_empty() => *slot = Some(text.trim().to_string()),
-            other => problems.push((key.clone(), format!("`auth.{key}` is {other}; expected a non-empty string"))),
-        };
-        match key.as_str() {
-            "issuer" => text(&mut auth.issuer),
-            "jwks_uri" => text(&mut auth.jwks_uri),
-            "resource" => text(&mut auth.resource),
-            "tokens_file" => {
-                let mut file = None;
-                text(&mut file);
-                auth.tokens_file = file.map(|file| base.join(file));
-            }
-            "allowed_origins" => match value.as_array() {
-                Some(origins) if origins.iter().all(Value::is_string) => {
-                    auth.allowed_origins = origins.iter().filter_map(Value::as_str).map(str::to_string).collect();
-                }
-                _ => problems.push((key.clone(), "`auth.allowed_origins` must be a list of origins".to_string())),
-            },
-            "scopes" => match value.as_object() {
-                Some(scopes) => {
-                    for (scope, profile) in scopes {
-                        match profile.as_str() {
-                            Some(profile) => auth.scopes.push((scope.clone(), profile.to_string())),
-                            None => problems.push((
-                                format!("scopes/{scope}"),
-                                format!("`auth.scopes.\"{scope}\"` is {profile}; expected a profile's name"),
-                            )),
-                        }
-                    }
-                }
-                None => problems.push((key.clone(), "`auth.scopes` must be a table of scope = profile".to_string())),
-            },
-            _ => problems.push((key.clone(), format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")))),
-        }
+fn tokens_file<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBuf>, D::Error> {
+    super::non_empty(deserializer).map(|file| file.map(PathBuf::from))
+}
+
+fn scopes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<(String, String)>, D::Error> {
+    Entries::deserialize(deserializer).map(|scopes| scopes.0)
+}
+
+/// Reads `[auth]`; `base` is the folder `tokens_file` is relative to.
+pub(super) fn read(node: &Node, base: &Path, mut reader: Reader<'_>) -> AuthConfig {
+    let Some(mut auth) = reader.read::<AuthConfig>(node) else { return AuthConfig::default() };
+    auth.tokens_file = auth.tokens_file.map(|file| base.join(file));
+    if auth.issuer.is_some() && node.get("resource").is_none() {
+        reader.error(
+            node.at,
+            "`auth.issuer` needs `auth.resource`, this server's URI, which tokens must name as their audience",
+        );
     }
-    if auth.issuer.is_some() && auth.resource.is_none() {
-        problems.push((
-            String::new(),
-            "`auth.issuer` needs `auth.resource`, this server's URI, which tokens must name as their audience"
-                .to_string(),
-        ));
+    if !auth.scopes.is_empty() && node.get("issuer").is_none() {
+        let at = node.get("scopes").and_then(|scopes| scopes.at);
+        reader.error(at, "`auth.scopes` needs `auth.issuer`: only tokens it issues carry scopes");
     }
-    if !auth.scopes.is_empty() && auth.issuer.is_none() {
-        problems.push((
-            "scopes".to_string(),
-            "`auth.scopes` needs `auth.issuer`: only tokens it issues carry scopes".to_string(),
-        ));
-    }
-    (auth, problems)
+    auth
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
+    use crate::located::Style;
+
+    fn from_json(value: Value, base: &Path) -> (AuthConfig, Vec<String>) {
+        let mut errors = Vec::new();
+        let auth =
+            read(&Node::from_json(value), base, Reader::new(Path::new("lcp.json"), Style::Is, "auth", &mut errors));
+        (auth, errors.iter().map(ToString::to_string).collect())
+    }
 
     #[test]
     fn every_key_is_read_and_paths_are_taken_from_the_config_folder() {
         let (auth, problems) = from_json(
-            &json!({"issuer": "https://a.example/", "resource": "https://t.example/mcp", "tokens_file": "t.sha256",
+            json!({"issuer": "https://a.example/", "resource": "https://t.example/mcp", "tokens_file": "t.sha256",
                     "allowed_origins": ["https://app.example"], "scopes": {"tools:notes": "notes"}}),
             Path::new("/etc/lcp"),
         );
-        assert_eq!(problems, Vec::<(String, String)>::new());
+        assert_eq!(problems, Vec::<String>::new());
         assert_eq!(auth.tokens_file, Some(PathBuf::from("/etc/lcp/t.sha256")));
         assert_eq!(auth.scopes, vec![("tools:notes".to_string(), "notes".to_string())]);
         assert!(auth.requires_credentials());
@@ -127,9 +103,8 @@ mod tests {
 
     #[test]
     fn wrong_values_and_an_issuer_without_a_resource_are_problems() {
-        let (_, problems) =
-            from_json(&json!({"issuer": "https://a.example/", "nope": 1, "allowed_origins": "x"}), Path::new(""));
-        let messages: Vec<&str> = problems.iter().map(|(_, message)| message.as_str()).collect();
+        let (_, messages) =
+            from_json(json!({"issuer": "https://a.example/", "nope": 1, "allowed_origins": "x"}), Path::new(""));
         assert_eq!(messages.len(), 3, "{messages:?}");
         assert!(messages[0].contains("unknown key `nope`"), "{messages:?}");
         assert!(messages[2].contains("needs `auth.resource`"), "{messages:?}");

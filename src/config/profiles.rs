@@ -7,9 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::located::{ConfigError, Located, pointer};
+use crate::located::{At, ConfigError, Node, Reader, Style, Tree};
 
 /// The name of the empty profile (seed 000): no tools but `--extra-tools`.
 pub const NONE: &str = "none";
@@ -103,101 +104,110 @@ pub fn is_valid_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// `[profiles.NAME]` at `here` of a config file; `base` is the folder for `docs`.
-pub fn from_config(name: &str, value: &Value, at: &Located, here: &str, base: &Path) -> Profile {
-    let mut profile = Profile::new(name, Origin::File { path: at.file.clone(), line: at.line(here) });
-    let error = |entry: &str, message: String| at.error(entry, format!("profile `{name}`: {message}"));
-    let table = match value {
-        Value::Array(_) => {
-            read_tools(&mut profile, value, at, here);
-            return profile;
-        }
-        Value::Object(table) => table,
-        other => {
-            profile.problems.push(error(here, format!("must be a table or a list of tool names, not {other}")));
-            return profile;
-        }
-    };
-    let mut extra = None;
-    for (key, value) in table {
-        let entry = pointer(here, key);
-        match (key.as_str(), value) {
-            ("description", Value::String(text)) => profile.description = Some(text.clone()),
-            ("docs", Value::String(path)) if !path.trim().is_empty() => profile.docs = Some(base.join(path)),
-            ("tools", value) => read_tools(&mut profile, value, at, &entry),
-            ("extra_tools", value) => extra = Some((value, entry)),
-            ("description" | "docs", other) => {
-                profile.problems.push(error(&entry, format!("`{key}` must be a string, not {other}")))
-            }
-            (other, _) => profile.problems.push(error(
-                &entry,
-                format!("unknown key `{other}`; expected description, docs, tools or extra_tools"),
-            )),
-        }
-    }
-    // `extra_tools` come after the tools, whatever the order of the keys.
-    if let Some((value, entry)) = extra {
-        match value {
-            Value::Array(names) => read_names(&mut profile, names, at, &entry, "extra_tools"),
-            other => {
-                profile.problems.push(error(&entry, format!("`extra_tools` must be a list of tool names, not {other}")))
-            }
-        }
-    }
-    profile
+/// `[profiles.NAME]` as a table.
+#[derive(Default, Deserialize)]
+#[serde(default, expecting = "a table or a list of tool names")]
+struct ProfileTable {
+    description: Option<String>,
+    #[serde(deserialize_with = "super::non_empty")]
+    docs: Option<String>,
+    tools: Tools,
+    extra_tools: Vec<At<String>>,
 }
 
-/// `tools`: a list of names, or a mapping alias → name | { tool = name }.
-fn read_tools(profile: &mut Profile, value: &Value, at: &Located, here: &str) {
-    let name = profile.name.clone();
-    let error = |entry: &str, message: String| at.error(entry, format!("profile `{name}`: {message}"));
-    match value {
-        Value::Array(names) => read_names(profile, names, at, here, "tools"),
-        Value::Object(mapping) => {
-            for (alias, target) in mapping {
-                let entry = pointer(here, alias);
-                let tool = match target {
-                    Value::String(tool) => Some(tool.clone()),
-                    Value::Object(nested) => match (nested.get("tool"), nested.len()) {
-                        (Some(Value::String(tool)), 1) => Some(tool.clone()),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let Some(tool) = tool else {
-                    let message = format!(
-                        "`{alias}` must name a tool: `{alias} = \"tool_x\"` or `{alias} = {{ tool = \"tool_x\" }}`, not {target}"
-                    );
-                    profile.problems.push(error(&entry, message));
-                    continue;
-                };
-                if !is_valid_name(alias) {
-                    let message = format!(
-                        "alias `{alias}` is not a valid tool name (1 to 64 ASCII letters, digits, `_` or `-`, starting with a letter or `_`)"
-                    );
-                    profile.problems.push(error(&entry, message));
-                    continue;
+/// A profile's `tools`: a list of names, or a table of aliases.
+#[derive(Default)]
+enum Tools {
+    #[default]
+    None,
+    Names(Vec<At<String>>),
+    Aliases(Vec<(String, At<String>)>),
+}
+
+impl<'de> Deserialize<'de> for Tools {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Tools, D::Error> {
+        struct Seen;
+        impl<'de> Visitor<'de> for Seen {
+            type Value = Tools;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of tool names or a table of aliases")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Tools, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = items.next_element()? {
+                    names.push(name);
                 }
-                profile.push(alias, &tool, at.line(&entry));
+                Ok(Tools::Names(names))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tools, A::Error> {
+                let mut aliases = Vec::new();
+                while let Some((alias, tool)) = map.next_entry::<String, At<Target>>()? {
+                    aliases.push((alias, At { at: tool.at, value: tool.value.0 }));
+                }
+                Ok(Tools::Aliases(aliases))
             }
         }
-        other => profile
-            .problems
-            .push(error(here, format!("`tools` must be a list of tool names or a table of aliases, not {other}"))),
+        deserializer.deserialize_any(Seen)
     }
 }
 
-fn read_names(profile: &mut Profile, names: &[Value], at: &Located, here: &str, key: &str) {
-    for (index, item) in names.iter().enumerate() {
-        let entry = format!("{here}/{index}");
-        match item {
-            Value::String(tool) => profile.push(tool, tool, at.line(&entry)),
-            other => {
-                let message = format!("profile `{}`: `{key}` holds {other}, which is not a tool name", profile.name);
-                profile.problems.push(at.error(&entry, message));
+/// An alias's tool: `alias = "tool_x"` or `alias = { tool = "tool_x" }`.
+struct Target(String);
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Target, D::Error> {
+        struct Seen;
+        impl<'de> Visitor<'de> for Seen {
+            type Value = Target;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tool: `alias = \"tool_x\"` or `alias = { tool = \"tool_x\" }`")
+            }
+            fn visit_str<E: de::Error>(self, tool: &str) -> Result<Target, E> {
+                Ok(Target(tool.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Target, A::Error> {
+                match (map.next_entry::<String, String>()?, map.next_key::<String>()?) {
+                    (Some((key, tool)), None) if key == "tool" => Ok(Target(tool)),
+                    _ => Err(de::Error::invalid_type(de::Unexpected::Map, &self)),
+                }
             }
         }
+        deserializer.deserialize_any(Seen)
     }
+}
+
+/// `[profiles.NAME]` of a config `file`; `base` is the folder for `docs`.
+pub(super) fn from_config(name: &str, node: &Node, file: &Path, base: &Path) -> Profile {
+    let mut profile = Profile::new(name, Origin::File { path: file.to_path_buf(), line: node.at.map(|at| at.line) });
+    let mut problems = Vec::new();
+    let mut reader = Reader::new(file, Style::Must, "", &mut problems).prefixed(format!("profile `{name}`: "));
+    let table = match node.tree {
+        Tree::Array(_) => reader.read::<Tools>(node).map(|tools| ProfileTable { tools, ..ProfileTable::default() }),
+        _ => reader.read::<ProfileTable>(node),
+    };
+    if let Some(table) = table {
+        profile.description = table.description;
+        profile.docs = table.docs.map(|docs| base.join(docs));
+        let named = |names: Vec<At<String>>| names.into_iter().map(|name| (name.value.clone(), name, false));
+        let entries: Vec<(String, At<String>, bool)> = match table.tools {
+            Tools::None => Vec::new(),
+            Tools::Names(names) => named(names).collect(),
+            Tools::Aliases(aliases) => aliases.into_iter().map(|(alias, tool)| (alias, tool, true)).collect(),
+        };
+        // `extra_tools` come after the tools, whatever the order of the keys.
+        for (alias, tool, aliased) in entries.into_iter().chain(named(table.extra_tools)) {
+            if aliased && !is_valid_name(&alias) {
+                reader.error(
+                    tool.at,
+                    format!("alias `{alias}` is not a valid tool name (1 to 64 ASCII letters, digits, `_` or `-`, starting with a letter or `_`)"),
+                );
+                continue;
+            }
+            profile.push(&alias, &tool.value, tool.at.map(|at| at.line));
+        }
+    }
+    profile.problems = problems;
+    profile
 }
 
 /// Whether a path names a kit file (`*.kit`).

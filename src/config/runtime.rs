@@ -42,9 +42,12 @@ pub struct RuntimeConfig {
 /// `[sandbox]`: every worker writes only in the workspace, its scratch folder, the
 /// system's temp folder and `writable`; a tool whose `read_only` or `open_world: false`
 /// the kernel cannot enforce is refused unless `require` is false.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, expecting = "a table")]
 pub struct SandboxSettings {
-    /// Folders every worker (but a read-only tool's) may write in too, absolute.
+    /// Folders every worker (but a read-only tool's) may write in too, absolute
+    /// (`[sandbox] writable` is relative to the config file's folder).
+    #[serde(deserialize_with = "super::folders")]
     pub writable: Vec<PathBuf>,
     /// Refuse a tool whose declarations the kernel cannot enforce. Default: true.
     pub require: bool,

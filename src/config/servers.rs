@@ -9,15 +9,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
+use serde_json::Value;
 
-use crate::located::{ConfigError, Located, pointer};
-use crate::policy::{self, Declared};
+use crate::located::{ConfigError, Entries, Node, Reader, Style};
+use crate::policy::Declared;
 use crate::text_safety::{self, Secrets};
-
-/// The keys of a `[mcp_servers.NAME]` table.
-const KEYS: [&str; 11] =
-    ["transport", "command", "args", "env", "cwd", "url", "headers", "prefix", "startup_timeout", "tools", "pin"];
 
 /// How long a server may take to start and list its tools, unless it says.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -110,31 +108,73 @@ pub fn names(entries: &[ServerEntry]) -> String {
     entries.iter().map(|entry| format!("`{}`", entry.name)).collect::<Vec<_>>().join(", ")
 }
 
+/// A `[mcp_servers.NAME]` table as written, each string with its `${VAR}`s expanded.
+#[derive(Default, Deserialize)]
+#[serde(default, expecting = "a table")]
+struct ServerTable {
+    transport: Option<Kind>,
+    command: Option<Expanded>,
+    args: Vec<Expanded>,
+    env: Entries<Expanded>,
+    cwd: Option<Expanded>,
+    url: Option<Expanded>,
+    headers: Entries<Expanded>,
+    prefix: Option<Expanded>,
+    #[serde(deserialize_with = "startup_timeout")]
+    startup_timeout: Option<Duration>,
+    tools: Entries<Declared>,
+    pin: bool,
+}
+
+/// `transport`.
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize)]
+enum Kind {
+    #[serde(rename = "stdio")]
+    Stdio,
+    #[serde(rename = "http", alias = "streamable-http", alias = "streamable_http")]
+    Http,
+}
+
+/// A string with each `${VAR}` replaced by that variable of lcp's environment, and
+/// the values put in: secrets of the server's.
+#[derive(Default)]
+struct Expanded {
+    text: String,
+    secrets: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for Expanded {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let written = String::deserialize(deserializer)?;
+        let mut secrets = Vec::new();
+        let text = expand_with(&written, &mut |value| secrets.push(value.to_string()))
+            .map_err(|message| de::Error::custom(format!(": {message}")))?;
+        Ok(Expanded { text, secrets })
+    }
+}
+
+fn startup_timeout<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    match Value::deserialize(deserializer)?.as_f64() {
+        Some(seconds) if seconds > 0.0 && seconds <= 3600.0 => Ok(Some(Duration::from_secs_f64(seconds))),
+        _ => Err(de::Error::invalid_value(de::Unexpected::Other("it"), &"seconds, from 0 to 3600")),
+    }
+}
+
 /// `[mcp_servers]`: a table of servers keyed by name, in the file's order.
-pub(super) fn read(
-    value: &Value,
-    at: &Located,
-    here: &str,
-    base: &Path,
-    errors: &mut Vec<ConfigError>,
-) -> Vec<ServerEntry> {
-    let Value::Object(servers) = value else {
-        errors.push(at.error(here, "`mcp_servers` must be a table keyed by server name"));
+pub(super) fn read(node: &Node, file: &Path, base: &Path, errors: &mut Vec<ConfigError>) -> Vec<ServerEntry> {
+    let Some(servers) = node.members() else {
+        errors.push(ConfigError::at_pos(file, node.at, "`mcp_servers` must be a table keyed by server name"));
         return Vec::new();
     };
     let mut entries = Vec::new();
     for (name, table) in servers {
-        let place = pointer(here, name);
-        let mut fail = |key: &str, message: String| {
-            let at_key = if key.is_empty() { place.clone() } else { pointer(&place, key) };
-            errors.push(at.error(&at_key, format!("`mcp_servers.{name}`: {message}")));
-        };
-        let Some(table) = table.as_object() else {
-            fail("", "must be a table".to_string());
-            continue;
-        };
-        if let Some(entry) = entry(name, table, base, &mut fail) {
-            entries.push(ServerEntry { file: at.file.clone(), line: at.line(&place), ..entry });
+        let before = errors.len();
+        let mut reader = Reader::new(file, Style::Must, "", errors).prefixed(format!("`mcp_servers.{name}`: "));
+        let Some(read) = reader.read::<ServerTable>(table) else { continue };
+        if let Some(entry) = entry(name, read, base, table, &mut reader)
+            && errors.len() == before
+        {
+            entries.push(ServerEntry { file: file.to_path_buf(), line: table.at.map(|at| at.line), ..entry });
         }
     }
     // The file's order is the precedence: a TOML table comes sorted by key, its lines do not.
@@ -142,174 +182,68 @@ pub(super) fn read(
     entries
 }
 
-/// One server's table; `fail` hears each problem with its key.
-fn entry(
-    name: &str,
-    table: &Map<String, Value>,
-    base: &Path,
-    fail: &mut dyn FnMut(&str, String),
-) -> Option<ServerEntry> {
-    let mut ok = true;
-    let mut problem = |key: &str, message: String| {
-        ok = false;
-        fail(key, message)
-    };
-    for key in table.keys().filter(|key| !KEYS.contains(&key.as_str())) {
-        problem(key, format!("unknown key `{key}`; expected one of {}", KEYS.join(", ")));
-    }
+/// One server's table, read from `node`.
+fn entry(name: &str, table: ServerTable, base: &Path, node: &Node, reader: &mut Reader<'_>) -> Option<ServerEntry> {
+    // A key given but refused is reported already: it is not missing too.
+    let refused = [("url", table.url.is_none()), ("command", table.command.is_none())]
+        .map(|(key, unread)| unread && node.get(key).is_some());
     // Every value a `${VAR}` expands to is a secret of this server's.
     let secrets = std::cell::RefCell::new(Secrets::default());
-    let expand = |text: &str| {
-        expand_with(text, &mut |value| {
-            if let Ok(mut secrets) = secrets.try_borrow_mut() {
-                secrets.add(value)
-            }
-        })
-    };
-    let string = |key: &str, problem: &mut dyn FnMut(&str, String)| match table.get(key) {
-        None => None,
-        Some(Value::String(text)) => match expand(text) {
-            Ok(text) => Some(text),
-            Err(message) => {
-                problem(key, format!("`{key}`: {message}"));
-                None
-            }
-        },
-        Some(other) => {
-            problem(key, format!("`{key}` must be a string, not {other}"));
-            None
+    let expanded = |value: Expanded| {
+        for secret in &value.secrets {
+            secrets.borrow_mut().add(secret);
         }
+        value.text
     };
-    let strings = |key: &str, problem: &mut dyn FnMut(&str, String)| -> Vec<String> {
-        match table.get(key) {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|item| match item.as_str().map(expand) {
-                    Some(Ok(text)) => Some(text),
-                    Some(Err(message)) => {
-                        problem(key, format!("`{key}`: {message}"));
-                        None
-                    }
-                    None => {
-                        problem(key, format!("`{key}` must be a list of strings, not {item}"));
-                        None
-                    }
-                })
-                .collect(),
-            Some(other) => {
-                problem(key, format!("`{key}` must be a list of strings, not {other}"));
-                Vec::new()
-            }
-        }
+    let pairs = |pairs: Entries<Expanded>| -> Vec<(String, String)> {
+        pairs.0.into_iter().map(|(name, value)| (name, expanded(value))).collect()
     };
-    let pairs = |key: &str, problem: &mut dyn FnMut(&str, String)| -> Vec<(String, String)> {
-        match table.get(key) {
-            None => Vec::new(),
-            Some(Value::Object(items)) => items
-                .iter()
-                .filter_map(|(name, value)| match value.as_str().map(expand) {
-                    Some(Ok(text)) => Some((name.clone(), text)),
-                    Some(Err(message)) => {
-                        problem(key, format!("`{key}.{name}`: {message}"));
-                        None
-                    }
-                    None => {
-                        problem(key, format!("`{key}.{name}` must be a string, not {value}"));
-                        None
-                    }
-                })
-                .collect(),
-            Some(other) => {
-                problem(key, format!("`{key}` must be a table of strings, not {other}"));
-                Vec::new()
-            }
-        }
-    };
-    let url = string("url", &mut problem);
-    let command = string("command", &mut problem);
-    let transport = match string("transport", &mut problem).as_deref() {
-        Some("stdio") => "stdio",
-        Some("http" | "streamable-http" | "streamable_http") => "http",
-        None if url.is_some() && command.is_none() => "http",
-        None => "stdio",
-        Some(other) => {
-            problem("transport", format!("`transport` is `{other}`; expected stdio or http"));
-            "stdio"
-        }
-    };
-    let transport = if transport == "http" {
-        let Some(url) = url else {
-            problem("url", "an http server needs `url`".to_string());
-            return None;
-        };
-        let headers = pairs("headers", &mut problem);
-        let mut secrets = secrets.borrow_mut();
-        secrets.add_url(&url);
-        for (_, value) in &headers {
-            secrets.add(value);
-            // `Authorization: Bearer <token>`: the token alone is a secret too.
-            if let Some((_, token)) = value.split_once(' ') {
-                secrets.add(token.trim());
-            }
-        }
-        Transport::Http { url, headers }
-    } else {
-        let Some(command) = command.filter(|command| !command.trim().is_empty()) else {
-            problem("command", "a stdio server needs `command`".to_string());
-            return None;
-        };
-        let cwd = string("cwd", &mut problem).map(|dir| base.join(dir));
-        Transport::Stdio { command, args: strings("args", &mut problem), env: pairs("env", &mut problem), cwd }
-    };
-    let prefix = string("prefix", &mut problem).unwrap_or_default();
-    let pin = match table.get("pin") {
-        None => false,
-        Some(Value::Bool(pin)) => *pin,
-        Some(other) => {
-            problem("pin", format!("`pin` must be true or false, not {other}"));
-            false
-        }
-    };
-    let startup_timeout = match table.get("startup_timeout") {
-        None => STARTUP_TIMEOUT,
-        Some(value) => match value.as_f64() {
-            Some(seconds) if seconds > 0.0 && seconds <= 3600.0 => Duration::from_secs_f64(seconds),
-            _ => {
-                problem("startup_timeout", format!("`startup_timeout` is {value}; expected seconds, from 0 to 3600"));
-                STARTUP_TIMEOUT
-            }
-        },
-    };
-    let mut tools = Vec::new();
-    match table.get("tools") {
-        None => {}
-        Some(Value::Object(tables)) => {
-            for (tool, table) in tables {
-                let (declared, problems) = policy::from_json(table, base);
-                for (key, message) in problems {
-                    problem(
-                        "tools",
-                        format!(
-                            "`tools.{tool}`{}: {message}",
-                            if key.is_empty() { String::new() } else { format!(".{key}") }
-                        ),
-                    );
+    let url = table.url.map(expanded);
+    let command = table.command.map(expanded);
+    let kind = table.transport.unwrap_or(if url.is_some() && command.is_none() { Kind::Http } else { Kind::Stdio });
+    let transport = match kind {
+        Kind::Http => {
+            let Some(url) = url else {
+                if !refused[0] {
+                    reader.error(node.at, "an http server needs `url`");
                 }
-                tools.push((tool.clone(), declared));
+                return None;
+            };
+            let headers = pairs(table.headers);
+            let mut secrets = secrets.borrow_mut();
+            secrets.add_url(&url);
+            for (_, value) in &headers {
+                secrets.add(value);
+                // `Authorization: Bearer <token>`: the token alone is a secret too.
+                if let Some((_, token)) = value.split_once(' ') {
+                    secrets.add(token.trim());
+                }
             }
+            Transport::Http { url, headers }
         }
-        Some(other) => problem("tools", format!("`tools` must be a table keyed by tool name, not {other}")),
-    }
-    ok.then(|| ServerEntry {
+        Kind::Stdio => {
+            let Some(command) = command.filter(|command| !command.trim().is_empty()) else {
+                if !refused[1] {
+                    reader.error(node.at, "a stdio server needs `command`");
+                }
+                return None;
+            };
+            let cwd = table.cwd.map(|dir| base.join(expanded(dir)));
+            let args = table.args.into_iter().map(expanded).collect();
+            Transport::Stdio { command, args, env: pairs(table.env), cwd }
+        }
+    };
+    let prefix = table.prefix.map(expanded).unwrap_or_default();
+    let tools = table.tools.0.into_iter().map(|(tool, declared)| (tool, declared.based(base))).collect();
+    Some(ServerEntry {
         name: name.to_string(),
         transport,
         prefix,
-        startup_timeout,
+        startup_timeout: table.startup_timeout.unwrap_or(STARTUP_TIMEOUT),
         tools,
         file: PathBuf::new(),
         line: None,
-        pin,
+        pin: table.pin,
         secrets: secrets.into_inner(),
     })
 }
@@ -344,6 +278,24 @@ fn expand_with(text: &str, expanded: &mut dyn FnMut(&str)) -> Result<String, Str
     Ok(out)
 }
 
+/// A server of a host config file: the keys lcp reads of the editors' own (`type` is
+/// the transport), the others (`envFile`, `autoApprove`...) kept aside unread.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct HostServer {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+    disabled: Option<Value>,
+    command: Option<Expanded>,
+    args: Vec<Expanded>,
+    env: Entries<Expanded>,
+    cwd: Option<Expanded>,
+    url: Option<Expanded>,
+    headers: Entries<Expanded>,
+    #[serde(flatten)]
+    _other: serde_json::Map<String, Value>,
+}
+
 /// The servers of each host config file (`[mcp] host_configs`), after the file's own:
 /// Claude Desktop's and Cursor's `mcpServers`, VS Code's `servers`. `~/` is the home
 /// folder; a relative path is the config file's folder's.
@@ -357,54 +309,44 @@ pub(super) fn read_host_configs(paths: &[PathBuf], errors: &mut Vec<ConfigError>
                 continue;
             }
         };
-        let document: Value = match serde_json::from_str(&text) {
+        let document = match Node::parse(&text, true) {
             Ok(document) => document,
-            Err(err) => {
-                errors.push(ConfigError::at(
-                    path,
-                    Some(err.line() as u32),
-                    format!("the host config is not JSON: {err}"),
-                ));
+            Err((at, message)) => {
+                let message = message.replacen("invalid JSON", "the host config is not JSON", 1);
+                errors.push(ConfigError::at_pos(path, at, message));
                 continue;
             }
         };
-        let servers = document.get("mcpServers").or_else(|| document.get("servers"));
-        let Some(Value::Object(servers)) = servers else {
+        let servers = document.get("mcpServers").or_else(|| document.get("servers")).and_then(Node::members);
+        let Some(servers) = servers else {
             errors.push(ConfigError::at(path, None, "the host config has no `mcpServers` or `servers` table"));
             continue;
         };
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         for (name, table) in servers {
-            let mut fail = |key: &str, message: String| {
-                let key = if key.is_empty() { String::new() } else { format!(".{key}") };
-                errors.push(ConfigError::at(path, None, format!("server `{name}`{key}: {message}")))
-            };
-            let Some(table) = table.as_object() else {
-                fail("", "must be an object".to_string());
-                continue;
-            };
-            // The editors' own keys: `type` is the transport, and entries say more
-            // than lcp reads (`disabled`, `envFile`, `autoApprove`...).
-            if table.get("disabled").and_then(Value::as_bool) == Some(true) {
+            let before = errors.len();
+            let mut reader = Reader::new(path, Style::Must, "", errors).prefixed(format!("server `{name}`: "));
+            let Some(server) = reader.read::<HostServer>(table) else { continue };
+            if server.disabled.and_then(|disabled| disabled.as_bool()) == Some(true) {
                 continue;
             }
-            let mut own = Map::new();
-            for (key, value) in table {
-                match key.as_str() {
-                    "type" => {
-                        let transport = match value.as_str() {
-                            Some("sse" | "http" | "streamable-http" | "streamableHttp") => "http",
-                            _ => "stdio",
-                        };
-                        own.insert("transport".to_string(), Value::String(transport.to_string()));
-                    }
-                    "command" | "args" | "env" | "cwd" | "url" | "headers" => {
-                        own.insert(key.clone(), value.clone());
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(entry) = entry(name, &own, &base, &mut fail) {
+            let kind = server.kind.map(|kind| match kind.as_str() {
+                Some("sse" | "http" | "streamable-http" | "streamableHttp") => Kind::Http,
+                _ => Kind::Stdio,
+            });
+            let own = ServerTable {
+                transport: kind,
+                command: server.command,
+                args: server.args,
+                env: server.env,
+                cwd: server.cwd,
+                url: server.url,
+                headers: server.headers,
+                ..ServerTable::default()
+            };
+            if let Some(entry) = entry(name, own, &base, table, &mut reader)
+                && errors.len() == before
+            {
                 entries.push(ServerEntry { file: path.clone(), ..entry });
             }
         }
@@ -436,8 +378,13 @@ mod tests {
     }
 
     fn entry_of(table: Value, problems: &mut Vec<String>) -> Option<ServerEntry> {
-        let mut fail = |key: &str, message: String| problems.push(format!("{key}: {message}"));
-        entry("s", table.as_object().unwrap(), Path::new("."), &mut fail)
+        let mut errors = Vec::new();
+        let mut reader = Reader::new(Path::new("lcp.json"), Style::Must, "", &mut errors).prefixed("`mcp_servers.s`: ");
+        let node = Node::from_json(table);
+        let read = reader.read::<ServerTable>(&node);
+        let entry = read.and_then(|read| entry("s", read, Path::new("."), &node, &mut reader));
+        problems.extend(errors.iter().map(|error| error.to_string()));
+        entry.filter(|_| problems.is_empty())
     }
 
     #[test]
@@ -460,6 +407,6 @@ mod tests {
         assert_eq!(said, "*** *** *** ***, *** *** ***, and 127.0.0.1:9/mcp?key= stays");
         let mut problems = Vec::new();
         assert!(entry_of(serde_json::json!({"command": "x", "pin": "yes"}), &mut problems).is_none());
-        assert_eq!(problems, ["pin: `pin` must be true or false, not \"yes\""]);
+        assert_eq!(problems, ["lcp.json: `mcp_servers.s`: `pin` must be true or false, not \"yes\""]);
     }
 }

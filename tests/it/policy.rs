@@ -215,14 +215,14 @@ fn an_unknown_policy_key_or_a_grade_outside_0_to_3_in_the_config_is_a_usage_erro
     let output = lcp(&["list", "fixtures/policy/declared", "--config", "fixtures/policy/bad_key.toml"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("fixtures/policy/bad_key.toml:3: `policy`: unknown key `allow_everything`"),
+        stderr(&output).contains("fixtures/policy/bad_key.toml:3:1: `policy`: unknown key `allow_everything`"),
         "{}",
         stderr(&output)
     );
     let output = lcp(&["call", "tool_count", "fixtures/policy/declared", "--config", "fixtures/policy/bad_grade.toml"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("fixtures/policy/bad_grade.toml:3: `tool_policies.tool_count`: `grade.d` is 7"),
+        stderr(&output).contains("fixtures/policy/bad_grade.toml:3:18: `tool_policies.tool_count`: `grade.d` is 7"),
         "{}",
         stderr(&output)
     );
@@ -289,7 +289,7 @@ fn config_declarations_under_the_old_tools_tables_are_an_error_naming_tool_polic
         assert_eq!(output.status.code(), Some(2), "{command}");
         let said = String::from_utf8_lossy(&output.stderr);
         assert!(
-            said.contains(&format!("{config}:4: `[tools.tool_plain]` tables are now `[tool_policies.tool_plain]`")),
+            said.contains(&format!("{config}:4:2: `[tools.tool_plain]` tables are now `[tool_policies.tool_plain]`")),
             "{command}: {said}"
         );
     }

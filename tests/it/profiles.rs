@@ -138,7 +138,7 @@ fn an_alias_that_is_not_a_valid_tool_name_is_an_error_with_file_and_line() {
     let output = with_profile(&["export", "--format", "mcp", "--profile", "badalias"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("lcp.toml:27: profile `badalias`: alias `read note` is not a valid tool name"),
+        stderr(&output).contains("lcp.toml:27:1: profile `badalias`: alias `read note` is not a valid tool name"),
         "{}",
         stderr(&output)
     );
@@ -282,9 +282,9 @@ fn profile_create_writes_a_kit_beside_the_config_file_that_reads_back() {
 fn a_bad_config_file_is_a_usage_error_naming_file_and_line() {
     let dir = temp_dir("profile-bad-config");
     let cases = [
-        ("unknown.toml", "\n[profile.writer]\ntools = []\n", "unknown.toml:2: unknown key `profile`"),
-        ("syntax.toml", "[profiles.a]\ntools = [\n", "syntax.toml:2: invalid TOML"),
-        ("form.toml", "[profiles.a]\ntools = 3\n", "form.toml:2: profile `a`: `tools` must be a list"),
+        ("unknown.toml", "\n[profile.writer]\ntools = []\n", "unknown.toml:2:2: unknown key `profile`"),
+        ("syntax.toml", "[profiles.a]\ntools = [\n", "syntax.toml:2:10: invalid TOML"),
+        ("form.toml", "[profiles.a]\ntools = 3\n", "form.toml:2:1: profile `a`: `tools` must be a list"),
     ];
     for (name, text, message) in cases {
         let path = dir.join(name);

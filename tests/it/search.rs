@@ -493,6 +493,6 @@ fn search_config_keys_are_checked_and_an_unknown_one_is_named_with_the_nearest()
         let output = lcp(&["list", CATALOG, "--static", "--config", config.to_str().unwrap()]);
         assert_eq!(output.status.code(), Some(2), "{text:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("lcp.toml:2: ") && stderr.contains(expected), "{text:?}: {stderr}");
+        assert!(stderr.contains("lcp.toml:2:") && stderr.contains(expected), "{text:?}: {stderr}");
     }
 }

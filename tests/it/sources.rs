@@ -186,7 +186,7 @@ fn a_bad_config_tool_is_reported_at_its_entry() {
     let listed = lcp(&["list", "--config", &config, FOLDER]);
     let stderr = String::from_utf8_lossy(&listed.stderr);
     assert!(!listed.status.success());
-    assert!(stderr.contains("lcp.toml:5: `[[tools]]` `x`: unknown key `colour`"), "{stderr}");
+    assert!(stderr.contains("lcp.toml:5:1: `[[tools]]` `x`: unknown key `colour`"), "{stderr}");
 }
 
 // MCP servers as sources: the official server-everything, the SDK's own server with a
@@ -637,7 +637,8 @@ fn a_virtual_tool_is_listed_only_while_the_host_supplies_it_and_a_withdrawn_one_
     let config = Config::read(&config_path).expect("the config reads");
     let mut registry =
         Registry::load(&Sources { folders: vec![root().join(FOLDER)], files: vec![] }, &Options::default());
-    registry.define(&config);
+    let (libraries, diagnostics) = config.defined_libraries(&registry.options().injected);
+    registry.define(libraries, diagnostics);
     let runtime = Runtime::new(RuntimeConfig { isolation: Isolation::InProcess, ..RuntimeConfig::default() }).unwrap();
     // Without a resolver, no virtual tool is shown.
     assert!(runtime.resolvable(&registry).tool("lookup").is_none());

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::config::{Config, DefinedTool};
+use super::{Config, DefinedTool};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{self, Library, Origin};
 use crate::scan::SourceFile;
