@@ -16,11 +16,12 @@ use crate::support::*;
 #[test]
 fn a_sessions_calls_through_the_gateway_carry_what_the_server_asks_and_tells_both_ways() {
     let mark = "gateway-bridged";
-    let (everything_port, sdk_port) = (free_port(), free_port());
+    let everything_port = free_port();
     let mut command = std::process::Command::new(everything_server());
     command.arg("streamableHttp").env("PORT", everything_port.to_string());
     let everything = Listening::start(command, everything_port, mark);
-    let sdk = Listening::sdk(sdk_port, mark);
+    let sdk = Listening::sdk(mark);
+    let sdk_port = sdk.port;
     let config = servers_config(
         mark,
         &format!(
@@ -65,8 +66,8 @@ fn marked(marker: &str, suffix: &str) -> bool {
 #[test]
 fn a_forwarded_call_is_answered_in_its_session_and_a_cancelled_one_is_cancelled_on_the_server() {
     let mark = "gateway-cancel";
-    let port = free_port();
-    let upstream = Listening::sdk(port, mark);
+    let upstream = Listening::sdk(mark);
+    let port = upstream.port;
     let config = servers_config(mark, &format!("[mcp_servers.crashy]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"));
     let gateway = HttpServer::start(&["--config", &config, FOLDER]);
     let url = gateway.url.clone();
@@ -116,8 +117,8 @@ fn a_forwarded_call_is_answered_in_its_session_and_a_cancelled_one_is_cancelled_
 #[test]
 fn a_session_used_only_for_forwarded_calls_stays_open_and_an_unused_one_closes_after_session_idle() {
     let mark = "gateway-idle";
-    let port = free_port();
-    let upstream = Listening::sdk(port, mark);
+    let upstream = Listening::sdk(mark);
+    let port = upstream.port;
     let config = servers_config(
         mark,
         &format!("[mcp]\nsession_idle = 2\n\n[mcp_servers.crashy]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"),
@@ -153,10 +154,8 @@ fn a_stdio_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
 #[test]
 fn an_http_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
     let mark = "gateway-routed-http";
-    let port = free_port();
-    let mut command = std::process::Command::new(test_python());
-    command.arg(root().join("tests/python/asking_mcp_server.py")).env("LCP_TEST_HTTP_PORT", port.to_string());
-    let upstream = Listening::start(command, port, mark);
+    let upstream = Listening::sdk_script("tests/python/asking_mcp_server.py", mark);
+    let port = upstream.port;
     for url in [format!("http://127.0.0.1:{port}/mcp"), format!("http://user:pass@127.0.0.1:{port}/mcp")] {
         two_callers_get_their_own_questions_and_logs(mark, &format!("url = {url:?}\n"));
     }

@@ -537,7 +537,10 @@ fn a_streamable_http_server_is_a_source_with_its_url_from_the_environment() {
 #[cfg(feature = "external")]
 /// An MCP server over Streamable HTTP on `127.0.0.1:port`, its processes marked with
 /// `mark`, once it listens; ended when dropped.
-pub(crate) struct Listening(std::process::Child);
+pub(crate) struct Listening {
+    child: std::process::Child,
+    pub(crate) port: u16,
+}
 
 #[cfg(feature = "external")]
 impl Listening {
@@ -549,7 +552,7 @@ impl Listening {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("the server starts");
-        let server = Listening(child);
+        let server = Listening { child, port };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(std::time::Instant::now() < deadline, "the server never listened on {port}");
@@ -558,18 +561,56 @@ impl Listening {
         server
     }
 
-    /// `tests/python/crashing_mcp_server.py` (the SDK's own server).
-    pub(crate) fn sdk(port: u16, mark: &str) -> Listening {
+    /// `tests/python/crashing_mcp_server.py` (the SDK's own server) on a port it binds
+    /// itself.
+    pub(crate) fn sdk(mark: &str) -> Listening {
+        Listening::sdk_script("tests/python/crashing_mcp_server.py", mark)
+    }
+
+    /// `tests/python/crashing_mcp_server.py` on `port` (the port a server that ended
+    /// had: a client of that address finds the new one there).
+    pub(crate) fn sdk_on(port: u16, mark: &str) -> Listening {
         let mut command = std::process::Command::new(test_python());
         command.arg(root().join("tests/python/crashing_mcp_server.py")).env("LCP_TEST_HTTP_PORT", port.to_string());
         Listening::start(command, port, mark)
+    }
+
+    /// The SDK's server of `script` (under the checkout) on a port it binds itself
+    /// (`LCP_TEST_HTTP_PORT=0`), read from the address its log says it runs on.
+    pub(crate) fn sdk_script(script: &str, mark: &str) -> Listening {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(test_python())
+            .arg(root().join(script))
+            .env("LCP_TEST_HTTP_PORT", "0")
+            .env("LCP_TEST_MARK", mark)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the server starts");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (said, port) = std::sync::mpsc::channel();
+        // Read to its end, so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                let bound = line.split_once("Uvicorn running on http://127.0.0.1:").and_then(|(_, rest)| {
+                    rest.split(|c: char| !c.is_ascii_digit()).next().and_then(|port| port.parse::<u16>().ok())
+                });
+                if let Some(bound) = bound {
+                    let _ = said.send(bound);
+                }
+            }
+        });
+        let mut server = Listening { child, port: 0 };
+        server.port = port.recv_timeout(std::time::Duration::from_secs(60)).expect("the server says where it listens");
+        server
     }
 }
 
 #[cfg(feature = "external")]
 impl Drop for Listening {
     fn drop(&mut self) {
-        crate::support::stop(&mut self.0);
+        crate::support::stop(&mut self.child);
     }
 }
 
@@ -593,8 +634,8 @@ fn what_a_streamable_http_server_asks_during_a_call_is_answered_by_lcps_own_clie
 #[test]
 fn a_streamable_http_servers_calls_carry_progress_logs_and_cancellation_and_outlive_its_restart() {
     let mark = "mcp-http-crashy";
-    let port = free_port();
-    let mut upstream = Listening::sdk(port, mark);
+    let mut upstream = Listening::sdk(mark);
+    let port = upstream.port;
     let config = servers_config(mark, &format!("[mcp_servers.crashy]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"));
     // What the server tells during the call, on the call's own event stream, reaches
     // lcp's client as it would from a stdio server.
@@ -608,7 +649,7 @@ fn a_streamable_http_servers_calls_carry_progress_logs_and_cancellation_and_outl
     let crashed = server.call(5, "crash");
     assert_error(&crashed, &["`crash` of the MCP server `crashy` failed", "it ended during the call"]);
     drop(upstream);
-    upstream = Listening::sdk(port, mark);
+    upstream = Listening::sdk_on(port, mark);
     let after = server.call(6, "pid")["structuredContent"]["result"].clone();
     assert!(after.is_u64() && after != before, "a new server process answers: {after} after {before}");
     let stdout = server.finish();

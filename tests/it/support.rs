@@ -426,7 +426,9 @@ pub fn debian_program(program: &str) -> PathBuf {
 
 #[cfg(feature = "external")]
 /// A loopback port nothing listens on now (the kernel's pick; a program that binds it
-/// next races only with other programs doing the same).
+/// next races only with other programs doing the same), for a server that cannot bind
+/// port 0 and say which it got (server-everything, nginx, Redis); the SDK's servers
+/// do (`sources::Listening::sdk`).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("a port").port()
 }

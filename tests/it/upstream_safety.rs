@@ -67,8 +67,8 @@ fn an_upstream_transport_error_never_shows_the_url_secret() {
     // A server that answers, then goes away: the calls that find it gone fail without
     // the secret, over rmcp's client (userinfo) and the short way (a query alone).
     let mark = "upstream-secret-live";
-    let port = free_port();
-    let upstream = Listening::sdk(port, mark);
+    let upstream = Listening::sdk(mark);
+    let port = upstream.port;
     let config = servers_config(
         mark,
         &format!(
