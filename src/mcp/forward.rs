@@ -1,8 +1,8 @@
 //! A call of a tool of an MCP server on plain `http://` Streamable HTTP, made the
-//! short way (SPEC §14): one HTTP/1.1 exchange, on the runtime of whoever awaits it
-//! (`lcp serve`'s own, so a forwarded call wakes no other thread), on a connection
-//! kept between calls, in a session of its own (its `initialize` on the first call,
-//! again when the server has forgotten it).
+//! short way (SPEC §14): one HTTP/1.1 exchange on hyper's client, its connection
+//! driven by the call that awaits it, on that call's runtime (`lcp serve`'s own, so a
+//! forwarded call wakes no other thread), kept between calls, in a session of its own
+//! (its `initialize` on the first call, again when the server has forgotten it).
 //!
 //! What the server sends on the response's event stream during the call (progress,
 //! log messages, elicitation and sampling requests) goes to that call's callbacks as
@@ -13,12 +13,19 @@
 //! Must never: hold a call past its cancellation or its time limit by more than one
 //! [`WATCH`], or put back for reuse a connection whose response was not read to its end.
 
-use std::io;
+use std::error::Error as _;
+use std::future::poll_fn;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::client::conn::http1;
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, Uri};
+use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::upstream::Active;
@@ -27,11 +34,11 @@ use crate::sync;
 
 /// How often a call waiting for its server looks at its cancellation and time limit.
 const WATCH: Duration = Duration::from_millis(20);
-/// Longest response head, or line of a chunked body, read.
+/// Longest response head, or trailer of a chunked body, read.
 const MAX_HEAD: usize = 64 * 1024;
 /// Longest response body read.
 const MAX_BODY: usize = 64 * 1024 * 1024;
-/// How long a request may take to write, an answer or a notification to be taken.
+/// How long an answer or a notification may take to be taken.
 const SHORT: Duration = Duration::from_secs(10);
 /// Connections kept open between calls.
 const KEPT: usize = 8;
@@ -42,16 +49,19 @@ const UNAVAILABLE: i64 = -32600;
 /// (past it the connection is closed instead of kept).
 const STREAM_END: Duration = Duration::from_secs(1);
 
+const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
 /// One server's endpoint, its session and its kept connections.
 pub(super) struct Endpoint {
     /// `host:port`, connected to.
     address: String,
     /// The `Host` header.
-    authority: String,
+    authority: HeaderValue,
     /// The request target: path and query.
-    target: String,
-    /// The config's headers, as header lines.
-    headers: String,
+    target: Uri,
+    /// The config's headers.
+    headers: HeaderMap,
     /// How long connecting and starting a session may take (`startup_timeout`).
     start_limit: Duration,
     /// The `initialize` parameters: what lcp says of itself.
@@ -64,9 +74,9 @@ pub(super) struct Endpoint {
 #[derive(Clone)]
 struct Session {
     /// `Mcp-Session-Id`, when the server gave one.
-    id: Option<String>,
+    id: Option<HeaderValue>,
     /// The protocol version the server chose.
-    version: String,
+    version: HeaderValue,
 }
 
 /// One forwarded call.
@@ -95,14 +105,14 @@ pub(super) enum Failure {
 
 /// What went wrong in one exchange.
 enum Fault {
-    /// The connection failed, closed early, or its framing is broken.
+    /// The connection failed or closed early.
     Broken(String),
     /// The server does not know the session (404): start another.
     SessionGone,
     /// Any other status than 200 and 202, with the body's text.
     Status(u16, String),
     Stopped(Outcome),
-    /// The response is not MCP.
+    /// The response is not HTTP, or not MCP.
     Protocol(String),
 }
 
@@ -114,6 +124,23 @@ impl Fault {
             Fault::Status(status, text) if text.is_empty() => format!("it answered HTTP {status}"),
             Fault::Status(status, text) => format!("it answered HTTP {status}: {text}"),
             Fault::Stopped(outcome) => format!("{outcome:?}"),
+        }
+    }
+
+    /// What hyper's error means here: a head it cannot read is not HTTP; anything
+    /// else broke the connection.
+    fn of(err: hyper::Error) -> Fault {
+        if err.is_parse_too_large() {
+            return Fault::Protocol("its response head is too long".to_string());
+        }
+        let why = match err.source() {
+            Some(cause) => format!("{err}: {cause}"),
+            None => err.to_string(),
+        };
+        if err.is_parse() || err.is_parse_status() {
+            Fault::Protocol(format!("its response is not HTTP: {why}"))
+        } else {
+            Fault::Broken(why)
         }
     }
 }
@@ -156,19 +183,15 @@ impl Endpoint {
         }
         let host = url.host_str()?;
         let port = url.port_or_known_default()?;
-        let mut lines = String::new();
+        let mut map = HeaderMap::new();
         for (name, value) in headers {
-            let valid = hyper::header::HeaderName::try_from(name.as_str()).is_ok()
-                && hyper::header::HeaderValue::try_from(value.as_str()).is_ok();
-            if !valid {
-                return None;
-            }
+            let name = HeaderName::try_from(name.as_str()).ok()?;
+            let value = HeaderValue::try_from(value.as_str()).ok()?;
             let reserved = ["host", "content-length", "content-type", "accept", "connection", "transfer-encoding"];
-            let lower = name.to_ascii_lowercase();
-            if reserved.contains(&lower.as_str()) || lower.starts_with("mcp-") {
+            if reserved.contains(&name.as_str()) || name.as_str().starts_with("mcp-") {
                 continue;
             }
-            lines.push_str(&format!("{name}: {value}\r\n"));
+            map.append(name, value);
         }
         let target = match url.query() {
             Some(query) => format!("{}?{query}", url.path()),
@@ -176,9 +199,9 @@ impl Endpoint {
         };
         Some(Endpoint {
             address: format!("{host}:{port}"),
-            authority: url.authority().to_string(),
-            target,
-            headers: lines,
+            authority: HeaderValue::try_from(url.authority()).ok()?,
+            target: Uri::try_from(target).ok()?,
+            headers: map,
             start_limit,
             hello,
             session: tokio::sync::Mutex::new(None),
@@ -195,7 +218,7 @@ impl Endpoint {
             "method": "tools/call",
             "params": {"_meta": {"progressToken": id}, "name": call.tool, "arguments": call.arguments},
         });
-        let body = serde_json::to_vec(&request).unwrap_or_default();
+        let body = Bytes::from(serde_json::to_vec(&request).unwrap_or_default());
         let watch = Watch { cancel: call.cancel.as_ref(), deadline: call.deadline };
         for attempt in 0..2 {
             let session = self.session().await?;
@@ -232,16 +255,13 @@ impl Endpoint {
     /// Ends the session (`DELETE`), when there is one; a server that does not answer
     /// quickly is not waited for.
     pub(super) async fn close(&self) {
-        let Some(Session { id: Some(id), version }) = self.session.lock().await.take() else { return };
-        let head = format!(
-            "DELETE {} HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {id}\r\nMCP-Protocol-Version: {version}\r\n{}Content-Length: 0\r\n\r\n",
-            self.target, self.authority, self.headers
-        );
-        let limit = Duration::from_millis(200);
-        if let Ok(mut connection) = Connection::open(&self.address, limit).await
-            && connection.write(head.as_bytes()).await.is_ok()
-        {
-            let _ = read_head(&mut connection, Watch::within(limit)).await;
+        let session = self.session.lock().await.take();
+        if let Some(session) = session.filter(|session| session.id.is_some()) {
+            let limit = Duration::from_millis(200);
+            if let Ok(mut connection) = Connection::open(&self.address, limit).await {
+                let request = self.request(Method::DELETE, Some(&session), Bytes::new());
+                let _ = connection.send(request, Watch::within(limit)).await;
+            }
         }
         sync::lock(&self.idle).clear();
     }
@@ -259,15 +279,17 @@ impl Endpoint {
         };
         let id = json!("lcp-initialize");
         let hello = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": self.hello});
-        let body = serde_json::to_vec(&hello).unwrap_or_default();
+        let body = Bytes::from(serde_json::to_vec(&hello).unwrap_or_default());
         let (session_id, answer) = self.exchange(None, &body, Some(&id), None, watch).await.map_err(not_started)?;
         let answer = answer.ok_or_else(|| Failure::NotStarted("it did not answer `initialize`".to_string()))?;
         let Some(version) = answer["result"]["protocolVersion"].as_str() else {
             return Err(Failure::NotStarted(format!("it refused `initialize`: {}", error_text(&answer["error"]))));
         };
-        let started = Session { id: session_id, version: version.to_string() };
-        let initialized =
-            serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap_or_default();
+        let version = HeaderValue::try_from(version)
+            .map_err(|_| Failure::NotStarted(format!("it chose the protocol version `{version}`")))?;
+        let started = Session { id: session_id, version };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let initialized = Bytes::from(serde_json::to_vec(&initialized).unwrap_or_default());
         self.exchange(Some(&started), &initialized, None, None, watch).await.map_err(not_started)?;
         *session = Some(started.clone());
         Ok(started)
@@ -296,9 +318,31 @@ impl Endpoint {
     fn post_later(self: &Arc<Self>, session: Session, message: Value) {
         let endpoint = Arc::clone(self);
         tokio::spawn(async move {
-            let body = serde_json::to_vec(&message).unwrap_or_default();
+            let body = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
             let _ = endpoint.exchange(Some(&session), &body, None, None, Watch::within(SHORT)).await;
         });
+    }
+
+    /// A request to the endpoint, with the config's headers and the session's.
+    fn request(&self, method: Method, session: Option<&Session>, body: Bytes) -> Request<Full<Bytes>> {
+        let post = method == Method::POST;
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = self.target.clone();
+        let headers = request.headers_mut();
+        headers.clone_from(&self.headers);
+        headers.insert(HOST, self.authority.clone());
+        if post {
+            headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        if let Some(session) = session {
+            if let Some(id) = &session.id {
+                headers.insert(SESSION_ID, id.clone());
+            }
+            headers.insert(PROTOCOL_VERSION, session.version.clone());
+        }
+        request
     }
 
     /// POSTs `body` and reads the response: the session id the server gave, and the
@@ -307,41 +351,30 @@ impl Endpoint {
     async fn exchange(
         self: &Arc<Self>,
         session: Option<&Session>,
-        body: &[u8],
+        body: &Bytes,
         id: Option<&Value>,
         call: Option<&Call>,
         watch: Watch<'_>,
-    ) -> Result<(Option<String>, Option<Value>), Fault> {
-        let mut request = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n{}",
-            self.target, self.authority, self.headers
-        );
-        if let Some(session) = session {
-            if let Some(id) = &session.id {
-                request.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
-            }
-            request.push_str(&format!("MCP-Protocol-Version: {}\r\n", session.version));
-        }
-        request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-        let mut request = request.into_bytes();
-        request.extend_from_slice(body);
-        // A kept connection the server has closed meanwhile fails before any byte of
-        // the response: the request goes again on a new one.
-        let (mut connection, head) = loop {
-            let (mut connection, reused) = self.connection().await?;
-            let read = match connection.write(&request).await {
-                Ok(()) => read_head(&mut connection, watch).await,
-                Err(fault) => Err(fault),
-            };
-            match read {
-                Ok(head) => break (connection, head),
-                Err(Fault::Broken(_)) if reused && connection.received == 0 => continue,
+    ) -> Result<(Option<HeaderValue>, Option<Value>), Fault> {
+        // A kept connection the server has closed meanwhile fails before the response's
+        // head: the request goes again on a new one.
+        let (mut connection, response) = loop {
+            let (mut connection, reused) = self.connection(watch).await?;
+            let request = self.request(Method::POST, session, body.clone());
+            match connection.send(request, watch).await {
+                Ok(response) => break (connection, response),
+                Err(Fault::Broken(_)) if reused => continue,
                 Err(fault) => return Err(fault),
             }
         };
-        let mut body = Body::new(head.framing);
-        let answer = match head.status {
-            200 if head.event_stream => self.events(&mut connection, &mut body, (session, id), call, watch).await?,
+        let status = response.status().as_u16();
+        let session_id = response.headers().get(SESSION_ID).cloned();
+        let event_stream = response.headers().get(CONTENT_TYPE).is_some_and(|value| {
+            value.as_bytes().get(..17).is_some_and(|start| start.eq_ignore_ascii_case(b"text/event-stream"))
+        });
+        let mut body = Body::new(response);
+        let answer = match status {
+            200 if event_stream => self.events(&mut connection, &mut body, (session, id), call, watch).await?,
             200 => {
                 let text = body.read_all(&mut connection, watch).await?;
                 // A notification or an answer of lcp's may be taken with an empty 200.
@@ -370,10 +403,10 @@ impl Endpoint {
                 return Err(Fault::Status(status, text));
             }
         };
-        if body.ended && !head.close {
+        if body.ended {
             self.keep(connection);
         }
-        Ok((head.session, answer))
+        Ok((session_id, answer))
     }
 
     /// Reads an event stream until the message answering `id` (then on to its end, if
@@ -469,19 +502,22 @@ impl Endpoint {
         }
     }
 
-    /// A kept connection (`true`) or a new one.
-    async fn connection(&self) -> Result<(Connection, bool), Fault> {
-        let kept = sync::lock(&self.idle).pop();
-        if let Some(kept) = kept {
-            return Ok((kept, true));
+    /// A kept connection that can take a request (`true`), or a new one.
+    async fn connection(&self, watch: Watch<'_>) -> Result<(Connection, bool), Fault> {
+        loop {
+            let kept = sync::lock(&self.idle).pop();
+            let Some(mut kept) = kept else { break };
+            match kept.ready(watch).await {
+                Ok(()) => return Ok((kept, true)),
+                Err(Fault::Stopped(outcome)) => return Err(Fault::Stopped(outcome)),
+                // The server closed it meanwhile.
+                Err(_) => continue,
+            }
         }
-        let connection =
-            Connection::open(&self.address, self.start_limit).await.map_err(|err| Fault::Broken(err.to_string()))?;
-        Ok((connection, false))
+        Ok((Connection::open(&self.address, self.start_limit).await?, false))
     }
 
-    fn keep(&self, mut connection: Connection) {
-        connection.received = 0;
+    fn keep(&self, connection: Connection) {
         let mut idle = sync::lock(&self.idle);
         if idle.len() < KEPT {
             idle.push(connection);
@@ -503,249 +539,94 @@ fn error_text(error: &Value) -> String {
     }
 }
 
-/// A connection and what has been read from it and not yet taken
-/// (`buffer[start..end]`).
-struct Connection {
-    stream: TcpStream,
-    buffer: Vec<u8>,
-    start: usize,
-    end: usize,
-    /// Bytes read since the request was sent.
-    received: usize,
-}
+/// hyper's side of a connection: what writes the requests and reads the responses.
+type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
 
-/// What one read takes at most, at first (a longer head or line grows it).
-const READ: usize = 16 * 1024;
+/// An HTTP/1.1 connection on hyper's client. Nothing drives it on a task of its own:
+/// an exchange drives it while it waits ([`wait`]), and a kept connection is idle.
+struct Connection {
+    sender: http1::SendRequest<Full<Bytes>>,
+    /// `None` once the connection has ended.
+    driver: Option<Driver>,
+}
 
 impl Connection {
-    async fn open(address: &str, limit: Duration) -> io::Result<Connection> {
+    async fn open(address: &str, limit: Duration) -> Result<Connection, Fault> {
         let connecting = tokio::time::timeout(limit, TcpStream::connect(address)).await;
-        let stream = connecting.map_err(|_| {
-            io::Error::new(io::ErrorKind::TimedOut, format!("connecting to `{address}` took longer than {limit:?}"))
-        })??;
-        stream.set_nodelay(true)?;
-        Ok(Connection { stream, buffer: vec![0; READ], start: 0, end: 0, received: 0 })
+        let stream = connecting
+            .map_err(|_| Fault::Broken(format!("connecting to `{address}` took longer than {limit:?}")))?
+            .map_err(|err| Fault::Broken(err.to_string()))?;
+        stream.set_nodelay(true).map_err(|err| Fault::Broken(err.to_string()))?;
+        let handshake = http1::Builder::new().max_header_size(MAX_HEAD).handshake(TokioIo::new(stream));
+        let (sender, driver) = handshake.await.map_err(Fault::of)?;
+        Ok(Connection { sender, driver: Some(driver) })
     }
 
-    async fn write(&mut self, bytes: &[u8]) -> Result<(), Fault> {
-        match tokio::time::timeout(SHORT, self.stream.write_all(bytes)).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(err)) => Err(Fault::Broken(err.to_string())),
-            Err(_) => Err(Fault::Broken(format!("writing the request took longer than {SHORT:?}"))),
-        }
+    /// Waits until a kept connection can take the next request: an error when it has
+    /// ended meanwhile.
+    async fn ready(&mut self, watch: Watch<'_>) -> Result<(), Fault> {
+        let sender = &mut self.sender;
+        wait(&mut self.driver, poll_fn(|cx| sender.poll_ready(cx)), watch).await?.map_err(Fault::of)
     }
 
-    fn available(&self) -> &[u8] {
-        &self.buffer[self.start..self.end]
-    }
-
-    fn take(&mut self, n: usize) -> Vec<u8> {
-        let taken = self.buffer[self.start..self.start + n].to_vec();
-        self.consume(n);
-        taken
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        }
-    }
-
-    /// Reads more; 0 at the end of the stream. While nothing comes, `watch` decides.
-    async fn fill(&mut self, watch: Watch<'_>) -> Result<usize, Fault> {
-        if self.end == self.buffer.len() {
-            if self.start > 0 {
-                self.buffer.copy_within(self.start..self.end, 0);
-                (self.start, self.end) = (0, self.end - self.start);
-            } else {
-                self.buffer.resize(self.buffer.len() * 2, 0);
-            }
-        }
-        loop {
-            let reading = tokio::time::timeout(WATCH, self.stream.read(&mut self.buffer[self.end..]));
-            match reading.await {
-                Ok(Ok(n)) => {
-                    self.end += n;
-                    self.received += n;
-                    return Ok(n);
-                }
-                Ok(Err(err)) if err.kind() == io::ErrorKind::Interrupted => {}
-                Ok(Err(err)) => return Err(Fault::Broken(err.to_string())),
-                Err(_) => watch.check()?,
-            }
-        }
-    }
-
-    /// Reads until at least `n` bytes are there.
-    async fn need(&mut self, n: usize, watch: Watch<'_>) -> Result<(), Fault> {
-        while self.available().len() < n {
-            if self.fill(watch).await? == 0 {
-                return Err(Fault::Broken("the connection closed in the middle of the response".to_string()));
-            }
-        }
-        Ok(())
-    }
-
-    /// The next line (without its line end).
-    async fn line(&mut self, watch: Watch<'_>) -> Result<Vec<u8>, Fault> {
-        loop {
-            if let Some(end) = memchr::memchr(b'\n', self.available()) {
-                let mut line = self.take(end + 1);
-                line.truncate(end);
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                return Ok(line);
-            }
-            if self.available().len() > MAX_HEAD {
-                return Err(Fault::Protocol("a line of its response is too long".to_string()));
-            }
-            self.need(self.available().len() + 1, watch).await?;
-        }
+    /// Sends `request` and waits for its response's head.
+    async fn send(&mut self, request: Request<Full<Bytes>>, watch: Watch<'_>) -> Result<Response<Incoming>, Fault> {
+        let sending = self.sender.send_request(request);
+        wait(&mut self.driver, sending, watch).await?.map_err(Fault::of)
     }
 }
 
-/// A response's status line and the headers that matter here.
-struct Head {
-    status: u16,
-    event_stream: bool,
-    framing: Framing,
-    /// `Connection: close`.
-    close: bool,
-    session: Option<String>,
-}
-
-async fn read_head(connection: &mut Connection, watch: Watch<'_>) -> Result<Head, Fault> {
+/// Awaits `future` while driving `driver` (the connection it waits on); while nothing
+/// comes, `watch` decides.
+async fn wait<F: Future>(driver: &mut Option<Driver>, future: F, watch: Watch<'_>) -> Result<F::Output, Fault> {
+    let mut future = pin!(future);
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut response = httparse::Response::new(&mut headers);
-        let parsed = response
-            .parse(connection.available())
-            .map_err(|err| Fault::Protocol(format!("its response is not HTTP: {err}")))?;
-        let httparse::Status::Complete(length) = parsed else {
-            if connection.available().len() > MAX_HEAD {
-                return Err(Fault::Protocol("its response head is too long".to_string()));
+        let step = poll_fn(|cx| {
+            if let Some(connection) = driver.as_mut()
+                && Pin::new(connection).poll(cx).is_ready()
+            {
+                // It has ended: what waits on it has been told why.
+                *driver = None;
             }
-            if connection.fill(watch).await? == 0 {
-                return Err(Fault::Broken("the connection closed before the response".to_string()));
-            }
-            continue;
-        };
-        let status = response.code.unwrap_or_default();
-        let header = |name: &str| {
-            response
-                .headers
-                .iter()
-                .find(|header| header.name.eq_ignore_ascii_case(name))
-                .map(|header| String::from_utf8_lossy(header.value).trim().to_string())
-        };
-        let content_type = header("content-type").unwrap_or_default().to_ascii_lowercase();
-        let chunked = header("transfer-encoding").is_some_and(|coding| coding.to_ascii_lowercase().contains("chunked"));
-        let length_header = header("content-length");
-        let framing = if chunked {
-            Framing::Chunked { left: 0, line_end: false }
-        } else if let Some(length) = length_header {
-            Framing::Length(length.parse().map_err(|_| Fault::Protocol(format!("Content-Length `{length}`")))?)
-        } else if status == 204 || status == 304 || (100..200).contains(&status) {
-            Framing::Length(0)
-        } else {
-            Framing::Close
-        };
-        let head = Head {
-            status,
-            event_stream: content_type.starts_with("text/event-stream"),
-            close: header("connection").is_some_and(|value| value.eq_ignore_ascii_case("close"))
-                || matches!(framing, Framing::Close),
-            session: header("mcp-session-id"),
-            framing,
-        };
-        connection.consume(length);
-        // An interim response (`100 Continue`) is followed by the real one.
-        if (100..200).contains(&status) {
-            continue;
+            future.as_mut().poll(cx)
+        });
+        match tokio::time::timeout(WATCH, step).await {
+            Ok(output) => return Ok(output),
+            Err(_) => watch.check()?,
         }
-        return Ok(head);
     }
 }
 
-#[derive(Clone, Copy)]
-enum Framing {
-    Length(usize),
-    /// `left` bytes of the current chunk to come, then its line end when `line_end`.
-    Chunked {
-        left: usize,
-        line_end: bool,
-    },
-    /// The body ends with the connection.
-    Close,
-}
-
-/// A response body, read piece by piece.
+/// A response body, read frame by frame.
 struct Body {
-    framing: Framing,
+    incoming: Incoming,
     ended: bool,
     read: usize,
 }
 
 impl Body {
-    fn new(framing: Framing) -> Body {
-        Body { ended: matches!(framing, Framing::Length(0)), framing, read: 0 }
+    fn new(response: Response<Incoming>) -> Body {
+        let incoming = response.into_body();
+        Body { ended: hyper::body::Body::is_end_stream(&incoming), incoming, read: 0 }
     }
 
     /// The next piece of the body; `None` at its end.
-    async fn next(&mut self, connection: &mut Connection, watch: Watch<'_>) -> Result<Option<Vec<u8>>, Fault> {
-        if self.ended {
-            return Ok(None);
+    async fn next(&mut self, connection: &mut Connection, watch: Watch<'_>) -> Result<Option<Bytes>, Fault> {
+        while !self.ended {
+            let frame = wait(&mut connection.driver, self.incoming.frame(), watch).await?;
+            let Some(frame) = frame else {
+                self.ended = true;
+                break;
+            };
+            // A chunked body's trailers are not data.
+            let Ok(piece) = frame.map_err(Fault::of)?.into_data() else { continue };
+            self.read += piece.len();
+            if self.read > MAX_BODY {
+                return Err(Fault::Protocol(format!("its response is longer than {MAX_BODY} bytes")));
+            }
+            return Ok(Some(piece));
         }
-        let piece = match self.framing {
-            Framing::Length(left) => {
-                connection.need(1, watch).await?;
-                let n = left.min(connection.available().len());
-                self.framing = Framing::Length(left - n);
-                self.ended = left == n;
-                connection.take(n)
-            }
-            Framing::Chunked { mut left, line_end } => {
-                if line_end {
-                    connection.need(2, watch).await?;
-                    if &connection.available()[..2] != b"\r\n" {
-                        return Err(Fault::Protocol("a chunk of its response does not end as HTTP says".to_string()));
-                    }
-                    connection.consume(2);
-                }
-                if left == 0 {
-                    let line = connection.line(watch).await?;
-                    let size = String::from_utf8_lossy(&line);
-                    let size = size.split(';').next().unwrap_or_default().trim();
-                    left = usize::from_str_radix(size, 16)
-                        .map_err(|_| Fault::Protocol(format!("a chunk size `{size}` of its response")))?;
-                    if left == 0 {
-                        // The trailer: header lines up to an empty one.
-                        while !connection.line(watch).await?.is_empty() {}
-                        self.ended = true;
-                        return Ok(None);
-                    }
-                }
-                connection.need(1, watch).await?;
-                let n = left.min(connection.available().len());
-                self.framing = Framing::Chunked { left: left - n, line_end: left == n };
-                connection.take(n)
-            }
-            Framing::Close => {
-                if connection.available().is_empty() && connection.fill(watch).await? == 0 {
-                    self.ended = true;
-                    return Ok(None);
-                }
-                let n = connection.available().len();
-                connection.take(n)
-            }
-        };
-        self.read += piece.len();
-        if self.read > MAX_BODY {
-            return Err(Fault::Protocol(format!("its response is longer than {MAX_BODY} bytes")));
-        }
-        Ok(Some(piece))
+        Ok(None)
     }
 
     async fn read_all(&mut self, connection: &mut Connection, watch: Watch<'_>) -> Result<Vec<u8>, Fault> {
@@ -824,42 +705,111 @@ mod tests {
         }
     }
 
+    /// Reads one request (its head's lines, lowercased, and its body) from a test
+    /// server's connection; `None` when the client closed it.
+    fn request_of(reader: &mut impl std::io::BufRead) -> Option<(Vec<String>, Vec<u8>)> {
+        let mut head = Vec::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return None;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push(line.to_ascii_lowercase());
+        }
+        let length =
+            head.iter().find_map(|h| h.strip_prefix("content-length: ")).map_or(0, |n| n.trim().parse().unwrap());
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        Some((head, body))
+    }
+
     #[tokio::test]
-    async fn a_chunked_body_is_read_across_reads_and_the_connection_is_left_at_the_next_response() {
+    async fn a_chunked_event_stream_is_read_across_writes_and_its_connection_is_kept_for_the_next_request() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap().to_string();
+        let address = listener.local_addr().unwrap();
         let server = std::thread::spawn(move || {
             use std::io::Write;
-            let (mut stream, _) = listener.accept().unwrap();
-            let parts: [&[u8]; 4] = [
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nda",
-                b"ta: \r\n3;x=1\r\n{}\n\r\n",
-                b"1\r\n\n\r\n0\r\n\r\n",
-                b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n",
+            // One connection only: the second request comes on the first's.
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut writer = stream;
+            let (_, body) = request_of(&mut reader).unwrap();
+            let asked: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(asked["id"], "lcp-1");
+            let log = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n";
+            let answer = b"data: {\"jsonrpc\":\"2.0\",\"id\":\"lcp-1\",\r\ndata: \"result\":{\"ok\":true}}\r\n\r\n";
+            let (first, second) = answer.split_at(12);
+            let mut parts: Vec<Vec<u8>> = vec![
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
+                format!("{:x}\r\n", log.len()).into_bytes(),
+                log[..5].to_vec(),
+                [&log[5..], b"\r\n"].concat(),
+                [format!("{:x};x=1\r\n", first.len()).as_bytes(), &first[..7]].concat(),
+                [&first[7..], b"\r\n", format!("{:x}\r\n", second.len()).as_bytes(), second, b"\r"].concat(),
+                b"\n0\r\n\r\n".to_vec(),
             ];
-            for part in parts {
-                stream.write_all(part).unwrap();
+            for part in parts.drain(..) {
+                writer.write_all(&part).unwrap();
+                writer.flush().unwrap();
                 std::thread::sleep(Duration::from_millis(30));
             }
+            let (_, body) = request_of(&mut reader).unwrap();
+            let told: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(told["method"], "notifications/initialized");
+            writer.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n").unwrap();
+            // The client keeps the connection until it drops it.
+            assert!(request_of(&mut reader).is_none());
         });
-        let mut connection = Connection::open(&address, SHORT).await.unwrap();
+        let endpoint = Arc::new(Endpoint::new(&format!("http://{address}/mcp"), &[], SHORT, json!({})).unwrap());
         let watch = Watch::within(SHORT);
-        let head = read_head(&mut connection, watch).await.ok().unwrap();
-        assert!(head.status == 200 && head.event_stream && !head.close);
-        let mut body = Body::new(head.framing);
-        let text = body.read_all(&mut connection, watch).await.ok().unwrap();
-        assert_eq!(text, b"data: {}\n\n");
-        assert!(body.ended);
-        let next = read_head(&mut connection, watch).await.ok().unwrap();
-        assert_eq!(next.status, 202);
+        let id = json!("lcp-1");
+        let body = Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"id\":\"lcp-1\",\"method\":\"tools/call\"}");
+        let Ok((_, Some(answer))) = endpoint.exchange(None, &body, Some(&id), None, watch).await else {
+            panic!("no answer")
+        };
+        assert_eq!(answer["result"]["ok"], true);
+        assert_eq!(sync::lock(&endpoint.idle).len(), 1);
+        let body = Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        assert!(matches!(endpoint.exchange(None, &body, None, None, watch).await, Ok((None, None))));
+        assert_eq!(sync::lock(&endpoint.idle).len(), 1);
+        drop(endpoint);
         server.join().unwrap();
     }
 
     #[tokio::test]
-    async fn a_read_waiting_on_a_silent_server_stops_when_the_call_is_cancelled_or_out_of_time() {
+    async fn a_kept_connection_the_server_closed_meanwhile_is_replaced_by_a_new_one() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap().to_string();
-        let mut connection = Connection::open(&address, SHORT).await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            use std::io::Write;
+            // Each connection takes one request and is closed after its response.
+            for _ in 0..2 {
+                let (stream, _) = listener.accept().unwrap();
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                request_of(&mut reader).unwrap();
+                (&stream).write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n").unwrap();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let endpoint = Arc::new(Endpoint::new(&format!("http://{address}/mcp"), &[], SHORT, json!({})).unwrap());
+        let body = Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        for _ in 0..2 {
+            let answered = endpoint.exchange(None, &body, None, None, Watch::within(SHORT)).await;
+            assert!(matches!(answered, Ok((None, None))));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        server.join().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_request_waiting_on_a_silent_server_stops_when_the_call_is_cancelled_or_out_of_time() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let endpoint = Arc::new(Endpoint::new(&format!("http://{address}/mcp"), &[], SHORT, json!({})).unwrap());
+        let body = Bytes::from_static(b"{}");
         let cancel = Cancel::default();
         let stopping = cancel.clone();
         let stopper = std::thread::spawn(move || {
@@ -868,11 +818,14 @@ mod tests {
         });
         let started = Instant::now();
         let watch = Watch { cancel: Some(&cancel), deadline: None };
-        assert!(matches!(read_head(&mut connection, watch).await, Err(Fault::Stopped(Outcome::Cancelled))));
+        let answered = endpoint.exchange(None, &body, None, None, watch).await;
+        assert!(matches!(answered, Err(Fault::Stopped(Outcome::Cancelled))));
         assert!(started.elapsed() < Duration::from_secs(5));
         stopper.join().unwrap();
         let watch = Watch::within(Duration::from_millis(50));
-        assert!(matches!(read_head(&mut connection, watch).await, Err(Fault::Stopped(Outcome::TimedOut))));
+        let answered = endpoint.exchange(None, &body, None, None, watch).await;
+        assert!(matches!(answered, Err(Fault::Stopped(Outcome::TimedOut))));
+        drop(listener);
     }
 
     /// A server that answers in plain JSON, takes notifications with an empty 200, and
@@ -880,7 +833,7 @@ mod tests {
     /// the second in a new session.
     #[tokio::test]
     async fn a_server_answering_in_json_is_called_and_one_that_forgot_the_session_gets_a_new_one() {
-        use std::io::{BufRead, BufReader, Read, Write};
+        use std::io::{BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
         let server = std::thread::spawn(move || {
@@ -891,24 +844,12 @@ mod tests {
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut writer = stream;
             while calls < 2 {
-                let mut head = Vec::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        let (stream, _) = listener.accept().unwrap();
-                        reader = BufReader::new(stream.try_clone().unwrap());
-                        writer = stream;
-                        continue;
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                    head.push(line.to_ascii_lowercase());
-                }
-                let length =
-                    head.iter().find_map(|h| h.strip_prefix("content-length: ")).unwrap().trim().parse().unwrap();
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
+                let Some((head, body)) = request_of(&mut reader) else {
+                    let (stream, _) = listener.accept().unwrap();
+                    reader = BufReader::new(stream.try_clone().unwrap());
+                    writer = stream;
+                    continue;
+                };
                 let message: Value = serde_json::from_slice(&body).unwrap();
                 let session =
                     head.iter().find_map(|h| h.strip_prefix("mcp-session-id: ")).map(str::trim).map(str::to_string);
