@@ -518,35 +518,27 @@ fn library_texts(library: &Library) -> [&str; 3] {
 
 /// Calls `found` with the names, descriptions and string values of the properties of
 /// the schema written as `text`, nested ones too (a few levels down). Found while the
-/// text is parsed ([`schema_walk`]); read into the few keywords they come from
-/// ([`schema_text`]) when the schema has a shape the walk does not take, and from a
-/// `Value` ([`value_text`]) when it has one neither takes.
+/// text is parsed ([`schema_walk`]), or read from a `Value` ([`value_text`]) when the
+/// schema has a shape the walk does not take.
 fn parameter_texts(text: &str, found: &mut dyn FnMut(&str)) {
-    if let Some(texts) = schema_walk::texts(text) {
-        for text in &texts {
-            found(text);
-        }
-        return;
-    }
-    match serde_json::from_str::<schema_text::Schema<'_>>(text) {
-        Ok(schema) => schema_text::properties(&schema, found, 0),
-        Err(_) => value_text::properties(&serde_json::from_str(text).unwrap_or_default(), found, 0),
+    match schema_walk::texts(text) {
+        Some(texts) => texts.iter().for_each(|text| found(text)),
+        None => value_text::properties(&serde_json::from_str(text).unwrap_or_default(), found, 0),
     }
 }
 
-/// The same texts as [`schema_text`], found while the schema's JSON text is parsed,
-/// with nothing built but the list of texts: what the index reads first. A schema of a
-/// shape it does not take (a keyword twice, a schema that is not an object) fails to
-/// read, and [`schema_text`] reads it.
+/// The same texts as [`value_text`], found while the schema's JSON text is parsed,
+/// with nothing built but the list of texts (parsing a whole `Value` per tool was most
+/// of the index's cost). A schema of a shape it does not take (a keyword twice, a
+/// schema that is not an object) fails to read, and [`value_text`] reads it.
 mod schema_walk {
     use std::borrow::Cow;
     use std::fmt;
 
+    use serde::Deserialize;
     use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-    use super::schema_text::Text;
-
-    /// The texts of the schema written as `text` (those [`schema_text`] finds, in the
+    /// The texts of the schema written as `text` (those [`value_text`] finds, in the
     /// order they are written); `None` when it has a shape this walk does not take.
     pub(super) fn texts(text: &str) -> Option<Vec<Cow<'_, str>>> {
         let mut texts = Vec::with_capacity(16);
@@ -557,7 +549,7 @@ mod schema_walk {
         Some(texts)
     }
 
-    /// A schema as [`schema_text`] reads it: the root (only its properties' texts are
+    /// A schema as [`value_text`] reads it: the root (only its properties' texts are
     /// found), or a schema it describes at `depth` (its description and `enum` strings
     /// are found when `own`; its `anyOf`, `oneOf` and `items` are described at
     /// `depth + 1`, and its properties read at `depth + 1`, when that is at most 3).
@@ -709,6 +701,54 @@ mod schema_walk {
         }
     }
 
+    /// A string, borrowed when it has no escapes; anything else is no text.
+    #[derive(Default)]
+    struct Text<'a>(Option<Cow<'a, str>>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(TextVisitor(std::marker::PhantomData))
+        }
+    }
+
+    struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+    impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
+        type Value = Text<'a>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any value")
+        }
+        fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'a>, E> {
+            Ok(Text(Some(Cow::Borrowed(text))))
+        }
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'a>, E> {
+            Ok(Text(Some(Cow::Owned(text.to_string()))))
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Text<'a>, E> {
+            Ok(Text(None))
+        }
+        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Text<'a>, S::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Text(None))
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Text<'a>, M::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Text(None))
+        }
+    }
+
     /// `items`: a schema, or `null` (none).
     struct Items<'t, 'a>(Node<'t, 'a>);
 
@@ -770,160 +810,6 @@ mod value_text {
             describe(items, found, depth + 1);
         }
         properties(property, found, depth + 1);
-    }
-}
-
-/// The same texts as [`value_text`], read from the schema's JSON text straight into
-/// the few keywords they come from, borrowing its strings: what the index reads
-/// (parsing a whole `Value` per tool was most of the index's cost). A schema whose
-/// keywords have other shapes than these fails to read, and `value_text` reads it.
-mod schema_text {
-    use std::borrow::Cow;
-    use std::fmt;
-
-    use serde::Deserialize;
-    use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-
-    /// The keywords of a schema that hold texts.
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    pub(super) struct Schema<'a> {
-        #[serde(borrow)]
-        properties: Properties<'a>,
-        #[serde(borrow)]
-        description: Text<'a>,
-        #[serde(rename = "enum", borrow)]
-        values: Texts<'a>,
-        #[serde(rename = "anyOf", borrow)]
-        any_of: Vec<Schema<'a>>,
-        #[serde(rename = "oneOf", borrow)]
-        one_of: Vec<Schema<'a>>,
-        #[serde(borrow)]
-        items: Option<Box<Schema<'a>>>,
-    }
-
-    /// [`super::value_text::properties`] of a schema read this way.
-    pub(super) fn properties(schema: &Schema<'_>, found: &mut dyn FnMut(&str), depth: usize) {
-        if depth > 3 {
-            return;
-        }
-        for (name, property) in &schema.properties.0 {
-            found(name);
-            describe(property, found, depth);
-        }
-    }
-
-    fn describe(property: &Schema<'_>, found: &mut dyn FnMut(&str), depth: usize) {
-        if let Some(description) = &property.description.0 {
-            found(description);
-        }
-        for value in &property.values.0 {
-            found(value);
-        }
-        for option in property.any_of.iter().chain(&property.one_of) {
-            describe(option, found, depth + 1);
-        }
-        if let Some(items) = &property.items {
-            describe(items, found, depth + 1);
-        }
-        properties(property, found, depth + 1);
-    }
-
-    /// `properties`, in the schema's order.
-    #[derive(Default)]
-    struct Properties<'a>(Vec<(Cow<'a, str>, Schema<'a>)>);
-
-    /// A string, borrowed when it has no escapes; anything else is no text.
-    #[derive(Default)]
-    pub(super) struct Text<'a>(pub(super) Option<Cow<'a, str>>);
-
-    /// The strings of a list; anything else in it is no text.
-    #[derive(Default)]
-    struct Texts<'a>(Vec<Cow<'a, str>>);
-
-    impl<'de: 'a, 'a> Deserialize<'de> for Properties<'a> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct Entries<'a>(std::marker::PhantomData<&'a ()>);
-            impl<'de: 'a, 'a> Visitor<'de> for Entries<'a> {
-                type Value = Properties<'a>;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("an object of schemas")
-                }
-                fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Properties<'a>, M::Error> {
-                    let mut entries = Vec::new();
-                    while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
-                        let schema = map.next_value::<Schema<'de>>()?;
-                        entries.push((name.unwrap_or_default(), schema));
-                    }
-                    Ok(Properties(entries))
-                }
-            }
-            deserializer.deserialize_map(Entries(std::marker::PhantomData))
-        }
-    }
-
-    impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            deserializer.deserialize_any(TextVisitor(std::marker::PhantomData))
-        }
-    }
-
-    struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
-
-    impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
-        type Value = Text<'a>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any value")
-        }
-        fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'a>, E> {
-            Ok(Text(Some(Cow::Borrowed(text))))
-        }
-        fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'a>, E> {
-            Ok(Text(Some(Cow::Owned(text.to_string()))))
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Text<'a>, S::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(Text(None))
-        }
-        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Text<'a>, M::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(Text(None))
-        }
-    }
-
-    impl<'de: 'a, 'a> Deserialize<'de> for Texts<'a> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct Strings<'a>(std::marker::PhantomData<&'a ()>);
-            impl<'de: 'a, 'a> Visitor<'de> for Strings<'a> {
-                type Value = Texts<'a>;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a list")
-                }
-                fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Texts<'a>, S::Error> {
-                    let mut texts = Vec::new();
-                    while let Some(Text(text)) = seq.next_element::<Text<'de>>()? {
-                        texts.extend(text);
-                    }
-                    Ok(Texts(texts))
-                }
-            }
-            deserializer.deserialize_seq(Strings(std::marker::PhantomData))
-        }
     }
 }
 
@@ -1443,7 +1329,7 @@ mod tests {
             let (fast, plain) = texts(schema);
             assert_eq!(fast, plain, "{schema}");
         }
-        // Where the walk reads a schema, it finds what the keywords' reader finds.
+        // Where the walk reads a schema, it finds what the reader of its `Value` finds.
         let walked = |schema: &str| {
             let mut walked: Vec<String> = schema_walk::texts(schema)?.into_iter().map(String::from).collect();
             walked.sort();
@@ -1451,7 +1337,7 @@ mod tests {
         };
         let read = |schema: &str| {
             let mut read = Vec::new();
-            schema_text::properties(&serde_json::from_str(schema).ok()?, &mut |text| read.push(text.to_string()), 0);
+            value_text::properties(&serde_json::from_str(schema).ok()?, &mut |text| read.push(text.to_string()), 0);
             read.sort();
             Some(read)
         };
