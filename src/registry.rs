@@ -526,6 +526,13 @@ impl Registry {
 
     /// The tool named `name` (the first of that name, in discovery order).
     pub fn tool(&self, name: &str) -> Option<(&Library, &Tool)> {
+        let (library, t) = self.tool_entry(name)?;
+        Some((&**library, &library.tools[t]))
+    }
+
+    /// Where the tool named `name` is: its library, as the registry holds it, and its
+    /// place among the library's tools (so a call can keep what it was admitted for).
+    pub(crate) fn tool_entry(&self, name: &str) -> Option<(&Arc<Library>, usize)> {
         let index = self.index.get_or_init(|| {
             let mut index = FastMap::default();
             for (l, library) in self.libraries.iter().enumerate() {
@@ -536,14 +543,7 @@ impl Registry {
             index
         });
         let &(l, t) = index.get(name)?;
-        let library = &self.libraries[l];
-        Some((&**library, &library.tools[t]))
-    }
-
-    /// The registry's own handle on `library`, one of its libraries (found by address),
-    /// so a call can keep what it was admitted for without looking it up again.
-    pub(crate) fn shared(&self, library: &Library) -> Option<Arc<Library>> {
-        self.libraries.iter().find(|held| std::ptr::eq(&***held, library)).cloned()
+        Some((&self.libraries[l], t))
     }
 
     /// Every prompt (SPEC §15) in discovery order, with its library.
@@ -558,12 +558,26 @@ impl Registry {
 
     /// The prompt named `name`.
     pub fn prompt(&self, name: &str) -> Option<(&Library, &Tool)> {
-        self.prompts().find(|(_, prompt)| prompt.name == name)
+        let (library, p) = self.prompt_entry(name)?;
+        Some((&**library, &library.prompts[p]))
+    }
+
+    /// [`Registry::tool_entry`] for the prompt named `name`.
+    pub(crate) fn prompt_entry(&self, name: &str) -> Option<(&Arc<Library>, usize)> {
+        self.libraries.iter().find_map(|library| Some((library, library.prompts.iter().position(|p| p.name == name)?)))
     }
 
     /// The resource whose function is named `name`.
     pub fn resource(&self, name: &str) -> Option<(&Library, &Resource)> {
-        self.resources().find(|(_, resource)| resource.function.name == name)
+        let (library, r) = self.resource_entry(name)?;
+        Some((&**library, &library.resources[r]))
+    }
+
+    /// [`Registry::tool_entry`] for the resource whose function is named `name`.
+    pub(crate) fn resource_entry(&self, name: &str) -> Option<(&Arc<Library>, usize)> {
+        self.libraries
+            .iter()
+            .find_map(|library| Some((library, library.resources.iter().position(|r| r.function.name == name)?)))
     }
 
     /// Whether `name` is a tool, a prompt or a resource: what a profile may name.

@@ -171,6 +171,15 @@ pub enum Member {
 }
 
 impl Member {
+    /// The function of `library` at `index` among its members of this kind.
+    fn of(self, library: &Library, index: usize) -> &Tool {
+        match self {
+            Member::Tool => &library.tools[index],
+            Member::Prompt => &library.prompts[index],
+            Member::Resource => &library.resources[index].function,
+        }
+    }
+
     fn noun(self) -> &'static str {
         match self {
             Member::Tool => "tool",
@@ -219,11 +228,7 @@ impl Admitted {
 
     /// Its definition: the tool, the prompt's function or the resource's function.
     pub fn function(&self) -> &Tool {
-        match self.member {
-            Member::Tool => &self.library.tools[self.index],
-            Member::Prompt => &self.library.prompts[self.index],
-            Member::Resource => &self.library.resources[self.index].function,
-        }
+        self.member.of(&self.library, self.index)
     }
 
     /// What it is.
@@ -302,24 +307,18 @@ pub fn admit_member(
         }
         None => name.to_string(),
     };
-    let found = match member {
-        Member::Tool => registry.tool(&real),
-        Member::Prompt => registry.prompt(&real),
-        Member::Resource => registry.resource(&real).map(|(library, resource)| (library, &resource.function)),
+    let entry = match member {
+        Member::Tool => registry.tool_entry(&real),
+        Member::Prompt => registry.prompt_entry(&real),
+        Member::Resource => registry.resource_entry(&real),
     };
-    let Some((library, found, index)) = found.and_then(|(library, found)| {
-        let index = match member {
-            Member::Tool => library.tools.iter().position(|tool| std::ptr::eq(tool, found)),
-            Member::Prompt => library.prompts.iter().position(|prompt| std::ptr::eq(prompt, found)),
-            Member::Resource => library.resources.iter().position(|resource| std::ptr::eq(&resource.function, found)),
-        }?;
-        Some((registry.shared(library)?, found, index))
-    }) else {
+    let Some((library, index)) = entry.map(|(library, index)| (Arc::clone(library), index)) else {
         return Admission::Unknown(match member {
             Member::Tool => registry.unknown_tool(name),
             _ => format!("there is no {noun} `{name}`"),
         });
     };
+    let found = member.of(&library, index);
     let declared = config.declared(found);
     if let Some(rule) = config.policy.forbids(name, &declared) {
         return Admission::Refused(rule);

@@ -800,7 +800,7 @@ impl Upstreams {
         args: &Value,
         options: &CallOptions,
     ) -> Option<Forwarding> {
-        if !FastPath::Forward.on() {
+        if !self.is_lean(library) {
             return None;
         }
         let (upstream, name) = self.route(library, tool).ok()?;

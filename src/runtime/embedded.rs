@@ -252,11 +252,7 @@ impl Runtime {
                         &confined
                     }
                 };
-                let (library, tool) = (admitted.library(), admitted.function());
-                match checked_arguments(tool, args) {
-                    Ok(args) => self.call_checked(library, tool, &args, options),
-                    Err(refused) => ToolResult::failure(refused),
-                }
+                self.call_found(admitted.library(), admitted.function(), args, options)
             }
             Member::Prompt => self.get_prompt(admitted, args, options),
             Member::Resource => self.read_resource(admitted, args, options),
@@ -398,11 +394,16 @@ impl Runtime {
     /// [`Runtime::call_admitted`] does the same for what a view admitted; `lcp test`
     /// calls here with the tools of its view.
     pub fn call(&self, registry: &Registry, tool: &str, args: &Value, options: &CallOptions) -> ToolResult {
-        let Some((library, found)) = registry.tool(tool) else {
-            return ToolResult::failure(registry.unknown_tool(tool));
-        };
-        match checked_arguments(found, args) {
-            Ok(args) => self.call_checked(library, found, &args, options),
+        match registry.tool(tool) {
+            Some((library, found)) => self.call_found(library, found, args, options),
+            None => ToolResult::failure(registry.unknown_tool(tool)),
+        }
+    }
+
+    /// `tool` of `library` called with `args` once they are checked against its schema.
+    fn call_found(&self, library: &Library, tool: &Tool, args: &Value, options: &CallOptions) -> ToolResult {
+        match checked_arguments(tool, args) {
+            Ok(args) => self.call_checked(library, tool, &args, options),
             Err(refused) => ToolResult::failure(refused),
         }
     }
