@@ -199,6 +199,7 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// One line of a docstring.
+#[derive(Clone, Copy)]
 struct Line<'a> {
     /// The whole line.
     full: &'a str,
@@ -422,10 +423,7 @@ fn summary(lines: &[Line<'_>]) -> String {
 /// The paragraphs before the first section header or field line.
 fn prose(lines: &[Line<'_>]) -> String {
     let mut paragraphs: Vec<Vec<&str>> = vec![Vec::new()];
-    for (index, line) in lines.iter().enumerate() {
-        if is_dash_line(line.content) || header_at(lines, index).is_some() || parse_field(line.content).is_some() {
-            break;
-        }
+    for line in &lines[..prose_lines(lines)] {
         match (line.content.is_empty(), paragraphs.last_mut()) {
             (true, Some(last)) if !last.is_empty() => paragraphs.push(Vec::new()),
             (false, Some(last)) => last.push(line.content),
@@ -435,6 +433,35 @@ fn prose(lines: &[Line<'_>]) -> String {
     let paragraphs: Vec<String> =
         paragraphs.iter().filter(|p| !p.is_empty()).map(|paragraph| normalize(&paragraph.join(" "))).collect();
     paragraphs.join("\n\n")
+}
+
+/// Whether the line at `index` ends a docstring's prose: a section header, a field or
+/// a dash line.
+fn ends_prose(lines: &[Line<'_>], index: usize) -> bool {
+    let content = lines[index].content;
+    is_dash_line(content) || header_at(lines, index).is_some() || parse_field(content).is_some()
+}
+
+/// How many of `lines` come before the first line that [`ends_prose`].
+fn prose_lines(lines: &[Line<'_>]) -> usize {
+    (0..lines.len()).find(|&index| ends_prose(lines, index)).unwrap_or(lines.len())
+}
+
+/// The start of a cleaned docstring ([`Docstring::text`]) up to its first section
+/// header, field or dash line: its prose as written, without what [`parse`] reads into
+/// parameters and returns. Reads no line after that one's next.
+pub fn prose_text(text: &str) -> &str {
+    let mut lines = text.lines().map(Line::new).peekable();
+    while let Some(line) = lines.next() {
+        // A line and the one after it (a NumPy header is underlined).
+        let pair = [line, lines.peek().copied().unwrap_or(Line::BLANK)];
+        let known = if lines.peek().is_some() { 2 } else { 1 };
+        if ends_prose(&pair[..known], 0) {
+            // `line` is a slice of `text`: it starts where the prose ends.
+            return &text[..line.full.as_ptr() as usize - text.as_ptr() as usize];
+        }
+    }
+    text
 }
 
 /// Where continuation text goes.
@@ -708,6 +735,23 @@ mod tests {
         let rest = parse("Point.\n\n:ivar x: Across.\n:param y: Down.\n");
         assert_eq!(rest.attributes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["x"]);
         assert_eq!(rest.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["y"]);
+    }
+
+    #[test]
+    fn prose_text_is_the_text_before_the_first_section() {
+        let cases = [
+            ("Sends mail.\n\nThrough the relay.\n\nArgs:\n    to: Whom.", "Sends mail.\n\nThrough the relay.\n\n"),
+            ("Point.\n\nAttributes\n----------\nx : int", "Point.\n\n"),
+            ("Reads.\n:param x: The x.", "Reads.\n"),
+            ("Only prose.\n\nTwo paragraphs.", "Only prose.\n\nTwo paragraphs."),
+            ("Args:\n    x: The x.", ""),
+            ("", ""),
+        ];
+        for (text, prose) in cases {
+            assert_eq!(prose_text(text), prose, "{text:?}");
+            let lines: Vec<Line<'_>> = text.lines().map(Line::new).collect();
+            assert_eq!(prose_text(text).lines().count(), prose_lines(&lines), "{text:?}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! An [`Index`] is built from what a host shows ([`crate::view`]'s registry, so a
 //! search never returns a tool the caller may not see) and ranks the tools for a
 //! query with BM25F: each tool is five fields (its name split into words, its
-//! description, the rest of its docstring, its parameters' names, descriptions and
+//! description, its docstring's prose after the summary, its parameters' names, descriptions and
 //! string values, its library's name and docstring), each with its own weight and
 //! length normalisation, read through one tokeniser (words split at `_`, case changes
 //! and digits, lowercased, common English words left out, Snowball's English stemmer).
@@ -506,7 +506,10 @@ fn tool_texts(tool: &Tool, description: &str, mut found: impl FnMut(usize, &str)
     found(NAME, tool.name.strip_prefix("tool_").unwrap_or(&tool.name));
     found(DESCRIPTION, description);
     if let Some(docstring) = &tool.docstring {
-        found(DOCSTRING, docstring.strip_prefix(description).unwrap_or(docstring));
+        // What the docstring says beyond its summary, without its sections: the
+        // parameters' descriptions are read from the schema.
+        let prose = crate::docstring::prose_text(docstring);
+        found(DOCSTRING, prose.strip_prefix(description).unwrap_or(prose));
     }
     parameter_texts(tool.parameters.as_str(), &mut |text| found(PARAMETERS, text));
 }
@@ -895,10 +898,13 @@ impl Reader {
     /// The segment of `library`, its tools described by `descriptions`.
     fn segment(&mut self, library: &Arc<Library>, descriptions: &Descriptions, words: &Mutex<Words>) -> Segment {
         let Reader { numbers, seen, tool: number, widest } = self;
-        // The words of the library's field, read once for all its tools.
-        let mut library_words = Vec::new();
+        // The words of the library's field with their counts, read once for all its tools.
+        let mut library_words: Vec<(u32, u16)> = Vec::new();
         for text in library_texts(library) {
-            numbers.each(words, text, |word| library_words.push(word));
+            numbers.each(words, text, |word| match library_words.iter_mut().find(|(known, _)| *known == word) {
+                Some((_, count)) => *count = count.saturating_add(1),
+                None => library_words.push((word, 1)),
+            });
         }
         let mut segment = Segment {
             library: Arc::clone(library),
@@ -914,7 +920,8 @@ impl Reader {
             let mut lengths = [0u32; FIELDS];
             let name_first = segment.name_words.len();
             let (counts, name_words) = (&mut segment.counts, &mut segment.name_words);
-            let mut count = |field: usize, word: u32| {
+            // Counts `times` more of `word` in `field`.
+            let mut count = |field: usize, word: u32, times: u16| {
                 let at = word as usize;
                 if seen.len() <= at {
                     seen.resize(at + 1, (0, 0));
@@ -925,15 +932,17 @@ impl Reader {
                     counts.push((word, [0; FIELDS]));
                 }
                 let count = &mut counts[first + *place as usize].1[field];
-                *count = count.saturating_add(1);
-                lengths[field] += 1;
+                *count = count.saturating_add(times);
+                lengths[field] += u32::from(times);
                 if field == NAME && !name_words[name_first..].contains(&word) {
                     name_words.push(word);
                 }
             };
-            tool_texts(tool, descriptions.of(tool), |field, text| numbers.each(words, text, |word| count(field, word)));
-            for &word in &library_words {
-                count(LIBRARY, word);
+            tool_texts(tool, descriptions.of(tool), |field, text| {
+                numbers.each(words, text, |word| count(field, word, 1))
+            });
+            for &(word, times) in &library_words {
+                count(LIBRARY, word, times);
             }
             *widest = (*widest).max(segment.counts.len() - first);
             segment.tools.push(ReadTool {
@@ -1401,6 +1410,24 @@ mod tests {
         assert_eq!(first("send an email to my boss").as_deref(), Some("tool_send_email"));
         assert_eq!(first("list files in a folder").as_deref(), Some("tool_list_directory"));
         assert_eq!(first("sha256 checksum of a file").as_deref(), Some("tool_file_hash"));
+    }
+
+    #[test]
+    fn a_docstrings_sections_are_read_as_parameters_not_as_docstring() {
+        let source = "def tool_send(to: str) -> str:\n    \"\"\"Sends a note.\n\n    Through the relay.\n\n    Args:\n        to: The recipient's mailbox.\n\n    Returns:\n        A receipt.\n    \"\"\"\n    return to\n";
+        let file = crate::scan::SourceFile { path: PathBuf::from("notes.py"), package: None };
+        let (library, _) = crate::extract::extract(&file, source.as_bytes().to_vec(), &[]);
+        let library = library.expect("the source parses");
+        let mut fields: Vec<(usize, String)> = Vec::new();
+        tool_texts(&library.tools[0], &library.tools[0].description, |field, text| {
+            fields.push((field, text.to_string()))
+        });
+        let docstring: Vec<&str> =
+            fields.iter().filter(|(field, _)| *field == DOCSTRING).map(|(_, text)| text.trim()).collect();
+        assert_eq!(docstring, ["Through the relay."]);
+        let parameters: Vec<&str> =
+            fields.iter().filter(|(field, _)| *field == PARAMETERS).map(|(_, text)| text.as_str()).collect();
+        assert_eq!(parameters, ["to", "The recipient's mailbox."]);
     }
 
     #[test]

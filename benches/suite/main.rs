@@ -6,7 +6,8 @@
 //! lcp itself, not for the record), `--runtime-only` runs sections 4 and 5 alone,
 //! `--only 1,3,8` runs the sections listed (4 includes 5, 8 includes 8b and 8c; `8b`
 //! alone is the gateway row), and
-//! `--profile-load FOLDER` only loads a folder three times, for a profiler.
+//! `--profile-load FOLDER` only loads a folder three times, and `--profile-index FOLDER`
+//! builds its search index 200 times, for a profiler.
 //! It generates `target/bench-corpus/` (see `corpus`), makes `target/bench-venv` with
 //! the pinned lollms-client (see `python`), then measures, interleaving the
 //! contenders of each section round by round:
@@ -99,6 +100,15 @@ fn main() {
         for _ in 0..3 {
             let registry = Registry::load(&sources, &Options::default());
             eprintln!("{} tools", registry.tools().count());
+        }
+        return;
+    }
+    // `--profile-index FOLDER`: loads it once, then builds its search index 200 times.
+    if let Some(i) = args.iter().position(|a| a == "--profile-index") {
+        let sources = Sources { folders: vec![PathBuf::from(&args[i + 1])], files: Vec::new() };
+        let registry = Registry::load(&sources, &Options::default());
+        for _ in 0..200 {
+            std::hint::black_box(lcp::search::Index::build(&registry, &Descriptions::default()));
         }
         return;
     }
