@@ -5,9 +5,10 @@
 //! handler, `user_interaction_handler`, `lollms_client_instance` /
 //! `tool_context.client`, `tool_context.emit_progress`, Python `logging`). Each
 //! becomes a [`HostRequest`] the call waits for (answered with a [`HostAnswer`]) or a
-//! [`Notice`] it does not wait for. In-process, `host.py`'s JSON reaches `answer_wire`
-//! on the tool's thread; in a worker, the worker's callbacks send the same requests
-//! and notices over the call's connection and the supervisor answers them with the
+//! [`Notice`] it does not wait for. These types are the one host protocol: `host.py`
+//! sends them (serde's JSON of a [`FromTool`], read back as a [`ToTool`]) to
+//! `answer_wire` on the tool's thread, and in a worker the worker's callbacks send the
+//! same values over the call's connection, where the supervisor answers them with the
 //! call's [`Callbacks`] (see `worker` and `supervisor`). Either way the same
 //! [`Callbacks::answer`] and [`Callbacks::notify`] decide.
 //!
@@ -21,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::{ConfirmHandler, ConfirmRequest, Confirmation};
 
@@ -392,165 +393,48 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
     catch_unwind(AssertUnwindSafe(f)).ok()
 }
 
-/// `host.py`'s request, as JSON text: `{"kind", "call_id", "library", "tool", ...}`.
-#[derive(Deserialize)]
-struct Wire {
-    kind: String,
-    call_id: Option<u64>,
-    library: Option<String>,
-    tool: Option<String>,
-    /// `confirm`: the handler's arguments.
-    #[serde(default)]
-    args: Vec<Value>,
-    #[serde(default)]
-    kwargs: Map<String, Value>,
-    /// `interact`: the request dict; `generate`: its arguments; `progress`, `log`: the notice.
-    #[serde(default)]
-    body: Value,
+/// What `host.py` sends the host: a request or a notice of the call `call_id` (`None`
+/// outside a call), in serde's JSON of the same [`HostRequest`] and [`Notice`] the
+/// worker frames carry (`{"call_id": 7, "sent": {"Request": {"Interact": {...}}}}`).
+/// `host.py` makes a tool's arguments into these types' fields; nothing here reads them
+/// a second way.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct FromTool {
+    pub call_id: Option<u64>,
+    pub sent: Sent,
 }
 
-/// What `host.py` sent, read: a request, a notice, or why it cannot be read.
-pub(crate) enum Received {
+/// A request the call waits for, or a notice it does not.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Sent {
     Request(HostRequest),
     Notice(Notice),
 }
 
-/// The `key` a tool named its question with: a non-empty string.
-fn key_of(body: &Value) -> Option<String> {
-    body.get("key").and_then(Value::as_str).map(str::trim).filter(|key| !key.is_empty()).map(str::to_string)
+/// What `host.py` reads back: the [`HostAnswer`] to a request, whether a notice was
+/// taken, or why what it sent could not be read.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum ToTool {
+    Answer(HostAnswer),
+    Delivered(bool),
+    Unreadable(String),
 }
 
-/// Reads `host.py`'s JSON: the call it belongs to and what it asks.
-pub(crate) fn read_wire(text: &str) -> Result<(Option<u64>, Received), String> {
-    let wire: Wire = serde_json::from_str(text).map_err(|err| format!("lcp could not read the request: {err}"))?;
-    let library = wire.library.unwrap_or_default();
-    let tool = wire.tool;
-    let body = wire.body;
-    let text_of = |key: &str| body.get(key).map(plain_text).unwrap_or_default();
-    let received = match wire.kind.as_str() {
-        "confirm" => {
-            let (content, label) = content_and_label(&wire.args, &wire.kwargs);
-            Received::Request(HostRequest::Confirm(ConfirmRequest {
-                library,
-                tool,
-                content,
-                label,
-                args: wire.args,
-                kwargs: wire.kwargs,
-            }))
-        }
-        "interact" => {
-            let kind = match body.get("type").and_then(Value::as_str).map(str::to_ascii_lowercase).as_deref() {
-                Some("secret" | "password") => InteractionKind::Secret,
-                Some("select" | "choice") => InteractionKind::Select,
-                Some("form") => InteractionKind::Form,
-                _ => InteractionKind::Text,
-            };
-            let options = body.get("options").and_then(Value::as_array).into_iter().flatten().map(plain_text).collect();
-            Received::Request(HostRequest::Interact(Interaction {
-                library,
-                tool,
-                kind,
-                title: text_of("title"),
-                prompt: text_of("prompt"),
-                options,
-                default: body.get("default").filter(|value| !value.is_null()).cloned(),
-                schema: body.get("schema").filter(|value| value.is_object()).cloned(),
-                key: key_of(&body),
-            }))
-        }
-        "generate" => {
-            let mut extra = body.get("extra").and_then(Value::as_object).cloned().unwrap_or_default();
-            extra.retain(|_, value| !value.is_null());
-            Received::Request(HostRequest::Generate(Generation {
-                library,
-                tool,
-                prompt: text_of("prompt"),
-                images: body.get("images").and_then(Value::as_array).into_iter().flatten().map(plain_text).collect(),
-                n_predict: body.get("n_predict").and_then(Value::as_u64),
-                temperature: body.get("temperature").and_then(Value::as_f64),
-                system_prompt: body.get("system_prompt").and_then(Value::as_str).map(str::to_string),
-                extra,
-                key: key_of(&body),
-            }))
-        }
-        "roots" => Received::Request(HostRequest::Roots(RootsRequest { library, tool, key: key_of(&body) })),
-        "batch" => {
-            let mut requests = Vec::new();
-            for (key, item) in body.get("requests").and_then(Value::as_object).into_iter().flatten() {
-                let kind = item.get("kind").and_then(Value::as_str).unwrap_or_default();
-                if !matches!(kind, "interact" | "generate" | "roots") {
-                    return Err(format!("`{key}`: a batch asks interact, generate or roots, not `{kind}`"));
-                }
-                let mut body = item.get("body").cloned().unwrap_or_else(|| json!({}));
-                body["key"] = json!(key);
-                let inner = json!({"kind": kind, "library": library, "tool": tool, "body": body});
-                match read_wire(&inner.to_string())? {
-                    (_, Received::Request(request)) => requests.push((key.clone(), request)),
-                    (_, Received::Notice(_)) => unreachable!("interact, generate and roots are requests"),
-                }
-            }
-            Received::Request(HostRequest::Batch(requests))
-        }
-        "progress" => {
-            let meta = body.get("meta").and_then(Value::as_object).cloned().unwrap_or_default();
-            Received::Notice(Notice::Progress(Progress {
-                tool,
-                text: text_of("text"),
-                progress: meta.get("progress").and_then(Value::as_f64),
-                total: meta.get("total").and_then(Value::as_f64),
-                meta,
-            }))
-        }
-        "task" => Received::Notice(Notice::BecomeTask(Progress { tool, text: text_of("text"), ..Progress::default() })),
-        "log" => Received::Notice(Notice::Log(LogRecord {
-            tool,
-            level: body.get("level").and_then(Value::as_u64).map_or(level::INFO, |l| l.min(u64::from(u32::MAX)) as u32),
-            logger: text_of("logger"),
-            message: text_of("message"),
-        })),
-        other => return Err(format!("lcp does not know the request `{other}`")),
-    };
-    Ok((wire.call_id, received))
-}
-
-/// Reads `host.py`'s JSON, answers it with `callbacks` (those of its call, found by
-/// `find`) and returns the JSON `host.py` reads back.
+/// Reads `host.py`'s [`FromTool`], answers it with `callbacks` (those of its call,
+/// found by `find`) and returns the [`ToTool`] `host.py` reads back, as JSON.
 pub(crate) fn answer_wire(text: &str, find: impl FnOnce(Option<u64>) -> Option<Callbacks>) -> String {
-    match read_wire(text) {
-        Err(err) => json!({"error": err}).to_string(),
-        Ok((call, received)) => {
-            let callbacks = find(call).unwrap_or_default();
-            match received {
-                Received::Request(request) => wire_answer(&callbacks.answer(&request)),
-                Received::Notice(notice) => json!({"delivered": callbacks.notify(&notice)}).to_string(),
+    let reply = match serde_json::from_str::<FromTool>(text) {
+        Err(err) => ToTool::Unreadable(format!("lcp could not read the request: {err}")),
+        Ok(FromTool { call_id, sent }) => {
+            let callbacks = find(call_id).unwrap_or_default();
+            match sent {
+                Sent::Request(request) => ToTool::Answer(callbacks.answer(&request)),
+                Sent::Notice(notice) => ToTool::Delivered(callbacks.notify(&notice)),
             }
         }
-    }
-}
-
-/// An answer as `host.py` reads it.
-pub(crate) fn wire_answer(answer: &HostAnswer) -> String {
-    wire_value(answer).to_string()
-}
-
-fn wire_value(answer: &HostAnswer) -> Value {
-    match answer {
-        HostAnswer::Confirm(confirmation) => {
-            json!({"decision": confirmation.decision.as_str(), "reason": confirmation.reason})
-        }
-        HostAnswer::Interact(Answer::Given(value)) => json!({"status": "given", "value": value}),
-        HostAnswer::Interact(Answer::Declined) => json!({"status": "declined"}),
-        HostAnswer::Interact(Answer::Unavailable(reason)) => json!({"status": "unavailable", "reason": reason}),
-        HostAnswer::Generate(Ok(text)) => json!({"text": text}),
-        HostAnswer::Generate(Err(error)) | HostAnswer::Roots(Err(error)) => json!({"error": error}),
-        HostAnswer::Roots(Ok(roots)) => json!({"roots": roots}),
-        HostAnswer::Batch(answers) => {
-            let answers: Map<String, Value> =
-                answers.iter().map(|(key, answer)| (key.clone(), wire_value(answer))).collect();
-            json!({"answers": answers})
-        }
-    }
+    };
+    // Every map of these types has string keys: serialising cannot fail.
+    serde_json::to_string(&reply).unwrap_or_else(|err| format!("{{\"Unreadable\": \"{err}\"}}"))
 }
 
 /// What the host answers when nobody could: the request's kind, refused with `reason`.
@@ -566,69 +450,59 @@ pub fn refused(request: &HostRequest, reason: &str) -> HostAnswer {
     }
 }
 
-fn plain_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// `(content, label[, extra])`, keywords of those names, or one dict.
-fn content_and_label(args: &[Value], kwargs: &Map<String, Value>) -> (String, String) {
-    let first =
-        |fields: &Map<String, Value>, keys: &[&str]| keys.iter().find_map(|key| fields.get(*key)).map(plain_text);
-    match args {
-        [Value::Object(fields)] if kwargs.is_empty() => (
-            first(fields, &["content", "command", "text", "message"])
-                .unwrap_or_else(|| Value::Object(fields.clone()).to_string()),
-            first(fields, &["label", "title", "action"]).unwrap_or_default(),
-        ),
-        _ => (
-            args.first().map(plain_text).or_else(|| first(kwargs, &["content"])).unwrap_or_default(),
-            args.get(1).map(plain_text).or_else(|| first(kwargs, &["label"])).unwrap_or_default(),
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
-    #[test]
-    fn confirm_arguments_in_every_shape() {
-        let map = |v: Value| v.as_object().cloned().unwrap();
-        let none = Map::new();
-        assert_eq!(content_and_label(&[json!("rm -rf x"), json!("Run")], &none), ("rm -rf x".into(), "Run".into()));
-        assert_eq!(content_and_label(&[json!("a"), json!("b"), json!({"x": 1})], &none), ("a".into(), "b".into()));
-        assert_eq!(
-            content_and_label(&[json!({"command": "ls", "title": "List"})], &none),
-            ("ls".into(), "List".into())
-        );
-        assert_eq!(content_and_label(&[], &map(json!({"content": "c", "label": "l"}))), ("c".into(), "l".into()));
-    }
-
-    fn request(text: Value) -> HostRequest {
-        match read_wire(&text.to_string()) {
-            Ok((_, Received::Request(request))) => request,
-            _ => panic!("not a request: {text}"),
-        }
+    /// `answer_wire` of `sent` for the call 7, answered by `callbacks`, read back.
+    fn answered(sent: Value, callbacks: Callbacks) -> Value {
+        let text = json!({"call_id": 7, "sent": sent}).to_string();
+        let reply = answer_wire(&text, |call| (call == Some(7)).then_some(callbacks));
+        serde_json::from_str(&reply).expect("the reply is JSON")
     }
 
     #[test]
-    fn interactions_read_the_reference_protocol() {
-        let HostRequest::Interact(asked) = request(json!({"kind": "interact", "call_id": 1, "library": "l",
-            "body": {"type": "select", "title": "Region", "prompt": "Pick", "options": ["eu", "us"], "default": "eu"}}))
-        else {
-            panic!()
+    fn host_py_sends_and_reads_the_types_the_worker_frames_carry() {
+        let asked = Interaction {
+            library: "l".into(),
+            tool: Some("tool_pick".into()),
+            kind: InteractionKind::Select,
+            title: "Region".into(),
+            prompt: "Pick".into(),
+            options: vec!["eu".into(), "us".into()],
+            default: Some(json!("eu")),
+            schema: None,
+            key: None,
         };
-        assert_eq!(asked.kind, InteractionKind::Select);
-        assert_eq!(asked.options, ["eu", "us"]);
-        assert_eq!(asked.default, Some(json!("eu")));
-        let HostRequest::Interact(asked) = request(json!({"kind": "interact", "body": {"prompt": "?"}})) else {
-            panic!()
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let interact: InteractHandler = {
+            let seen = Arc::clone(&seen);
+            Arc::new(move |asked: &Interaction| {
+                *seen.lock().unwrap() = Some(asked.clone());
+                Answer::Given(json!("us"))
+            })
         };
-        assert_eq!((asked.kind, asked.title.as_str(), asked.default), (InteractionKind::Text, "", None));
+        let sent = serde_json::to_value(Sent::Request(HostRequest::Interact(asked.clone()))).unwrap();
+        let reply = answered(sent, Callbacks { interact: Some(interact), ..Callbacks::default() });
+        assert_eq!(reply, json!({"Answer": {"Interact": {"Given": "us"}}}));
+        assert_eq!(seen.lock().unwrap().as_ref(), Some(&asked), "the callback got the request as sent");
+
+        let log = json!({"Notice": {"Log": {"tool": null, "level": 20, "logger": "x", "message": "m"}}});
+        assert_eq!(answered(log.clone(), Callbacks::default()), json!({"Delivered": false}));
+        let taken = Callbacks { log: Some(Arc::new(|_| {})), ..Callbacks::default() };
+        assert_eq!(answered(log, taken), json!({"Delivered": true}));
+    }
+
+    #[test]
+    fn what_host_py_sends_wrong_is_refused_with_where() {
+        let wrong = json!({"Request": {"Roots": {"library": "l", "tool": null, "key": 3}}});
+        let reply = answered(wrong, Callbacks::default());
+        let why = reply["Unreadable"].as_str().expect("unreadable");
+        assert!(why.starts_with("lcp could not read the request: invalid type: integer `3`"), "{why}");
+        let unknown = answered(json!({"Request": {"Shout": {}}}), Callbacks::default());
+        assert!(unknown["Unreadable"].as_str().is_some_and(|why| why.contains("unknown variant `Shout`")), "{unknown}");
     }
 
     #[test]

@@ -5,7 +5,14 @@ Loaded once as ``_lcp_host_objects``. It owns the confirm handler's bridge,
 relay of ``logging`` records. Every one of them reaches the host through the one
 function given to ``install``, ``host(request_json) -> answer_json``, with the id of
 the call it belongs to; the host answers with that call's callbacks (a terminal, an
-MCP client, a Rust closure). Never: waits on anything but that function.
+MCP client, a Rust closure).
+
+What goes both ways is serde's JSON of lcp's own types (``host_objects.rs``): a
+``FromTool`` ``{"call_id", "sent": {"Request": {"Interact": {...}}}}`` out, a
+``ToTool`` (``{"Answer": {"Interact": {"Given": "..."}}}``, ``{"Delivered": true}`` or
+``{"Unreadable": "why"}``) back. This module makes what a tool passes (any arguments,
+in the reference's shapes) into those types' fields, and their answers into what the
+tool gets. Never: waits on anything but that function.
 """
 
 import json
@@ -19,7 +26,7 @@ from _lcp_calls import _current
 from _lcp_results import _dumps
 
 
-_host = None  # host(request_json) -> answer_json, see ``_ask``
+_host = None  # host(request_json) -> answer_json, see ``_send``
 
 
 class _Bridge:
@@ -29,13 +36,14 @@ class _Bridge:
         self.library = library
 
     def __call__(self, *args, **kwargs):
-        answer = _ask(
-            "confirm",
-            self.library,
-            args=[_plain(a) for a in args],
-            kwargs={str(k): _plain(v) for k, v in kwargs.items()},
-        )
-        return (answer.get("decision") or "reject", answer.get("reason") or answer.get("error") or "")
+        args = [_plain(a) for a in args]
+        kwargs = {str(k): _plain(v) for k, v in kwargs.items()}
+        content, label = _content_and_label(args, kwargs)
+        request = {"content": content, "label": label, "args": args, "kwargs": kwargs}
+        confirmation, why = _answer(_request("Confirm", self.library, request), "Confirm")
+        if isinstance(confirmation, dict):
+            return (confirmation.get("decision") or "reject", confirmation.get("reason") or "")
+        return ("reject", why)
 
     def __repr__(self):
         return f"<lcp confirm handler for {self.library}>"
@@ -59,72 +67,154 @@ class HostUnavailable(RuntimeError):
     there is no model. The message says why."""
 
 
-def _ask(kind, library, **fields):
-    """Sends one request or notice to the host, for the call this thread serves.
-
-    ``kind``: ``confirm`` (``args``, ``kwargs``), ``interact``, ``generate``,
-    ``progress``, ``task`` or ``log`` (``body``). Returns the host's answer as a dict.
-    """
+def _send(sent):
+    """Sends ``sent`` (a ``Sent``: ``{"Request": ...}`` or ``{"Notice": ...}``) to the
+    host, for the call this thread serves; returns the host's ``ToTool`` as a dict."""
     current = _current()
-    request = {
-        "kind": kind,
-        "call_id": current.id if current is not None else None,
-        "library": library if library is not None else (current.library if current is not None else None),
-        "tool": current.function if current is not None else None,
-    }
-    request.update(fields)
     if _host is None:
-        return {"error": "no host is installed"}
+        return {"Unreadable": "no host is installed"}
     try:
-        text = _dumps(request)
+        text = _dumps({"call_id": current.id if current is not None else None, "sent": sent})
     except (TypeError, ValueError) as exc:
-        return {"error": f"the request cannot be sent to the host: {exc}"}
+        return {"Unreadable": f"the request cannot be sent to the host: {exc}"}
     return json.loads(_host(text))
 
 
+def _origin(library):
+    """The ``library`` and ``tool`` fields of a request: the library asking (the call's
+    when not given) and the tool being run, if any."""
+    current = _current()
+    if library is None:
+        library = current.library if current is not None else ""
+    return {"library": library, "tool": current.function if current is not None else None}
+
+
+def _request(kind, library, fields):
+    """Asks the host the ``HostRequest`` ``kind`` with ``fields``; returns its ``ToTool``."""
+    return _send({"Request": {kind: {**_origin(library), **fields}}})
+
+
+def _notify(kind, fields):
+    """Tells the host the ``Notice`` ``kind``; returns whether it took it."""
+    current = _current()
+    tool = current.function if current is not None else None
+    return _send({"Notice": {kind: {"tool": tool, **fields}}}).get("Delivered") is True
+
+
+def _answer(reply, kind):
+    """The ``HostAnswer`` of ``kind`` in ``reply`` (``None`` if there is none), and why
+    there is none."""
+    answer = reply.get("Answer")
+    if isinstance(answer, dict) and kind in answer:
+        return answer[kind], ""
+    return None, reply.get("Unreadable") or f"the host gave no {kind.lower()} answer"
+
+
+def _text(value):
+    """A value as text, as a string field of a request holds it: a string as it is,
+    nothing as empty, anything else as its JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def _key(value):
+    """The name a tool gives a question: a non-empty string, trimmed."""
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
+def _content_and_label(args, kwargs):
+    """What a confirmation is about and its title: ``(content, label[, extra])``,
+    keywords of those names, or one dict (``content`` / ``command`` / ``text`` /
+    ``message``, and ``label`` / ``title`` / ``action``)."""
+
+    def first(fields, keys):
+        return next((_text(fields[key]) for key in keys if key in fields), None)
+
+    if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
+        fields = args[0]
+        content = first(fields, ("content", "command", "text", "message"))
+        label = first(fields, ("label", "title", "action"))
+        return (_text(fields) if content is None else content, label or "")
+    content = _text(args[0]) if args else first(kwargs, ("content",))
+    label = _text(args[1]) if len(args) > 1 else first(kwargs, ("label",))
+    return (content or "", label or "")
+
+
+_INTERACTION_KINDS = {"secret": "secret", "password": "secret", "select": "select", "choice": "select", "form": "form"}
+
+
 def _interaction(request):
-    """The body of a ``user_interaction_handler`` request."""
-    fields = ("type", "title", "prompt", "options", "default", "schema", "key")
-    return {key: _plain(request.get(key)) for key in fields}
-
-
-def _interaction_answer(body, answer):
-    """What the tool gets for the host's answer to an interaction; raises
-    ``HostUnavailable`` when nobody could be asked."""
-    status = answer.get("status")
-    if status == "given":
-        value = answer.get("value")
-        if str(body.get("type") or "text").lower() == "form":
-            return value if isinstance(value, dict) else None
-        return value if value is None or isinstance(value, str) else _dumps(value)
-    if status == "declined":
-        return None
-    raise HostUnavailable(answer.get("reason") or answer.get("error") or "the host cannot ask the user")
-
-
-def _generation(prompt, images=None, n_predict=None, temperature=None, system_prompt=None, key=None, **kwargs):
-    """The body of a ``generate_text`` request."""
+    """The fields of an ``Interaction`` from a ``user_interaction_handler`` request."""
+    kind = request.get("type")
+    options = request.get("options")
+    default = _plain(request.get("default"))
+    schema = _plain(request.get("schema"))
     return {
-        "prompt": str(prompt),
-        "images": [_image_text(image) for image in (images or [])],
-        "n_predict": n_predict,
-        "temperature": temperature,
-        "system_prompt": system_prompt,
-        "key": key,
-        "extra": {str(k): _plain(v) for k, v in kwargs.items()},
+        "kind": _INTERACTION_KINDS.get(kind.lower(), "text") if isinstance(kind, str) else "text",
+        "title": _text(request.get("title")),
+        "prompt": _text(request.get("prompt")),
+        "options": [_text(option) for option in options] if isinstance(options, (list, tuple)) else [],
+        "default": default,
+        "schema": schema if isinstance(schema, dict) else None,
+        "key": _key(request.get("key")),
     }
 
 
-def _generated(answer):
-    if isinstance(answer.get("text"), str):
-        return answer["text"]
-    raise HostUnavailable(answer.get("error") or "the host's model gave no text")
+def _interaction_answer(fields, answer, why):
+    """What the tool gets for the host's ``Answer`` to an interaction; raises
+    ``HostUnavailable`` when nobody could be asked."""
+    if isinstance(answer, dict) and "Given" in answer:
+        value = answer["Given"]
+        if fields["kind"] == "form":
+            return value if isinstance(value, dict) else None
+        return value if value is None or isinstance(value, str) else _dumps(value)
+    if answer == "Declined":
+        return None
+    if isinstance(answer, dict) and "Unavailable" in answer:
+        why = answer["Unavailable"]
+    raise HostUnavailable(why or "the host cannot ask the user")
 
 
-def _roots(answer):
-    if isinstance(answer.get("roots"), list):
-        return answer["roots"]
-    raise HostUnavailable(answer.get("error") or "the host shares no roots")
+def _number(value):
+    """A JSON number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _generation(prompt, images=None, n_predict=None, temperature=None, system_prompt=None, key=None, **kwargs):
+    """The fields of a ``Generation`` from ``generate_text``'s arguments."""
+    count = _number(n_predict)
+    temperature = _number(temperature)
+    return {
+        "prompt": _text(prompt),
+        "images": [_image_text(image) for image in (images or [])],
+        "n_predict": count if isinstance(count, int) and count >= 0 else None,
+        "temperature": None if temperature is None else float(temperature),
+        "system_prompt": system_prompt if isinstance(system_prompt, str) else None,
+        "extra": {str(k): _plain(v) for k, v in kwargs.items() if v is not None},
+        "key": _key(key),
+    }
+
+
+def _result(answer, why, fallback):
+    """The ``Ok`` of a ``Result`` answer; raises ``HostUnavailable`` with its ``Err``."""
+    if isinstance(answer, dict) and "Ok" in answer:
+        return answer["Ok"]
+    if isinstance(answer, dict) and isinstance(answer.get("Err"), str):
+        why = answer["Err"]
+    raise HostUnavailable(why or fallback)
+
+
+def _generated(answer, why):
+    return _result(answer, why, "the host's model gave no text")
+
+
+def _roots(answer, why):
+    return _result(answer, why, "the host shares no roots")
 
 
 class _UserInteraction:
@@ -146,9 +236,9 @@ class _UserInteraction:
             request = {}
         elif not isinstance(request, dict):
             request = {"type": "text", "prompt": str(request)}
-        request = {**request, **fields}
-        body = _interaction(request)
-        return _interaction_answer(body, _ask("interact", self.library, body=body))
+        fields = _interaction({**request, **fields})
+        answer, why = _answer(_request("Interact", self.library, fields), "Interact")
+        return _interaction_answer(fields, answer, why)
 
     def __repr__(self):
         return f"<lcp user interaction handler for {self.library}>"
@@ -166,8 +256,8 @@ class _Client:
         """Asks the host's model; returns its text. ``key`` names the request where the
         host asks several at once. Raises ``HostUnavailable`` when the host has no model
         (or the client cannot sample)."""
-        body = _generation(prompt, images, n_predict, temperature, system_prompt, key, **kwargs)
-        return _generated(_ask("generate", self.library, body=body))
+        fields = _generation(prompt, images, n_predict, temperature, system_prompt, key, **kwargs)
+        return _generated(*_answer(_request("Generate", self.library, fields), "Generate"))
 
     def has_vision_capability(self):
         """Whether images may be sent to ``generate_text``."""
@@ -207,21 +297,28 @@ class _ToolContext:
         """Reports progress (``meta`` may carry numeric ``progress`` and ``total``);
         returns whether the host took it."""
         meta = {str(k): _plain(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
-        answer = _ask("progress", self.library, body={"text": str(text), "meta": meta})
-        return bool(answer.get("delivered"))
+        progress, total = _number(meta.get("progress")), _number(meta.get("total"))
+        return _notify(
+            "Progress",
+            {
+                "text": str(text),
+                "progress": None if progress is None else float(progress),
+                "total": None if total is None else float(total),
+                "meta": meta,
+            },
+        )
 
     def become_task(self, status=None):
         """Says the rest of the call is long work: a host that runs calls as tasks
         (MCP's tasks extension, for a tool declared ``task``) answers its caller now and
         lets it follow the rest; ``status`` is the task's first status message. Returns
         whether the call is now a task; elsewhere it does nothing and returns False."""
-        answer = _ask("task", self.library, body={"text": "" if status is None else str(status)})
-        return bool(answer.get("delivered"))
+        return _notify("BecomeTask", {"text": "" if status is None else str(status), "meta": {}})
 
     def roots(self, key=None):
         """The roots of the host's file system it lets tools see: a list of ``{"uri",
         "name"?}`` (MCP's ``roots/list``). Raises ``HostUnavailable`` when it shares none."""
-        return _roots(_ask("roots", self.library, body={"key": key}))
+        return _roots(*_answer(_request("Roots", self.library, {"key": _key(key)}), "Roots"))
 
     def ask(self, questions):
         """Asks the host several things at once, each under its name; a host that can
@@ -231,32 +328,39 @@ class _ToolContext:
         or ``{"kind": "roots"}``. Returns the same names, each with what that call would
         return, or the ``HostUnavailable`` it would raise (returned, not raised: the
         others may still have answers)."""
-        requests, kinds = {}, {}
+        origin = _origin(self.library)
+        requests, kinds = [], {}
         for name, question in dict(questions).items():
-            question = dict(question)
+            name, question = str(name), dict(question)
             kind = question.pop("kind", "interact")
             if kind == "interact":
-                body = _interaction(question)
+                fields = _interaction(question)
             elif kind == "generate":
-                body = _generation(**question)
+                fields = _generation(**question)
             elif kind == "roots":
-                body = {}
+                fields = {}
             else:
                 raise ValueError(f"question {name!r}: kind is interact, generate or roots, not {kind!r}")
-            requests[str(name)] = {"kind": kind, "body": body}
-            kinds[str(name)] = (kind, body)
-        answer = _ask("batch", self.library, body={"requests": requests})
-        answers = answer.get("answers") if isinstance(answer.get("answers"), dict) else {}
+            fields["key"] = name
+            kind = kind.capitalize()
+            requests.append([name, {kind: {**origin, **fields}}])
+            kinds[name] = (kind, fields)
+        batch, why = _answer(_send({"Request": {"Batch": requests}}), "Batch")
+        answers = {}
+        for pair in batch if isinstance(batch, list) else []:
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], dict):
+                answers[pair[0]] = pair[1]
         results = {}
-        for name, (kind, body) in kinds.items():
-            one = answers.get(name) or {"error": answer.get("error") or "the host gave no answer"}
+        for name, (kind, fields) in kinds.items():
+            one = answers.get(name, {})
+            answer, one_why = (one[kind], "") if kind in one else (None, why or "the host gave no answer")
             try:
-                if kind == "interact":
-                    results[name] = _interaction_answer(body, one)
-                elif kind == "generate":
-                    results[name] = _generated(one)
+                if kind == "Interact":
+                    results[name] = _interaction_answer(fields, answer, one_why)
+                elif kind == "Generate":
+                    results[name] = _generated(answer, one_why)
                 else:
-                    results[name] = _roots(one)
+                    results[name] = _roots(answer, one_why)
             except HostUnavailable as exc:
                 results[name] = exc
         return results
@@ -308,8 +412,9 @@ class _LogRelay(logging.Handler):
                 message = message + "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
         except Exception:
             return
-        answer = _ask("log", current.library, body={"level": record.levelno, "logger": record.name, "message": message})
-        if not answer.get("delivered"):
+        level = record.levelno if isinstance(record.levelno, int) and record.levelno >= 0 else logging.INFO
+        fields = {"level": min(level, 2**32 - 1), "logger": _text(record.name), "message": message}
+        if not _notify("Log", fields):
             current.write("err", f"{record.levelname}:{record.name}:{message}\n")
 
 
@@ -325,7 +430,7 @@ def _set_log_level(level):
 
 
 def install(host):
-    """``host(request_json) -> answer_json`` answers what tools ask (see ``_ask``);
+    """``host(request_json) -> answer_json`` answers what tools ask (see ``_send``);
     log records are relayed from here on."""
     global _host
     _host = host

@@ -82,7 +82,7 @@ _packages = {}  # library folder -> private package name
 
 
 def install(host, before_chdir=None, printed=None):
-    """Called once: ``host(request_json) -> answer_json`` asks the host (see ``_ask``);
+    """Called once: ``host(request_json) -> answer_json`` asks the host (see ``_lcp_host_objects._send``);
     ``before_chdir()``, if given, is called before a tool changes the working directory
     (``os.chdir``, ``os.fchdir``), so the host can restore it; ``printed(call_id,
     stream, text)``, if given, hears what a call prints as it prints it (a worker
