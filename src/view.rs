@@ -276,35 +276,35 @@ pub enum Admission {
 /// The check of one call, before any code runs (SPEC §11, §12): the name must be
 /// one the profile shows, and the policy must allow its tool.
 pub fn admit(registry: &Registry, config: &Config, profile: Option<&Profile>, name: &str) -> Admission {
-    admit_member(registry, config, profile, name, Member::Tool)
+    let selection = profile.map(|profile| profile::select(profile, registry));
+    admit_member(registry, config, selection.as_ref(), name, Member::Tool)
 }
 
-/// [`admit`] for a tool, a prompt or a resource (SPEC §15): prompts and resources
-/// go through the profile's names and the policy as tools do.
+/// [`admit`] for a tool, a prompt or a resource (SPEC §15), with the profile already
+/// checked against `registry` ([`profile::select`], which a host that admits many calls
+/// keeps): prompts and resources go through the profile's names and the policy as
+/// tools do.
 pub fn admit_member(
     registry: &Registry,
     config: &Config,
-    profile: Option<&Profile>,
+    selection: Option<&Selection>,
     name: &str,
     member: Member,
 ) -> Admission {
     let noun = member.noun();
-    let real = match profile {
-        Some(profile) => {
-            let selection = profile::select(profile, registry);
-            match selection.tool(name) {
-                Some(tool) => tool.to_string(),
-                None => {
-                    let names: Vec<&str> = selection.routes.iter().map(|(alias, _)| alias.as_str()).collect();
-                    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-                    let listed = if member == Member::Tool { "its tools" } else { "its names" };
-                    return Admission::Unknown(format!(
-                        "`{name}` is not a {noun} of profile `{}` ({listed}: {names})",
-                        selection.name
-                    ));
-                }
+    let real = match selection {
+        Some(selection) => match selection.tool(name) {
+            Some(tool) => tool.to_string(),
+            None => {
+                let names: Vec<&str> = selection.routes.iter().map(|(alias, _)| alias.as_str()).collect();
+                let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                let listed = if member == Member::Tool { "its tools" } else { "its names" };
+                return Admission::Unknown(format!(
+                    "`{name}` is not a {noun} of profile `{}` ({listed}: {names})",
+                    selection.name
+                ));
             }
-        }
+        },
         None => name.to_string(),
     };
     let entry = match member {

@@ -11,6 +11,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -243,7 +244,7 @@ impl Server {
     }
 
     /// The view's admission of a prompt or resource, as a protocol error when refused.
-    fn admitted(&self, registry: &Registry, name: &str, member: Member) -> Result<Admitted, ErrorData> {
+    fn admitted(&self, registry: &Arc<Registry>, name: &str, member: Member) -> Result<Admitted, ErrorData> {
         match self.admit_as(registry, &self.shared.settings.config.current(), name, member) {
             Admission::Run(admitted) => Ok(admitted),
             Admission::Refused(rule) => Err(ErrorData::invalid_request(rule, None)),

@@ -71,7 +71,7 @@ use tokio::sync::broadcast;
 use crate::config::{Config, Watched};
 use crate::diag::Diagnostic;
 use crate::export::{self, Format, Layout};
-use crate::profile::Choice;
+use crate::profile::{self, Choice, Selection};
 use crate::registry::{Descriptions, Registry};
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
 use crate::sync;
@@ -335,6 +335,43 @@ struct Shared {
     tasks: Arc<tasks::Tasks>,
     /// How long a session stays open unused (`[mcp] session_idle`).
     session_idle: Duration,
+    /// The profiles chosen, checked against the registry and config now current.
+    selections: Selections,
+}
+
+/// Each profile chosen, checked against a registry under a config
+/// ([`profile::select`]), kept while both are current: a call's admission does not
+/// check its profile again. Holding the registry and config keeps the ones it was
+/// checked against alive, so a new registry or config is never taken for them.
+#[derive(Default)]
+struct Selections(Mutex<Vec<Selected>>);
+
+struct Selected {
+    registry: Arc<Registry>,
+    config: Arc<Config>,
+    choice: Choice,
+    selection: Result<Arc<Selection>, String>,
+}
+
+impl Selections {
+    /// `choice`'s profile checked against `registry` under `config`, or why there is
+    /// none (a profile the config no longer has).
+    fn of(&self, registry: &Arc<Registry>, config: &Arc<Config>, choice: Choice) -> Result<Arc<Selection>, String> {
+        let mut kept = sync::lock(&self.0);
+        let current = |kept: &Selected| Arc::ptr_eq(&kept.registry, registry) && Arc::ptr_eq(&kept.config, config);
+        if let Some(found) = kept.iter().find(|kept| current(kept) && kept.choice == choice) {
+            return found.selection.clone();
+        }
+        let selection = match choice.profile(&config.profiles) {
+            Ok(profile) => Ok(Arc::new(profile::select(&profile, registry))),
+            Err(err) => Err(err.to_string()),
+        };
+        // Those of an earlier registry or config are never asked for again.
+        kept.retain(current);
+        let (registry, config) = (Arc::clone(registry), Arc::clone(config));
+        kept.push(Selected { registry, config, choice, selection: selection.clone() });
+        selection
+    }
 }
 
 impl Server {
@@ -363,6 +400,7 @@ impl Server {
             parked: call::Parked::new(key),
             tasks: Arc::new(tasks),
             session_idle: idle,
+            selections: Selections::default(),
         };
         // What an MCP server says of a resource it serves reaches the sessions that
         // subscribed to it.
@@ -738,19 +776,20 @@ impl Server {
 
     /// The check of one call before any code runs (SPEC §11, §12), with the config
     /// as its file is now.
-    fn admit(&self, registry: &Registry, config: &Config, name: &str) -> Admission {
+    fn admit(&self, registry: &Arc<Registry>, config: &Arc<Config>, name: &str) -> Admission {
         self.admit_as(registry, config, name, Member::Tool)
     }
 
     /// [`Server::admit`] of a tool, a prompt or a resource (SPEC §15).
-    fn admit_as(&self, registry: &Registry, config: &Config, name: &str, member: Member) -> Admission {
-        match &self.choice() {
-            None => view::admit_member(registry, config, None, name, member),
-            Some(choice) => match choice.profile(&config.profiles) {
-                Ok(profile) => view::admit_member(registry, config, Some(&profile), name, member),
-                Err(err) => Admission::Unknown(err.to_string()),
+    fn admit_as(&self, registry: &Arc<Registry>, config: &Arc<Config>, name: &str, member: Member) -> Admission {
+        let selection = match self.choice() {
+            None => None,
+            Some(choice) => match self.shared.selections.of(registry, config, choice) {
+                Ok(selection) => Some(selection),
+                Err(err) => return Admission::Unknown(err),
             },
-        }
+        };
+        view::admit_member(registry, config, selection.as_deref(), name, member)
     }
 
     /// Sends `notifications/tools/list_changed` to a handshake session until it closes.
@@ -1149,5 +1188,30 @@ fn mime_type(path: &std::path::Path) -> &'static str {
         Some("html" | "htm") => "text/html",
         Some("json") => "application/json",
         _ => "text/plain",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_is_checked_once_per_registry_and_config() {
+        let selections = Selections::default();
+        let (registry, config) = (Arc::new(Registry::default()), Arc::new(Config::default()));
+        let choice = || Choice { profile: "a,b".into(), extra_tools: Vec::new() };
+        let first = selections.of(&registry, &config, choice()).unwrap();
+        let again = selections.of(&registry, &config, choice()).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "the same registry and config: the same check");
+        let other = Choice { profile: "c,d".into(), extra_tools: Vec::new() };
+        assert_eq!(selections.of(&registry, &config, other).unwrap().routes.len(), 0);
+        assert_eq!(sync::lock(&selections.0).len(), 2, "one per profile chosen");
+
+        let rescanned = Arc::new(Registry::default());
+        let after = selections.of(&rescanned, &config, choice()).unwrap();
+        assert!(!Arc::ptr_eq(&first, &after), "a new registry: checked again");
+        assert_eq!(sync::lock(&selections.0).len(), 1, "those of the registry before are dropped");
+        let gone = Choice { profile: "nobody".into(), extra_tools: Vec::new() };
+        assert!(selections.of(&rescanned, &config, gone).unwrap_err().contains("nobody"));
     }
 }
