@@ -29,6 +29,7 @@ use serde_json::{Map, Value, json};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Resource, Tool};
 use crate::path_json;
+use crate::fast_paths::FastPath;
 use crate::policy::{self, Found};
 use crate::registry::{Descriptions, Registry};
 use crate::schema;
@@ -115,6 +116,16 @@ const MAX_ENTRY_DEPTH: usize = 120;
 /// The registry in `format`, each tool with its description in `descriptions` if it
 /// has one there, plus the problems of tools it had to leave out.
 pub fn export(registry: &Registry, descriptions: &Descriptions, format: Format) -> (Value, Vec<Diagnostic>) {
+    let (entries, diagnostics) = entries(registry, descriptions, format);
+    let libraries = match format {
+        Format::Manifest => registry.libraries().iter().map(|library| manifest_library(library)).collect(),
+        _ => Vec::new(),
+    };
+    (document(registry, format, Value::Array(libraries), Value::Array(entries)), diagnostics)
+}
+
+/// The entries of [`export`]'s list of tools, and the problems of those left out.
+fn entries(registry: &Registry, descriptions: &Descriptions, format: Format) -> (Vec<Value>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
     for shown in shown(registry, descriptions) {
@@ -123,11 +134,7 @@ pub fn export(registry: &Registry, descriptions: &Descriptions, format: Format) 
             Err(problems) => diagnostics.extend(problems),
         }
     }
-    let libraries = match format {
-        Format::Manifest => registry.libraries().iter().map(|library| manifest_library(library)).collect(),
-        _ => Vec::new(),
-    };
-    (document(registry, format, Value::Array(libraries), Value::Array(entries)), diagnostics)
+    (entries, diagnostics)
 }
 
 /// The most deferred tools Anthropic's tool search takes in one request.
@@ -297,6 +304,7 @@ pub enum Layout {
 /// Writes [`export`]'s document to `out`, byte for byte as `serde_json` prints it in
 /// `layout`, without building it: the envelope is written around the list of tools,
 /// which [`write_entries`] writes one tool at a time. Returns the same problems.
+/// With [`FastPath::Splice`] off, the document is built whole and printed.
 pub fn write(
     registry: &Registry,
     descriptions: &Descriptions,
@@ -304,6 +312,11 @@ pub fn write(
     layout: Layout,
     out: &mut impl Write,
 ) -> io::Result<Vec<Diagnostic>> {
+    if !FastPath::Splice.on() {
+        let (document, diagnostics) = export(registry, descriptions, format);
+        print(&document, layout, out)?;
+        return Ok(diagnostics);
+    }
     let mut diagnostics = Vec::new();
     let mut splice = |name: &str, depth: usize, out: &mut dyn Write| {
         match name {
@@ -333,7 +346,22 @@ pub fn write_entries(
     layout: Layout,
     out: &mut dyn Write,
 ) -> io::Result<Vec<Diagnostic>> {
+    if !FastPath::Splice.on() {
+        let (entries, diagnostics) = entries(registry, descriptions, format);
+        print(&entries, layout, out)?;
+        return Ok(diagnostics);
+    }
     write_entries_at(&shown(registry, descriptions), format, layout, 0, out)
+}
+
+/// The general path of [`write`] and [`write_entries`]: `value`, built whole, as
+/// `serde_json` prints it in `layout`.
+fn print(value: &impl serde::Serialize, layout: Layout, out: &mut dyn Write) -> io::Result<()> {
+    let printed = match layout {
+        Layout::Pretty => serde_json::to_writer_pretty(out, value),
+        Layout::Compact => serde_json::to_writer(out, value),
+    };
+    printed.map_err(io::Error::other)
 }
 
 /// A tool as a document shows it: with the description, the kernel's guarantees

@@ -20,11 +20,16 @@ pub enum FastPath {
     /// A call of a tool of a plain `http://` MCP server as one HTTP/1.1 exchange
     /// (`mcp::forward`), instead of through rmcp's client.
     Forward,
+    /// An export (`lcp export`, `tools/list`) written around its tools' text, each
+    /// schema's compact text laid out without being parsed (`export::splice`), instead
+    /// of the document built whole as `serde_json` values and printed.
+    Splice,
 }
 
 impl FastPath {
     /// Every fast path, by its name in [`VARIABLE`].
-    pub const ALL: [(&'static str, FastPath); 2] = [("direct", FastPath::Direct), ("forward", FastPath::Forward)];
+    pub const ALL: [(&'static str, FastPath); 3] =
+        [("direct", FastPath::Direct), ("forward", FastPath::Forward), ("splice", FastPath::Splice)];
 
     /// Whether this path is taken: it is not listed in [`VARIABLE`].
     pub fn on(self) -> bool {
@@ -65,7 +70,7 @@ mod tests {
     fn the_variable_lists_paths_by_name_or_all_and_names_none_of_others() {
         assert_eq!(parse(""), (vec![], vec![]));
         assert_eq!(parse("direct, forward"), (vec![FastPath::Direct, FastPath::Forward], vec![]));
-        assert_eq!(parse("all").0, [FastPath::Direct, FastPath::Forward]);
+        assert_eq!(parse("all").0, [FastPath::Direct, FastPath::Forward, FastPath::Splice]);
         assert_eq!(parse("direct,lane"), (vec![FastPath::Direct], vec!["lane".to_string()]));
     }
 }

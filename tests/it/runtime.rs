@@ -784,7 +784,11 @@ fn host_py_runs_outside_the_embedding_process() {
 import json, os, sys
 sys.path.insert(0, "src/runtime/host")
 import host
-host.install(lambda request: json.dumps({"decision": "allow", "reason": "standalone " + json.loads(request)["tool"]}))
+def answer(request):
+    # The host protocol: serde's JSON of a FromTool in, of a ToTool out.
+    asked = json.loads(request)["sent"]["Request"]["Confirm"]
+    return json.dumps({"Answer": {"Confirm": {"decision": "allow", "reason": "standalone " + asked["tool"]}}})
+host.install(answer)
 def call(function, file, args=None):
     request = {"call_id": 1, "kind": "tool", "file": os.path.abspath(file), "package": None, "library": "x",
                "function": function, "args": args or {}, "config": None,
