@@ -28,8 +28,8 @@ use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Resource, Tool};
-use crate::path_json;
 use crate::fast_paths::FastPath;
+use crate::path_json;
 use crate::policy::{self, Found};
 use crate::registry::{Descriptions, Registry};
 use crate::schema;

@@ -68,6 +68,9 @@ use table::{Table, duration, ratio, verdict};
 #[global_allocator]
 static ALLOC: measure::CountingAlloc = measure::CountingAlloc;
 
+/// The variable that turns fast paths off (`src/fast_paths.rs`).
+const SLOW: &str = lcp::fast_paths::VARIABLE;
+
 /// Stack of each floor thread: the same as the registry's readers.
 const READER_STACK: usize = 256 * 1024 * 1024;
 
@@ -533,13 +536,14 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus, cold: &BTreeMap<St
             Contender::new(label, reps, move || seconds(|| assert!(written(format, strict).0 > 0)))
         })
         .collect();
-    let whole = |args: Vec<String>| {
+    let whole_with = |args: Vec<String>, env: &'static [(&'static str, &'static str)]| {
         move || {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let (time, rss) = measure::process_rss(lcp, &args);
+            let (time, rss) = measure::process_rss_with(lcp, &args, env);
             vec![time, rss]
         }
     };
+    let whole = |args: Vec<String>| whole_with(args, &[]);
     let check = ["check-process".to_string(), "check-rss".to_string()];
     contenders.push(Contender::many(&[&check[0], &check[1]], reps, whole(vec!["check".into(), folder.into()])));
     let process_labels: Vec<[String; 2]> =
@@ -552,6 +556,10 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus, cold: &BTreeMap<St
         args.push(folder.into());
         contenders.push(Contender::many(&[&labels[0], &labels[1]], reps, whole(args)));
     }
+    // The same MCP export with the splice off: the document built whole and printed.
+    let general = ["mcp-general-process".to_string(), "mcp-general-rss".to_string()];
+    let args = vec!["export".into(), "--static".into(), "--format".into(), "mcp".into(), folder.into()];
+    contenders.push(Contender::many(&[&general[0], &general[1]], reps, whole_with(args, &[(SLOW, "splice")])));
     let r = interleaved(contenders);
     let m = |k: &str| r[k].median();
 
@@ -583,6 +591,12 @@ fn exports(table: &mut Table, setup: &Setup, corpus: &Corpus, cold: &BTreeMap<St
             &verdict(m(rss) <= 1.5 * m("check-rss"), "<= 1.5× lcp check"),
         );
     }
+    table.time(
+        "lcp export --static --format mcp, splice off (LCP_SLOW_PATHS=splice)",
+        &r["mcp-general-process"],
+        &format!("{} the spliced export", ratio(m("mcp-general-process"), m("mcp-process"))),
+        &verdict(m("mcp-general-process") >= 1.1 * m("mcp-process"), "splice gains >= 10%"),
+    );
     let binding = cold.get("ref-in").map_or(f64::NAN, Samples::median);
     table.time(
         "lcp export --static --format mcp against LCPBinding's discovery",

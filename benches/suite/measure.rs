@@ -171,9 +171,11 @@ pub fn proc_status_kib(field: &str) -> Option<u64> {
 /// `--child-rss` process, which spawns it and reads `ru_maxrss` from `wait4`. The
 /// bench cannot spawn it itself: a child's `ru_maxrss` keeps the high-water mark of
 /// the memory it shared with its parent before `exec`, here the whole loaded bench.
-pub fn process_rss(program: &Path, args: &[&str]) -> (f64, f64) {
+/// `env` is set for the process.
+pub fn process_rss_with(program: &Path, args: &[&str], env: &[(&str, &str)]) -> (f64, f64) {
     let me = std::env::current_exe().expect("the bench knows its path");
     let output = Command::new(me)
+        .envs(env.iter().copied())
         .arg("--child-rss")
         .arg(program)
         .args(args)
