@@ -341,7 +341,7 @@ class _ToolContext:
                 fields = {}
             else:
                 raise ValueError(f"question {name!r}: kind is interact, generate or roots, not {kind!r}")
-            fields["key"] = name
+            fields["key"] = _key(name)
             kind = kind.capitalize()
             requests.append([name, {kind: {**origin, **fields}}])
             kinds[name] = (kind, fields)
