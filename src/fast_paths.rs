@@ -22,7 +22,9 @@ pub enum FastPath {
     Forward,
     /// An export (`lcp export`, `tools/list`) written around its tools' text, each
     /// schema's compact text laid out without being parsed (`export::splice`), instead
-    /// of the document built whole as `serde_json` values and printed.
+    /// of the document built whole as `serde_json` values and printed; and `tools/list`
+    /// spliced into rmcp's response text (`mcp::listing`), instead of answered with
+    /// rmcp's own `Tool`s.
     Splice,
 }
 

@@ -216,14 +216,23 @@ pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: b
     let listed = message(&body);
     assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(tools), "tools/list lists every tool");
     let size = body.len();
+    // The same server with the splice off (the list answered as rmcp's own tools), in
+    // the same rounds.
+    let args = ["--config".as_ref(), config.as_os_str(), folder.as_os_str()];
+    let general = HttpServer::start_in(lcp, &args, &[(lcp::fast_paths::VARIABLE, "splice")]);
+    let mut general_client = Client::connect(&general.address);
+    let general_size = general_client.request(&list).len();
+    assert!(general_size.abs_diff(size) < 64, "the list with the splice off is the same list");
     let lists = if quick { 20 } else { 100 };
-    let times = Samples(
-        (0..lists)
-            .map(|_| // The SSE event id differs from list to list, the list does not.
-                seconds(|| assert!(client.request(&list).len().abs_diff(size) < 64, "every list is the whole list")))
-            .collect(),
-    );
-    drop(client);
+    let (mut spliced, mut built) = (Vec::with_capacity(lists), Vec::with_capacity(lists));
+    for _ in 0..lists {
+        // The SSE event id differs from list to list, the list does not.
+        spliced
+            .push(seconds(|| assert!(client.request(&list).len().abs_diff(size) < 64, "every list is the whole list")));
+        built.push(seconds(|| assert!(general_client.request(&list).len().abs_diff(size) < 64, "the whole list")));
+    }
+    let (times, built) = (Samples(spliced), Samples(built));
+    drop((client, general_client, general));
 
     // Idle: nothing asked, nothing changing.
     std::thread::sleep(Duration::from_secs(1));
@@ -243,6 +252,12 @@ pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: b
         &times,
         &format!("first list (builds it) {}", duration(first)),
         &verdict(times.median() < 25e-3, "median < 25 ms"),
+    );
+    table.time(
+        "  the same, splice off (LCP_SLOW_PATHS=splice: rmcp's own tools)",
+        &built,
+        &format!("{} the spliced list", ratio(built.median(), times.median())),
+        &verdict(built.median() >= 1.1 * times.median(), "splice gains >= 10%"),
     );
     table.time(
         "file dropped into the served folder -> list_changed (stdio)",

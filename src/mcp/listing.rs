@@ -6,7 +6,8 @@
 //! and a NUL character (no Python tool can have that name). The transports replace
 //! the placeholder's text by the tools' text as they write it: [`SplicingBody`] for
 //! HTTP, [`SplicingWriter`] for stdio. Nothing here knows what a tool's JSON holds:
-//! the list is whatever text it was built as.
+//! the list is whatever text it was built as. With the splice off (`LCP_SLOW_PATHS`),
+//! the handler answers with the tools themselves.
 
 use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
@@ -20,6 +21,7 @@ use hyper::body::{Body, Bytes, Frame, SizeHint};
 use rmcp::model::{ListToolsResult, Tool};
 use tokio::io::AsyncWrite;
 
+use crate::fast_paths::FastPath;
 use crate::sync;
 
 /// The last list built, with what it was built from.
@@ -27,7 +29,8 @@ pub struct Listings {
     placeholder: Tool,
     /// The placeholder as rmcp writes it, inside the `tools` array.
     placeholder_text: Vec<u8>,
-    current: Mutex<(Option<Key>, Bytes)>,
+    /// The key of the last list, its text, and (with the splice off) its tools.
+    current: Mutex<(Option<Key>, Bytes, Vec<Tool>)>,
     /// What each listed tool's code can do (`lcp audit`), for the same key.
     found: Mutex<Option<(Key, Found)>>,
 }
@@ -57,7 +60,12 @@ impl Listings {
         let name = format!("\0lcp tools/list {nonce:016x}");
         let placeholder = Tool::new(name, "", Arc::new(serde_json::Map::new()));
         let placeholder_text = serde_json::to_vec(&placeholder).expect("a tool serializes");
-        Listings { placeholder, placeholder_text, current: Mutex::new((None, Bytes::new())), found: Mutex::new(None) }
+        Listings {
+            placeholder,
+            placeholder_text,
+            current: Mutex::new((None, Bytes::new(), Vec::new())),
+            found: Mutex::new(None),
+        }
     }
 
     /// What the listed tools' code can do for `key`: kept from the last list built
@@ -79,12 +87,22 @@ impl Listings {
     /// time, as when descriptions come from prompt providers): the list kept if it
     /// was built from the same key, else the one `build` writes (the tools' JSON
     /// texts separated by commas, without brackets).
+    ///
+    /// With [`FastPath::Splice`] off, the answer is the list itself, as rmcp's `Tool`s
+    /// read from the text built (and kept as the text is), which rmcp then serialises:
+    /// nothing is spliced.
     pub fn answer(&self, key: Option<Key>, build: impl FnOnce() -> Vec<u8>) -> ListToolsResult {
+        let spliced = FastPath::Splice.on();
         let mut current = sync::lock(&self.current);
         if key.is_none() || current.0 != key {
-            *current = (key, Bytes::from(build()));
+            let text = Bytes::from(build());
+            let tools = if spliced { Vec::new() } else { tools_of(&text) };
+            *current = (key, text, tools);
         }
-        ListToolsResult::with_all_items(vec![self.placeholder.clone()])
+        match spliced {
+            true => ListToolsResult::with_all_items(vec![self.placeholder.clone()]),
+            false => ListToolsResult::with_all_items(current.2.clone()),
+        }
     }
 
     /// `text` cut around the placeholder, with the tools' text in its place; `None`
@@ -94,6 +112,25 @@ impl Listings {
         let tools = sync::lock(&self.current).1.clone();
         Some([text.slice(..at), tools, text.slice(at + self.placeholder_text.len()..)])
     }
+}
+
+/// The tools of a list's text (their JSON texts separated by commas), as rmcp's `Tool`s;
+/// one that does not read as one is left out with an error on stderr.
+fn tools_of(text: &[u8]) -> Vec<Tool> {
+    let listed = [b"[".as_slice(), text, b"]"].concat();
+    let values: Vec<serde_json::Value> = serde_json::from_slice(&listed).unwrap_or_else(|err| {
+        eprintln!("lcp: tools/list: the list's text is not JSON: {err}");
+        Vec::new()
+    });
+    values
+        .into_iter()
+        .filter_map(|value| {
+            let name = value["name"].as_str().unwrap_or_default().to_string();
+            serde_json::from_value(value)
+                .map_err(|err| eprintln!("lcp: tools/list: `{name}` is not an MCP tool as rmcp reads it: {err}"))
+                .ok()
+        })
+        .collect()
 }
 
 /// An HTTP response body with the placeholder of a list replaced (rmcp writes each
