@@ -6,7 +6,7 @@
 //! `tool_context.client`, `tool_context.emit_progress`, Python `logging`). Each
 //! becomes a [`HostRequest`] the call waits for (answered with a [`HostAnswer`]) or a
 //! [`Notice`] it does not wait for. These types are the one host protocol: `host.py`
-//! sends them (serde's JSON of a [`FromTool`], read back as a [`ToTool`]) to
+//! sends them (serde's JSON of a `FromTool`, read back as a `ToTool`) to
 //! `answer_wire` on the tool's thread, and in a worker the worker's callbacks send the
 //! same values over the call's connection, where the supervisor answers them with the
 //! call's [`Callbacks`] (see `worker` and `supervisor`). Either way the same
