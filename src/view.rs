@@ -28,7 +28,7 @@ pub struct View {
     /// `(name, rule)` of the tools the host's policy leaves out.
     pub refused: Vec<(String, String)>,
     /// The profile chosen, checked against the tools, with its problems.
-    pub selection: Option<Selection>,
+    pub selection: Option<Arc<Selection>>,
     /// Documentation the host can serve, read only when asked.
     pub docs: Vec<Doc>,
 }
@@ -53,7 +53,12 @@ impl View {
 
 /// The tools of `registry` a host with `config` shows, for `profile` if one is chosen.
 pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> View {
-    let selection = profile.map(|profile| profile::select(profile, registry));
+    view_selected(registry, config, profile.map(|profile| Arc::new(profile::select(profile, registry))))
+}
+
+/// [`view`] with the profile already checked against `registry` ([`profile::select`],
+/// which a host that makes many views keeps).
+pub fn view_selected(registry: &Registry, config: &Config, selection: Option<Arc<Selection>>) -> View {
     let mut view = View { selection, ..View::default() };
     let diagnostics = registry.diagnostics().to_vec();
     if view.selection.is_none() && config.tool_policies.is_empty() && config.policy.is_default() {
@@ -77,7 +82,7 @@ pub fn view(registry: &Registry, config: &Config, profile: Option<&Profile>) -> 
     for library in registry.libraries() {
         let mut shown = Vec::new();
         for tool in &library.tools {
-            let names = shown_names(view.selection.as_ref(), &tool.name);
+            let names = shown_names(view.selection.as_deref(), &tool.name);
             if names.is_empty() {
                 continue;
             }
@@ -138,7 +143,7 @@ fn shown_members<T: Clone>(
     for member in members {
         let tool = function(member);
         let names: Vec<String> =
-            shown_names(view.selection.as_ref(), &tool.name).into_iter().map(str::to_string).collect();
+            shown_names(view.selection.as_deref(), &tool.name).into_iter().map(str::to_string).collect();
         let declared = config.declared(tool);
         for name in names {
             if let Some(rule) = config.policy.forbids(&name, &declared) {

@@ -65,7 +65,7 @@ pub(super) fn run(action: ProfileAction) -> Result<ExitCode, String> {
             let (registry, config, profile) = load_host(&sources, &host)?;
             let Some(profile) = profile else { return Err("no profile was chosen".to_string()) };
             let view = view::view(&registry, &config, Some(&profile));
-            let selection = view.selection.clone().unwrap_or_default();
+            let selection = view.selection.as_deref().cloned().unwrap_or_default();
             print_problems(&selection.problems);
             let tools: Vec<Value> = selection
                 .routes

@@ -612,7 +612,7 @@ impl Server {
     /// of `[mcp] always_list` and `search_tools` (SPEC §21). Tools MCP cannot carry (a
     /// name it refuses, a schema nested too deep) are left out with an error on
     /// stderr, as in `lcp export`.
-    fn tools_text(&self, snapshot: &Registry, config: &Config, key: &listing::Key) -> Vec<u8> {
+    fn tools_text(&self, snapshot: &Arc<Registry>, config: &Arc<Config>, key: &listing::Key) -> Vec<u8> {
         let view = self.view_with(snapshot, config);
         for problem in view.selection.iter().flat_map(|selection| &selection.problems) {
             eprintln!("lcp: {problem}");
@@ -709,7 +709,7 @@ impl Server {
 
     /// What the host shows of `registry` now: the config as its file is now, and the
     /// profile chosen (a profile that is gone shows no tools).
-    fn view(&self, registry: &Registry) -> View {
+    fn view(&self, registry: &Arc<Registry>) -> View {
         self.view_with(registry, &self.shared.settings.config.current())
     }
 
@@ -739,18 +739,21 @@ impl Server {
         }
     }
 
-    fn view_with(&self, registry: &Registry, config: &Config) -> View {
-        match &self.choice() {
-            None => view::view(registry, config, None),
-            Some(choice) => match choice.profile(&config.profiles) {
-                Ok(profile) => view::view(registry, config, Some(&profile)),
-                Err(err) => {
-                    eprintln!("lcp: {err}");
-                    let registry = Registry::from_libraries(Vec::new(), registry.diagnostics().to_vec());
-                    View { registry, ..View::default() }
-                }
-            },
+    fn view_with(&self, registry: &Arc<Registry>, config: &Arc<Config>) -> View {
+        match self.selection(registry, config) {
+            Ok(selection) => view::view_selected(registry, config, selection),
+            Err(err) => {
+                eprintln!("lcp: {err}");
+                let registry = Registry::from_libraries(Vec::new(), registry.diagnostics().to_vec());
+                View { registry, ..View::default() }
+            }
         }
+    }
+
+    /// This session's profile ([`Server::choice`]) checked against `registry` under
+    /// `config`, as [`Selections`] keeps it; `None` when no profile is chosen.
+    fn selection(&self, registry: &Arc<Registry>, config: &Arc<Config>) -> Result<Option<Arc<Selection>>, String> {
+        self.choice().map(|choice| self.shared.selections.of(registry, config, choice)).transpose()
     }
 
     /// The answer of lcp's own docs tools to a call of `name` that no tool shown
@@ -782,14 +785,10 @@ impl Server {
 
     /// [`Server::admit`] of a tool, a prompt or a resource (SPEC §15).
     fn admit_as(&self, registry: &Arc<Registry>, config: &Arc<Config>, name: &str, member: Member) -> Admission {
-        let selection = match self.choice() {
-            None => None,
-            Some(choice) => match self.shared.selections.of(registry, config, choice) {
-                Ok(selection) => Some(selection),
-                Err(err) => return Admission::Unknown(err),
-            },
-        };
-        view::admit_member(registry, config, selection.as_deref(), name, member)
+        match self.selection(registry, config) {
+            Ok(selection) => view::admit_member(registry, config, selection.as_deref(), name, member),
+            Err(err) => Admission::Unknown(err),
+        }
     }
 
     /// Sends `notifications/tools/list_changed` to a handshake session until it closes.
