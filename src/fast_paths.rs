@@ -17,9 +17,6 @@ pub enum FastPath {
     /// A tool whose parameters are plain JSON types is called from Rust with its
     /// arguments built directly (`runtime::engine`), instead of through `host.py`.
     Direct,
-    /// A call of a tool of a plain `http://` MCP server as one HTTP/1.1 exchange
-    /// (`mcp::forward`), instead of through rmcp's client.
-    Forward,
     /// An export (`lcp export`, `tools/list`) written around its tools' text, each
     /// schema's compact text laid out without being parsed (`export::splice`), instead
     /// of the document built whole as `serde_json` values and printed; and `tools/list`
@@ -30,8 +27,7 @@ pub enum FastPath {
 
 impl FastPath {
     /// Every fast path, by its name in [`VARIABLE`].
-    pub const ALL: [(&'static str, FastPath); 3] =
-        [("direct", FastPath::Direct), ("forward", FastPath::Forward), ("splice", FastPath::Splice)];
+    pub const ALL: [(&'static str, FastPath); 2] = [("direct", FastPath::Direct), ("splice", FastPath::Splice)];
 
     /// Whether this path is taken: it is not listed in [`VARIABLE`].
     pub fn on(self) -> bool {
@@ -71,8 +67,8 @@ mod tests {
     #[test]
     fn the_variable_lists_paths_by_name_or_all_and_names_none_of_others() {
         assert_eq!(parse(""), (vec![], vec![]));
-        assert_eq!(parse("direct, forward"), (vec![FastPath::Direct, FastPath::Forward], vec![]));
-        assert_eq!(parse("all").0, [FastPath::Direct, FastPath::Forward, FastPath::Splice]);
-        assert_eq!(parse("direct,lane"), (vec![FastPath::Direct], vec!["lane".to_string()]));
+        assert_eq!(parse("direct, splice"), (vec![FastPath::Direct, FastPath::Splice], vec![]));
+        assert_eq!(parse("all").0, [FastPath::Direct, FastPath::Splice]);
+        assert_eq!(parse("direct,forward"), (vec![FastPath::Direct], vec!["forward".to_string()]));
     }
 }

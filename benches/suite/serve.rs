@@ -281,9 +281,7 @@ pub fn rows(table: &mut Table, lcp: &Path, folder: &Path, tools: usize, quick: b
 /// A `tools/call` forwarded by `lcp serve` to an MCP server it gathers tools from
 /// (SPEC §14), against the same call made to that server directly: both servers are
 /// `lcp serve --http` on loopback, the upstream over `fixtures/mcp/results`, the
-/// gateway with it as `[mcp_servers.inner]` and no tools of its own; and the same
-/// gateway with its fast path for forwarded calls off (`LCP_SLOW_PATHS=forward`: the
-/// call through rmcp's client), which says what that path gains; and FastMCP 4.2.3's
+/// gateway with it as `[mcp_servers.inner]` and no tools of its own; and FastMCP 4.2.3's
 /// proxy (`create_proxy`, what `FastMCP.as_proxy` became) of the same upstream, one
 /// call in ten (it takes tens of milliseconds), when `fastmcp` (its venv's Python) is given.
 pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path, fastmcp: Option<&Path>, quick: bool) {
@@ -299,7 +297,6 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
     std::fs::write(&config, table_text).expect("the gateway's config is writable");
     let gateway_args = ["--config".as_ref(), config.as_os_str(), empty.as_os_str()];
     let gateway = HttpServer::start_with(lcp, &gateway_args);
-    let slow_gateway = HttpServer::start_in(lcp, &gateway_args, &[("LCP_SLOW_PATHS", "forward")]);
     let proxy = fastmcp.map(|python| {
         let mut command = Command::new(python);
         command.args(["-c", FASTMCP_PROXY, &format!("http://{}/mcp", upstream.address)]);
@@ -313,31 +310,27 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
         let answer = message(body);
         assert_eq!(answer["result"]["structuredContent"], json!({"result": 3}), "{answer}");
     };
-    let (mut direct_client, mut forwarded_client, mut slow_client) =
-        (Client::connect(&upstream.address), Client::connect(&gateway.address), Client::connect(&slow_gateway.address));
+    let (mut direct_client, mut forwarded_client) =
+        (Client::connect(&upstream.address), Client::connect(&gateway.address));
     // Warm: the upstream's first call starts Python and imports the library.
     check(&direct_client.request(&direct_call));
     check(&forwarded_client.request(&forwarded_call));
-    check(&slow_client.request(&forwarded_call));
     if let Some(client) = proxy_client.as_mut() {
         check(&client.request(&direct_call));
     }
     // Taken in turns, so that all see the machine as it is at the time.
-    let (mut direct, mut forwarded, mut slow, mut proxied) =
-        (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::new());
+    let (mut direct, mut forwarded, mut proxied) = (Vec::with_capacity(calls), Vec::with_capacity(calls), Vec::new());
     for round in 0..calls {
         direct.push(seconds(|| check(&direct_client.request(&direct_call))));
         forwarded.push(seconds(|| check(&forwarded_client.request(&forwarded_call))));
-        slow.push(seconds(|| check(&slow_client.request(&forwarded_call))));
         if let Some(client) = proxy_client.as_mut().filter(|_| round % 10 == 0) {
             proxied.push(seconds(|| check(&client.request(&direct_call))));
         }
     }
-    let (direct, forwarded, slow, proxied) = (Samples(direct), Samples(forwarded), Samples(slow), Samples(proxied));
-    drop((gateway, slow_gateway, proxy));
+    let (direct, forwarded, proxied) = (Samples(direct), Samples(forwarded), Samples(proxied));
+    drop((gateway, proxy));
     drop(upstream);
     let overhead = forwarded.median() - direct.median();
-    let slow_overhead = slow.median() - direct.median();
     table.section("8b. lcp serve as a gateway: a forwarded tools/call");
     table.time("tools/call of the upstream server directly (HTTP, loopback)", &direct, "", "");
     table.time(
@@ -345,12 +338,6 @@ pub fn forwarded_rows(table: &mut Table, lcp: &Path, root: &Path, scratch: &Path
         &forwarded,
         &format!("overhead {} ({} of direct)", duration(overhead), ratio(forwarded.median(), direct.median())),
         &verdict(overhead < 200e-6, "overhead median < 200 µs"),
-    );
-    table.time(
-        "the same call with its fast path off (LCP_SLOW_PATHS=forward)",
-        &slow,
-        &format!("overhead {} ({} of the fast path's)", duration(slow_overhead), ratio(slow_overhead, overhead)),
-        &verdict(slow.median() > forwarded.median() * 1.1, "the fast path gains ≥ 10%"),
     );
     if !proxied.0.is_empty() {
         let proxy_overhead = proxied.median() - direct.median();

@@ -581,15 +581,7 @@ fn start(
         max_output: Some(settings.max_output),
         declared,
     };
-    // A tool of a server on plain `http://` is called right here, on the server's
-    // own thread: nothing runs in lcp, so nothing needs a thread of its own.
     let arguments = Value::Object(arguments);
-    if let Some(forwarding) = server.lean_call(tool, &arguments, &options) {
-        tokio::spawn(async move {
-            let _ = events.send(Event::Done(forwarding.await));
-        });
-        return (receiver, cancel);
-    }
     let server = server.clone();
     let tool = tool.clone();
     tokio::task::spawn_blocking(move || {

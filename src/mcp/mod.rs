@@ -34,7 +34,6 @@ mod auth;
 mod call;
 mod content;
 mod docs;
-mod forward;
 mod host;
 pub mod http;
 mod listing;
@@ -499,28 +498,6 @@ impl Server {
     /// From now on, change notifications start every rescan.
     fn set_notified(&self) {
         self.shared.notified.store(true, Ordering::Release);
-    }
-
-    /// The call of an admitted tool of a server on plain `http://`, its arguments
-    /// checked as every call's are; `None` for any other tool or member.
-    fn lean_call(
-        &self,
-        admitted: &crate::view::Admitted,
-        arguments: &serde_json::Value,
-        options: &crate::runtime::CallOptions,
-    ) -> Option<upstream::Forwarding> {
-        let upstreams = self.shared.upstreams.as_ref()?;
-        if admitted.member() != Member::Tool {
-            return None;
-        }
-        let (library, tool) = (admitted.library(), admitted.function());
-        if !upstreams.is_lean(library) {
-            return None;
-        }
-        Some(match crate::runtime::checked_arguments(tool, arguments) {
-            Ok(arguments) => upstreams.lean_call(library, tool, &arguments, options)?,
-            Err(refused) => Box::pin(std::future::ready(crate::runtime::ToolResult::failure(refused))),
-        })
     }
 
     /// Starts Python (once); blocks, so only on a blocking thread.

@@ -5,9 +5,8 @@
 //! ([`Origin::Mcp`]: full input and output schemas, description, annotations, a grade
 //! from the annotations under the per-tool tables), with its prompts, resources and
 //! resource templates (`members.rs`), and forwarding calls, prompts and reads, whose
-//! results go back as the server sent them ([`Outcome::Relayed`]): over rmcp's client
-//! session, or, for a tool of a server on plain `http://`, the short way (`forward.rs`);
-//! completion and resource subscriptions are requests of lcp's own to the server that
+//! results go back as the server sent them ([`Outcome::Relayed`]), over rmcp's client
+//! session; completion and resource subscriptions are requests of lcp's own to the server that
 //! serves the prompt or URI, and its `resources/updated` and `list_changed` reach
 //! [`Upstreams::on_update`] and [`Upstreams::on_change`]. Servers start in
 //! parallel, each within its `startup_timeout`; one that fails is skipped with one
@@ -26,6 +25,7 @@
 
 mod members;
 mod pins;
+mod streams;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -38,11 +38,10 @@ use serde_json::Map;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use super::forward::{self, Endpoint, Failure};
+use self::streams::{Attributed, Stream};
 use crate::config::{ServerEntry, Transport};
 use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Returns, SchemaText, Tool};
-use crate::fast_paths::FastPath;
 use crate::policy::{Declared, Grade};
 use crate::runtime::host_objects::{
     Answer, Callbacks, Generation, Interaction, InteractionKind, LogRecord, Progress, level,
@@ -51,9 +50,6 @@ use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
 use crate::text_safety;
 use crate::view::Member;
-
-/// A forwarded call in progress, to be awaited (see [`Upstreams::lean_call`]).
-pub(crate) type Forwarding = std::pin::Pin<Box<dyn Future<Output = ToolResult> + Send>>;
 
 /// Progress tokens, unique in this process.
 static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -153,12 +149,6 @@ impl Drop for Upstreams {
     fn drop(&mut self) {
         let servers = std::mem::take(&mut self.servers);
         let ending = async move {
-            let endpoints = servers.iter().filter_map(|server| server.endpoint.clone());
-            let closing: Vec<_> =
-                endpoints.map(|endpoint| tokio::spawn(async move { endpoint.close().await })).collect();
-            for closed in closing {
-                let _ = closed.await;
-            }
             let ends: Vec<_> = servers
                 .iter()
                 // A server still starting is ended with its start, when the runtime stops.
@@ -189,8 +179,6 @@ type Listing = Result<(Library, Vec<String>), String>;
 struct Upstream {
     entry: ServerEntry,
     client: Client,
-    /// Where its calls go the short way (`forward.rs`): a server on plain `http://`.
-    endpoint: Option<Arc<Endpoint>>,
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Its tools as last listed (and the problems of the listing), or why it could not be.
     listed: Mutex<Option<Listing>>,
@@ -255,14 +243,17 @@ impl Drop for Group {
 /// callbacks, exactly as a Python tool's would (SPEC §9, §14).
 #[derive(Clone, Default)]
 struct Client {
-    /// The call in progress on this server (SPEC §17: what a server asks or tells
-    /// reaches the call it belongs to): progress finds its call by token; a log
-    /// message, an elicitation or a sampling request names no call, so a server
-    /// reached through rmcp's client (stdio, `https://`, `http://` with credentials)
-    /// runs one call at a time (`turn`), and these go to that one call.
+    /// The calls in progress on this server (SPEC §17: what a server asks or tells
+    /// reaches the call it belongs to, never another). Progress finds its call by
+    /// token. A log message, an elicitation or a sampling request names no call: over
+    /// Streamable HTTP it finds its call by the response stream it came on (rmcp marks
+    /// requests, [`Attributed`] notifications); over stdio, one stream for all, the
+    /// server runs one call at a time (`turn`), and they go to that one call.
     calls: Arc<Mutex<Vec<Active>>>,
-    /// Held by the call in progress through rmcp's client, from before it is in
-    /// `calls` until it left them.
+    /// Whether its calls take turns (stdio).
+    in_turns: bool,
+    /// Held by the call in progress on a server whose calls take turns, from before
+    /// it is in `calls` until it left them.
     turn: Arc<tokio::sync::Mutex<()>>,
     /// Set by the server's `notifications/tools/list_changed` (or its prompts' or
     /// resources'): list it again.
@@ -280,11 +271,13 @@ type Wake = Arc<dyn Fn() + Send + Sync>;
 type Updated = Arc<dyn Fn(&str) + Send + Sync>;
 
 #[derive(Clone, Default)]
-pub(super) struct Active {
+struct Active {
     /// The call's key among its server's calls.
     token: u64,
     /// The progress token of its `tools/call` request (chosen by rmcp when it is sent).
     progress: Option<Value>,
+    /// The id of that request (chosen by rmcp too).
+    request: Option<RequestId>,
     tool: String,
     /// The server's name, as what it asks names it.
     server: String,
@@ -302,16 +295,27 @@ impl Client {
         }
     }
 
-    fn newest(&self) -> Option<Active> {
-        sync::lock(&self.calls).last().cloned()
+    /// The call a message of the server's came for, by the stream it came on; `None`
+    /// when that is no call in progress of lcp's.
+    fn call_on(&self, stream: Stream) -> Option<Active> {
+        let calls = sync::lock(&self.calls);
+        match stream {
+            Stream::Request(id) => calls.iter().find(|call| call.request.as_ref() == Some(&id)).cloned(),
+            Stream::Unassociated => None,
+            // One stream for every call: only a server whose calls take turns has
+            // one call in progress to give it to.
+            Stream::Unmarked => calls.last().filter(|_| self.in_turns).cloned(),
+        }
     }
 
-    /// The `initialize` parameters of a session of lcp's own (`forward.rs`): what
-    /// rmcp's client says, at the newest protocol version that has sessions.
-    fn hello(&self) -> Value {
-        let mut hello = serde_json::to_value(self.get_info()).unwrap_or_default();
-        hello["protocolVersion"] = json!(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE.as_str());
-        hello
+    /// The call a request of the server's belongs to, by the stream rmcp heard it on.
+    fn asked_by(&self, context: &rmcp::service::RequestContext<RoleClient>) -> Option<Active> {
+        use rmcp::service::InboundStreamOrigin;
+        self.call_on(match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Stream::Request(id.clone()),
+            Some(InboundStreamOrigin::Unassociated) => Stream::Unassociated,
+            None => Stream::Unmarked,
+        })
     }
 }
 
@@ -321,6 +325,7 @@ impl Active {
         Active {
             token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             progress: None,
+            request: None,
             tool: tool.name.clone(),
             server: server.to_string(),
             callbacks: options.callbacks.clone(),
@@ -333,13 +338,8 @@ impl Active {
         format!("MCP server `{}`", self.server)
     }
 
-    /// The call's key among its server's calls, unique in this process.
-    pub(super) fn token(&self) -> u64 {
-        self.token
-    }
-
     /// A `notifications/progress` of the call's, for its progress callback.
-    pub(super) fn progress(&self, params: &Value) {
+    fn progress(&self, params: &Value) {
         let Some(progress) = &self.callbacks.progress else { return };
         let mut meta = serde_json::Map::new();
         for key in ["progress", "total"] {
@@ -357,7 +357,7 @@ impl Active {
     }
 
     /// A `notifications/message`, for the call's log callback when at its level.
-    pub(super) fn log(&self, params: &Value) {
+    fn log(&self, params: &Value) {
         let Some(log) = &self.callbacks.log else { return };
         let level = match params["level"].as_str().unwrap_or_default() {
             "debug" => level::DEBUG,
@@ -379,7 +379,7 @@ impl Active {
 
     /// An `elicitation/create`, asked of lcp's host as the call's question (it may
     /// block: a terminal prompt); the `ElicitResult`.
-    pub(super) fn elicit(&self, request: &Value) -> Result<Value, String> {
+    fn elicit(&self, request: &Value) -> Result<Value, String> {
         let Some(interact) = &self.callbacks.interact else {
             return Err("lcp's host cannot ask its user".to_string());
         };
@@ -407,7 +407,7 @@ impl Active {
 
     /// A `sampling/createMessage`, for lcp's host's model (it may block); the
     /// `CreateMessageResult`.
-    pub(super) fn sample(&self, params: &Value) -> Result<Value, String> {
+    fn sample(&self, params: &Value) -> Result<Value, String> {
         let Some(model) = &self.callbacks.model else {
             return Err("lcp's host has no model".to_string());
         };
@@ -439,6 +439,9 @@ impl Active {
         Ok(json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": name}))
     }
 }
+
+/// Why a server's request that belongs to no call of lcp's is refused.
+const UNATTRIBUTED: &str = "the request belongs to no call of lcp's in progress (it came on no call's stream)";
 
 fn unavailable(message: String) -> rmcp::ErrorData {
     rmcp::ErrorData::invalid_request(message, None)
@@ -497,10 +500,10 @@ impl ClientHandler for Client {
     async fn on_logging_message(
         &self,
         params: rmcp::model::LoggingMessageNotificationParam,
-        _: rmcp::service::NotificationContext<RoleClient>,
+        context: rmcp::service::NotificationContext<RoleClient>,
     ) {
         let params = serde_json::to_value(&params).unwrap_or_default();
-        if let Some(call) = self.newest() {
+        if let Some(call) = self.call_on(Stream::of_notification(&context)) {
             call.log(&params);
         }
     }
@@ -508,11 +511,10 @@ impl ClientHandler for Client {
     async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
-        _: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         let request = serde_json::to_value(&request).unwrap_or_default();
-        let call =
-            self.newest().ok_or_else(|| unavailable("no call of lcp's is in progress to ask for".to_string()))?;
+        let call = self.asked_by(&context).ok_or_else(|| unavailable(UNATTRIBUTED.to_string()))?;
         // The host may block (a terminal prompt): off the async threads.
         let result = tokio::task::spawn_blocking(move || call.elicit(&request))
             .await
@@ -526,11 +528,10 @@ impl ClientHandler for Client {
     async fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,
-        _: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
         let params = serde_json::to_value(&params).unwrap_or_default();
-        let call =
-            self.newest().ok_or_else(|| unavailable("no call of lcp's is in progress to sample for".to_string()))?;
+        let call = self.asked_by(&context).ok_or_else(|| unavailable(UNATTRIBUTED.to_string()))?;
         let result = tokio::task::spawn_blocking(move || call.sample(&params))
             .await
             .map_err(|err| unavailable(format!("the host's model failed: {err}")))?
@@ -556,17 +557,15 @@ impl Upstreams {
         let servers: Vec<Arc<Upstream>> = entries
             .iter()
             .map(|entry| {
-                let client = Client { wake: Arc::clone(&wake), updated: Arc::clone(&updated), ..Client::default() };
-                let endpoint = match &entry.transport {
-                    Transport::Http { url, headers } => {
-                        Endpoint::new(url, headers, entry.startup_timeout, client.hello()).map(Arc::new)
-                    }
-                    Transport::Stdio { .. } => None,
+                let client = Client {
+                    wake: Arc::clone(&wake),
+                    updated: Arc::clone(&updated),
+                    in_turns: matches!(entry.transport, Transport::Stdio { .. }),
+                    ..Client::default()
                 };
                 Arc::new(Upstream {
                     entry: entry.clone(),
                     client,
-                    endpoint,
                     connection: tokio::sync::Mutex::new(None),
                     listed: Mutex::new(None),
                     accept,
@@ -782,66 +781,7 @@ impl Upstreams {
         Ok((upstream, name))
     }
 
-    /// Whether the calls of `library`'s tools go the short way: its server is on plain
-    /// `http://` (see [`Upstreams::lean_call`]).
-    pub(crate) fn is_lean(&self, library: &Library) -> bool {
-        let Origin::Mcp { server } = &library.origin else { return false };
-        FastPath::Forward.on()
-            && self.servers.iter().any(|upstream| &upstream.entry.name == server && upstream.endpoint.is_some())
-    }
-
-    /// A call of a tool of a server on plain `http://` (`forward.rs`), to be awaited
-    /// on the caller's own runtime, with `args` already checked against its schema;
-    /// `None` for any other tool.
-    pub(crate) fn lean_call(
-        &self,
-        library: &Library,
-        tool: &Tool,
-        args: &Value,
-        options: &CallOptions,
-    ) -> Option<Forwarding> {
-        if !self.is_lean(library) {
-            return None;
-        }
-        let (upstream, name) = self.route(library, tool).ok()?;
-        let endpoint = Arc::clone(upstream.endpoint.as_ref()?);
-        let server = upstream.entry.name.clone();
-        let entry = Arc::clone(upstream);
-        let timeout = options.timeout;
-        let call = forward::Call {
-            tool: name,
-            arguments: args.as_object().cloned().unwrap_or_default(),
-            active: Active::of(tool, &upstream.entry.name, options),
-            cancel: options.cancel.clone(),
-            deadline: timeout.map(|limit| std::time::Instant::now() + limit),
-        };
-        Some(Box::pin(async move {
-            let name = &call.tool;
-            let result = match endpoint.call(&call).await {
-                Ok(result) => relayed(result, name, &server),
-                Err(Failure::NotStarted(why)) => not_started(&server, &why),
-                Err(Failure::Ended(why)) => ToolResult::ended(
-                    Outcome::Died,
-                    format!("`{name}` of the MCP server `{server}` failed: it ended during the call ({why})"),
-                ),
-                Err(Failure::Stopped(outcome)) => stopped(outcome, &server, timeout),
-                Err(Failure::Answered(why)) => {
-                    ToolResult::ended(Outcome::Raised, format!("`{name}` of the MCP server `{server}` failed: {why}"))
-                }
-            };
-            entry.redacted(result)
-        }))
-    }
-
     fn call(&self, library: &Library, tool: &Tool, member: Member, args: &Value, options: &CallOptions) -> ToolResult {
-        if member == Member::Tool
-            && let Some(lean) = self.lean_call(library, tool, args, options)
-        {
-            return self
-                .runtime
-                .run(lean)
-                .unwrap_or_else(|err| ToolResult::failure(format!("the forwarded call failed: {err}")));
-        }
         let (upstream, name) = match self.route(library, tool) {
             Ok(routed) => routed,
             Err(why) => return ToolResult::failure(why),
@@ -867,12 +807,15 @@ impl Upstreams {
         // notification sent before the result was queued before this call woke, and
         // yielding lets it reach the call's callbacks before the call is over.
         let forwarded = self.runtime.run(async move {
-            let turn = Arc::clone(&upstream.client.turn);
+            let turn = upstream.client.in_turns.then(|| Arc::clone(&upstream.client.turn));
             let calls = Arc::clone(&upstream.client.calls);
             let call = async move {
-                // Its turn first: whatever the server asks or tells until the result
-                // belongs to this call and no other caller's.
-                let turn = turn.lock_owned().await;
+                // Its turn first, on a server of one stream: whatever the server asks
+                // or tells until the result belongs to this call and no other's.
+                let turn = match turn {
+                    Some(turn) => Some(turn.lock_owned().await),
+                    None => None,
+                };
                 sync::lock(&calls).push(active);
                 let registered = Registered { calls, token };
                 // Both kept until the notifications sent before the result were heard.
@@ -1072,10 +1015,13 @@ impl Upstream {
         let sent = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await;
         let answered = match sent {
             Ok(handle) => {
-                // The server's progress notifications name the call by this token.
+                // The server's progress notifications name the call by this token, the
+                // stream of its answer by this id; both known before the request
+                // leaves (it is sent on this thread, after this task yields).
                 let progress = serde_json::to_value(&handle.progress_token).ok();
                 if let Some(call) = sync::lock(&self.client.calls).iter_mut().find(|call| call.token == token) {
                     call.progress = progress;
+                    call.request = Some(handle.id.clone());
                 }
                 // A call stopped before its answer (cancelled, timed out) is cancelled
                 // on the server too.
@@ -1365,7 +1311,8 @@ async fn connect(entry: &ServerEntry, client: Client) -> Result<Connection, Stri
                 let value = HeaderValue::try_from(value.as_str()).map_err(|err| format!("header `{name}`: {err}"))?;
                 custom.insert(header, value);
             }
-            let transport = StreamableHttpClientTransport::with_client(http_client(), config.custom_headers(custom));
+            let transport =
+                StreamableHttpClientTransport::with_client(Attributed(http_client()), config.custom_headers(custom));
             let service = client
                 .serve(transport)
                 .await

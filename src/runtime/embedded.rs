@@ -92,7 +92,7 @@ pub type Forward = Arc<dyn Fn(&Library, &Tool, Member, &Value, &CallOptions) -> 
 /// `args` as `tool` takes them (a text holding the JSON of what a parameter asks for is
 /// that value), checked against its schema: what every call passes before it runs; a
 /// refusal naming each problem otherwise.
-pub(crate) fn checked_arguments<'a>(tool: &Tool, args: &'a Value) -> Result<std::borrow::Cow<'a, Value>, String> {
+fn checked_arguments<'a>(tool: &Tool, args: &'a Value) -> Result<std::borrow::Cow<'a, Value>, String> {
     let schema = tool.parameters.value();
     let args = match validate::as_meant(schema, args) {
         Some(meant) => std::borrow::Cow::Owned(meant),

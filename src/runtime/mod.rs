@@ -67,8 +67,6 @@ pub use crate::config::runtime::{
     Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key, venv_beside,
 };
 #[cfg(feature = "python")]
-pub(crate) use embedded::checked_arguments;
-#[cfg(feature = "python")]
 pub use embedded::{Forward, Resolver, Runtime, VirtualTool, python_build};
 use host_objects::Callbacks;
 

@@ -144,20 +144,23 @@ fn a_stdio_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
     let mark = "gateway-routed";
     let python = test_python().display().to_string();
     let script = root().join("tests/python/asking_mcp_server.py").display().to_string();
-    let server = format!("command = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = {mark:?} }}\n");
-    two_callers_get_their_own_questions_and_logs(mark, &server);
+    // Its calls take turns (one stream for all): the second waits for the first.
+    let server = format!(
+        "command = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = {mark:?}, LCP_TEST_OVERLAP_WAIT = \"0\" }}\n"
+    );
+    two_callers_get_their_own_questions_and_logs(mark, &server, 1);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
 
-/// Over Streamable HTTP: on plain `http://` (lcp's own exchange), and with credentials
-/// in the URL (through rmcp's client, the route `https://` servers take too).
+/// Over Streamable HTTP (plain, and with credentials in the URL), the two calls run at
+/// once, each told apart by the response stream of its request.
 #[test]
 fn an_http_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
     let mark = "gateway-routed-http";
     let upstream = Listening::sdk_script("tests/python/asking_mcp_server.py", mark);
     let port = upstream.port;
     for url in [format!("http://127.0.0.1:{port}/mcp"), format!("http://user:pass@127.0.0.1:{port}/mcp")] {
-        two_callers_get_their_own_questions_and_logs(mark, &format!("url = {url:?}\n"));
+        two_callers_get_their_own_questions_and_logs(mark, &format!("url = {url:?}\n"), 2);
     }
     drop(upstream);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
@@ -166,8 +169,9 @@ fn an_http_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
 /// Two clients call the tool `ask` of the server `[mcp_servers.asker]` (`server`: the
 /// table's body) through one gateway at once, each answering its questions with its
 /// own name: each is asked only its own question, hears only its own logs, and its
-/// result carries its own answer.
-fn two_callers_get_their_own_questions_and_logs(mark: &str, server: &str) {
+/// result carries its own answer and how many of the server's calls were in progress
+/// at once (`at_once`: 2 when they overlap, 1 when they take turns).
+fn two_callers_get_their_own_questions_and_logs(mark: &str, server: &str, at_once: usize) {
     let config = servers_config(mark, &format!("[mcp_servers.asker]\n{server}"));
     let gateway = HttpServer::start(&["--config", &config, FOLDER]);
     let client = |who: &str| {
@@ -186,7 +190,8 @@ fn two_callers_get_their_own_questions_and_logs(mark: &str, server: &str) {
         assert!(output.status.success(), "{who}'s client failed ({server}): {stderr}");
         let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
         let result = &report["results"][0];
-        assert_eq!(result["content"][0]["text"], format!("{who} was answered by {who}"), "{who}: {report}");
+        let expected = format!("{who} was answered by {who} ({at_once} at once)");
+        assert_eq!(result["content"][0]["text"], expected, "{who}: {report}");
         let asked = report["elicitations"].to_string();
         assert!(asked.contains(&format!("who asked for {who}?")), "{who} was asked another's question: {asked}");
         let other = if who == "alice" { "bob" } else { "alice" };
