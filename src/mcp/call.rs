@@ -40,7 +40,7 @@ use super::requester::{Reporter, Requester};
 use super::state::{self, StateKey};
 use super::tasks::TaskRun;
 use crate::policy::{Declared, TaskSupport};
-use crate::runtime::host_objects::{Callbacks, HostAnswer, HostRequest, Model, Notice, refused};
+use crate::runtime::host_objects::{Callbacks, Host, HostAnswer, HostRequest, Notice, Offered, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
 use crate::view::{Admission, Admitted};
@@ -530,48 +530,10 @@ fn start(
     let (events, receiver) = mpsc::unbounded_channel();
     let settings = &server.shared.settings;
     let cancel = Cancel::default();
-    let (confirming, interacting, generating) = (events.clone(), events.clone(), events.clone());
-    let (rooting, batching) = (events.clone(), events.clone());
-    let (progressing, logging, tasking) = (events.clone(), events.clone(), events.clone());
-    let callbacks = Callbacks {
-        confirm: Some(Arc::new(move |request| match ask(&confirming, HostRequest::Confirm(request.clone())) {
-            HostAnswer::Confirm(answer) => answer,
-            other => unexpected(other),
-        })),
-        interact: Some(Arc::new(move |interaction| {
-            match ask(&interacting, HostRequest::Interact(interaction.clone())) {
-                HostAnswer::Interact(answer) => answer,
-                other => unexpected(other),
-            }
-        })),
-        model: Some(Model {
-            generate: Arc::new(move |generation| match ask(&generating, HostRequest::Generate(generation.clone())) {
-                HostAnswer::Generate(answer) => answer,
-                other => unexpected(other),
-            }),
-            // MCP sampling takes images.
-            vision: able.sample,
-        }),
-        roots: Some(Arc::new(move |request| match ask(&rooting, HostRequest::Roots(request.clone())) {
-            HostAnswer::Roots(answer) => answer,
-            other => unexpected(other),
-        })),
-        batch: Some(Arc::new(move |requests| match ask(&batching, HostRequest::Batch(requests.to_vec())) {
-            HostAnswer::Batch(answers) => answers,
-            other => unexpected(other),
-        })),
-        progress: Some(Arc::new(move |progress| {
-            let _ = progressing.send(Event::Tell(Notice::Progress(progress.clone())));
-        })),
-        log: Some(Arc::new(move |record| {
-            let _ = logging.send(Event::Tell(Notice::Log(record.clone())));
-        })),
-        task: may_become_task.then(|| -> crate::runtime::host_objects::ProgressHandler {
-            Arc::new(move |status| {
-                let _ = tasking.send(Event::Tell(Notice::BecomeTask(status.clone())));
-            })
-        }),
-    };
+    // MCP sampling takes images.
+    let offered = Offered::all(able.sample, may_become_task);
+    let caller: Arc<dyn Host> = Arc::new(Caller { events: events.clone() });
+    let callbacks = Callbacks::of_host(&caller, &offered);
     let options = CallOptions {
         workspace: settings.workspace.clone(),
         timeout: settings.timeout,
@@ -594,27 +556,33 @@ fn start(
     (receiver, cancel)
 }
 
-/// A host callback (on the tool's thread): hands the request to the call's driver
-/// and waits for the answer.
-fn ask(events: &mpsc::UnboundedSender<Event>, request: HostRequest) -> HostAnswer {
-    let (reply, answer) = std::sync::mpsc::channel();
-    let refusal = refused(&request, "the question was not answered");
-    if let Err(unsent) = events.send(Event::Ask(Question { request, reply })) {
-        let Event::Ask(question) = unsent.0 else { unreachable!("the event sent is a question") };
-        return refused(&question.request, "nobody waits for this call any more");
-    }
-    match answer.recv() {
-        Ok((answer, model)) => {
-            SAMPLED_MODEL.with(|sampled| *sampled.borrow_mut() = model);
-            answer
-        }
-        Err(_) => refusal,
-    }
+/// The client of a call, as its host: what the call asks or tells goes to the call's
+/// driver ([`drive`]), which asks the client.
+struct Caller {
+    events: mpsc::UnboundedSender<Event>,
 }
 
-/// An answer of another kind than the request: never made by `drive`.
-fn unexpected<T>(answer: HostAnswer) -> T {
-    unreachable!("lcp answered a request with an answer of another kind: {answer:?}")
+impl Host for Caller {
+    /// On the tool's thread: hands the request to the driver and waits for the answer.
+    fn answer(&self, request: HostRequest) -> HostAnswer {
+        let (reply, answer) = std::sync::mpsc::channel();
+        let refusal = refused(&request, "the question was not answered");
+        if let Err(unsent) = self.events.send(Event::Ask(Question { request, reply })) {
+            let Event::Ask(question) = unsent.0 else { unreachable!("the event sent is a question") };
+            return refused(&question.request, "nobody waits for this call any more");
+        }
+        match answer.recv() {
+            Ok((answer, model)) => {
+                SAMPLED_MODEL.with(|sampled| *sampled.borrow_mut() = model);
+                answer
+            }
+            Err(_) => refusal,
+        }
+    }
+
+    fn notify(&self, notice: Notice) {
+        let _ = self.events.send(Event::Tell(notice));
+    }
 }
 
 /// Follows the call until it ends, is parked on a question, or is cancelled.

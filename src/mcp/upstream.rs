@@ -44,7 +44,8 @@ use crate::diag::{Diagnostic, Level};
 use crate::extract::{Library, Origin, Returns, SchemaText, Tool};
 use crate::policy::{Declared, Grade};
 use crate::runtime::host_objects::{
-    Answer, Callbacks, Generation, Interaction, InteractionKind, LogRecord, Progress, level,
+    Answer, Callbacks, Generation, HostAnswer, HostRequest, Interaction, InteractionKind, LogRecord, Notice, Progress,
+    level,
 };
 use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
@@ -338,27 +339,25 @@ impl Active {
         format!("MCP server `{}`", self.server)
     }
 
-    /// A `notifications/progress` of the call's, for its progress callback.
+    /// A `notifications/progress` of the call's, told to its host.
     fn progress(&self, params: &Value) {
-        let Some(progress) = &self.callbacks.progress else { return };
         let mut meta = serde_json::Map::new();
         for key in ["progress", "total"] {
             if let Some(value) = params.get(key).filter(|v| v.is_number()) {
                 meta.insert(key.to_string(), value.clone());
             }
         }
-        progress(&Progress {
+        self.callbacks.notify(&Notice::Progress(Progress {
             tool: Some(self.tool.clone()),
             text: params["message"].as_str().unwrap_or_default().to_string(),
             progress: params["progress"].as_f64(),
             total: params["total"].as_f64(),
             meta,
-        });
+        }));
     }
 
-    /// A `notifications/message`, for the call's log callback when at its level.
+    /// A `notifications/message`, told to the call's host when at its level.
     fn log(&self, params: &Value) {
-        let Some(log) = &self.callbacks.log else { return };
         let level = match params["level"].as_str().unwrap_or_default() {
             "debug" => level::DEBUG,
             "info" | "notice" => level::INFO,
@@ -374,15 +373,12 @@ impl Active {
             other => other.to_string(),
         };
         let logger = params["logger"].as_str().unwrap_or("root").to_string();
-        log(&LogRecord { tool: Some(self.tool.clone()), level, logger, message });
+        self.callbacks.notify(&Notice::Log(LogRecord { tool: Some(self.tool.clone()), level, logger, message }));
     }
 
     /// An `elicitation/create`, asked of lcp's host as the call's question (it may
     /// block: a terminal prompt); the `ElicitResult`.
     fn elicit(&self, request: &Value) -> Result<Value, String> {
-        let Some(interact) = &self.callbacks.interact else {
-            return Err("lcp's host cannot ask its user".to_string());
-        };
         let interaction = Interaction {
             library: self.asker(),
             tool: Some(self.tool.clone()),
@@ -398,19 +394,17 @@ impl Active {
             }),
             key: None,
         };
-        match interact(&interaction) {
-            Answer::Given(content) => Ok(json!({"action": "accept", "content": content})),
-            Answer::Declined => Ok(json!({"action": "decline"})),
-            Answer::Unavailable(why) => Err(why),
+        match self.callbacks.answer(&HostRequest::Interact(interaction)) {
+            HostAnswer::Interact(Answer::Given(content)) => Ok(json!({"action": "accept", "content": content})),
+            HostAnswer::Interact(Answer::Declined) => Ok(json!({"action": "decline"})),
+            HostAnswer::Interact(Answer::Unavailable(why)) => Err(why),
+            other => Err(format!("the host answered another question: {other:?}")),
         }
     }
 
     /// A `sampling/createMessage`, for lcp's host's model (it may block); the
     /// `CreateMessageResult`.
     fn sample(&self, params: &Value) -> Result<Value, String> {
-        let Some(model) = &self.callbacks.model else {
-            return Err("lcp's host has no model".to_string());
-        };
         let messages = params["messages"].as_array().cloned().unwrap_or_default();
         let prompt = messages
             .iter()
@@ -434,7 +428,10 @@ impl Active {
         // The model a client of `lcp serve` answered with is the one named; lcp's own
         // host's model (a terminal's `lcp call`) is `lcp-host`.
         let _stale = super::call::take_sampled_model();
-        let text = (model.generate)(&generation)?;
+        let text = match self.callbacks.answer(&HostRequest::Generate(generation)) {
+            HostAnswer::Generate(text) => text?,
+            other => return Err(format!("the host answered another question: {other:?}")),
+        };
         let name = super::call::take_sampled_model().unwrap_or_else(|| "lcp-host".to_string());
         Ok(json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": name}))
     }

@@ -12,6 +12,13 @@
 //! call's [`Callbacks`] (see `worker` and `supervisor`). Either way the same
 //! [`Callbacks::answer`] and [`Callbacks::notify`] decide.
 //!
+//! A surface that answers calls implements `Host` once, every kind through its two
+//! methods, and `Callbacks::of_host` makes it a call's callbacks: lcp as a worker's
+//! host (`worker`), an MCP client of `lcp serve` (`mcp::call`). The upstream bridge
+//! (`mcp::upstream`) hands what a server asks or tells to its call's host as these
+//! same values. Closures, one per kind, are the adapter for embedders (a Rust host,
+//! the Python package, `lcp test`).
+//!
 //! Must never: block on anything but the host's own callback, or let a callback's
 //! panic reach the tool (a panic is a refusal saying so).
 // Without the `python` feature no call runs: the wire half (what `host.py` and the
@@ -384,6 +391,87 @@ impl Callbacks {
             Notice::BecomeTask(status) => self.task.as_ref().is_some_and(|handler| {
                 guarded(|| handler(status));
                 true
+            }),
+        }
+    }
+}
+
+/// A host that answers a call's requests and hears its notices as the protocol's
+/// values, every kind through the same two methods: what a surface implements once
+/// (an MCP client's session, lcp as a worker's host). [`Callbacks::of_host`] makes it
+/// the callbacks a call takes; closures, one per kind, stay the adapter for embedders.
+pub(crate) trait Host: Send + Sync {
+    /// The answer to `request`, of its kind (another kind is taken as a refusal).
+    fn answer(&self, request: HostRequest) -> HostAnswer;
+    /// Hears `notice`.
+    fn notify(&self, notice: Notice);
+}
+
+/// Why an answer of another kind than its request is refused.
+const ANOTHER_KIND: &str = "the host answered a request of another kind";
+
+impl Offered {
+    /// Every kind; the model takes images when `vision`, and the host follows a call
+    /// as a task when `task`.
+    pub(crate) fn all(vision: bool, task: bool) -> Offered {
+        Offered {
+            confirm: true,
+            interact: true,
+            model: true,
+            vision,
+            roots: true,
+            batch: true,
+            progress: true,
+            log: true,
+            task,
+            log_level: 0,
+        }
+    }
+}
+
+impl Callbacks {
+    /// The kinds `offered`, each handed to `host`.
+    pub(crate) fn of_host(host: &Arc<dyn Host>, offered: &Offered) -> Callbacks {
+        let to = |on: bool| on.then(|| Arc::clone(host));
+        let Offered { confirm, interact, model, vision, roots, batch, progress, log, task, log_level: _ } = *offered;
+        Callbacks {
+            confirm: to(confirm).map(|host| -> ConfirmHandler {
+                Arc::new(move |request| match host.answer(HostRequest::Confirm(request.clone())) {
+                    HostAnswer::Confirm(answer) => answer,
+                    _ => Confirmation::reject(ANOTHER_KIND),
+                })
+            }),
+            interact: to(interact).map(|host| -> InteractHandler {
+                Arc::new(move |interaction| match host.answer(HostRequest::Interact(interaction.clone())) {
+                    HostAnswer::Interact(answer) => answer,
+                    _ => Answer::Unavailable(ANOTHER_KIND.to_string()),
+                })
+            }),
+            model: to(model).map(|host| Model {
+                generate: Arc::new(move |generation| match host.answer(HostRequest::Generate(generation.clone())) {
+                    HostAnswer::Generate(answer) => answer,
+                    _ => Err(ANOTHER_KIND.to_string()),
+                }),
+                vision,
+            }),
+            roots: to(roots).map(|host| -> RootsHandler {
+                Arc::new(move |request| match host.answer(HostRequest::Roots(request.clone())) {
+                    HostAnswer::Roots(answer) => answer,
+                    _ => Err(ANOTHER_KIND.to_string()),
+                })
+            }),
+            batch: to(batch).map(|host| -> BatchHandler {
+                Arc::new(move |requests| match host.answer(HostRequest::Batch(requests.to_vec())) {
+                    HostAnswer::Batch(answers) => answers,
+                    _ => requests.iter().map(|(key, request)| (key.clone(), refused(request, ANOTHER_KIND))).collect(),
+                })
+            }),
+            progress: to(progress).map(|host| -> ProgressHandler {
+                Arc::new(move |progress| host.notify(Notice::Progress(progress.clone())))
+            }),
+            log: to(log).map(|host| -> LogHandler { Arc::new(move |record| host.notify(Notice::Log(record.clone()))) }),
+            task: to(task).map(|host| -> ProgressHandler {
+                Arc::new(move |status| host.notify(Notice::BecomeTask(status.clone())))
             }),
         }
     }

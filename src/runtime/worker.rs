@@ -21,9 +21,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::channel::{self, Connection};
 use super::engine::{self, Engine, WirePath};
-use super::host_objects::{Answer, Callbacks, HostAnswer, HostRequest, Model, Notice, Offered, refused};
+use super::host_objects::{Callbacks, Host, HostAnswer, HostRequest, Notice, Offered, refused};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Report, Stream, ToWorker, WORKER_ARGUMENT};
-use super::{Confirmation, Outcome, capture, process_tree, python, refusals};
+use super::{Outcome, capture, process_tree, python, refusals};
 use crate::registry::FastMap;
 use crate::sync;
 
@@ -340,82 +340,33 @@ impl Worker {
 /// come one after another never wait for a look.
 const IDLE_BEFORE_SWEEP: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// The callbacks of a call, those lcp has for it: each asks lcp over the call's link
-/// and waits for the answer, or tells it and goes on.
+/// lcp, as the host of a worker's call: each request asks lcp over the call's link
+/// and waits for the answer; each notice is told and the call goes on.
+struct Lcp {
+    link: Arc<Link>,
+}
+
+impl Host for Lcp {
+    fn answer(&self, request: HostRequest) -> HostAnswer {
+        let _one_at_a_time = sync::lock(&self.link.asking);
+        if self.link.send(&FromWorker::Ask(request.clone())).is_err() {
+            return refused(&request, "lcp could not be asked");
+        }
+        match sync::lock(&self.link.reader).recv::<ToWorker>(None) {
+            Ok(Some(ToWorker::Answer(answer))) => answer,
+            _ => refused(&request, "lcp did not answer"),
+        }
+    }
+
+    fn notify(&self, notice: Notice) {
+        let _ = self.link.send(&FromWorker::Notify(notice));
+    }
+}
+
+/// The callbacks of a call, those lcp has for it (`offered`), each handed to lcp.
 fn asking(link: &Arc<Link>, offered: Offered) -> Callbacks {
-    let ask = {
-        let link = Arc::clone(link);
-        move |request: HostRequest| -> HostAnswer {
-            let _one_at_a_time = sync::lock(&link.asking);
-            if link.send(&FromWorker::Ask(request.clone())).is_err() {
-                return refused(&request, "lcp could not be asked");
-            }
-            match sync::lock(&link.reader).recv::<ToWorker>(None) {
-                Ok(Some(ToWorker::Answer(answer))) => answer,
-                _ => refused(&request, "lcp did not answer"),
-            }
-        }
-    };
-    let tell = {
-        let link = Arc::clone(link);
-        move |notice: Notice| {
-            let _ = link.send(&FromWorker::Notify(notice));
-        }
-    };
-    let mut callbacks = Callbacks::default();
-    if offered.confirm {
-        let ask = ask.clone();
-        callbacks.confirm = Some(Arc::new(move |request| match ask(HostRequest::Confirm(request.clone())) {
-            HostAnswer::Confirm(answer) => answer,
-            _ => Confirmation::reject("lcp answered something else"),
-        }));
-    }
-    if offered.interact {
-        let ask = ask.clone();
-        callbacks.interact = Some(Arc::new(move |interaction| match ask(HostRequest::Interact(interaction.clone())) {
-            HostAnswer::Interact(answer) => answer,
-            _ => Answer::Unavailable("lcp answered something else".to_string()),
-        }));
-    }
-    if offered.model {
-        let ask = ask.clone();
-        callbacks.model = Some(Model {
-            generate: Arc::new(move |generation| match ask(HostRequest::Generate(generation.clone())) {
-                HostAnswer::Generate(answer) => answer,
-                _ => Err("lcp answered something else".to_string()),
-            }),
-            vision: offered.vision,
-        });
-    }
-    if offered.roots {
-        let ask = ask.clone();
-        callbacks.roots = Some(Arc::new(move |request| match ask(HostRequest::Roots(request.clone())) {
-            HostAnswer::Roots(answer) => answer,
-            _ => Err("lcp answered something else".to_string()),
-        }));
-    }
-    if offered.batch {
-        let ask = ask.clone();
-        callbacks.batch = Some(Arc::new(move |requests| match ask(HostRequest::Batch(requests.to_vec())) {
-            HostAnswer::Batch(answers) => answers,
-            _ => requests
-                .iter()
-                .map(|(key, request)| (key.clone(), refused(request, "lcp answered something else")))
-                .collect(),
-        }));
-    }
-    if offered.progress {
-        let tell = tell.clone();
-        callbacks.progress = Some(Arc::new(move |progress| tell(Notice::Progress(progress.clone()))));
-    }
-    if offered.log {
-        let tell = tell.clone();
-        callbacks.log = Some(Arc::new(move |record| tell(Notice::Log(record.clone()))));
-    }
-    if offered.task {
-        callbacks.task = Some(Arc::new(move |status| tell(Notice::BecomeTask(status.clone()))));
-    }
-    callbacks
+    let lcp: Arc<dyn Host> = Arc::new(Lcp { link: Arc::clone(link) });
+    Callbacks::of_host(&lcp, &offered)
 }
 
 /// `host.py`'s hook: what a call prints goes to lcp at once.
