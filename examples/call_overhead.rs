@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
 use serde_json::json;
 

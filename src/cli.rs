@@ -6,7 +6,7 @@
 //! choosing what to print, and the terminal prompts of `lcp call`'s confirm handler
 //! and host objects (`cli/host.rs`).
 //! Every command reads `--config` and `--profile` into the host's view
-//! (`crate::view`); `cli/profiles.rs` prints `lcp profile`.
+//! (`crate::host::view`); `cli/profiles.rs` prints `lcp profile`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,28 +15,28 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::config::{Config, ConfigError};
 use crate::diag::{Diagnostic, Level};
+use crate::discovery::registry::{Descriptions, Options, Registry, Sources};
 use crate::export::{self, Format, Layout};
+use crate::host::config::{Config, ConfigError};
+use crate::host::profile;
+use crate::host::profile::{Choice, Profile};
+use crate::host::view::{self, View};
 #[cfg(feature = "python")]
 use crate::mcp;
-use crate::profile;
-use crate::profile::{Choice, Profile};
-use crate::registry::{Descriptions, Options, Registry, Sources};
 use crate::runtime;
 #[cfg(feature = "python")]
 use crate::runtime::{CallOptions, Isolation, WorkerSettings};
 #[cfg(feature = "python")]
 use crate::runtime::{Runtime, RuntimeConfig};
-#[cfg(feature = "python")]
-use crate::testlane;
-use crate::view::{self, View};
 
 #[cfg(feature = "python")]
 mod host;
 mod profiles;
 #[cfg(feature = "python")]
 mod run;
+#[cfg(feature = "python")]
+pub(crate) mod testlane;
 
 #[derive(Parser)]
 #[command(
@@ -438,7 +438,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             print_diagnostics(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
-            let index = crate::search::Index::build(&view.registry, &descriptions);
+            let index = crate::host::search::Index::build(&view.registry, &descriptions);
             match (asked, query) {
                 (Some(asked), _) => {
                     let mut out = String::new();
@@ -538,14 +538,14 @@ fn audit(
     let (registry, config, profile, _servers) = load_host_reading(sources, host, Servers::Start, true)?;
     print_diagnostics(registry.diagnostics());
     let view = expose(&registry, &config, profile.as_ref())?;
-    let mut audit = crate::audit::audit(&view.registry, &config, &view.routes);
+    let mut audit = crate::host::audit::audit(&view.registry, &config, &view.routes);
     if let Some((path, value)) = baseline {
-        crate::audit::compare(&mut audit, &value).map_err(|err| format!("{}: {err}", path.display()))?;
+        crate::host::audit::compare(&mut audit, &value).map_err(|err| format!("{}: {err}", path.display()))?;
     }
     let text = match format {
-        AuditFormat::Text => crate::audit::report::text(&audit, terminal_width()),
-        AuditFormat::Json => crate::audit::report::json_text(&audit),
-        AuditFormat::Sarif => pretty(&crate::audit::report::sarif(&audit)),
+        AuditFormat::Text => crate::host::audit::report::text(&audit, terminal_width()),
+        AuditFormat::Json => crate::host::audit::report::json_text(&audit),
+        AuditFormat::Sarif => pretty(&crate::host::audit::report::sarif(&audit)),
     };
     print_stdout(&text)?;
     let drift = audit.has_drift();
@@ -656,7 +656,8 @@ pub(crate) fn load_for_python(
 
 /// The config's MCP servers, started and listed, with their tools and problems.
 #[cfg(feature = "python")]
-type Started = Option<(crate::mcp::upstream::Upstreams, Vec<crate::extract::Library>, Vec<crate::diag::Diagnostic>)>;
+type Started =
+    Option<(crate::mcp::upstream::Upstreams, Vec<crate::discovery::extract::Library>, Vec<crate::diag::Diagnostic>)>;
 /// Without the MCP client none are ever started.
 #[cfg(not(feature = "python"))]
 type Started = ();
@@ -669,7 +670,7 @@ fn start_servers(config: &Config, servers: Servers) -> Started {
     if servers == Servers::Static {
         eprintln!(
             "lcp: note: the MCP servers {} are not started (--static): their tools are left out",
-            crate::config::server_names(&config.servers)
+            crate::host::config::server_names(&config.servers)
         );
         return None;
     }
@@ -689,7 +690,7 @@ fn start_servers(config: &Config, _: Servers) -> Started {
     if !config.servers.is_empty() {
         eprintln!(
             "lcp: note: the MCP servers {} are not started: this lcp is built without the `python` feature, which has the MCP client",
-            crate::config::server_names(&config.servers)
+            crate::host::config::server_names(&config.servers)
         );
     }
 }
@@ -809,10 +810,10 @@ fn load(args: &SourceArgs, code: bool) -> Result<Registry, String> {
     }
     let mut sources = Sources { folders: args.folders.clone(), files: args.files.clone() };
     if sources.folders.is_empty() && sources.files.is_empty() {
-        sources.folders.push(crate::default_tools::folder().map_err(|err| err.to_string())?);
+        sources.folders.push(crate::discovery::default_tools::folder().map_err(|err| err.to_string())?);
     }
     Ok(if code {
-        crate::audit::load_with_code(&sources, &Options::default())
+        crate::host::audit::load_with_code(&sources, &Options::default())
     } else {
         Registry::load(&sources, &Options::default())
     })
@@ -878,7 +879,7 @@ fn pretty(value: &Value) -> String {
 /// (SPEC §18), and what each tool's code can do (SPEC §20).
 fn vouch(view: &View, config: &Config, descriptions: &mut Descriptions) {
     descriptions.set_enforcement(crate::runtime::sandbox::offered());
-    crate::audit::lay_over(&view.registry, config, &view.routes, descriptions);
+    crate::host::audit::lay_over(&view.registry, config, &view.routes, descriptions);
 }
 
 /// The descriptions `lcp export --format FORMAT` writes the tools with (the prompt
@@ -918,13 +919,15 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
         let inferred = found.map_or(&[][..], |found| &found.inferred[..]);
         let enforced = descriptions.enforced(library, tool);
         let (said, by) = match library.origin {
-            crate::extract::Origin::Mcp { .. } => {
+            crate::discovery::extract::Origin::Mcp { .. } => {
                 (crate::runtime::sandbox::Sandbox::of(&tool.policy).enforced(), "declared by the server: ")
             }
-            crate::extract::Origin::Virtual => {
+            crate::discovery::extract::Origin::Virtual => {
                 (crate::runtime::sandbox::Sandbox::of(&tool.policy).enforced(), "declared: ")
             }
-            crate::extract::Origin::File | crate::extract::Origin::Config { .. } => (enforced, ""),
+            crate::discovery::extract::Origin::File | crate::discovery::extract::Origin::Config { .. } => {
+                (enforced, "")
+            }
         };
         if !said.is_empty() {
             let shown: Vec<String> = said
@@ -978,7 +981,7 @@ fn table(registry: &Registry, descriptions: &Descriptions, width: Option<usize>)
 
 /// `lcp search`'s table: `TOOL  SCORE  LIBRARY  DESCRIPTION`, best first, narrowed to
 /// `width` as `lcp list`'s is; a line saying so when no tool matched.
-fn search_table(hits: &[crate::search::Hit], width: Option<usize>) -> String {
+fn search_table(hits: &[crate::host::search::Hit], width: Option<usize>) -> String {
     if hits.is_empty() {
         return "no tool matches".to_string();
     }
@@ -1019,7 +1022,7 @@ fn members_table(registry: &Registry) -> String {
     let mut prompts = vec![["PROMPT", "ARGUMENTS", "SOURCE", "DESCRIPTION"].map(String::from)];
     for (library, prompt) in registry.prompts() {
         let schema = prompt.parameters.value();
-        let required = crate::extract::required_names(prompt);
+        let required = crate::discovery::extract::required_names(prompt);
         let arguments: Vec<String> = schema["properties"]
             .as_object()
             .into_iter()
@@ -1059,9 +1062,9 @@ fn members_table(registry: &Registry) -> String {
 
 /// Where a tool is: its file and line, with the source named when it is not a file
 /// (`config:lcp.toml:4`).
-fn source_cell(library: &crate::extract::Library, tool: &crate::extract::Tool) -> String {
+fn source_cell(library: &crate::discovery::extract::Library, tool: &crate::discovery::extract::Tool) -> String {
     match library.origin {
-        crate::extract::Origin::File => format!("{}:{}", library.path.display(), tool.line),
+        crate::discovery::extract::Origin::File => format!("{}:{}", library.path.display(), tool.line),
         ref other => format!("{}:{}:{}", other.source(), library.path.display(), tool.line),
     }
 }

@@ -27,12 +27,12 @@ use std::io::{self, Write};
 use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{Library, Origin, Resource, Tool};
+use crate::discovery::extract::{Library, Origin, Resource, Tool};
+use crate::discovery::registry::{Descriptions, Registry};
+use crate::discovery::schema;
 use crate::fast_paths::FastPath;
 use crate::path_json;
 use crate::policy::{self, Found};
-use crate::registry::{Descriptions, Registry};
-use crate::schema;
 
 /// A target of [`export`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -737,7 +737,7 @@ fn add_members(document: &mut Value, registry: &Registry) {
 /// parameter, with its description and whether it is required).
 pub fn mcp_prompt(prompt: &Tool) -> Value {
     let schema = prompt.parameters.value();
-    let required = crate::extract::required_names(prompt);
+    let required = crate::discovery::extract::required_names(prompt);
     let arguments: Vec<Value> = schema["properties"]
         .as_object()
         .into_iter()
@@ -892,7 +892,7 @@ mod tests {
         let long = ["a".repeat(64), "a".repeat(65), "b".repeat(128)];
         for name in names.iter().copied().chain(long.iter().map(String::as_str)) {
             let everywhere = Format::ALL.iter().all(|&format| check_name(format, name).is_ok());
-            assert_eq!(crate::config::profiles::is_valid_name(name), everywhere, "{name:?}");
+            assert_eq!(crate::host::config::profiles::is_valid_name(name), everywhere, "{name:?}");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Paths as JSON text. JSON strings are Unicode; a Unix path is bytes, and a file or
 //! folder name need not be UTF-8. Owns the one lossless encoding lcp writes wherever a
 //! path goes into JSON (the manifest, `check --format json`, any serialized
-//! [`Diagnostic`](crate::diag::Diagnostic) or [`Library`](crate::extract::Library)):
+//! [`Diagnostic`](crate::diag::Diagnostic) or [`Library`](crate::discovery::extract::Library)):
 //!
 //! - every `%` is written `%25`;
 //! - every byte that is not part of valid UTF-8 is written `%XX` (upper-case hex);

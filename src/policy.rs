@@ -428,7 +428,7 @@ impl Enforcement {
     /// The declarations kept for a tool lcp's workers run that declares `declared`
     /// (and, with `[sandbox] infer`, is given `inferred`), as they are written. A tool
     /// lcp does not run (an MCP server's, a virtual one) has none kept:
-    /// [`crate::registry::Descriptions::enforced`] asks only for the others.
+    /// [`crate::discovery::registry::Descriptions::enforced`] asks only for the others.
     pub fn of(self, declared: &Declared, inferred: &[&str]) -> Vec<&'static str> {
         let read_only = declared.read_only == Some(true) || inferred.contains(&"read_only");
         let offline = declared.open_world == Some(false) || inferred.contains(&"open_world");

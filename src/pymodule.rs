@@ -21,18 +21,18 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{Value, json};
 
-use crate::config::Config;
 use crate::diag::Level;
+use crate::discovery::registry::{Descriptions, Registry};
 use crate::export::{self, Format, Layout};
+use crate::host::config::Config;
+use crate::host::profile::Profile;
+use crate::host::view::{self, Admission};
 use crate::mcp::upstream::Upstreams;
-use crate::profile::Profile;
-use crate::registry::{Descriptions, Registry};
 use crate::runtime::host_objects::{Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
 use crate::runtime::{
     Autonomy, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, ToolResult,
     WorkerSettings,
 };
-use crate::view::{self, Admission};
 
 /// An exit code as the number Python's `sys.exit` takes.
 fn code(exit: ExitCode) -> u8 {
@@ -396,7 +396,7 @@ fn ask(handler: &Py<PyAny>, text: &str) -> Result<String, String> {
 /// The folder of lcp's built-in tool libraries.
 #[pyfunction]
 fn default_tools() -> PyResult<PathBuf> {
-    crate::default_tools::folder().map_err(|err| PyRuntimeError::new_err(err.to_string()))
+    crate::discovery::default_tools::folder().map_err(|err| PyRuntimeError::new_err(err.to_string()))
 }
 
 /// The module `lcp_tools._lcp`. Its workers are this interpreter's:

@@ -55,8 +55,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use lcp::discovery::registry::{Descriptions, Options, Registry, Sources};
 use lcp::export::{self, Format, Layout};
-use lcp::registry::{Descriptions, Options, Registry, Sources};
 use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
 use serde_json::Value;
 
@@ -111,7 +111,7 @@ fn main() {
         let sources = Sources { folders: vec![PathBuf::from(&args[i + 1])], files: Vec::new() };
         let registry = Registry::load(&sources, &Options::default());
         for _ in 0..200 {
-            std::hint::black_box(lcp::search::Index::build(&registry, &Descriptions::default()));
+            std::hint::black_box(lcp::host::search::Index::build(&registry, &Descriptions::default()));
         }
         return;
     }
@@ -293,7 +293,7 @@ fn cold(table: &mut Table, setup: &Setup, corpus: &Corpus, title: &str, targets:
     eprintln!("cold discovery, {title} ...");
     let sources = sources(corpus);
     let options = Options::default();
-    let (files, _) = lcp::scan::discover(&sources.folders, &sources.files);
+    let (files, _) = lcp::discovery::scan::discover(&sources.folders, &sources.files);
     let paths: Vec<PathBuf> = files.into_iter().map(|f| f.path).collect();
     let registry = Registry::load(&sources, &options);
     assert_eq!(registry.tools().count(), corpus.tools, "lcp finds every tool of the corpus");

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use lcp::registry::{Descriptions, Options, Registry, Sources};
-use lcp::search::Index;
+use lcp::discovery::registry::{Descriptions, Options, Registry, Sources};
+use lcp::host::search::Index;
 use serde_json::{Value, json};
 
 use crate::corpus::{self, Shape};

@@ -1,14 +1,14 @@
 //! `lcp profile list | info | create` (SPEC §11): what each prints. The profiles
-//! themselves are `crate::profile`'s; grades and policy come from `crate::view`.
+//! themselves are `crate::host::profile`'s; grades and policy come from `crate::host::view`.
 
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
 use super::{CheckFormat, ProfileAction, columns, load_host, pretty, print_problems, print_stdout};
+use crate::host::profile::{self, Profile};
+use crate::host::view;
 use crate::policy::Grade;
-use crate::profile::{self, Profile};
-use crate::view;
 
 /// `lcp profile list | info | create` (SPEC §11).
 pub(super) fn run(action: ProfileAction) -> Result<ExitCode, String> {

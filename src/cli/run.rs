@@ -7,10 +7,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::*;
+use crate::host::view::Admission;
 use crate::runtime::{ConfirmRequest, Confirmation, Decision};
 use crate::shown;
 use crate::sync;
-use crate::view::Admission;
 
 /// Runs `lcp call`, `lcp serve` or `lcp test`.
 pub(super) fn command(command: Command) -> Result<ExitCode, String> {
@@ -134,7 +134,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 timeout,
                 yes,
                 max_output,
-                config: std::sync::Arc::new(crate::config::Watched::new(config)),
+                config: std::sync::Arc::new(crate::host::config::Watched::new(config)),
                 profile: choice(&host),
                 allow_unauthenticated,
                 upstreams,

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::config::AuthConfig;
+use crate::host::config::AuthConfig;
 use crate::sync;
 
 /// The path of the Protected Resource Metadata (RFC 9728).
@@ -284,7 +284,7 @@ fn signs_with(key: KeyAlgorithm, alg: Algorithm) -> bool {
 
 /// The static tokens' digests: one hex SHA-256 a line; `#` starts a comment.
 fn read_digests(file: &Path) -> Result<Vec<[u8; 32]>, String> {
-    let text = crate::config::read_regular_file(file).map_err(|err| format!("{}: {err}", file.display()))?;
+    let text = crate::host::config::read_regular_file(file).map_err(|err| format!("{}: {err}", file.display()))?;
     let mut digests = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or_default().trim();

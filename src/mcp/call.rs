@@ -39,11 +39,11 @@ use super::host::{self, Able};
 use super::requester::{Reporter, Requester};
 use super::state::{self, StateKey};
 use super::tasks::TaskRun;
+use crate::host::view::{Admission, Admitted};
 use crate::policy::{Declared, TaskSupport};
 use crate::runtime::host_objects::{Callbacks, Host, HostAnswer, HostRequest, Notice, Offered, refused};
 use crate::runtime::{CallOptions, Cancel, ToolResult};
 use crate::sync;
-use crate::view::{Admission, Admitted};
 
 /// How long a call parked on a question waits for the client to answer.
 const PARKED_FOR: Duration = Duration::from_secs(600);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use crate::view::Doc;
+use crate::host::view::Doc;
 
 /// The index's tool.
 pub(super) const INDEX: &str = "docs_index";

@@ -43,7 +43,7 @@ type Found = Arc<Vec<(String, crate::policy::Found)>>;
 #[derive(Clone)]
 pub struct Key {
     pub generation: u64,
-    pub config: Arc<crate::config::Config>,
+    pub config: Arc<crate::host::config::Config>,
     /// The profile a token's scope chose, if any.
     pub profile: Option<String>,
 }

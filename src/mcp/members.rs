@@ -24,10 +24,10 @@ use serde_json::{Value, json};
 
 use super::call::{self, Driven};
 use super::{Server, content};
+use crate::discovery::registry::Registry;
 use crate::export;
-use crate::registry::Registry;
+use crate::host::view::{Admission, Admitted, Member};
 use crate::runtime::{CallOptions, Outcome, ToolResult};
-use crate::view::{Admission, Admitted, Member};
 
 /// Most completion values one answer carries (MCP's limit).
 const MAX_COMPLETIONS: usize = 100;
@@ -126,7 +126,7 @@ impl Server {
             let forwarded = view
                 .registry
                 .resource(&resource.function.name)
-                .is_some_and(|(library, _)| matches!(library.origin, crate::extract::Origin::Mcp { .. }));
+                .is_some_and(|(library, _)| matches!(library.origin, crate::discovery::extract::Origin::Mcp { .. }));
             let refused = if forwarded { None } else { segment_refusal(&resource.uri, &arguments) };
             Some((resource.function.name.clone(), arguments, resource.mime_type.clone(), refused))
         });
@@ -202,7 +202,7 @@ impl Server {
             let admitted = admitted.clone();
             let asked = tokio::task::spawn_blocking(move || {
                 let (library, function) = (admitted.library(), admitted.function());
-                matches!(library.origin, crate::extract::Origin::Mcp { .. })
+                matches!(library.origin, crate::discovery::extract::Origin::Mcp { .. })
                     .then(|| upstreams.complete(library, function, member, &argument, &value, context.as_ref()))
             });
             match asked.await.ok().flatten() {

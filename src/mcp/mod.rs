@@ -23,7 +23,7 @@
 //! - `upstream.rs`: lcp as a client of the config's MCP servers, whose tools are a
 //!   source (SPEC §14): listed into the registry, calls forwarded.
 //!
-//! What is listed and callable is the host's view (`crate::view`): the profile's
+//! What is listed and callable is the host's view (`crate::host::view`): the profile's
 //! tools under their aliases, minus what the policy forbids, with the config file read
 //! again when it changes; the tools' and profile's docs are resources, read when asked.
 //!
@@ -67,14 +67,14 @@ use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use tokio::sync::broadcast;
 
-use crate::config::{Config, Watched};
 use crate::diag::Diagnostic;
+use crate::discovery::registry::{Descriptions, Registry};
 use crate::export::{self, Format, Layout};
-use crate::profile::{self, Choice, Selection};
-use crate::registry::{Descriptions, Registry};
+use crate::host::config::{Config, Watched};
+use crate::host::profile::{self, Choice, Selection};
+use crate::host::view::{self, Admission, Member, View};
 use crate::runtime::{CallOptions, Confirmation, Runtime, RuntimeConfig};
 use crate::sync;
-use crate::view::{self, Admission, Member, View};
 
 /// How `lcp serve` runs; every field is a command-line option.
 #[derive(Debug, Clone)]
@@ -382,7 +382,8 @@ impl Server {
         tasks: tasks::Tasks,
     ) -> Server {
         let (tools_changed, _) = broadcast::channel(16);
-        let idle = settings.config.current().mcp.session_idle.unwrap_or(crate::config::McpConfig::DEFAULT_SESSION_IDLE);
+        let idle =
+            settings.config.current().mcp.session_idle.unwrap_or(crate::host::config::McpConfig::DEFAULT_SESSION_IDLE);
         let shared = Shared {
             snapshot: RwLock::new((0, Arc::new(registry.clone()))),
             registry: Mutex::new(registry),
@@ -603,7 +604,7 @@ impl Server {
         let mut descriptions = self.descriptions(&registry);
         descriptions.set_enforcement(crate::runtime::sandbox::enforcement(&self.shared.runtime_config));
         // What the tools' code can do is read once per generation, prompt providers or not.
-        let found = self.shared.listings.found(key, || crate::audit::found(&registry, config, &routes));
+        let found = self.shared.listings.found(key, || crate::host::audit::found(&registry, config, &routes));
         for (tool, found) in found.iter() {
             descriptions.set_found(tool.clone(), found.clone());
         }
@@ -815,7 +816,7 @@ fn caller_of(parts: Option<&hyper::http::request::Parts>) -> auth::Caller {
 }
 
 /// What a tool's `outputSchema` asks of its results' `structuredContent` (SPEC §12).
-fn output_shape_of(tool: &crate::extract::Tool) -> content::Shape {
+fn output_shape_of(tool: &crate::discovery::extract::Tool) -> content::Shape {
     match tool.output.as_ref() {
         None => content::Shape::Free,
         Some(schema) if export::mcp_output_schema(schema.value()).1 => content::Shape::Wrapped,
@@ -1140,7 +1141,7 @@ fn capabilities() -> ServerCapabilities {
 fn library_descriptions(registry: &Registry) -> Option<String> {
     let mut seen = Vec::new();
     let mut lines = Vec::new();
-    let serves = |library: &&Arc<crate::extract::Library>| {
+    let serves = |library: &&Arc<crate::discovery::extract::Library>| {
         !(library.tools.is_empty() && library.prompts.is_empty() && library.resources.is_empty())
     };
     for library in registry.libraries().iter().filter(serves) {

@@ -17,8 +17,8 @@ use serde_json::{Map, Value, json};
 
 use super::docs::object;
 use super::listing::Key;
-use crate::registry::{Descriptions, Registry};
-use crate::search::Index;
+use crate::discovery::registry::{Descriptions, Registry};
+use crate::host::search::Index;
 use crate::sync;
 
 /// The tool's name.
@@ -92,7 +92,7 @@ impl Searches {
 /// Whether a view of `registry` shows `search_tools` instead of its tools under
 /// `config`: tool search is on for its number of tools, and no tool of its own is
 /// called `search_tools` (that one wins, and the whole list is shown, saying so).
-pub(super) fn is_on(registry: &Registry, config: &crate::config::McpConfig) -> bool {
+pub(super) fn is_on(registry: &Registry, config: &crate::host::config::McpConfig) -> bool {
     if !config.tool_search_on(registry.tools().count()) {
         return false;
     }
@@ -219,15 +219,15 @@ mod tests {
 
     fn catalog() -> Registry {
         let folder = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/search/catalog");
-        let sources = crate::registry::Sources { folders: vec![folder], files: Vec::new() };
-        Registry::load(&sources, &crate::registry::Options::default())
+        let sources = crate::discovery::registry::Sources { folders: vec![folder], files: Vec::new() };
+        Registry::load(&sources, &crate::discovery::registry::Options::default())
     }
 
     #[test]
     fn tool_search_is_on_when_set_else_above_the_threshold() {
         let registry = catalog();
         let shown = registry.tools().count();
-        let config = |tool_search: Option<bool>, threshold: Option<usize>| crate::config::McpConfig {
+        let config = |tool_search: Option<bool>, threshold: Option<usize>| crate::host::config::McpConfig {
             tool_search,
             tool_search_threshold: threshold,
             ..Default::default()
@@ -250,7 +250,7 @@ mod tests {
     #[test]
     fn a_catalog_is_kept_for_its_key_and_profile_and_built_again_for_another_key() {
         let searches = Searches::default();
-        let config = Arc::new(crate::config::Config::default());
+        let config = Arc::new(crate::host::config::Config::default());
         let key = |generation: u64| Key { generation, config: Arc::clone(&config), profile: None };
         let builds = std::cell::Cell::new(0);
         // Whether each build was given the catalog kept before it for its profile.

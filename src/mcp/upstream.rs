@@ -39,9 +39,11 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use self::streams::{Attributed, Stream};
-use crate::config::{ServerEntry, Transport};
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{Library, Origin, Returns, SchemaText, Tool};
+use crate::discovery::extract::{Library, Origin, Returns, SchemaText, Tool};
+use crate::host::config::{ServerEntry, Transport};
+use crate::host::text_safety;
+use crate::host::view::Member;
 use crate::policy::{Declared, Grade};
 use crate::runtime::host_objects::{
     Answer, Callbacks, Generation, HostAnswer, HostRequest, Interaction, InteractionKind, LogRecord, Notice, Progress,
@@ -49,8 +51,6 @@ use crate::runtime::host_objects::{
 };
 use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
-use crate::text_safety;
-use crate::view::Member;
 
 /// Progress tokens, unique in this process.
 static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -956,7 +956,10 @@ impl Upstream {
         };
         Tool {
             name: format!("{}{name}", self.entry.prefix),
-            description: listed["description"].as_str().unwrap_or(crate::extract::NO_DESCRIPTION).to_string(),
+            description: listed["description"]
+                .as_str()
+                .unwrap_or(crate::discovery::extract::NO_DESCRIPTION)
+                .to_string(),
             parameters: SchemaText::new(&schema),
             parameters_with_defs: None,
             line: self.entry.line.unwrap_or(1),

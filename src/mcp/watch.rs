@@ -17,7 +17,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use super::Server;
-use crate::registry::Sources;
+use crate::discovery::registry::Sources;
 
 /// How often the folders are walked when notifications are unavailable.
 const POLL_EVERY: Duration = Duration::from_secs(1);

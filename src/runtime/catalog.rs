@@ -14,15 +14,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Runtime;
-use crate::registry::{Changes, Options, Registry, Sources};
-use crate::scan;
+use crate::discovery::registry::{Changes, Options, Registry, Sources};
+use crate::discovery::scan;
 
 /// A [`Registry`] a host changes while it runs: libraries mounted, tools registered
 /// from code or unregistered. Calls take [`Catalog::registry`]; the runtime the
 /// catalog was made with forgets the modules its changes make stale.
 ///
 /// ```
-/// use lcp::registry::{Options, Sources};
+/// use lcp::discovery::registry::{Options, Sources};
 /// use lcp::runtime::catalog::Catalog;
 /// use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
 /// use serde_json::json;
@@ -251,7 +251,7 @@ fn resolve_library(name: &str) -> Result<PathBuf, CatalogError> {
     if given.components().count() > 1 {
         return Err(CatalogError::NoSuchPath { path: given.to_path_buf() });
     }
-    let builtin = crate::default_tools::folder().map_err(CatalogError::BuiltinTools)?;
+    let builtin = crate::discovery::default_tools::folder().map_err(CatalogError::BuiltinTools)?;
     for candidate in [builtin.join(name), builtin.join(format!("{name}.py"))] {
         if candidate.exists() {
             return Ok(candidate);
@@ -289,8 +289,8 @@ pub enum CatalogError {
         /// The library's folder or file.
         path: PathBuf,
     },
-    /// The built-in tools cannot be found (see [`crate::default_tools::folder`]).
-    BuiltinTools(crate::default_tools::DefaultToolsError),
+    /// The built-in tools cannot be found (see [`crate::discovery::default_tools::folder`]).
+    BuiltinTools(crate::discovery::default_tools::DefaultToolsError),
     /// The host has not allowed dynamic tools ([`Catalog::allow_dynamic_tools`]).
     DynamicToolsDisabled,
     /// The prefix of dynamic tools is empty.

@@ -20,10 +20,10 @@ use super::{
     library_key, process_tree, python, supervisor, validate, workspace,
 };
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{Library, Origin, Tool};
-use crate::registry::{Changes, Descriptions, Registry};
+use crate::discovery::extract::{Library, Origin, Tool};
+use crate::discovery::registry::{Changes, Descriptions, Registry};
+use crate::host::view::Member;
 use crate::sync;
-use crate::view::Member;
 
 /// Runs the tools of a registry, in worker processes or in this process (see
 /// [`Isolation`]).
@@ -42,7 +42,7 @@ use crate::view::Member;
 /// tools may run writes through [`Runtime::claim_stdout`].
 ///
 /// ```
-/// use lcp::registry::{Options, Registry, Sources};
+/// use lcp::discovery::registry::{Options, Registry, Sources};
 /// use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
 /// use serde_json::json;
 ///
@@ -237,11 +237,16 @@ impl Runtime {
         sync::write(&self.callbacks).log = Some(Arc::new(handler));
     }
 
-    /// Runs what the host's view admitted ([`crate::view::admit`]: the profile shows
+    /// Runs what the host's view admitted ([`crate::host::view::admit`]: the profile shows
     /// it, the policy allows it), as [`Runtime::call`] does: the tool, prompt or
     /// resource the admission holds, with no lookup of its own. `lcp call` and
     /// `lcp serve` call through here, so neither can run a tool it did not admit.
-    pub fn call_admitted(&self, admitted: &crate::view::Admitted, args: &Value, options: &CallOptions) -> ToolResult {
+    pub fn call_admitted(
+        &self,
+        admitted: &crate::host::view::Admitted,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
         match admitted.member() {
             Member::Tool => {
                 let confined;
@@ -264,7 +269,12 @@ impl Runtime {
     /// asks for is taken as that value: MCP's prompt arguments are strings). The
     /// result's output is what it returned: a string, a list of messages, or a dict
     /// of `description` and `messages`.
-    pub fn get_prompt(&self, admitted: &crate::view::Admitted, args: &Value, options: &CallOptions) -> ToolResult {
+    pub fn get_prompt(
+        &self,
+        admitted: &crate::host::view::Admitted,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
         if admitted.member() != Member::Prompt {
             return ToolResult::failure(format!("there is no prompt `{}`", admitted.tool()));
         }
@@ -279,7 +289,12 @@ impl Runtime {
     /// `args` (a template's variables) checked as [`Runtime::get_prompt`] checks. The
     /// result's output is a list of `{"text"}` or `{"blob"}` (base64) contents, each
     /// with the `uri` and `mimeType` the function gave, if it gave them.
-    pub fn read_resource(&self, admitted: &crate::view::Admitted, args: &Value, options: &CallOptions) -> ToolResult {
+    pub fn read_resource(
+        &self,
+        admitted: &crate::host::view::Admitted,
+        args: &Value,
+        options: &CallOptions,
+    ) -> ToolResult {
         if admitted.member() != Member::Resource {
             return ToolResult::failure(format!("there is no resource `{}`", admitted.tool()));
         }
@@ -297,7 +312,7 @@ impl Runtime {
     /// `Literal` / `Enum` that start with `value`.
     pub fn complete(
         &self,
-        admitted: &crate::view::Admitted,
+        admitted: &crate::host::view::Admitted,
         argument: &str,
         value: &str,
         options: &CallOptions,
@@ -310,7 +325,7 @@ impl Runtime {
             // `lcp serve` asks the server itself (`Upstreams::complete`).
             return Err(format!("`{}` is the MCP server `{server}`'s: its server completes it", function.name));
         }
-        let completer = format!("{}{}", crate::extract::COMPLETE_PREFIX, function.name);
+        let completer = format!("{}{}", crate::discovery::extract::COMPLETE_PREFIX, function.name);
         if library.completers.contains(&completer) {
             let args = serde_json::json!({"argument": argument, "value": value});
             let result = self.run(library, &completer, Kind::Tool, &args, options, options.timeout, true);
@@ -331,11 +346,11 @@ impl Runtime {
                 other => return Err(format!("`{completer}` returned {other}, not a list of strings")),
             }
         }
-        if !crate::extract::parameter_names(function).iter().any(|name| name == argument) {
+        if !crate::discovery::extract::parameter_names(function).iter().any(|name| name == argument) {
             return Err(format!("`{}` has no argument `{argument}`", function.name));
         }
         let typed = value.to_lowercase();
-        Ok(crate::extract::listed_values(function, argument)
+        Ok(crate::discovery::extract::listed_values(function, argument)
             .into_iter()
             .filter(|candidate| candidate.to_lowercase().starts_with(&typed))
             .collect())

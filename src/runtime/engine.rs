@@ -27,8 +27,8 @@ use serde_json::{Map, Value};
 use super::host_objects::{self, Callbacks, Offered};
 use super::{Cancel, Carried, Outcome, ToolResult, capture, python, workspace};
 use crate::diag::{Diagnostic, Level};
+use crate::discovery::registry::FastMap;
 use crate::fast_paths::FastPath;
-use crate::registry::FastMap;
 use crate::sync;
 
 /// How long a call that ran out of time gets to unwind after it was told to stop.

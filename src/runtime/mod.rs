@@ -63,7 +63,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use crate::config::runtime::{
+pub use crate::host::config::runtime::{
     Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key, venv_beside,
 };
 #[cfg(feature = "python")]

@@ -63,8 +63,8 @@ pub fn offered() -> Enforcement {
 /// The declarations a runtime of `config` has the kernel keep (SPEC §18), for its
 /// host's listings: what the kernel [`offered`] when tools run in sandboxed workers,
 /// none when they run in the host's process or unconfined.
-pub fn enforcement(config: &crate::config::runtime::RuntimeConfig) -> Enforcement {
-    use crate::config::runtime::Isolation;
+pub fn enforcement(config: &crate::host::config::runtime::RuntimeConfig) -> Enforcement {
+    use crate::host::config::runtime::Isolation;
     match &config.isolation {
         Isolation::Workers(workers) if workers.sandboxed => offered(),
         Isolation::Workers(_) | Isolation::InProcess => Enforcement::default(),

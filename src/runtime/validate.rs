@@ -14,7 +14,7 @@ mod formats;
 
 use serde_json::{Map, Value};
 
-use crate::schema::OTHER_NAMES;
+use crate::discovery::schema::OTHER_NAMES;
 
 /// Values deeper than this are not looked into (serde_json parses at most 128 levels).
 const MAX_DEPTH: usize = 256;
@@ -316,7 +316,7 @@ pub fn check_output(schema: &Value, output: &Value) -> Vec<String> {
 /// successful result whose value breaks the tool's output schema becomes a failed
 /// call saying which part breaks the return annotation. Failed calls are left as
 /// they are.
-pub fn check_result(result: &mut super::ToolResult, tool: &crate::extract::Tool) {
+pub fn check_result(result: &mut super::ToolResult, tool: &crate::discovery::extract::Tool) {
     let Some(schema) = &tool.output else { return };
     // A cut output is only the start of its text: what shows it says it was cut.
     if !result.ok() || result.output_cut_from.is_some() {

@@ -24,7 +24,7 @@ use super::engine::{self, Engine, WirePath};
 use super::host_objects::{Callbacks, Host, HostAnswer, HostRequest, Notice, Offered, refused};
 use super::supervisor::{CONTROL_FD, Control, FromWorker, Report, Stream, ToWorker, WORKER_ARGUMENT};
 use super::{Outcome, capture, process_tree, python, refusals};
-use crate::registry::FastMap;
+use crate::discovery::registry::FastMap;
 use crate::sync;
 
 /// Whether the process was started as a worker (its first argument says so).

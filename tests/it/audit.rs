@@ -3,7 +3,7 @@
 //! a decorator, a class), `pure/`, `drift/` (declarations the code breaks, docstrings
 //! that say otherwise), `unknown/` (packages without a table), `misc/` (a tool per
 //! capability), `config/` (`[[tools]]` entries). The inference rules themselves are
-//! unit tests in `src/audit/tests.rs`.
+//! unit tests in `src/host/audit/tests.rs`.
 
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::symlink;
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 
 use crate::support::*;
 
@@ -63,7 +63,7 @@ fn neither_folders_nor_files_means_the_built_in_default_tools() {
 #[test]
 fn built_in_default_tools_are_embedded_for_installed_binaries() {
     let cache = temp_dir("embedded-defaults");
-    let folder = lcp::default_tools::materialise_in(&cache).expect("embedded copy is written");
+    let folder = lcp::discovery::default_tools::materialise_in(&cache).expect("embedded copy is written");
     let embedded = Registry::load(&Sources { folders: vec![folder.clone()], files: vec![] }, &Options::default());
     let source =
         Registry::load(&Sources { folders: vec![root().join("default_tools")], files: vec![] }, &Options::default());
@@ -91,7 +91,7 @@ fn built_in_default_tools_are_embedded_for_installed_binaries() {
         assert_eq!(copied, std::fs::read(root().join("default_tools").join(file)).unwrap(), "{}", file.display());
     }
     // Written once: a second call reuses the same folder.
-    assert_eq!(lcp::default_tools::materialise_in(&cache).unwrap(), folder);
+    assert_eq!(lcp::discovery::default_tools::materialise_in(&cache).unwrap(), folder);
 }
 
 #[test]

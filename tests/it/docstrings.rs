@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use lcp::registry::Registry;
+use lcp::discovery::registry::Registry;
 use serde_json::Value;
 
 use crate::support::*;

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
+use lcp::discovery::registry::Descriptions;
 use lcp::export::{self, Format, Layout};
-use lcp::registry::Descriptions;
 
 use crate::support::*;
 
@@ -33,7 +33,7 @@ fn rich(format: Format, strict: bool) -> (Value, Vec<lcp::diag::Diagnostic>) {
     let mut descriptions = Descriptions::default();
     descriptions.set_enforcement(lcp::policy::Enforcement::ALL);
     if matches!(format, Format::Manifest | Format::Mcp { .. }) {
-        lcp::audit::lay_over(&registry, &lcp::config::Config::without_file(), &[], &mut descriptions);
+        lcp::host::audit::lay_over(&registry, &lcp::host::config::Config::without_file(), &[], &mut descriptions);
     }
     export::export(&registry, &descriptions, format.strict(strict))
 }
@@ -64,9 +64,9 @@ fn the_newer_types_in_every_format_match_their_snapshots() {
     let files = ["vocabulary_tools.py", "shop/shop.py", "shop/models.py", "shop/catalog.py"]
         .map(|file| fixture("conformance").join(file))
         .to_vec();
-    let registry = lcp::registry::Registry::load(
-        &lcp::registry::Sources { folders: Vec::new(), files },
-        &lcp::registry::Options::default(),
+    let registry = lcp::discovery::registry::Registry::load(
+        &lcp::discovery::registry::Sources { folders: Vec::new(), files },
+        &lcp::discovery::registry::Options::default(),
     );
     assert!(registry.diagnostics().is_empty(), "{:?}", registry.diagnostics());
     for (name, format, strict) in SNAPSHOT_FORMATS {
@@ -391,7 +391,7 @@ fn name_limits_are_checked_per_format_and_reported_never_cut() {
 const EVERY_FORMAT: [Format; 6] = Format::ALL;
 
 /// Every fixture folder, each loaded on its own.
-fn every_fixture() -> Vec<(String, lcp::registry::Registry)> {
+fn every_fixture() -> Vec<(String, lcp::discovery::registry::Registry)> {
     let mut names: Vec<String> = std::fs::read_dir(root().join("fixtures"))
         .unwrap()
         .map(|entry| entry.unwrap())
@@ -460,8 +460,8 @@ fn a_streamed_export_of_many_tools_written_in_parallel_chunks_is_the_document_in
         }
         std::fs::write(dir.join(format!("lib_{file:02}.py")), text).unwrap();
     }
-    let sources = lcp::registry::Sources { folders: vec![dir], files: Vec::new() };
-    let registry = lcp::registry::Registry::load(&sources, &lcp::registry::Options::default());
+    let sources = lcp::discovery::registry::Sources { folders: vec![dir], files: Vec::new() };
+    let registry = lcp::discovery::registry::Registry::load(&sources, &lcp::discovery::registry::Options::default());
     assert_eq!(registry.tools().count(), 480);
     for format in EVERY_FORMAT {
         for strict in [false, true] {

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
+use lcp::discovery::registry::{Descriptions, Options, Registry, Sources};
 use lcp::export::{self, Format};
-use lcp::registry::{Descriptions, Options, Registry, Sources};
 use serde_json::Value;
 
 use crate::mutate::{self, HEALTHY_TOOL, Rng};

@@ -7,7 +7,7 @@
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 use lcp::runtime::host_objects::{
     Answer, BatchHandler, Callbacks, HostAnswer, HostRequest, InteractionKind, RootsHandler, level,
 };

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 use lcp::runtime::host_objects::Callbacks;
 use lcp::runtime::{
     CallOptions, Cancel, ConfirmRequest, Confirmation, Isolation, Runtime, RuntimeConfig, ToolResult, WorkerSettings,

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 #[cfg(feature = "external")]
 use lcp::runtime::{CallOptions, Runtime, RuntimeConfig, ToolResult};
 use serde_json::{Value, json};

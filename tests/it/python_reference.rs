@@ -81,7 +81,7 @@ fn mcp_export_validates_against_the_official_mcp_types() {
 /// types whose schemas carry such checks.
 #[test]
 fn validation_before_a_call_agrees_with_pydantic_on_formats() {
-    use lcp::registry::{Options, Registry, Sources};
+    use lcp::discovery::registry::{Options, Registry, Sources};
     use lcp::runtime::{CallOptions, Runtime, RuntimeConfig};
     use serde_json::{Value, json};
 

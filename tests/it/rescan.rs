@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 
 use crate::support::*;
 

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 
 use crate::support::*;
 
@@ -143,7 +143,8 @@ fn files_deleted_and_created_during_the_scan_never_break_it() {
             registry
                 .diagnostics()
                 .iter()
-                .all(|d| d.level == lcp::diag::Level::Warning && d.message == lcp::scan::REMOVED_DURING_THE_SCAN),
+                .all(|d| d.level == lcp::diag::Level::Warning
+                    && d.message == lcp::discovery::scan::REMOVED_DURING_THE_SCAN),
             "{:#?}",
             registry.diagnostics()
         );
@@ -172,7 +173,7 @@ fn deep_but_valid_code_within_the_limit_is_read() {
 fn small_deep_files_are_refused_on_an_ordinary_stack() {
     let deep = [
         format!("x = {}1{}", "(".repeat(15_000), ")".repeat(15_000)),
-        "(".repeat(lcp::source::PARSE_FIRST_BYTES),
+        "(".repeat(lcp::discovery::source::PARSE_FIRST_BYTES),
         format!("x = {}1", "-".repeat(30_000)),
         format!("x = {}1", "not ".repeat(7_000)),
         format!("f = {}0", "lambda: ".repeat(4_000)),
@@ -180,19 +181,19 @@ fn small_deep_files_are_refused_on_an_ordinary_stack() {
         format!("x = {}1{}", "f\"{".repeat(5_000), "}\"".repeat(5_000)),
         format!("match x:\n    case {}1{}:\n        pass\n", "[".repeat(10_000), "]".repeat(10_000)),
     ];
-    let file = lcp::scan::SourceFile { path: "deep.py".into(), package: None };
+    let file = lcp::discovery::scan::SourceFile { path: "deep.py".into(), package: None };
     std::thread::Builder::new()
         .stack_size(2 * 1024 * 1024)
         .spawn(move || {
             for source in deep {
-                assert!(source.len() <= lcp::source::PARSE_FIRST_BYTES, "{}", &source[..20]);
-                let (library, diagnostics) = lcp::extract::extract(&file, source.clone().into_bytes(), &[]);
+                assert!(source.len() <= lcp::discovery::source::PARSE_FIRST_BYTES, "{}", &source[..20]);
+                let (library, diagnostics) = lcp::discovery::extract::extract(&file, source.clone().into_bytes(), &[]);
                 assert!(library.is_none(), "{}", &source[..20]);
                 assert!(diagnostics[0].to_string().starts_with("deep.py:"), "{}", diagnostics[0]);
                 assert!(diagnostics[0].to_string().contains("nested too deeply"), "{}", diagnostics[0]);
             }
             let shallow = format!("x = {}1{}\ndef tool_a():\n    pass\n", "f\"{".repeat(900), "}\"".repeat(900));
-            let (library, diagnostics) = lcp::extract::extract(&file, shallow.into_bytes(), &[]);
+            let (library, diagnostics) = lcp::discovery::extract::extract(&file, shallow.into_bytes(), &[]);
             assert!(library.is_some() && diagnostics.is_empty(), "{diagnostics:?}");
         })
         .unwrap()
@@ -258,11 +259,11 @@ fn generated_near_python_never_panics_the_extractor() {
         state ^= state << 17;
         state
     };
-    let file = lcp::scan::SourceFile { path: "generated.py".into(), package: None };
+    let file = lcp::discovery::scan::SourceFile { path: "generated.py".into(), package: None };
     for _ in 0..3000 {
         let length = 1 + (next() % 40) as usize;
         let source: String = (0..length).map(|_| FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize]).collect();
-        let (library, diagnostics) = lcp::extract::extract(&file, source.clone().into_bytes(), &[]);
+        let (library, diagnostics) = lcp::discovery::extract::extract(&file, source.clone().into_bytes(), &[]);
         assert!(library.is_some() || !diagnostics.is_empty(), "{source:?}");
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 use lcp::runtime::catalog::{Catalog, CatalogError};
 use lcp::runtime::{
     CallOptions, ConfirmRequest, Confirmation, Decision, Runtime, RuntimeConfig, RuntimeError, ToolResult,

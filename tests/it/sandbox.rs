@@ -151,7 +151,7 @@ fn a_tool_that_declares_nothing_keeps_its_network_and_writes_only_in_its_workspa
 
 #[test]
 fn tools_of_different_sandboxes_never_share_a_worker() {
-    use lcp::registry::{Options, Registry, Sources};
+    use lcp::discovery::registry::{Options, Registry, Sources};
     use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
     let mut settings = WorkerSettings::new(env!("CARGO_BIN_EXE_lcp"));
     settings.workers = 1;

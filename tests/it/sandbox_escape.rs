@@ -148,7 +148,7 @@ fn a_tool_signals_neither_lcp_nor_another_worker() {
         assert!(failed(&result).contains("Operation not permitted"), "{user}: {result}");
     }
     // Another worker of the same lcp: it is still the one that answers afterwards.
-    use lcp::registry::{Options, Registry, Sources};
+    use lcp::discovery::registry::{Options, Registry, Sources};
     use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, WorkerSettings};
     let mut settings = WorkerSettings::new(env!("CARGO_BIN_EXE_lcp"));
     settings.workers = 1;

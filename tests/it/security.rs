@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use lcp::registry::{Options, Registry, Sources};
+use lcp::discovery::registry::{Options, Registry, Sources};
 use lcp::runtime::{CallOptions, Isolation, Runtime, RuntimeConfig, ToolResult, WorkerSettings};
 use serde_json::{Value, json};
 

@@ -665,8 +665,8 @@ fn a_virtual_tool_is_listed_only_while_the_host_supplies_it_and_a_withdrawn_one_
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    use lcp::config::Config;
-    use lcp::registry::{Options, Registry, Sources};
+    use lcp::discovery::registry::{Options, Registry, Sources};
+    use lcp::host::config::Config;
     use lcp::runtime::{CallOptions, Isolation, Outcome, Runtime, RuntimeConfig, ToolResult, VirtualTool};
 
     let dir = temp_dir("virtual-tools");

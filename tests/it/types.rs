@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use lcp::registry::Registry;
+use lcp::discovery::registry::Registry;
 use serde_json::{Value, json};
 
 use crate::support::*;
@@ -306,8 +306,8 @@ fn host_injected_parameters_are_left_out() {
 
 #[test]
 fn injected_names_are_configurable() {
-    let sources = lcp::registry::Sources { folders: vec![fixture("defaults")], files: vec![] };
-    let options = lcp::registry::Options { injected: vec!["a".to_string()] };
+    let sources = lcp::discovery::registry::Sources { folders: vec![fixture("defaults")], files: vec![] };
+    let options = lcp::discovery::registry::Options { injected: vec!["a".to_string()] };
     let registry = Registry::load(&sources, &options);
     let properties = parameters(&registry, "tool_injected")["properties"].as_object().unwrap().clone();
     assert_eq!(
@@ -413,7 +413,7 @@ fn a_problem_inside_a_sibling_definition_is_reported_where_the_tool_uses_it() {
 
 #[test]
 fn explicit_files_of_one_library_folder_resolve_each_other_wherever_they_are_listed() {
-    use lcp::registry::{Options, Sources};
+    use lcp::discovery::registry::{Options, Sources};
     let files = ["siblings/lib/lib.py", "siblings/loose.py", "siblings/lib/models.py", "siblings/lib/base.py"];
     let sources = Sources { folders: Vec::new(), files: files.iter().map(|f| fixture(f)).collect() };
     let registry = Registry::load(&sources, &Options::default());

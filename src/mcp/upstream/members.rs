@@ -9,10 +9,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::config::ServerEntry;
-use crate::extract::{Resource, Returns, SchemaText, Tool};
+use crate::discovery::extract::{Resource, Returns, SchemaText, Tool};
+use crate::host::config::ServerEntry;
+use crate::host::text_safety;
 use crate::policy::Declared;
-use crate::text_safety;
 
 /// `text` without control, bidi and zero-width characters.
 fn plain(text: &str) -> String {
@@ -83,7 +83,7 @@ fn function(entry: &ServerEntry, name: String, declared_as: &str, description: O
     };
     Tool {
         name,
-        description: description.unwrap_or_else(|| crate::extract::NO_DESCRIPTION.to_string()),
+        description: description.unwrap_or_else(|| crate::discovery::extract::NO_DESCRIPTION.to_string()),
         parameters: SchemaText::new(schema),
         parameters_with_defs: None,
         line: entry.line.unwrap_or(1),

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::config::ServerEntry;
+use crate::host::config::ServerEntry;
 use crate::sync;
 
 /// The parts of a definition a change is named by, in the order they are named.
@@ -189,7 +189,7 @@ mod tests {
     fn entry(dir: &Path) -> ServerEntry {
         ServerEntry {
             name: "srv".to_string(),
-            transport: crate::config::Transport::Stdio {
+            transport: crate::host::config::Transport::Stdio {
                 command: "x".to_string(),
                 args: Vec::new(),
                 env: Vec::new(),

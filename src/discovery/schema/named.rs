@@ -97,7 +97,7 @@ fn is_use_of(fields: &Map, class: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::json::json;
+    use crate::discovery::schema::json::json;
 
     fn address() -> (String, Value) {
         let schema =

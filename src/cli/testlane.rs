@@ -32,11 +32,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::extract::Tool;
-use crate::registry::Registry;
+use crate::discovery::extract::Tool;
+use crate::discovery::registry::Registry;
+use crate::host::view::View;
 use crate::runtime::host_objects::{Answer, Callbacks, Model};
 use crate::runtime::{CallOptions, Confirmation, Runtime, ToolResult, validate};
-use crate::view::View;
 
 /// The key of an example that names files to create in the scratch workspace.
 pub const FILES_KEY: &str = "$files";
@@ -395,7 +395,8 @@ struct RawCall {
 /// of its folder). Every problem is an error at its line (`file:line: message`).
 /// Nothing is run: fixture folders are only looked at.
 pub fn read_tests(file: &Path, tools: &[&str]) -> Result<Tests, Vec<String>> {
-    let text = crate::config::read_regular_file(file).map_err(|err| vec![format!("{}: {err}", file.display())])?;
+    let text =
+        crate::host::config::read_regular_file(file).map_err(|err| vec![format!("{}: {err}", file.display())])?;
     // Where each line starts, so each line is found by a binary search (a file's
     // every entry placed in time linear in its size).
     let newlines: Vec<usize> = memchr::memchr_iter(b'\n', text.as_bytes()).collect();
@@ -587,8 +588,10 @@ fn brief(value: &Value) -> String {
 
 /// The folder whose test file covers `library`: the one holding its file (none for
 /// tools that are not a file's).
-fn tests_folder(library: &crate::extract::Library) -> Option<PathBuf> {
-    (library.origin == crate::extract::Origin::File).then(|| library.path.parent().map(Path::to_path_buf)).flatten()
+fn tests_folder(library: &crate::discovery::extract::Library) -> Option<PathBuf> {
+    (library.origin == crate::discovery::extract::Origin::File)
+        .then(|| library.path.parent().map(Path::to_path_buf))
+        .flatten()
 }
 
 /// The test files of the folders holding the tools of `view`, read, by folder; the

@@ -449,22 +449,22 @@ impl Serialize for Value {
 /// one token: a literal, a name, or a bracketed JSON value.
 macro_rules! json {
     (null) => {
-        $crate::schema::json::Value::Null
+        $crate::discovery::schema::json::Value::Null
     };
     ({}) => {
-        $crate::schema::json::Value::any()
+        $crate::discovery::schema::json::Value::any()
     };
     ({ $($key:literal : $value:tt),+ $(,)? }) => {
-        $crate::schema::json::Value::object([$(($key, json!($value))),+])
+        $crate::discovery::schema::json::Value::object([$(($key, json!($value))),+])
     };
     ([ $($item:tt),* $(,)? ]) => {
-        $crate::schema::json::Value::Array(vec![$(json!($item)),*])
+        $crate::discovery::schema::json::Value::Array(vec![$(json!($item)),*])
     };
     ($text:literal) => {
-        $crate::schema::json::Literal::value($text)
+        $crate::discovery::schema::json::Literal::value($text)
     };
     ($other:expr) => {
-        $crate::schema::json::Value::from($other)
+        $crate::discovery::schema::json::Value::from($other)
     };
 }
 pub(crate) use json;

@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer};
 use serde_json::Value;
 
+use crate::host::text_safety::{self, Secrets};
 use crate::located::{ConfigError, Entries, Node, Reader, Style};
 use crate::policy::Declared;
-use crate::text_safety::{self, Secrets};
 
 /// How long a server may take to start and list its tools, unless it says.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -485,11 +485,11 @@ pub(crate) fn lookup(dotted: &str) -> Option<Entry> {
 
 /// [`TABLE`]'s entries by the module their name starts with (`os` for
 /// `os.path.exists`), made once: a name is only ever compared with its module's.
-fn by_root() -> &'static crate::registry::FastMap<&'static str, Vec<(&'static str, Entry)>> {
-    static BY_ROOT: std::sync::OnceLock<crate::registry::FastMap<&str, Vec<(&str, Entry)>>> =
+fn by_root() -> &'static crate::discovery::registry::FastMap<&'static str, Vec<(&'static str, Entry)>> {
+    static BY_ROOT: std::sync::OnceLock<crate::discovery::registry::FastMap<&str, Vec<(&str, Entry)>>> =
         std::sync::OnceLock::new();
     BY_ROOT.get_or_init(|| {
-        let mut by_root: crate::registry::FastMap<&str, Vec<(&str, Entry)>> = Default::default();
+        let mut by_root: crate::discovery::registry::FastMap<&str, Vec<(&str, Entry)>> = Default::default();
         for &(name, entry) in TABLE {
             let root = name.split('.').next().unwrap_or(name);
             by_root.entry(root).or_default().push((name, entry));

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::extract::{self, Library};
+use crate::discovery::extract::{self, Library};
 
 /// What the host sets up once. Every field has a default.
 #[derive(Debug, Clone)]

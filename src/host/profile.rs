@@ -6,11 +6,11 @@
 
 use std::path::PathBuf;
 
-pub use crate::config::profiles::{
+use crate::discovery::registry::Registry;
+pub use crate::host::config::profiles::{
     Entry, NONE, Origin, Profile, is_kit, is_valid_name, kit_text, parse_kit, read_kits,
 };
 use crate::located::ConfigError;
-use crate::registry::Registry;
 
 /// `--profile P` and `--extra-tools a,b`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,15 +22,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, Library, Origin, ParsedFile, Resource, Tool};
+use crate::discovery::extract::{self, Library, Origin, ParsedFile, Resource, Tool};
+use crate::discovery::scan::{self, SourceFile};
+use crate::discovery::source::{MAX_FILE_BYTES, SourceError};
 use crate::policy::{Enforcement, Found};
-use crate::scan::{self, SourceFile};
-use crate::source::{MAX_FILE_BYTES, SourceError};
 
 /// Where tools come from (SPEC §1). Both empty means the built-in default tools.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
-    /// Tool folders, walked by [`crate::scan`].
+    /// Tool folders, walked by [`crate::discovery::scan`].
     pub folders: Vec<PathBuf>,
     /// Single tool files, read as given.
     pub files: Vec<PathBuf>,
@@ -229,7 +229,7 @@ impl Registry {
     }
 
     /// A registry of libraries already laid out, as a host shows another registry's
-    /// tools ([`crate::view`]): it has no sources, so a rescan finds nothing to change.
+    /// tools ([`crate::host::view`]): it has no sources, so a rescan finds nothing to change.
     pub(crate) fn from_libraries(libraries: Vec<Arc<Library>>, diagnostics: Vec<Diagnostic>) -> Registry {
         Registry { libraries, diagnostics, ..Registry::default() }
     }

@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::config::Config;
-use crate::extract::{Library, Origin, Tool};
+use crate::discovery::extract::{Library, Origin, Tool};
+use crate::discovery::registry::{Descriptions, Registry};
+use crate::host::config::Config;
 use crate::policy::{Declared, Found};
-use crate::registry::{Descriptions, Registry};
 
 mod graph;
 mod read;
@@ -143,7 +143,7 @@ impl Audit {
 
 /// Audits every tool of `registry`, with the declarations `config` gives them. A
 /// tool shown under another name is read as the function it stands for: `routes`
-/// holds `(name shown, name in the registry)` pairs ([`crate::view::View::routes`]).
+/// holds `(name shown, name in the registry)` pairs ([`crate::host::view::View::routes`]).
 /// The packages discovery read (`Registry::code`) are taken as they are; the
 /// others are read, and tools followed, on every core.
 pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Audit {
@@ -518,7 +518,8 @@ fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut Tool
     // read_only=True)` runs only the `if read_only:` branches that value takes).
     type Context = Vec<(String, bool)>;
     let mut states: Vec<(usize, Context, usize)> = vec![(start, Vec::new(), 0)];
-    let mut seen: crate::registry::FastSet<(usize, Context)> = std::iter::once((start, Vec::new())).collect();
+    let mut seen: crate::discovery::registry::FastSet<(usize, Context)> =
+        std::iter::once((start, Vec::new())).collect();
     let mut queue = VecDeque::from([0usize]);
     let init = package.modules[module].init;
     while let Some(at) = queue.pop_front() {

@@ -53,7 +53,7 @@ use serde::de::{self, Deserializer, Unexpected};
 use serde_json::Value;
 
 use crate::diag::Diagnostic;
-use crate::extract::{Library, Tool};
+use crate::discovery::extract::{Library, Tool};
 use crate::located::{self, Node, Reader, Style};
 use crate::policy::{Declared, HostPolicy};
 use crate::sync;

@@ -1,6 +1,6 @@
 //! Tool search over a catalog (SPEC §21): which tools of a registry answer a query.
 //!
-//! An [`Index`] is built from what a host shows ([`crate::view`]'s registry, so a
+//! An [`Index`] is built from what a host shows ([`crate::host::view`]'s registry, so a
 //! search never returns a tool the caller may not see) and ranks the tools for a
 //! query with BM25F: each tool is five fields (its name split into words, its
 //! description, its docstring's prose after the summary, its parameters' names, descriptions and
@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 use rust_stemmers::{Algorithm, Stemmer};
 use serde::Serialize;
 
-use crate::extract::{Library, Tool};
-use crate::registry::{Descriptions, FastMap, FxHasher, Registry};
+use crate::discovery::extract::{Library, Tool};
+use crate::discovery::registry::{Descriptions, FastMap, FxHasher, Registry};
 use crate::sync;
 
 /// The fields of a tool, in the order of [`Ranking::weights`] and [`Ranking::length_norms`].
@@ -215,7 +215,7 @@ const RUN_TOOLS: usize = 64;
 impl Index {
     /// The index of every tool of `registry`, each with its description in
     /// `descriptions` if it has one there. A host builds it from its view's registry
-    /// ([`crate::view::View::registry`]), so that it holds only what the caller sees.
+    /// ([`crate::host::view::View::registry`]), so that it holds only what the caller sees.
     ///
     /// Libraries are read on every core (lcp's ordered pool), each reader keeping
     /// the number of every word it meets (a word is stemmed once per reader, and no
@@ -508,7 +508,7 @@ fn tool_texts(tool: &Tool, description: &str, mut found: impl FnMut(usize, &str)
     if let Some(docstring) = &tool.docstring {
         // What the docstring says beyond its summary, without its sections: the
         // parameters' descriptions are read from the schema.
-        let prose = crate::docstring::prose_text(docstring);
+        let prose = crate::discovery::docstring::prose_text(docstring);
         found(DOCSTRING, prose.strip_prefix(description).unwrap_or(prose));
     }
     parameter_texts(tool.parameters.as_str(), &mut |text| found(PARAMETERS, text));
@@ -1256,7 +1256,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::registry::{Options, Sources};
+    use crate::discovery::registry::{Options, Sources};
 
     fn catalog() -> Registry {
         let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/search/catalog");
@@ -1415,8 +1415,8 @@ mod tests {
     #[test]
     fn a_docstrings_sections_are_read_as_parameters_not_as_docstring() {
         let source = "def tool_send(to: str) -> str:\n    \"\"\"Sends a note.\n\n    Through the relay.\n\n    Args:\n        to: The recipient's mailbox.\n\n    Returns:\n        A receipt.\n    \"\"\"\n    return to\n";
-        let file = crate::scan::SourceFile { path: PathBuf::from("notes.py"), package: None };
-        let (library, _) = crate::extract::extract(&file, source.as_bytes().to_vec(), &[]);
+        let file = crate::discovery::scan::SourceFile { path: PathBuf::from("notes.py"), package: None };
+        let (library, _) = crate::discovery::extract::extract(&file, source.as_bytes().to_vec(), &[]);
         let library = library.expect("the source parses");
         let mut fields: Vec<(usize, String)> = Vec::new();
         tool_texts(&library.tools[0], &library.tools[0].description, |field, text| {
@@ -1570,11 +1570,13 @@ mod tests {
         );
         assert_eq!(ranked(&copied, &QUERIES), ranked(&index, &QUERIES));
         // A profile's view: its copy of a library with fewer tools is read again.
-        let config = crate::config::Config::without_file();
-        let choice =
-            crate::profile::Choice { profile: "tool_send_email,tool_read_text".to_string(), extra_tools: Vec::new() };
+        let config = crate::host::config::Config::without_file();
+        let choice = crate::host::profile::Choice {
+            profile: "tool_send_email,tool_read_text".to_string(),
+            extra_tools: Vec::new(),
+        };
         let profile = choice.profile(&config.profiles).unwrap();
-        let view = crate::view::view(&registry, &config, Some(&profile));
+        let view = crate::host::view::view(&registry, &config, Some(&profile));
         let shown = index.update(&view.registry, &Descriptions::default());
         assert_eq!(ranked(&shown, &QUERIES), ranked(&Index::build(&view.registry, &Descriptions::default()), &QUERIES));
         assert_eq!(names(&shown.search("weather forecast email", 10)), ["tool_send_email"]);
@@ -1584,11 +1586,13 @@ mod tests {
     #[test]
     fn search_sees_only_what_the_profile_shows() {
         let registry = catalog();
-        let config = crate::config::Config::without_file();
-        let choice =
-            crate::profile::Choice { profile: "tool_send_email,tool_file_hash".to_string(), extra_tools: Vec::new() };
+        let config = crate::host::config::Config::without_file();
+        let choice = crate::host::profile::Choice {
+            profile: "tool_send_email,tool_file_hash".to_string(),
+            extra_tools: Vec::new(),
+        };
         let profile = choice.profile(&config.profiles).unwrap();
-        let view = crate::view::view(&registry, &config, Some(&profile));
+        let view = crate::host::view::view(&registry, &config, Some(&profile));
         let index = Index::build(&view.registry, &Descriptions::default());
         assert_eq!(index.len(), 2);
         assert_eq!(names(&index.search("weather forecast email", 10)), ["tool_send_email"]);

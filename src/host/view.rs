@@ -10,11 +10,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::config::Config;
-use crate::extract::{Library, Tool};
+use crate::discovery::extract::{Library, Tool};
+use crate::discovery::registry::Registry;
+use crate::host::config::Config;
+use crate::host::profile::{self, Profile, Selection};
 use crate::policy::Grade;
-use crate::profile::{self, Profile, Selection};
-use crate::registry::Registry;
 
 /// The tools a host shows.
 #[derive(Debug, Clone, Default)]
@@ -350,7 +350,7 @@ fn inferred(
     if !config.runtime.sandbox.infer || !undeclared {
         return Vec::new();
     }
-    crate::audit::inferred(&crate::audit::audit_tool(library, tool, name, declared.clone()))
+    crate::host::audit::inferred(&crate::host::audit::audit_tool(library, tool, name, declared.clone()))
 }
 
 /// The grade of a selection of tools: the element-wise maximum of theirs (an
@@ -366,7 +366,7 @@ pub fn grade<'t>(registry: &Registry, config: &Config, tools: impl IntoIterator<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Options, Sources};
+    use crate::discovery::registry::{Options, Sources};
 
     fn members() -> Registry {
         let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/members");
@@ -395,7 +395,7 @@ mod tests {
             };
             assert!(std::ptr::eq(admitted.library(), found.unwrap()), "the registry's own library, not a copy");
         }
-        let mut shown_as = Profile::new("shown", crate::config::profiles::Origin::Option);
+        let mut shown_as = Profile::new("shown", crate::host::config::profiles::Origin::Option);
         shown_as.push("count", "tool_count_notes", None);
         let Admission::Run(aliased) = admit(&registry, &config, Some(&shown_as), "count") else {
             panic!("the alias is admitted");

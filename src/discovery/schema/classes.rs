@@ -297,7 +297,7 @@ impl<'a, 's> Converter<'a, 's> {
         if fields.forbid_extra {
             schema["additionalProperties"] = Value::Bool(false);
         }
-        let prose = doc.map(|doc: crate::docstring::Docstring| doc.prose()).unwrap_or_default();
+        let prose = doc.map(|doc: crate::discovery::docstring::Docstring| doc.prose()).unwrap_or_default();
         if !prose.is_empty() {
             set_description(&mut schema, prose);
         }
@@ -353,12 +353,12 @@ impl<'a, 's> Converter<'a, 's> {
         kind: ClassKind,
         depth: usize,
         fields: &mut ClassFields,
-    ) -> Option<crate::docstring::Docstring> {
+    ) -> Option<crate::discovery::docstring::Docstring> {
         let total = class_keyword(ancestor, "total").map(|v| v != "False").unwrap_or(true);
         if kind == ClassKind::BaseModel && self.model_forbids_extra(ancestor) {
             fields.forbid_extra = true;
         }
-        let doc = docstring_of(&ancestor.body).map(|doc| crate::docstring::parse(doc.value.to_str()));
+        let doc = docstring_of(&ancestor.body).map(|doc| crate::discovery::docstring::parse(doc.value.to_str()));
         self.enclosing.push((self.current.get(), ancestor, path));
         for (index, stmt) in ancestor.body.iter().enumerate() {
             let Stmt::AnnAssign(field) = stmt else { continue };

@@ -34,7 +34,7 @@ impl Secrets {
         if secret.is_empty() {
             return;
         }
-        let decoded = crate::extract::percent_decode(secret);
+        let decoded = crate::discovery::extract::percent_decode(secret);
         let encoded: String = url::form_urlencoded::byte_serialize(secret.as_bytes()).collect();
         let encoded_path = percent_encode_all(secret);
         for form in [secret.to_string(), decoded, encoded, encoded_path] {

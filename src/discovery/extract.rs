@@ -17,13 +17,13 @@ use ruff_text_size::{Ranged, TextRange};
 use serde::Serialize;
 
 use crate::diag::{Diagnostic, Level};
-use crate::docstring;
+use crate::discovery::docstring;
+use crate::discovery::scan::SourceFile;
+pub use crate::discovery::schema::SchemaText;
+use crate::discovery::schema::json::{Map, Value, json};
+use crate::discovery::schema::{self, Converter, Scope, Siblings};
+use crate::discovery::source::{self, Prepared, SourceError};
 use crate::policy::{self, Declared};
-use crate::scan::SourceFile;
-pub use crate::schema::SchemaText;
-use crate::schema::json::{Map, Value, json};
-use crate::schema::{self, Converter, Scope, Siblings};
-use crate::source::{self, Prepared, SourceError};
 
 mod members;
 pub use members::{COMPLETE_PREFIX, Resource};
@@ -35,7 +35,7 @@ pub(crate) use members::{percent_decode, required_names};
 pub const DEFAULT_INJECTED: &[&str] =
     &["discussion_instance", "lollms_client_instance", "tool_context", "user_interaction_handler"];
 
-/// [`DEFAULT_INJECTED`] as the owned list both [`crate::registry::Options`] and
+/// [`DEFAULT_INJECTED`] as the owned list both [`crate::discovery::registry::Options`] and
 /// [`crate::runtime::RuntimeConfig`] start from.
 pub fn default_injected() -> Vec<String> {
     DEFAULT_INJECTED.iter().map(|name| name.to_string()).collect()

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::{Capability, ToolAudit, audit};
-use crate::config::Config;
-use crate::registry::{Options, Registry, Sources};
+use crate::discovery::registry::{Options, Registry, Sources};
+use crate::host::config::Config;
 
 /// Audits a library folder `lib/` holding `files` (`lib.py` is the library's file).
 fn audited(test: &str, files: &[(&str, &str)]) -> HashMap<String, ToolAudit> {

@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex};
 use ruff_python_ast as ast;
 
 use super::graph::{self, Package};
-use crate::extract::ParsedFile;
-use crate::registry::{FastMap, FastMap as HashMap, FastSet as HashSet, Options, Registry, Sources, TreeReader};
-use crate::scan::SourceFile;
+use crate::discovery::extract::ParsedFile;
+use crate::discovery::registry::{
+    FastMap, FastMap as HashMap, FastSet as HashSet, Options, Registry, Sources, TreeReader,
+};
+use crate::discovery::scan::SourceFile;
 use crate::sync;
 
 /// The packages read while discovery parsed their files, by library file.
@@ -185,7 +187,7 @@ fn closure(listing: &Listing, own: usize, text: &str) -> Vec<PathBuf> {
     while let Some(i) = queue.pop() {
         // A file that cannot be decoded is not read as code either: it imports nothing.
         let bytes = std::fs::read(&listing.files[i]).unwrap_or_default();
-        let text = crate::source::prepare(bytes).map(|prepared| prepared.text).unwrap_or_default();
+        let text = crate::discovery::source::prepare(bytes).map(|prepared| prepared.text).unwrap_or_default();
         include(&text, &mut queue);
     }
     listing.files.iter().zip(&included).filter(|(_, included)| **included).map(|(path, _)| path.clone()).collect()

@@ -4,7 +4,7 @@
 //! Owns turning an entry into a tool by §3's rules, the same ones as a Python file's:
 //! the entry is written out as the Python signature it describes (keyword-only
 //! parameters with their annotations and defaults, the return annotation, a Google
-//! docstring with each argument's description) and read by [`crate::extract`], so
+//! docstring with each argument's description) and read by [`crate::discovery::extract`], so
 //! `"list[str]"`, `"Optional[int]"` or `"Literal['a', 'b']"` mean exactly what they mean
 //! in a tool file. Nothing is imported: the module is the runtime's business, on a
 //! call. Problems are reported at the entry's line of the config file.
@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use super::{Config, DefinedTool};
 use crate::diag::{Diagnostic, Level};
-use crate::extract::{self, Library, Origin};
-use crate::scan::SourceFile;
+use crate::discovery::extract::{self, Library, Origin};
+use crate::discovery::scan::SourceFile;
 
 /// The names an annotation may use without importing them.
 const PRELUDE: &str = "\

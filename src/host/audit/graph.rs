@@ -17,7 +17,7 @@
 //! - a method called on a value of unknown type counts only when its name says what
 //!   it does whatever the type (`tables::method`).
 
-use crate::registry::{FastMap as HashMap, FastSet as HashSet};
+use crate::discovery::registry::{FastMap as HashMap, FastSet as HashSet};
 use std::path::{Path, PathBuf};
 
 use ruff_python_ast::visitor::{self, Visitor};
@@ -182,11 +182,11 @@ pub(crate) fn unreadable(path: &Path) -> Option<String> {
 
 fn parse(path: &Path) -> Result<Owned, String> {
     let bytes = std::fs::read(path).map_err(|err| err.to_string())?;
-    let prepared = crate::source::prepare(bytes).map_err(|err| err.to_string())?;
+    let prepared = crate::discovery::source::prepare(bytes).map_err(|err| err.to_string())?;
     let text = prepared.text;
     let parsed = ruff_python_parser::parse_unchecked_source(&text, PySourceType::Python);
     if prepared.check_tokens
-        && let Err(err) = crate::source::check_token_nesting(&text, parsed.tokens())
+        && let Err(err) = crate::discovery::source::check_token_nesting(&text, parsed.tokens())
     {
         // A tree this deep is not walked, nor freed by recursion.
         std::mem::forget(parsed);
