@@ -14,12 +14,13 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, Metadata};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
+
+use rustc_hash::FxBuildHasher;
 
 use crate::diag::{Diagnostic, Level};
 use crate::discovery::extract::{self, Library, Origin, ParsedFile, Resource, Tool};
@@ -334,7 +335,7 @@ impl Registry {
         // Listed paths are distinct: more cached entries than listed cached paths means
         // some files are gone.
         if self.files.len() > cached_listed {
-            let listed: HashSet<&PathBuf, BuildHasherDefault<FxHasher>> = files.iter().map(|f| &f.path).collect();
+            let listed: FastSet<&PathBuf> = files.iter().map(|f| &f.path).collect();
             let gone: Vec<PathBuf> = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
             for path in gone {
                 self.files.remove(&path);
@@ -722,49 +723,12 @@ fn first_wins<T>(
     keep
 }
 
-pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
-
-/// rustc's FxHash: a few operations per word, against SipHash's rounds. The keys
-/// (paths found on disk, tool names) are hashed several times per rescan, and a
-/// path hashes one component at a time, so the hasher's fixed cost dominates.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl FxHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+/// Maps and sets keyed by paths and names, hashed with rustc's FxHash (`rustc-hash`):
+/// a few operations per word, against SipHash's rounds. The keys (paths found on
+/// disk, tool names) are hashed several times per rescan, and a path hashes one
+/// component at a time, so the hasher's fixed cost dominates.
+pub(crate) type FastMap<K, V> = HashMap<K, V, FxBuildHasher>;
+pub(crate) type FastSet<K> = HashSet<K, FxBuildHasher>;
 
 /// Files of one library folder (or one loose file) to read together, in discovery
 /// order, each marked whether it must be read. The others are read only when a file

@@ -26,7 +26,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 use serde::Serialize;
 
 use crate::discovery::extract::{Library, Tool};
-use crate::discovery::registry::{Descriptions, FastMap, FxHasher, Registry};
+use crate::discovery::registry::{Descriptions, FastMap, Registry};
 use crate::sync;
 
 /// The fields of a tool, in the order of [`Ranking::weights`] and [`Ranking::length_norms`].
@@ -75,29 +75,9 @@ const STOP_WORDS: &[&str] = &[
     "who", "whom", "why", "will", "with", "would", "you", "your",
 ];
 
-/// A map keyed by words.
-type WordMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<WordHasher>>;
-
-/// FxHash ended as rustc-hash 2 ends it, with a rotation: the table's place for a key
-/// is its hash's low bits, which FxHash's last multiplication leaves depending on a
-/// short word's first letters only (so words of the same first letters would crowd
-/// into the same places, and every look-up of a word would search through them).
-#[derive(Default, Clone, Copy)]
-struct WordHasher(FxHasher);
-
-impl std::hash::Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes);
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.0.write_u8(n);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0.finish().rotate_left(26)
-    }
-}
+/// A map keyed by words, hashed as [`FastMap`]'s keys are (rustc-hash 2's FxHash ends
+/// with a rotation, so a short word's hash does not depend on its first letters only).
+type WordMap<K, V> = FastMap<K, V>;
 
 /// A tool found by [`Index::search`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
