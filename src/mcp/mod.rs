@@ -334,42 +334,69 @@ struct Shared {
     tasks: Arc<tasks::Tasks>,
     /// How long a session stays open unused (`[mcp] session_idle`).
     session_idle: Duration,
-    /// The profiles chosen, checked against the registry and config now current.
-    selections: Selections,
+    /// The profiles chosen, checked against the registry and config now current, and
+    /// the views made of them.
+    views: Views,
 }
 
-/// Each profile chosen, checked against a registry under a config
-/// ([`profile::select`]), kept while both are current: a call's admission does not
-/// check its profile again. Holding the registry and config keeps the ones it was
-/// checked against alive, so a new registry or config is never taken for them.
+/// What each choice of profile makes of a registry under a config, kept while both
+/// are current: the profile checked against the tools ([`profile::select`]), so a
+/// call's admission does not check it again, and the view built from it on first
+/// need, so a listing of prompts or resources, a read or a docs call does not build
+/// it again. Holding the registry and config keeps the ones it was made from alive,
+/// so a new registry or config is never taken for them.
 #[derive(Default)]
-struct Selections(Mutex<Vec<Selected>>);
+struct Views(Mutex<Vec<Arc<Viewed>>>);
 
-struct Selected {
+/// A choice of profile (`None`: every tool) over a registry under a config.
+struct Viewed {
     registry: Arc<Registry>,
     config: Arc<Config>,
-    choice: Choice,
-    selection: Result<Arc<Selection>, String>,
+    choice: Option<Choice>,
+    /// The profile checked, or why there is none (a profile the config no longer has).
+    selection: Result<Option<Arc<Selection>>, String>,
+    view: OnceLock<Arc<View>>,
 }
 
-impl Selections {
-    /// `choice`'s profile checked against `registry` under `config`, or why there is
-    /// none (a profile the config no longer has).
-    fn of(&self, registry: &Arc<Registry>, config: &Arc<Config>, choice: Choice) -> Result<Arc<Selection>, String> {
+impl Views {
+    /// What `choice` makes of `registry` under `config`, kept or made now.
+    fn of(&self, registry: &Arc<Registry>, config: &Arc<Config>, choice: Option<Choice>) -> Arc<Viewed> {
         let mut kept = sync::lock(&self.0);
-        let current = |kept: &Selected| Arc::ptr_eq(&kept.registry, registry) && Arc::ptr_eq(&kept.config, config);
+        let current = |kept: &Viewed| Arc::ptr_eq(&kept.registry, registry) && Arc::ptr_eq(&kept.config, config);
         if let Some(found) = kept.iter().find(|kept| current(kept) && kept.choice == choice) {
-            return found.selection.clone();
+            return Arc::clone(found);
         }
-        let selection = match choice.profile(&config.profiles) {
-            Ok(profile) => Ok(Arc::new(profile::select(&profile, registry))),
-            Err(err) => Err(err.to_string()),
+        let selection = match &choice {
+            None => Ok(None),
+            Some(choice) => match choice.profile(&config.profiles) {
+                Ok(profile) => Ok(Some(Arc::new(profile::select(&profile, registry)))),
+                Err(err) => Err(err.to_string()),
+            },
         };
         // Those of an earlier registry or config are never asked for again.
-        kept.retain(current);
+        kept.retain(|kept| current(kept));
         let (registry, config) = (Arc::clone(registry), Arc::clone(config));
-        kept.push(Selected { registry, config, choice, selection: selection.clone() });
-        selection
+        let viewed = Arc::new(Viewed { registry, config, choice, selection, view: OnceLock::new() });
+        kept.push(Arc::clone(&viewed));
+        viewed
+    }
+}
+
+impl Viewed {
+    /// What the host shows: the tools the profile selects under the config's policy;
+    /// none, with the error said once, when the profile is gone.
+    fn view(&self) -> Arc<View> {
+        let view = self.view.get_or_init(|| {
+            Arc::new(match &self.selection {
+                Ok(selection) => view::view_selected(&self.registry, &self.config, selection.clone()),
+                Err(err) => {
+                    eprintln!("lcp: {err}");
+                    let registry = Registry::from_libraries(Vec::new(), self.registry.diagnostics().to_vec());
+                    View { registry, ..View::default() }
+                }
+            })
+        });
+        Arc::clone(view)
     }
 }
 
@@ -400,7 +427,7 @@ impl Server {
             parked: call::Parked::new(key),
             tasks: Arc::new(tasks),
             session_idle: idle,
-            selections: Selections::default(),
+            views: Views::default(),
         };
         // What an MCP server says of a resource it serves reaches the sessions that
         // subscribed to it.
@@ -596,21 +623,19 @@ impl Server {
             eprintln!("lcp: {problem}");
         }
         let searched = search_tool::is_on(&view.registry, &config.mcp);
-        let View { registry, routes, .. } = view;
-        let registry = match searched {
-            true => search_tool::always_listed(&registry, &config.mcp.always_list),
-            false => registry,
-        };
-        let mut descriptions = self.descriptions(&registry);
+        let (listed, routes) =
+            (searched.then(|| search_tool::always_listed(&view.registry, &config.mcp.always_list)), &view.routes);
+        let registry = listed.as_ref().unwrap_or(&view.registry);
+        let mut descriptions = self.descriptions(registry);
         descriptions.set_enforcement(crate::runtime::sandbox::enforcement(&self.shared.runtime_config));
         // What the tools' code can do is read once per generation, prompt providers or not.
-        let found = self.shared.listings.found(key, || crate::host::audit::found(&registry, config, &routes));
+        let found = self.shared.listings.found(key, || crate::host::audit::found(registry, config, routes));
         for (tool, found) in found.iter() {
             descriptions.set_found(tool.clone(), found.clone());
         }
         let mut text = Vec::new();
         let format = Format::Mcp { inline_refs: config.mcp.inline_refs };
-        let written = export::write_entries(&registry, &descriptions, format, Layout::Compact, &mut text);
+        let written = export::write_entries(registry, &descriptions, format, Layout::Compact, &mut text);
         // Writing into memory cannot fail; a tool MCP cannot carry is left out, and
         // the error says which and why, as `lcp export` says it.
         for problem in written.into_iter().flatten() {
@@ -673,7 +698,7 @@ impl Server {
             let (generation, snapshot) = server.generation();
             let config = server.shared.settings.config.current();
             let catalog = server.shared.searches.catalog(server.key(generation, &config), |before| {
-                let registry = server.view_with(&snapshot, &config).registry;
+                let registry = server.view_with(&snapshot, &config).registry.clone();
                 if !search_tool::is_on(&registry, &config.mcp) {
                     return None;
                 }
@@ -687,7 +712,7 @@ impl Server {
 
     /// What the host shows of `registry` now: the config as its file is now, and the
     /// profile chosen (a profile that is gone shows no tools).
-    fn view(&self, registry: &Arc<Registry>) -> View {
+    fn view(&self, registry: &Arc<Registry>) -> Arc<View> {
         self.view_with(registry, &self.shared.settings.config.current())
     }
 
@@ -717,21 +742,16 @@ impl Server {
         }
     }
 
-    fn view_with(&self, registry: &Arc<Registry>, config: &Arc<Config>) -> View {
-        match self.selection(registry, config) {
-            Ok(selection) => view::view_selected(registry, config, selection),
-            Err(err) => {
-                eprintln!("lcp: {err}");
-                let registry = Registry::from_libraries(Vec::new(), registry.diagnostics().to_vec());
-                View { registry, ..View::default() }
-            }
-        }
+    /// What this session's profile ([`Server::choice`]) shows of `registry` under
+    /// `config`, as [`Views`] keeps it.
+    fn view_with(&self, registry: &Arc<Registry>, config: &Arc<Config>) -> Arc<View> {
+        self.shared.views.of(registry, config, self.choice()).view()
     }
 
-    /// This session's profile ([`Server::choice`]) checked against `registry` under
-    /// `config`, as [`Selections`] keeps it; `None` when no profile is chosen.
+    /// This session's profile checked against `registry` under `config`, as [`Views`]
+    /// keeps it; `None` when no profile is chosen.
     fn selection(&self, registry: &Arc<Registry>, config: &Arc<Config>) -> Result<Option<Arc<Selection>>, String> {
-        self.choice().map(|choice| self.shared.selections.of(registry, config, choice)).transpose()
+        self.shared.views.of(registry, config, self.choice()).selection.clone()
     }
 
     /// The answer of lcp's own docs tools to a call of `name` that no tool shown
@@ -749,8 +769,8 @@ impl Server {
         let (server, registry, name) = (self.clone(), Arc::clone(registry), name.to_string());
         let arguments = arguments.cloned().unwrap_or_default();
         let answer = tokio::task::spawn_blocking(move || {
-            let docs = server.view_with(&registry, &config).docs;
-            docs::call(&name, &arguments, &docs, &config.folder())
+            let docs = &server.view_with(&registry, &config).docs;
+            docs::call(&name, &arguments, docs, &config.folder())
         });
         answer.await.ok().flatten()
     }
@@ -892,7 +912,8 @@ impl ServerHandler for Server {
         self.bind_caller(&context)?;
         watch::before_listing(self).await;
         let server = self.clone();
-        let docs = tokio::task::spawn_blocking(move || server.view(&server.snapshot()).docs).await.unwrap_or_default();
+        let docs =
+            tokio::task::spawn_blocking(move || server.view(&server.snapshot()).docs.clone()).await.unwrap_or_default();
         let mut resources: Vec<Resource> = docs
             .into_iter()
             .map(|doc| {
@@ -998,9 +1019,9 @@ impl ServerHandler for Server {
         let server = self.clone();
         let uri = request.uri.clone();
         let found = tokio::task::spawn_blocking(move || {
-            let docs = server.view(&server.snapshot()).docs;
-            let doc = docs.into_iter().find(|doc| doc.uri == uri)?;
-            Some((std::fs::read_to_string(&doc.path), doc.path))
+            let view = server.view(&server.snapshot());
+            let doc = view.docs.iter().find(|doc| doc.uri == uri)?;
+            Some((std::fs::read_to_string(&doc.path), doc.path.clone()))
         });
         let found = found.await.ok().flatten();
         if found.is_none()
@@ -1173,22 +1194,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_profile_is_checked_once_per_registry_and_config() {
-        let selections = Selections::default();
+    fn a_profile_is_checked_and_its_view_made_once_per_registry_and_config() {
+        let views = Views::default();
         let (registry, config) = (Arc::new(Registry::default()), Arc::new(Config::default()));
-        let choice = || Choice { profile: "a,b".into(), extra_tools: Vec::new() };
-        let first = selections.of(&registry, &config, choice()).unwrap();
-        let again = selections.of(&registry, &config, choice()).unwrap();
-        assert!(Arc::ptr_eq(&first, &again), "the same registry and config: the same check");
-        let other = Choice { profile: "c,d".into(), extra_tools: Vec::new() };
-        assert_eq!(selections.of(&registry, &config, other).unwrap().routes.len(), 0);
-        assert_eq!(sync::lock(&selections.0).len(), 2, "one per profile chosen");
+        let choice = || Some(Choice { profile: "a,b".into(), extra_tools: Vec::new() });
+        let selection = |viewed: Arc<Viewed>| viewed.selection.clone().unwrap().unwrap();
+        let first = views.of(&registry, &config, choice());
+        let again = views.of(&registry, &config, choice());
+        assert!(Arc::ptr_eq(&selection(first.clone()), &selection(again.clone())), "the same check");
+        assert!(Arc::ptr_eq(&first.view(), &again.view()), "the same view");
+        let other = Some(Choice { profile: "c,d".into(), extra_tools: Vec::new() });
+        assert_eq!(selection(views.of(&registry, &config, other)).routes.len(), 0);
+        let every_tool = views.of(&registry, &config, None);
+        assert!(every_tool.selection.as_ref().unwrap().is_none(), "no profile: nothing to check");
+        assert_eq!(sync::lock(&views.0).len(), 3, "one per choice");
 
         let rescanned = Arc::new(Registry::default());
-        let after = selections.of(&rescanned, &config, choice()).unwrap();
-        assert!(!Arc::ptr_eq(&first, &after), "a new registry: checked again");
-        assert_eq!(sync::lock(&selections.0).len(), 1, "those of the registry before are dropped");
-        let gone = Choice { profile: "nobody".into(), extra_tools: Vec::new() };
-        assert!(selections.of(&rescanned, &config, gone).unwrap_err().contains("nobody"));
+        let after = views.of(&rescanned, &config, choice());
+        assert!(!Arc::ptr_eq(&selection(first.clone()), &selection(after.clone())), "a new registry: checked again");
+        assert!(!Arc::ptr_eq(&first.view(), &after.view()), "and viewed again");
+        assert_eq!(sync::lock(&views.0).len(), 1, "those of the registry before are dropped");
+        let gone = Some(Choice { profile: "nobody".into(), extra_tools: Vec::new() });
+        let gone = views.of(&rescanned, &config, gone);
+        assert!(gone.selection.as_ref().unwrap_err().contains("nobody"));
+        assert_eq!(gone.view().registry.tools().count(), 0, "a profile that is gone shows no tools");
     }
 }
