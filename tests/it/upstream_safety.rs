@@ -65,7 +65,7 @@ fn an_upstream_transport_error_never_shows_the_url_secret() {
     }
 
     // A server that answers, then goes away: the calls that find it gone fail without
-    // the secret, over rmcp's client (userinfo) and the short way (a query alone).
+    // the secret, with it in the URL's userinfo and in its query alone.
     let mark = "upstream-secret-live";
     let upstream = Listening::sdk(mark);
     let port = upstream.port;
