@@ -148,7 +148,7 @@ fn a_stdio_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
     let server = format!(
         "command = {python:?}\nargs = [{script:?}]\nenv = {{ LCP_TEST_MARK = {mark:?}, LCP_TEST_OVERLAP_WAIT = \"0\" }}\n"
     );
-    two_callers_get_their_own_questions_and_logs(mark, &server, 1);
+    two_callers_get_their_own_questions_and_logs(mark, &server, 1, &[]);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
 }
 
@@ -160,20 +160,84 @@ fn an_http_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
     let upstream = Listening::sdk_script("tests/python/asking_mcp_server.py", mark);
     let port = upstream.port;
     for url in [format!("http://127.0.0.1:{port}/mcp"), format!("http://user:pass@127.0.0.1:{port}/mcp")] {
-        two_callers_get_their_own_questions_and_logs(mark, &format!("url = {url:?}\n"), 2);
+        two_callers_get_their_own_questions_and_logs(mark, &format!("url = {url:?}\n"), 2, &[]);
     }
     drop(upstream);
     assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
+/// Over https, the same: the server's certificate is signed by a CA made for the test,
+/// which the gateway trusts through `SSL_CERT_FILE`.
+#[test]
+fn an_https_servers_questions_and_logs_reach_the_caller_whose_call_asked_them() {
+    let mark = "gateway-routed-https";
+    let tls = certificate_for_loopback(&temp_dir(mark));
+    let upstream = Listening::sdk_script_with(
+        "tests/python/asking_mcp_server.py",
+        mark,
+        &[("LCP_TEST_TLS_CERT", &tls.certificate), ("LCP_TEST_TLS_KEY", &tls.key)],
+    );
+    let url = format!("https://127.0.0.1:{}/mcp", upstream.port);
+    let trust = [("SSL_CERT_FILE", tls.authority.as_str())];
+    two_callers_get_their_own_questions_and_logs(mark, &format!("url = {url:?}\n"), 2, &trust);
+    drop(upstream);
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
+/// A certificate for `127.0.0.1` and its key, and the CA that signed it (PEM files).
+struct Tls {
+    authority: String,
+    certificate: String,
+    key: String,
+}
+
+/// Makes a CA and a server certificate for `127.0.0.1` in `dir`, with `openssl`.
+fn certificate_for_loopback(dir: &Path) -> Tls {
+    let file = |name: &str| dir.join(name).display().to_string();
+    let extensions = dir.join("server.ext");
+    std::fs::write(
+        &extensions,
+        "subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\n\
+         extendedKeyUsage = serverAuth\n",
+    )
+    .unwrap();
+    let steps: [&[&str]; 3] = [
+        &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=lcp test CA"],
+        &["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1"],
+        &["x509", "-req", "-days", "2", "-CAcreateserial"],
+    ];
+    let files: [&[(&str, String)]; 3] = [
+        &[("-keyout", file("ca.key")), ("-out", file("ca.pem"))],
+        &[("-keyout", file("server.key")), ("-out", file("server.csr"))],
+        &[
+            ("-in", file("server.csr")),
+            ("-CA", file("ca.pem")),
+            ("-CAkey", file("ca.key")),
+            ("-extfile", extensions.display().to_string()),
+            ("-out", file("server.pem")),
+        ],
+    ];
+    for (step, files) in steps.iter().zip(files) {
+        let mut command = std::process::Command::new(debian_program("openssl"));
+        command.args(*step);
+        for (flag, path) in files {
+            command.args([flag, path.as_str()]);
+        }
+        let made = command.output().expect("openssl runs");
+        assert!(made.status.success(), "openssl {step:?}: {}", String::from_utf8_lossy(&made.stderr));
+    }
+    Tls { authority: file("ca.pem"), certificate: file("server.pem"), key: file("server.key") }
 }
 
 /// Two clients call the tool `ask` of the server `[mcp_servers.asker]` (`server`: the
 /// table's body) through one gateway at once, each answering its questions with its
 /// own name: each is asked only its own question, hears only its own logs, and its
 /// result carries its own answer and how many of the server's calls were in progress
-/// at once (`at_once`: 2 when they overlap, 1 when they take turns).
-fn two_callers_get_their_own_questions_and_logs(mark: &str, server: &str, at_once: usize) {
+/// at once (`at_once`: 2 when they overlap, 1 when they take turns). The gateway runs
+/// with `env` added.
+fn two_callers_get_their_own_questions_and_logs(mark: &str, server: &str, at_once: usize, env: &[(&str, &str)]) {
     let config = servers_config(mark, &format!("[mcp_servers.asker]\n{server}"));
-    let gateway = HttpServer::start(&["--config", &config, FOLDER]);
+    let gateway = HttpServer::start_with("127.0.0.1:0", &["--config", &config, FOLDER], env);
     let client = |who: &str| {
         let mut command = std::process::Command::new(test_python());
         command

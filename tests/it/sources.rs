@@ -578,11 +578,17 @@ impl Listening {
     /// The SDK's server of `script` (under the checkout) on a port it binds itself
     /// (`LCP_TEST_HTTP_PORT=0`), read from the address its log says it runs on.
     pub(crate) fn sdk_script(script: &str, mark: &str) -> Listening {
+        Listening::sdk_script_with(script, mark, &[])
+    }
+
+    /// [`Listening::sdk_script`] with `env` set too (`LCP_TEST_TLS_CERT` ... for https).
+    pub(crate) fn sdk_script_with(script: &str, mark: &str, env: &[(&str, &str)]) -> Listening {
         use std::io::BufRead;
         let mut child = std::process::Command::new(test_python())
             .arg(root().join(script))
             .env("LCP_TEST_HTTP_PORT", "0")
             .env("LCP_TEST_MARK", mark)
+            .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -593,7 +599,11 @@ impl Listening {
         // Read to its end, so the server never blocks on a full pipe.
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-                let bound = line.split_once("Uvicorn running on http://127.0.0.1:").and_then(|(_, rest)| {
+                let address = line.split_once("Uvicorn running on ").map(|(_, rest)| rest);
+                let rest = address.and_then(|rest| {
+                    ["http://127.0.0.1:", "https://127.0.0.1:"].iter().find_map(|scheme| rest.strip_prefix(scheme))
+                });
+                let bound = rest.and_then(|rest| {
                     rest.split(|c: char| !c.is_ascii_digit()).next().and_then(|port| port.parse::<u16>().ok())
                 });
                 if let Some(bound) = bound {

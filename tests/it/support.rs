@@ -393,13 +393,14 @@ pub fn marked_now(mark: &str) -> Vec<String> {
     found
 }
 
-/// `program` (nginx, redis-server) from Debian's packages, installed with `apt-get`
+/// `program` (nginx, redis-server, openssl) from Debian's packages, installed with `apt-get`
 /// on first use (once, under a lock shared by test processes) when the machine lacks
 /// it. Never skipped: without it and without the right to install, the test fails
 /// naming the command to run.
 #[cfg(feature = "external")]
 pub fn debian_program(program: &str) -> PathBuf {
-    const PACKAGES: [(&str, &str); 2] = [("nginx", "nginx-light"), ("redis-server", "redis-server")];
+    const PACKAGES: [(&str, &str); 3] =
+        [("nginx", "nginx-light"), ("redis-server", "redis-server"), ("openssl", "openssl")];
     let found = || ["/usr/sbin", "/usr/bin"].iter().map(|dir| Path::new(dir).join(program)).find(|path| path.exists());
     if let Some(path) = found() {
         return path;

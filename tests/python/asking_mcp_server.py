@@ -1,5 +1,6 @@
 """An MCP server over stdio, or Streamable HTTP on 127.0.0.1:$LCP_TEST_HTTP_PORT when
-that is set (the official SDK's MCPServer), whose one tool logs a line
+that is set (over https with $LCP_TEST_TLS_CERT and $LCP_TEST_TLS_KEY when those are)
+(the official SDK's MCPServer), whose one tool logs a line
 naming its call, waits for a second call to be in progress too (at most
 $LCP_TEST_OVERLAP_WAIT seconds, 5 when unset), asks its caller a question and answers
 with what it was told and how many of its calls were in progress at once: the
@@ -44,7 +45,18 @@ async def ask(tag: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    if os.environ.get("LCP_TEST_HTTP_PORT"):
+    if os.environ.get("LCP_TEST_TLS_CERT"):
+        # Over https, with the certificate and key the test made.
+        import uvicorn
+
+        uvicorn.run(
+            server.streamable_http_app(),
+            host="127.0.0.1",
+            port=int(os.environ["LCP_TEST_HTTP_PORT"]),
+            ssl_certfile=os.environ["LCP_TEST_TLS_CERT"],
+            ssl_keyfile=os.environ["LCP_TEST_TLS_KEY"],
+        )
+    elif os.environ.get("LCP_TEST_HTTP_PORT"):
         server.run("streamable-http", port=int(os.environ["LCP_TEST_HTTP_PORT"]))
     else:
         server.run()
