@@ -93,11 +93,7 @@ pub fn view_selected(registry: &Registry, config: &Config, selection: Option<Arc
                     continue;
                 }
                 if let Some(path) = &declared.docs {
-                    view.docs.push(Doc {
-                        uri: format!("docs://tools/{name}"),
-                        name: name.to_string(),
-                        path: path.clone(),
-                    });
+                    view.docs.push(tool_doc(name, path));
                 }
                 let mut tool = tool.clone();
                 view.routes.push((name.to_string(), std::mem::replace(&mut tool.name, name.to_string())));

@@ -251,11 +251,9 @@ struct Client {
     /// requests, [`Attributed`] notifications); over stdio, one stream for all, the
     /// server runs one call at a time (`turn`), and they go to that one call.
     calls: Arc<Mutex<Vec<Active>>>,
-    /// Whether its calls take turns (stdio).
-    in_turns: bool,
-    /// Held by the call in progress on a server whose calls take turns, from before
-    /// it is in `calls` until it left them.
-    turn: Arc<tokio::sync::Mutex<()>>,
+    /// On a server whose calls take turns (stdio): held by the call in progress, from
+    /// before it is in `calls` until it left them.
+    turn: Option<Arc<tokio::sync::Mutex<()>>>,
     /// Set by the server's `notifications/tools/list_changed` (or its prompts' or
     /// resources'): list it again.
     changed: Arc<std::sync::atomic::AtomicBool>,
@@ -305,7 +303,7 @@ impl Client {
             Stream::Unassociated => None,
             // One stream for every call: only a server whose calls take turns has
             // one call in progress to give it to.
-            Stream::Unmarked => calls.last().filter(|_| self.in_turns).cloned(),
+            Stream::Unmarked => calls.last().filter(|_| self.turn.is_some()).cloned(),
         }
     }
 
@@ -557,7 +555,7 @@ impl Upstreams {
                 let client = Client {
                     wake: Arc::clone(&wake),
                     updated: Arc::clone(&updated),
-                    in_turns: matches!(entry.transport, Transport::Stdio { .. }),
+                    turn: matches!(entry.transport, Transport::Stdio { .. }).then(Arc::default),
                     ..Client::default()
                 };
                 Arc::new(Upstream {
@@ -804,7 +802,7 @@ impl Upstreams {
         // notification sent before the result was queued before this call woke, and
         // yielding lets it reach the call's callbacks before the call is over.
         let forwarded = self.runtime.run(async move {
-            let turn = upstream.client.in_turns.then(|| Arc::clone(&upstream.client.turn));
+            let turn = upstream.client.turn.clone();
             let calls = Arc::clone(&upstream.client.calls);
             let call = async move {
                 // Its turn first, on a server of one stream: whatever the server asks

@@ -201,32 +201,37 @@ fn certificate_for_loopback(dir: &Path) -> Tls {
          extendedKeyUsage = serverAuth\n",
     )
     .unwrap();
-    let steps: [&[&str]; 3] = [
-        &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=lcp test CA"],
-        &["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1"],
-        &["x509", "-req", "-days", "2", "-CAcreateserial"],
-    ];
-    let files: [&[(&str, String)]; 3] = [
-        &[("-keyout", file("ca.key")), ("-out", file("ca.pem"))],
-        &[("-keyout", file("server.key")), ("-out", file("server.csr"))],
-        &[
-            ("-in", file("server.csr")),
-            ("-CA", file("ca.pem")),
-            ("-CAkey", file("ca.key")),
-            ("-extfile", extensions.display().to_string()),
-            ("-out", file("server.pem")),
-        ],
-    ];
-    for (step, files) in steps.iter().zip(files) {
-        let mut command = std::process::Command::new(debian_program("openssl"));
-        command.args(*step);
-        for (flag, path) in files {
-            command.args([flag, path.as_str()]);
-        }
-        let made = command.output().expect("openssl runs");
-        assert!(made.status.success(), "openssl {step:?}: {}", String::from_utf8_lossy(&made.stderr));
-    }
-    Tls { authority: file("ca.pem"), certificate: file("server.pem"), key: file("server.key") }
+    let openssl = |args: &[&str]| {
+        let made = std::process::Command::new(debian_program("openssl")).args(args).output().expect("openssl runs");
+        assert!(made.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&made.stderr));
+    };
+    let (ca_key, ca, key, request, certificate) =
+        (file("ca.key"), file("ca.pem"), file("server.key"), file("server.csr"), file("server.pem"));
+    let extensions = extensions.display().to_string();
+    let subject = "/CN=lcp test CA";
+    openssl(&[
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", subject, "-keyout", &ca_key, "-out",
+        &ca,
+    ]);
+    openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", &key, "-out", &request]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-days",
+        "2",
+        "-CAcreateserial",
+        "-in",
+        &request,
+        "-CA",
+        &ca,
+        "-CAkey",
+        &ca_key,
+        "-extfile",
+        &extensions,
+        "-out",
+        &certificate,
+    ]);
+    Tls { authority: ca, certificate, key }
 }
 
 /// Two clients call the tool `ask` of the server `[mcp_servers.asker]` (`server`: the

@@ -66,6 +66,9 @@ pub(super) struct Attributed(pub(super) reqwest::Client);
 
 type Events = BoxStream<'static, Result<Sse, SseError>>;
 
+/// Every post and every stream goes through the two methods rmcp's transport calls
+/// (`post_message_with_response_limits`, `get_stream_with_max_sse_event_size`), the
+/// others with rmcp's default limits, so each is marked in one place.
 impl StreamableHttpClient for Attributed {
     type Error = reqwest::Error;
 
@@ -77,9 +80,8 @@ impl StreamableHttpClient for Attributed {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let origin = origin(&message);
-        let response = self.0.post_message(uri, message, session_id, auth_header, custom_headers).await?;
-        Ok(marked_response(response, origin))
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits).await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -91,19 +93,9 @@ impl StreamableHttpClient for Attributed {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let origin = origin(&message);
-        let response = self
-            .0
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await?;
-        Ok(marked_response(response, origin))
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits).await
     }
 
     async fn post_message_with_response_limits(
@@ -115,12 +107,21 @@ impl StreamableHttpClient for Attributed {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let origin = origin(&message);
+        // A request's response stream is its own.
+        let origin = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
         let response = self
             .0
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await?;
-        Ok(marked_response(response, origin))
+        Ok(match response {
+            StreamableHttpPostResponse::Sse(events, session) => {
+                StreamableHttpPostResponse::Sse(marked(events, origin), session)
+            }
+            other => other,
+        })
     }
 
     async fn delete_session(
@@ -141,8 +142,9 @@ impl StreamableHttpClient for Attributed {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<Events, StreamableHttpError<Self::Error>> {
-        let events = self.0.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await?;
-        Ok(marked(events, None))
+        let limit = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(uri, session_id, last_event_id, auth_header, custom_headers, limit)
+            .await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -165,24 +167,8 @@ impl StreamableHttpClient for Attributed {
                 max_sse_event_size,
             )
             .await?;
+        // The server's own stream, or a resumed one: no request of lcp's is known.
         Ok(marked(events, None))
-    }
-}
-
-/// The request a message is, whose response stream is its own.
-fn origin(message: &ClientJsonRpcMessage) -> Option<RequestId> {
-    match message {
-        JsonRpcMessage::Request(request) => Some(request.id.clone()),
-        _ => None,
-    }
-}
-
-fn marked_response(response: StreamableHttpPostResponse, origin: Option<RequestId>) -> StreamableHttpPostResponse {
-    match response {
-        StreamableHttpPostResponse::Sse(events, session) => {
-            StreamableHttpPostResponse::Sse(marked(events, origin), session)
-        }
-        other => other,
     }
 }
 
