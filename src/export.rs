@@ -18,7 +18,7 @@ mod splice;
 mod strict;
 
 pub use gemini::gemini;
-pub use strict::openai_strict;
+pub(crate) use strict::openai_strict;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -138,14 +138,14 @@ fn entries(registry: &Registry, descriptions: &Descriptions, format: Format) -> 
 }
 
 /// The most deferred tools Anthropic's tool search takes in one request.
-pub const ANTHROPIC_MAX_DEFERRED: usize = 10_000;
+pub(crate) const ANTHROPIC_MAX_DEFERRED: usize = 10_000;
 
 /// The most tools one OpenAI Responses namespace of [`export_deferred`] holds; a library
 /// with more is split into several.
-pub const NAMESPACE_MAX_TOOLS: usize = 50;
+pub(crate) const NAMESPACE_MAX_TOOLS: usize = 50;
 
 /// The tool Anthropic's model searches deferred tools with (BM25).
-pub const ANTHROPIC_TOOL_SEARCH: &str = "tool_search_tool_bm25";
+pub(crate) const ANTHROPIC_TOOL_SEARCH: &str = "tool_search_tool_bm25";
 
 /// [`export`] for a model that searches for its tools (SPEC §21, `lcp export --defer`):
 /// every tool marked `"defer_loading": true` but those named in `always_loaded`, and
@@ -155,7 +155,7 @@ pub const ANTHROPIC_TOOL_SEARCH: &str = "tool_search_tool_bm25";
 /// `{"type": "tool_search"}`; `anthropic` adds its BM25 tool search tool and refuses
 /// more than [`ANTHROPIC_MAX_DEFERRED`] deferred tools. Other formats have no deferred
 /// loading: `Err` says so. Every tool exported appears exactly once.
-pub fn export_deferred(
+pub(crate) fn export_deferred(
     registry: &Registry,
     descriptions: &Descriptions,
     format: Format,
@@ -463,7 +463,7 @@ const LIBRARIES: &str = "libraries";
 const CARRIED: &str = "carried";
 
 /// The schema a tool's entry carries in `format`: MCP's `inputSchema`
-/// ([`mcp_input_schema`]), the parameters schema in every other format (which
+/// (`mcp_input_schema`), the parameters schema in every other format (which
 /// [`entry`] may then lower).
 fn carried(format: Format, tool: &Tool) -> Value {
     match format {
@@ -644,7 +644,7 @@ pub const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/sch
 /// MCP's `inputSchema` of a tool: its dialect (`$schema`), then each named class in
 /// `$defs` with a `$ref` where it is used, as pydantic makes it; `inline`: every
 /// class inlined instead, for clients that cannot resolve `$ref`.
-pub fn mcp_input_schema(tool: &Tool, inline: bool) -> Value {
+pub(crate) fn mcp_input_schema(tool: &Tool, inline: bool) -> Value {
     let parameters = match (&tool.parameters_with_defs, inline) {
         (Some(named), false) => named.parse(),
         _ => tool.parameters.parse(),
@@ -665,7 +665,7 @@ pub fn mcp_input_schema(tool: &Tool, inline: bool) -> Value {
     Value::Object(schema)
 }
 
-/// Every tool of an `mcp` document with its classes inlined ([`mcp_input_schema`]),
+/// Every tool of an `mcp` document with its classes inlined (`mcp_input_schema`),
 /// for clients that cannot resolve `$ref`; `registry` holds the tools under the
 /// names the document lists.
 pub fn inline_mcp_classes(document: &mut Value, registry: &Registry) {
@@ -679,7 +679,7 @@ pub fn inline_mcp_classes(document: &mut Value, registry: &Registry) {
 /// MCP's `outputSchema` of a tool's output schema, and whether results are wrapped:
 /// an object type as it is; any other as `{"result": <schema>}`, the shape its
 /// `structuredContent` then takes. `$defs` stay at the root, where `$ref`s find them.
-pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
+pub(crate) fn mcp_output_schema(schema: &Value) -> (Value, bool) {
     if schema.get("type") == Some(&json!("object")) {
         return (schema.clone(), false);
     }
@@ -698,15 +698,15 @@ pub fn mcp_output_schema(schema: &Value) -> (Value, bool) {
 
 /// The `_meta` key of an MCP tool that names the declarations the kernel enforces
 /// when lcp runs it (SPEC §18).
-pub const ENFORCED_META: &str = "lcp/enforced";
+pub(crate) const ENFORCED_META: &str = "lcp/enforced";
 
 /// The `_meta` key of an MCP tool that names the declarations `[sandbox] infer` gave
 /// it (SPEC §20).
-pub const INFERRED_META: &str = "lcp/inferred";
+pub(crate) const INFERRED_META: &str = "lcp/inferred";
 
 /// The `_meta` key of an MCP tool that says what its code can do (SPEC §20):
 /// `{"can": [capability, ...], "unknown": [dotted call, ...]}`.
-pub const CAPABILITIES_META: &str = "lcp/capabilities";
+pub(crate) const CAPABILITIES_META: &str = "lcp/capabilities";
 
 fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
     let mut document = json!({ "libraries": libraries, "tools": tools });
@@ -735,7 +735,7 @@ fn add_members(document: &mut Value, registry: &Registry) {
 
 /// One prompt as `prompts/list` lists it: its name, description and arguments (each
 /// parameter, with its description and whether it is required).
-pub fn mcp_prompt(prompt: &Tool) -> Value {
+pub(crate) fn mcp_prompt(prompt: &Tool) -> Value {
     let schema = prompt.parameters.value();
     let required = crate::discovery::extract::required_names(prompt);
     let arguments: Vec<Value> = schema["properties"]
@@ -755,7 +755,7 @@ pub fn mcp_prompt(prompt: &Tool) -> Value {
 
 /// One resource as `resources/list` lists it (`uri`), or one resource template as
 /// `resources/templates/list` does (`uriTemplate`).
-pub fn mcp_resource(resource: &Resource) -> Value {
+pub(crate) fn mcp_resource(resource: &Resource) -> Value {
     let key = if resource.is_template() { "uriTemplate" } else { "uri" };
     let mut entry = json!({ key: resource.uri, "name": resource.shown_name(), "description": resource.description() });
     if let Some(title) = &resource.title {

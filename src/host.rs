@@ -8,7 +8,7 @@
 //! - [`view`]: what a host shows of its tools and lets run, from the config, the
 //!   profile and the policy (`crate::policy`).
 //! - [`search`]: tool search over what a host shows (SPEC §21).
-//! - [`text_safety`]: what lcp relays or says of an upstream server, kept safe.
+//! - `text_safety`: what lcp relays or says of an upstream server, kept safe.
 //!
 //! Must never: run a tool, or name a module of a layer above it (`export`, `runtime`,
 //! `mcp`, `cli`).
@@ -17,5 +17,5 @@ pub mod audit;
 pub mod config;
 pub mod profile;
 pub mod search;
-pub mod text_safety;
+pub(crate) mod text_safety;
 pub mod view;

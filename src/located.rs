@@ -86,11 +86,6 @@ impl fmt::Display for ConfigError {
     }
 }
 
-/// The pointer of a key inside the entry at `pointer` (JSON Pointer escaping).
-pub fn pointer(parent: &str, key: &str) -> String {
-    format!("{parent}/{}", key.replace('~', "~0").replace('/', "~1"))
-}
-
 /// A place in a file: line and column, from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pos {

@@ -70,7 +70,7 @@ pub fn serialize<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::
 
 /// `#[serde(serialize_with = "crate::path_json::serialize_option")]` for an optional
 /// path field.
-pub fn serialize_option<S: Serializer>(path: &Option<PathBuf>, serializer: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize_option<S: Serializer>(path: &Option<PathBuf>, serializer: S) -> Result<S::Ok, S::Error> {
     match path {
         Some(path) => serialize(path, serializer),
         None => serializer.serialize_none(),

@@ -536,7 +536,7 @@ fn differ(expected: &Value, got: &Value, partly: bool, at: &mut String) -> Optio
         (Value::Object(want), Value::Object(have)) => {
             for (key, value) in want {
                 let depth = at.len();
-                at.push_str(&crate::located::pointer("", key));
+                at.push_str(&pointer_of(key));
                 match have.get(key) {
                     None => return Some(format!("missing (expected {})", brief(value))),
                     Some(other) => {
@@ -548,7 +548,7 @@ fn differ(expected: &Value, got: &Value, partly: bool, at: &mut String) -> Optio
                 at.truncate(depth);
             }
             if !partly && let Some((key, value)) = have.iter().find(|(key, _)| !want.contains_key(*key)) {
-                at.push_str(&crate::located::pointer("", key));
+                at.push_str(&pointer_of(key));
                 return Some(format!("not expected (got {})", brief(value)));
             }
             None
@@ -1156,6 +1156,11 @@ pub fn table(outcomes: &[Outcome], width: Option<usize>) -> String {
     let failed = outcomes.iter().filter(|outcome| !outcome.ok).count();
     out.push_str(&format!("{} calls, {} passed, {failed} failed", outcomes.len(), outcomes.len() - failed));
     out
+}
+
+/// The JSON Pointer step of `key` (`~` and `/` escaped).
+fn pointer_of(key: &str) -> String {
+    format!("/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
 #[cfg(test)]

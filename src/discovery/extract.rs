@@ -26,7 +26,9 @@ use crate::discovery::source::{self, Prepared, SourceError};
 use crate::policy::{self, Declared};
 
 mod members;
-pub use members::{COMPLETE_PREFIX, Resource};
+#[cfg(feature = "python")]
+pub(crate) use members::COMPLETE_PREFIX;
+pub use members::Resource;
 #[cfg(feature = "python")]
 pub(crate) use members::{listed_values, parameter_names};
 pub(crate) use members::{percent_decode, required_names};
@@ -37,7 +39,7 @@ pub const DEFAULT_INJECTED: &[&str] =
 
 /// [`DEFAULT_INJECTED`] as the owned list both [`crate::discovery::registry::Options`] and
 /// [`crate::runtime::RuntimeConfig`] start from.
-pub fn default_injected() -> Vec<String> {
+pub(crate) fn default_injected() -> Vec<String> {
     DEFAULT_INJECTED.iter().map(|name| name.to_string()).collect()
 }
 

@@ -39,7 +39,7 @@ pub fn discover(folders: &[PathBuf], files: &[PathBuf]) -> (Vec<SourceFile>, Vec
 
 /// [`discover`], with each file's metadata (links followed) as the walk saw it, so
 /// that a caller needs no second `stat` per file.
-pub fn discover_with_metadata(
+pub(crate) fn discover_with_metadata(
     folders: &[PathBuf],
     files: &[PathBuf],
 ) -> (Vec<(SourceFile, Option<Metadata>)>, Vec<Diagnostic>) {

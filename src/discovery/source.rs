@@ -24,7 +24,7 @@ pub const MAX_NESTING: usize = 1000;
 
 /// Why a file's bytes cannot be parsed safely.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceError {
+pub(crate) enum SourceError {
     /// Over [`MAX_FILE_BYTES`].
     TooLarge {
         /// The file's size.
@@ -82,7 +82,7 @@ pub const PARSE_FIRST_BYTES: usize = 32 * 1024;
 
 /// A file's text, ready for the parser.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The text: UTF-8, without a BOM, lines ending in `\n`.
     pub text: String,
     /// The nesting is still to be checked on the parser's tokens
@@ -95,7 +95,7 @@ pub struct Prepared {
 
 /// Decodes and normalises a file's bytes (in place when there is nothing to change),
 /// then checks the nesting of a file too large to parse first.
-pub fn prepare(mut bytes: Vec<u8>) -> Result<Prepared, SourceError> {
+pub(crate) fn prepare(mut bytes: Vec<u8>) -> Result<Prepared, SourceError> {
     if bytes.len() > MAX_FILE_BYTES {
         return Err(SourceError::TooLarge { bytes: bytes.len() });
     }
@@ -216,7 +216,7 @@ fn check_nesting(text: &str) -> Result<bool, SourceError> {
 /// The estimate of `check_nesting`, taken on the tokens of a parsed file: strings
 /// are single tokens and the code of their replacement fields is tokens too, so
 /// nothing is out of sight; an operator counts once, an indentation level once.
-pub fn check_token_nesting(text: &str, tokens: &[Token]) -> Result<(), SourceError> {
+pub(crate) fn check_token_nesting(text: &str, tokens: &[Token]) -> Result<(), SourceError> {
     let mut estimate = Estimate::default();
     for token in tokens {
         match nesting_step(token.kind()) {

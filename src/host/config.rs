@@ -58,19 +58,20 @@ use crate::located::{self, Node, Reader, Style};
 use crate::policy::{Declared, HostPolicy};
 use crate::sync;
 
-pub mod auth;
+pub(crate) mod auth;
 mod defined;
-pub mod profiles;
-pub mod runtime;
+pub(crate) mod profiles;
+pub(crate) mod runtime;
 mod servers;
 mod tools;
 
 use profiles::Profile;
 use runtime::RuntimeConfig;
 
-pub use crate::located::{ConfigError, Pos, pointer};
+pub use crate::located::{ConfigError, Pos};
 pub use auth::AuthConfig;
-pub use servers::{ServerEntry, Transport, names as server_names};
+pub(crate) use servers::names as server_names;
+pub use servers::{ServerEntry, Transport};
 pub use tools::{DefinedArg, DefinedTool};
 
 /// The top-level keys of a config file.

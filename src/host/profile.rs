@@ -7,9 +7,8 @@
 use std::path::PathBuf;
 
 use crate::discovery::registry::Registry;
-pub use crate::host::config::profiles::{
-    Entry, NONE, Origin, Profile, is_kit, is_valid_name, kit_text, parse_kit, read_kits,
-};
+pub use crate::host::config::profiles::{Entry, Origin, Profile};
+pub(crate) use crate::host::config::profiles::{NONE, is_valid_name, kit_text};
 use crate::located::ConfigError;
 
 /// `--profile P` and `--extra-tools a,b`.

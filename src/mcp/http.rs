@@ -62,7 +62,7 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
 ];
 
 /// `8080` and `:8080` mean `127.0.0.1:8080`; anything else is `host:port`.
-pub fn parse_address(text: &str) -> Result<SocketAddr, AddressError> {
+pub(crate) fn parse_address(text: &str) -> Result<SocketAddr, AddressError> {
     let port_only = text.strip_prefix(':').unwrap_or(text);
     if let Ok(port) = port_only.parse::<u16>() {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
@@ -77,7 +77,7 @@ pub fn parse_address(text: &str) -> Result<SocketAddr, AddressError> {
 /// Why [`parse_address`] found no address to serve on.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum AddressError {
+pub(crate) enum AddressError {
     /// The text is no `host:port`, or its host name cannot be resolved.
     Unresolved {
         /// The text given.

@@ -689,7 +689,7 @@ impl Upstreams {
     /// its record) or a resource template of a server: the server's `completion`
     /// (`values`, `total`, `hasMore`), or why there is none. It blocks: not on an
     /// async thread.
-    pub fn complete(
+    pub(crate) fn complete(
         &self,
         library: &Library,
         function: &Tool,
@@ -757,7 +757,7 @@ impl Upstreams {
     }
 
     /// What [`crate::runtime::Runtime::set_forwarder`] takes: calls of these servers' tools.
-    pub fn forwarder(self: &Arc<Self>) -> Forward {
+    pub(crate) fn forwarder(self: &Arc<Self>) -> Forward {
         let upstreams = Arc::clone(self);
         Arc::new(move |library, tool, member, args, options| upstreams.call(library, tool, member, args, options))
     }

@@ -87,7 +87,7 @@ pub type Resolver = Arc<dyn Fn(&str) -> Option<VirtualTool> + Send + Sync>;
 /// resource template's variables), the options. A prompt's or resource's output is
 /// the server's `GetPromptResult` or `ReadResourceResult`, as it sent it
 /// ([`super::Outcome::Relayed`]).
-pub type Forward = Arc<dyn Fn(&Library, &Tool, Member, &Value, &CallOptions) -> ToolResult + Send + Sync>;
+pub(crate) type Forward = Arc<dyn Fn(&Library, &Tool, Member, &Value, &CallOptions) -> ToolResult + Send + Sync>;
 
 /// `args` as `tool` takes them (a text holding the JSON of what a parameter asks for is
 /// that value), checked against its schema: what every call passes before it runs; a
@@ -208,7 +208,7 @@ impl Runtime {
     /// Registers what runs the tools whose library's origin is an MCP server: every
     /// surface's calls of them go through [`Runtime::call`] like any other, admission,
     /// argument checks and all, and end here instead of in Python.
-    pub fn set_forwarder(&self, forward: Forward) {
+    pub(crate) fn set_forwarder(&self, forward: Forward) {
         *sync::write(&self.forward) = Some(forward);
     }
 
@@ -241,7 +241,7 @@ impl Runtime {
     /// it, the policy allows it), as [`Runtime::call`] does: the tool, prompt or
     /// resource the admission holds, with no lookup of its own. `lcp call` and
     /// `lcp serve` call through here, so neither can run a tool it did not admit.
-    pub fn call_admitted(
+    pub(crate) fn call_admitted(
         &self,
         admitted: &crate::host::view::Admitted,
         args: &Value,
@@ -269,7 +269,7 @@ impl Runtime {
     /// asks for is taken as that value: MCP's prompt arguments are strings). The
     /// result's output is what it returned: a string, a list of messages, or a dict
     /// of `description` and `messages`.
-    pub fn get_prompt(
+    pub(crate) fn get_prompt(
         &self,
         admitted: &crate::host::view::Admitted,
         args: &Value,
@@ -289,7 +289,7 @@ impl Runtime {
     /// `args` (a template's variables) checked as [`Runtime::get_prompt`] checks. The
     /// result's output is a list of `{"text"}` or `{"blob"}` (base64) contents, each
     /// with the `uri` and `mimeType` the function gave, if it gave them.
-    pub fn read_resource(
+    pub(crate) fn read_resource(
         &self,
         admitted: &crate::host::view::Admitted,
         args: &Value,
@@ -310,7 +310,7 @@ impl Runtime {
     /// `complete_<name>(argument, value)` returns (a list of strings; `None` leaves
     /// the argument to its annotation), else the members of the argument's
     /// `Literal` / `Enum` that start with `value`.
-    pub fn complete(
+    pub(crate) fn complete(
         &self,
         admitted: &crate::host::view::Admitted,
         argument: &str,
@@ -406,7 +406,7 @@ impl Runtime {
     /// Runs a tool: validates `args` against its schema (nothing runs when they are
     /// invalid), loads its library on first use, converts the arguments, calls it, and
     /// checks what it returned against its output schema (`validate::check_result`).
-    /// [`Runtime::call_admitted`] does the same for what a view admitted; `lcp test`
+    /// `Runtime::call_admitted` does the same for what a view admitted; `lcp test`
     /// calls here with the tools of its view.
     pub fn call(&self, registry: &Registry, tool: &str, args: &Value, options: &CallOptions) -> ToolResult {
         match registry.tool(tool) {

@@ -45,13 +45,13 @@ mod process_tree;
 mod python;
 #[cfg(feature = "python")]
 mod refusals;
-pub mod sandbox;
+pub(crate) mod sandbox;
 #[cfg(feature = "python")]
 mod supervisor;
 #[cfg(feature = "python")]
 pub(crate) mod validate;
 #[cfg(feature = "python")]
-pub mod worker;
+pub(crate) mod worker;
 #[cfg(feature = "python")]
 mod workspace;
 
@@ -63,11 +63,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub(crate) use crate::host::config::runtime::venv_beside;
 pub use crate::host::config::runtime::{
-    Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key, venv_beside,
+    Autonomy, Isolation, RuntimeConfig, RuntimeError, SandboxSettings, WorkerSettings, library_key,
 };
 #[cfg(feature = "python")]
-pub use embedded::{Forward, Resolver, Runtime, VirtualTool, python_build};
+pub(crate) use embedded::Forward;
+#[cfg(feature = "python")]
+pub use embedded::{Resolver, Runtime, VirtualTool, python_build};
 use host_objects::Callbacks;
 
 /// The default bound of a result's text sent on (`--max-output` of `lcp serve`), in bytes.

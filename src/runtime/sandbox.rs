@@ -12,6 +12,9 @@
 //! the worker's start, naming what the kernel lacks), or loosen a sandbox once entered
 //! (the kernel allows neither).
 
+// Without the `python` feature no worker runs: only the listings' `offered` is used.
+#![cfg_attr(not(feature = "python"), allow(dead_code))]
+
 #[cfg(feature = "python")]
 use std::path::Path;
 

@@ -20,7 +20,7 @@ use crate::policy::{Declared, Found};
 
 mod graph;
 mod read;
-pub mod report;
+pub(crate) mod report;
 mod tables;
 
 pub(crate) use read::{Code, load_with_code};
@@ -260,7 +260,8 @@ fn loose_folder(library: &Library) -> &Path {
 
 /// The audit of one tool, `function` of `library` (its name in the registry),
 /// declaring `declared`: what [`audit`] says of it, reading only its library's files.
-pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Declared) -> ToolAudit {
+#[cfg(feature = "python")]
+pub(crate) fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Declared) -> ToolAudit {
     let mut code = code_of(library, &mut Folders::default());
     // A loose file is read with the loose files it may import, not its whole folder:
     // what it cannot reach adds nothing to it.
@@ -278,7 +279,7 @@ pub fn audit_tool(library: &Library, tool: &Tool, function: &str, declared: Decl
 /// capabilities and the calls lcp cannot see into, and with `[sandbox] infer` the
 /// declarations its sandbox takes from them ([`inferred`]), by the tool's name.
 /// `routes` as [`audit`] takes them.
-pub fn found(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Vec<(String, Found)> {
+pub(crate) fn found(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Vec<(String, Found)> {
     let infer = config.runtime.sandbox.infer;
     let tools = audit_with(registry, config, routes, Evidenced::No).tools;
     tools
@@ -294,7 +295,7 @@ pub fn found(registry: &Registry, config: &Config, routes: &[(String, String)]) 
         .collect()
 }
 
-/// Lays [`found`] over `descriptions`, the listing's of `registry`.
+/// Lays `found` over `descriptions`, the listing's of `registry`.
 pub fn lay_over(registry: &Registry, config: &Config, routes: &[(String, String)], descriptions: &mut Descriptions) {
     for (tool, found) in found(registry, config, routes) {
         descriptions.set_found(tool, found);
@@ -305,7 +306,7 @@ pub fn lay_over(registry: &Registry, config: &Config, routes: &[(String, String)
 /// `read_only` and `open_world` it leaves undeclared, when its code cannot break it
 /// (no `fs_write` and no `subprocess`: read-only; no `network`: `open_world: false`).
 /// Code lcp cannot bound (`dynamic`, `native`, or a call it cannot see into) gets none.
-pub fn inferred(audit: &ToolAudit) -> Vec<&'static str> {
+pub(crate) fn inferred(audit: &ToolAudit) -> Vec<&'static str> {
     let can = |capability| audit.capabilities.contains_key(&capability);
     if can(Capability::Dynamic) || can(Capability::Native) || !audit.unknown.is_empty() {
         return Vec::new();
@@ -425,6 +426,7 @@ fn package_files(library: &Library, folders: &mut Folders) -> Vec<PathBuf> {
 /// a name in its text. A static import names its module, so none is missed; a name
 /// that only looks like a module's costs a file read for nothing (an import by a
 /// computed name is `dynamic` whatever is read).
+#[cfg(feature = "python")]
 fn imported_beside(file: &Path, beside: &[PathBuf]) -> Vec<PathBuf> {
     let stems: HashMap<&str, &PathBuf> =
         beside.iter().filter_map(|path| Some((path.file_stem()?.to_str()?, path))).collect();
@@ -597,7 +599,7 @@ fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut Tool
 /// The declarations `capabilities` break (SPEC §20): `read_only` with writes or
 /// processes, `open_world: false` with the network, `destructive: false` with
 /// deletions. An undeclared key claims nothing, so nothing breaks it.
-pub fn drift(declared: &Declared, capabilities: &BTreeMap<Capability, Vec<Evidence>>) -> Vec<Drift> {
+pub(crate) fn drift(declared: &Declared, capabilities: &BTreeMap<Capability, Vec<Evidence>>) -> Vec<Drift> {
     let mut found = Vec::new();
     let mut add = |declaration: &'static str, capability: Capability, only_deletions: bool| {
         let evidence = capabilities.get(&capability).into_iter().flatten().find(|e| !only_deletions || e.deletes);
@@ -622,7 +624,7 @@ pub fn drift(declared: &Declared, capabilities: &BTreeMap<Capability, Vec<Eviden
 /// json`): each capability it has now that it had not then, with its evidence; a
 /// tool the baseline does not have gained all of its. Fails on a baseline that is
 /// not such a document.
-pub fn compare(audit: &mut Audit, baseline: &Value) -> Result<(), String> {
+pub(crate) fn compare(audit: &mut Audit, baseline: &Value) -> Result<(), String> {
     let tools =
         baseline["tools"].as_array().ok_or("the baseline has no `tools` list (is it `lcp audit --format json`?)")?;
     let mut before: HashMap<&str, Vec<Capability>> = HashMap::new();

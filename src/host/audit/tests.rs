@@ -387,6 +387,7 @@ fn a_branch_on_a_parameter_runs_only_with_the_value_a_literal_argument_gives() {
 }
 
 #[test]
+#[cfg(feature = "python")]
 fn one_tool_of_a_loose_file_is_audited_as_the_whole_audit_audits_it() {
     let root = std::env::temp_dir().join(format!("lcp-audit-{}-loose", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);

@@ -68,7 +68,7 @@ pub enum Transport {
     },
 }
 
-/// Without the values that may be secrets: the URL as [`text_safety::shown_url`]
+/// Without the values that may be secrets: the URL as `text_safety::shown_url`
 /// shows it, the names of headers and variables without their values.
 impl std::fmt::Debug for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
