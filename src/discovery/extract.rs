@@ -20,7 +20,9 @@ use crate::diag::{Diagnostic, Level};
 use crate::discovery::docstring;
 use crate::discovery::scan::SourceFile;
 pub use crate::discovery::schema::SchemaText;
-use crate::discovery::schema::json::{Map, Value, json};
+use serde_json::{Value, json};
+
+use crate::discovery::schema::Map;
 use crate::discovery::schema::{self, Converter, Scope, Siblings};
 use crate::discovery::source::{self, Prepared, SourceError};
 use crate::policy::{self, Declared};
@@ -458,7 +460,7 @@ impl<'t> Reader<'t> {
     fn resources(&mut self, module: &Module, resources: &mut Vec<Resource>) {
         if let Some(declarations) = module.resources {
             let converter = Converter::new(&module.scope);
-            match converter.literal(declarations).map(serde_json::Value::from) {
+            match converter.literal(declarations) {
                 Some(serde_json::Value::Object(entries)) => {
                     for (name, value) in &entries {
                         let Some(resource) = resources.iter_mut().find(|r| &r.function.name == name) else {
@@ -505,12 +507,7 @@ impl<'t> Reader<'t> {
         }
         let converter = Converter::new(&module.scope);
         let base = self.path.parent().unwrap_or(Path::new(""));
-        let read = policy::read_library(
-            module.policy,
-            module.policies,
-            |e| converter.literal(e).map(serde_json::Value::from),
-            base,
-        );
+        let read = policy::read_library(module.policy, module.policies, |e| converter.literal(e), base);
         for (range, message) in read.warnings {
             self.warning(range, message);
         }
@@ -742,7 +739,7 @@ impl<'t> Reader<'t> {
             if let Some(value) = field.default
                 && let Some(object) = schema.as_object_mut()
             {
-                object.insert("default", value);
+                object.insert("default".into(), value);
             }
             properties.insert(property, schema);
         }
@@ -765,8 +762,8 @@ impl<'t> Reader<'t> {
                 if let Some(text) = documented.map(|p| std::mem::take(&mut p.description)).filter(|d| !d.is_empty()) {
                     schema::set_description(&mut schema, text);
                 }
-                if field_required.iter().any(|r| *r == field) {
-                    required.push(Value::from(field.as_ref()));
+                if field_required.contains(&field) {
+                    required.push(Value::from(field.as_str()));
                 }
                 keywords.push(field.to_string());
                 properties.insert(field, schema);
@@ -774,17 +771,17 @@ impl<'t> Reader<'t> {
         }
 
         let mut schema = Map::new();
-        schema.insert("type", json!("object"));
-        schema.insert("properties", Value::Object(properties));
-        schema.insert("required", Value::Array(required));
+        schema.insert("type".into(), json!("object"));
+        schema.insert("properties".into(), Value::Object(properties));
+        schema.insert("required".into(), Value::Array(required));
         if parameters.kwarg.is_none() || unpacked.is_some() {
-            schema.insert("additionalProperties", Value::Bool(false));
+            schema.insert("additionalProperties".into(), Value::Bool(false));
         }
         if let Some((_, _, extra)) = unpacked {
             schema.extend(extra);
         }
         if !converter.defs.is_empty() {
-            schema.insert("$defs", Value::Object(std::mem::take(&mut converter.defs)));
+            schema.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
         }
         let schema = Value::Object(schema);
         let classes = converter.named_classes();
@@ -817,7 +814,7 @@ impl<'t> Reader<'t> {
         if !converter.defs.is_empty()
             && let Some(object) = schema.as_object_mut()
         {
-            object.insert("$defs", Value::Object(std::mem::take(&mut converter.defs)));
+            object.insert("$defs".into(), Value::Object(std::mem::take(&mut converter.defs)));
         }
         Some(SchemaText::new(&schema))
     }

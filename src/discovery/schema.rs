@@ -25,9 +25,12 @@ use ruff_python_ast::{self as ast, Expr, Number, Operator, Stmt, UnaryOp};
 use ruff_text_size::{Ranged, TextRange};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+/// A JSON object, keys in the order they were first set.
+pub(crate) type Map = serde_json::Map<String, Value>;
 
 mod classes;
-pub mod json;
 mod literal;
 pub mod named;
 mod resolve;
@@ -36,7 +39,6 @@ mod types;
 
 pub use classes::docstring_of;
 use classes::*;
-use json::{Map, Value, json};
 use resolve::*;
 pub use resolve::{Scope, Siblings};
 #[cfg(feature = "python")]
@@ -138,7 +140,7 @@ impl<'a, 's> Converter<'a, 's> {
 
     /// `schema`, or `{}` with a warning when it is nested deeper than [`MAX_SCHEMA_DEPTH`].
     fn within_depth(&mut self, range: TextRange, schema: Value) -> Value {
-        if schema.depth() <= MAX_SCHEMA_DEPTH {
+        if json_depth(&schema) <= MAX_SCHEMA_DEPTH {
             return schema;
         }
         let message = format!(
@@ -506,7 +508,7 @@ impl<'a, 's> Converter<'a, 's> {
     /// Expands a named definition (written at `range`) once; a reference to it from
     /// inside itself becomes `$ref` and the definition moves to `$defs`.
     fn expand(&mut self, name: &str, range: TextRange, build: impl FnOnce(&mut Self) -> Value) -> Value {
-        let reference = Value::object([("$ref", Value::from(format!("#/$defs/{name}")))]);
+        let reference = json!({"$ref": format!("#/$defs/{name}")});
         if self.defs.contains_key(name) {
             return reference;
         }
@@ -533,10 +535,10 @@ fn object<const N: usize>(keywords: [(&str, Value); N]) -> Value {
 }
 
 /// Levels of nesting of a JSON value: a scalar or an empty container is one.
-pub fn json_depth(value: &serde_json::Value) -> usize {
+pub fn json_depth(value: &Value) -> usize {
     let children = match value {
-        serde_json::Value::Array(items) => items.iter().map(json_depth).max(),
-        serde_json::Value::Object(map) => map.values().map(json_depth).max(),
+        Value::Array(items) => items.iter().map(json_depth).max(),
+        Value::Object(map) => map.values().map(json_depth).max(),
         _ => None,
     };
     1 + children.unwrap_or(0)
@@ -564,7 +566,7 @@ pub fn nullable(schema: Value) -> Value {
 /// Adds a description without disturbing a `$ref`-only or `anyOf` schema's meaning.
 pub fn set_description(schema: &mut Value, text: String) {
     if let Some(object) = schema.as_object_mut() {
-        object.insert("description", Value::from(text));
+        object.insert("description".into(), Value::from(text));
     }
 }
 
@@ -601,10 +603,9 @@ mod tests {
             text.as_str(),
             r#"{"type":"object","properties":{"z":{"type":"integer"},"a":{"description":"ü \"q\""}}}"#
         );
-        let value = serde_json::Value::from(schema.clone());
-        assert_eq!(text.parse(), value);
-        assert_eq!(text.value(), &value);
-        assert_eq!(serde_json::to_value(&text).unwrap(), value);
+        assert_eq!(text.parse(), schema);
+        assert_eq!(text.value(), &schema);
+        assert_eq!(serde_json::to_value(&text).unwrap(), schema);
         assert_eq!(SchemaText::new(&schema), text);
         let reordered =
             json!({"properties": {"z": {"type": "integer"}, "a": {"description": "ü \"q\""}}, "type": "object"});

@@ -62,10 +62,10 @@ fn dumped_tuple(mut schema: Value) -> Value {
     };
     let required = object.remove("required").and_then(|r| r.as_array().map(Vec::len)).unwrap_or(0);
     object.remove("additionalProperties");
-    object.insert("type", json!("array"));
-    object.insert("minItems", json!(required));
-    object.insert("maxItems", json!(fields.len()));
-    object.insert("prefixItems", Value::Array(fields));
+    object.insert("type".into(), json!("array"));
+    object.insert("minItems".into(), json!(required));
+    object.insert("maxItems".into(), json!(fields.len()));
+    object.insert("prefixItems".into(), Value::Array(fields));
     schema
 }
 
@@ -549,7 +549,7 @@ impl<'a, 's> Converter<'a, 's> {
                 }
                 "description" => {
                     if let Some(Value::String(text)) = self.literal(&keyword.value) {
-                        description.get_or_insert(text.into_owned());
+                        description.get_or_insert(text);
                     }
                 }
                 // pydantic lays the dict over the field's schema.
@@ -562,19 +562,19 @@ impl<'a, 's> Converter<'a, 's> {
                 }
                 "serialization_alias" => {
                     if let Some(Value::String(text)) = self.literal(&keyword.value) {
-                        field.dumped_as = Some(text.into_owned());
+                        field.dumped_as = Some(text);
                     }
                 }
                 "alias" | "validation_alias" => {
                     if arg.as_str() == "alias"
                         && let Some(Value::String(text)) = self.literal(&keyword.value)
                     {
-                        plain_alias = Some(text.into_owned());
+                        plain_alias = Some(text);
                     }
                     if let Some(Value::String(text)) = self.literal(&keyword.value)
                         && (arg.as_str() == "validation_alias" || alias.is_none())
                     {
-                        alias = Some(text.into_owned());
+                        alias = Some(text);
                     } else if arg.as_str() == "validation_alias"
                         && let Expr::Call(choices) = &keyword.value
                     {
@@ -630,7 +630,7 @@ impl<'a, 's> Converter<'a, 's> {
             .args
             .iter()
             .map(|step| match self.literal(step) {
-                Some(value) => serde_json::Value::from(value).to_string(),
+                Some(value) => value.to_string(),
                 None => expression_text(step),
             })
             .collect();

@@ -190,17 +190,17 @@ impl<'a, 's> Converter<'a, 's> {
         }
         let mut given: Vec<(&str, &Expr)> = Vec::new();
         for (arg, (property, _)) in call.arguments.args.iter().zip(properties.iter()) {
-            given.push((property.as_ref(), arg));
+            given.push((property.as_str(), arg));
         }
         for keyword in &call.arguments.keywords {
             given.push((keyword.arg.as_ref()?.as_str(), &keyword.value));
         }
-        if given.iter().any(|(name, _)| !properties.contains_key(name)) {
+        if given.iter().any(|(name, _)| !properties.contains_key(*name)) {
             return None;
         }
         let mut value = Map::new();
         for (property, field) in properties.iter() {
-            let field_value = match given.iter().find(|(name, _)| *name == property.as_ref()) {
+            let field_value = match given.iter().find(|(name, _)| *name == property.as_str()) {
                 Some((_, expr)) => self.default_within(expr, room)?,
                 None => match field.get("default") {
                     Some(default) => default.clone(),
@@ -259,7 +259,7 @@ impl<'a, 's> Converter<'a, 's> {
             Expr::Attribute(attr) => {
                 // An enum member's value is a literal of its own: measured here.
                 let value = self.enum_member_value(attr).ok_or(NotLiteral::Expression)?;
-                if value.depth() > room {
+                if json_depth(&value) > room {
                     return Err(NotLiteral::TooDeep);
                 }
                 value

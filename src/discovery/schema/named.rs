@@ -10,7 +10,9 @@
 //! Must never: change what a schema accepts, or touch data (`default`, `enum`,
 //! `const`, `examples` values are not schemas).
 
-use super::json::{Map, Value};
+use serde_json::Value;
+
+use super::Map;
 
 /// Keywords a use of a class adds beside it.
 const USE_KEYWORDS: [&str; 4] = ["description", "default", "title", "examples"];
@@ -48,7 +50,7 @@ fn node(schema: &Value, classes: &[(String, &Value)], defs: &mut Map, root: bool
                     defs.insert(name.clone(), definition);
                 }
                 let mut reference = Map::new();
-                reference.insert("$ref", Value::from(format!("#/$defs/{name}")));
+                reference.insert("$ref".into(), Value::from(format!("#/$defs/{name}")));
                 for key in USE_KEYWORDS {
                     if let Some(value) = fields.get(key)
                         && class.get(key) != Some(value)
@@ -90,14 +92,14 @@ fn is_use_of(fields: &Map, class: &Value) -> bool {
         return false;
     }
     let same = |key: &str| fields.get(key) == class.get(key);
-    class.keys().all(|key| USE_KEYWORDS.contains(&key) || same(key))
-        && fields.keys().all(|key| USE_KEYWORDS.contains(&key) || class.contains_key(key))
+    class.keys().all(|key| USE_KEYWORDS.contains(&key.as_str()) || same(key))
+        && fields.keys().all(|key| USE_KEYWORDS.contains(&key.as_str()) || class.contains_key(key))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::schema::json::json;
+    use serde_json::json;
 
     fn address() -> (String, Value) {
         let schema =

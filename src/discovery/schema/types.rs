@@ -263,10 +263,10 @@ pub(super) fn enum_schema(values: Vec<Value>) -> Value {
     if let Some(first) = values.first() {
         let kind = type_of(first);
         if values.iter().all(|v| type_of(v) == kind) {
-            schema.insert("type", Value::text(kind));
+            schema.insert("type".into(), Value::from(kind));
         }
     }
-    schema.insert("enum", Value::Array(values));
+    schema.insert("enum".into(), Value::Array(values));
     Value::Object(schema)
 }
 
@@ -288,7 +288,7 @@ pub(super) fn apply_constraint(schema: &mut Value, key: &str, value: Value) {
             && let Some(Value::Object(single)) = only.pop()
         {
             for (key, value) in single {
-                object.get_or_insert(key, value);
+                object.entry(key).or_insert(value);
             }
         }
         return;
