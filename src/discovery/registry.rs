@@ -16,8 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{self, Metadata};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use rustc_hash::FxBuildHasher;
@@ -197,9 +196,6 @@ impl Changes {
         self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
     }
 }
-
-/// Stack for each reading thread: deep but valid code must never overflow it.
-const READER_STACK: usize = 256 * 1024 * 1024;
 
 impl Registry {
     /// Reads every tool file of `sources`.
@@ -759,40 +755,19 @@ fn read_all(
     injected: &[String],
     code: Option<&dyn TreeReader>,
 ) -> Vec<(usize, FileResult)> {
-    if groups.is_empty() {
-        return Vec::new();
-    }
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(groups.len());
-    let next = AtomicUsize::new(0);
-    type Slot = Mutex<Option<Vec<(usize, FileResult)>>>;
-    let results: Vec<Slot> = groups.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let spawned = std::thread::Builder::new().stack_size(READER_STACK).spawn_scoped(scope, || {
-                loop {
-                    let g = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(group) = groups.get(g) else { break };
-                    let result = read_group(files, metadata, group, injected, code);
-                    if let Ok(mut slot) = results[g].lock() {
-                        *slot = Some(result);
-                    }
-                }
-            });
-            if spawned.is_err() {
-                break;
-            }
-        }
-    });
-    let mut out = Vec::with_capacity(files.len());
-    for (slot, group) in results.into_iter().zip(groups) {
-        match slot.into_inner().ok().flatten() {
-            Some(read) => out.extend(read),
-            None => out.extend(group.files.iter().filter(|(_, must)| *must).map(|&(i, _)| {
-                let message = "could not be read: no reader thread was available";
+    let read = crate::ordered::all(groups.len(), |g| read_group(files, metadata, &groups[g], injected, code));
+    let mut out: Vec<(usize, FileResult)> = match read {
+        Ok(read) => read.into_iter().flatten().collect(),
+        Err(err) => groups
+            .iter()
+            .flat_map(|group| &group.files)
+            .filter(|(_, must)| *must)
+            .map(|&(i, _)| {
+                let message = format!("could not be read: {err}");
                 (i, FileResult::failed(Diagnostic::at_file(&files[i].path, Level::Error, message)))
-            })),
-        }
-    }
+            })
+            .collect(),
+    };
     // Groups of explicit files need not be contiguous.
     out.sort_by_key(|(i, _)| *i);
     out
