@@ -23,6 +23,12 @@
 //! [`diag`], [`path_json`] (how a path, UTF-8 or not, is written in JSON), and the
 //! helpers `suggest`, `located`, `shown`, `sync`, `ordered`, `table`, [`fast_paths`].
 //!
+//! What a host embeds is public: the registry and its sources, the exports, the
+//! view of a profile, the config (to read), the runtime's `Runtime`, `Outcome`,
+//! `CallOptions`, `Catalog` and host objects, `mcp::serve` with its upstreams, and
+//! the diagnostics. The rest (the sandbox, the worker's entry, admission, the schema
+//! builder, the text safety of upstream servers) is the crate's own.
+//!
 //! Every step returns its value plus [`diag::Diagnostic`]s: bad input is reported,
 //! never a panic. Nothing in this crate runs Python while discovering tools: only
 //! [`runtime`] does, when a tool or a prompt provider is asked for. The cargo feature
