@@ -975,6 +975,7 @@ struct Scratch {
 impl Scratch {
     /// A fresh folder holding a copy of `fixtures`, then `files`.
     fn new(fixtures: Option<&Path>, files: &[(PathBuf, String)]) -> std::io::Result<Scratch> {
+        // Process-wide, as the names it numbers are: they hold the process id.
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("lcp-test-{}-{n}", std::process::id()));

@@ -35,6 +35,7 @@ pub fn materialise_in(cache: &Path) -> Result<PathBuf, DefaultToolsError> {
     if target.is_dir() {
         return Ok(target);
     }
+    // Process-wide, as the names it numbers are: they hold the process id.
     static ATTEMPT: AtomicUsize = AtomicUsize::new(0);
     let attempt = ATTEMPT.fetch_add(1, Ordering::Relaxed);
     let staging = cache.join(format!(".default_tools-{}-{attempt}", std::process::id()));

@@ -191,6 +191,7 @@ impl<'r> Catalog<'r> {
     }
 
     fn dynamic_file(&mut self) -> Result<PathBuf, CatalogError> {
+        // Process-wide, as the names it numbers are: they hold the process id.
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let dir = match &self.dynamic_dir {
             Some(dir) => dir.clone(),

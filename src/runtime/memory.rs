@@ -33,6 +33,7 @@ struct Parent {
 impl MemoryCgroup {
     /// A new cgroup limited to `bytes`, or `None` where lcp may not make one.
     pub(super) fn make(bytes: u64) -> Option<MemoryCgroup> {
+        // Process-wide, as the names it numbers are: they hold the process id.
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let parent = parent()?;
         let name = format!("lcp-{}-worker-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));

@@ -431,6 +431,8 @@ impl Pool {
 
     /// Every worker drops the modules of these files, before its next call.
     pub(crate) fn forget(&self, files: Vec<WirePath>) {
+        // Process-wide: a worker only compares the numbers it was given, so any
+        // increasing count serves every pool.
         static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let sequence = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
         for slot in &self.inner.lock().slots {
