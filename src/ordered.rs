@@ -34,10 +34,11 @@ pub fn run<T: Send>(
     // How many items were taken; `usize::MAX` once the taker stopped.
     let taken = Mutex::new(0usize);
     let progressed = Condvar::new();
-    let lookahead = threads(count) * AHEAD;
+    let threads = threads(count);
+    let lookahead = threads * AHEAD;
     std::thread::scope(|scope| {
         let (sender, results) = mpsc::channel::<(usize, T)>();
-        on_threads(scope, count, || {
+        on_threads(scope, threads, || {
             let sender = sender.clone();
             let (next, taken, progressed, work) = (&next, &taken, &progressed, &work);
             move || loop {
@@ -90,7 +91,7 @@ pub fn all<T: Send>(count: usize, work: impl Fn(usize) -> T + Sync) -> io::Resul
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, T)>> = Mutex::new(Vec::with_capacity(count));
     std::thread::scope(|scope| {
-        on_threads(scope, count, || {
+        on_threads(scope, threads(count), || {
             let (next, done, work) = (&next, &done, &work);
             move || {
                 let mut mine = Vec::new();
@@ -115,15 +116,15 @@ fn threads(count: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).min(count)
 }
 
-/// Starts [`threads`]`(count)` threads of `scope`, each with a [`STACK`], running
-/// what `each` makes. When some could not start, those that did do all the work;
-/// `Err` when none could.
+/// Starts `threads` threads of `scope`, each with a [`STACK`], running what `each`
+/// makes. When some could not start, those that did do all the work; `Err` when none
+/// could.
 fn on_threads<'scope, F: FnOnce() + Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
-    count: usize,
+    threads: usize,
     mut each: impl FnMut() -> F,
 ) -> io::Result<()> {
-    for started in 0..threads(count) {
+    for started in 0..threads {
         match std::thread::Builder::new().stack_size(STACK).spawn_scoped(scope, each()) {
             Ok(_) => {}
             Err(_) if started > 0 => break,

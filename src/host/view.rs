@@ -4,8 +4,8 @@
 //! declarations and `[policy]`, and the profile chosen: [`view`] is the registry every
 //! listing and export is made from (the profile's tools under their aliases, minus
 //! what the policy forbids, with their docs), and `admit` (`admission`) is the check
-//! every call goes through before any code runs. It never runs Python and never changes the
-//! registry it is given: calls still name the tools as they are.
+//! every call goes through before any code runs. It never runs Python and never
+//! changes the registry it is given: calls still name the tools as they are.
 
 use std::path::PathBuf;
 use std::sync::Arc;

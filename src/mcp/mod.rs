@@ -623,9 +623,8 @@ impl Server {
             eprintln!("lcp: {problem}");
         }
         let searched = search_tool::is_on(&view.registry, &config.mcp);
-        let (listed, routes) =
-            (searched.then(|| search_tool::always_listed(&view.registry, &config.mcp.always_list)), &view.routes);
-        let registry = listed.as_ref().unwrap_or(&view.registry);
+        let listed = searched.then(|| search_tool::always_listed(&view.registry, &config.mcp.always_list));
+        let (registry, routes) = (listed.as_ref().unwrap_or(&view.registry), &view.routes);
         let mut descriptions = self.descriptions(registry);
         descriptions.set_enforcement(crate::runtime::sandbox::enforcement(&self.shared.runtime_config));
         // What the tools' code can do is read once per generation, prompt providers or not.
