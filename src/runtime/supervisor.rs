@@ -465,6 +465,19 @@ impl Pool {
             worker.kill("the runtime was dropped");
             worker.reap();
         }
+        // A worker between its spawn and its place in the pool is ended by the thread
+        // starting it, which now sees the pool closed: wait for those threads, or the
+        // process may exit before they do and leave the worker behind.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut state = self.inner.lock();
+        while state.starting > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = sync::wait_timeout(&self.inner.changed, state, left);
+        }
+        drop(state);
         end_orphans();
     }
 }
@@ -518,6 +531,7 @@ impl Inner {
             let mut state = self.lock();
             state.starting -= 1;
             state.background -= 1;
+            self.changed.notify_all();
         }
     }
 
