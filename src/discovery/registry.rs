@@ -83,6 +83,8 @@ pub struct Registry {
 /// call graphs, `audit::Reading`) parses each file once. The registry keeps what it
 /// read without knowing what it is ([`Registry::read`]).
 pub(crate) trait TreeReader: Send + Sync {
+    /// The folders the walk listed, before any group is read.
+    fn listed(&self, listings: scan::Listings);
     /// A group of files parsed together: a library folder's (`package`), or a loose
     /// file alone; the files that could not be parsed are not in it.
     fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile)]);
@@ -310,8 +312,12 @@ impl Registry {
 
     /// [`Registry::rescan`], handing the groups it parses to `reader` too.
     fn rescan_reading(&mut self, reader: Option<Box<dyn TreeReader>>) -> Changes {
-        let (listed, scan_diagnostics) = scan::discover_with_metadata(&self.sources.folders, &self.sources.files);
-        let (files, metadata): (Vec<SourceFile>, Vec<Option<Metadata>>) = listed.into_iter().unzip();
+        let discovered = scan::discover_with(&self.sources.folders, &self.sources.files, reader.is_some());
+        let scan_diagnostics = discovered.diagnostics;
+        if let (Some(reader), Some(listings)) = (&reader, discovered.listings) {
+            reader.listed(listings);
+        }
+        let (files, metadata): (Vec<SourceFile>, Vec<Option<Metadata>>) = discovered.found.into_iter().unzip();
         let stamps: Vec<Option<Stamp>> = metadata.iter().map(|meta| meta.as_ref().map(Stamp::of)).collect();
         let mut cached_listed = 0;
         let stale: Vec<bool> = (0..files.len())

@@ -33,29 +33,45 @@ pub struct SourceFile {
 
 /// Lists the tool files of `folders` (in the order given), then `files`.
 pub fn discover(folders: &[PathBuf], files: &[PathBuf]) -> (Vec<SourceFile>, Vec<Diagnostic>) {
-    let (found, diagnostics) = discover_with_metadata(folders, files);
-    (found.into_iter().map(|(file, _)| file).collect(), diagnostics)
+    let discovered = discover_with(folders, files, false);
+    (discovered.found.into_iter().map(|(file, _)| file).collect(), discovered.diagnostics)
 }
 
-/// [`discover`], with each file's metadata (links followed) as the walk saw it, so
-/// that a caller needs no second `stat` per file.
-pub(crate) fn discover_with_metadata(
-    folders: &[PathBuf],
-    files: &[PathBuf],
-) -> (Vec<(SourceFile, Option<Metadata>)>, Vec<Diagnostic>) {
-    let mut walk = Walk::default();
+/// What [`discover_with`] found: each file with its metadata (links followed) as the
+/// walk saw it, so that a caller needs no second `stat` per file, and, when asked
+/// for, the [`Listings`] of the folders it listed.
+pub(crate) struct Discovered {
+    pub(crate) found: Vec<(SourceFile, Option<Metadata>)>,
+    pub(crate) listings: Option<Listings>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+/// Each folder the walk listed, with its `*.py` files (its `__init__.py` too, never a
+/// dot file) sorted: the modules a package of that folder can import, as the walk
+/// saw them, so that no one lists the folder again.
+pub(crate) type Listings = HashMap<PathBuf, Vec<PathBuf>>;
+
+/// [`discover`], with each file's metadata and, with `listings`, each folder's
+/// [`Listings`].
+pub(crate) fn discover_with(folders: &[PathBuf], files: &[PathBuf], listings: bool) -> Discovered {
+    let mut walk = Walk { listings: listings.then(Listings::new), ..Walk::default() };
     for folder in folders {
         walk.folder(folder);
     }
     for file in files {
         walk.explicit_file(file);
     }
-    (walk.found, walk.diagnostics)
+    let mut listings = walk.listings;
+    for files in listings.iter_mut().flat_map(HashMap::values_mut) {
+        files.sort();
+    }
+    Discovered { found: walk.found, listings, diagnostics: walk.diagnostics }
 }
 
 #[derive(Default)]
 struct Walk {
     found: Vec<(SourceFile, Option<Metadata>)>,
+    listings: Option<Listings>,
     diagnostics: Vec<Diagnostic>,
     /// A file reached twice (a link, a folder given twice) is read once. Files are
     /// told apart by device and inode, and only two paths to one inode are compared
@@ -92,6 +108,9 @@ impl Walk {
             .into_iter()
             .filter_entry(|entry| is_visible(entry.file_name()));
         for item in walk {
+            if let Ok(entry) = &item {
+                self.list(entry);
+            }
             match item {
                 Ok(entry) if entry.file_type().is_dir() || !is_python_file(entry.path()) => {}
                 // A file of a library folder `X/` belongs to its package.
@@ -114,11 +133,25 @@ impl Walk {
             .into_iter()
             .filter_entry(|entry| is_visible(entry.file_name()));
         for item in walk {
+            if let Ok(entry) = &item {
+                self.list(entry);
+            }
             match item {
                 Ok(entry) if entry.file_type().is_dir() || !is_python_file(entry.path()) => {}
                 Ok(entry) => self.add(entry.path(), Some(folder.to_path_buf())),
                 Err(err) => self.walk_error(folder, &err),
             }
+        }
+    }
+
+    /// Keeps `entry` in its folder's listing, when listings are asked for.
+    fn list(&mut self, entry: &DirEntry) {
+        let Some(listings) = &mut self.listings else { return };
+        if entry.file_type().is_file()
+            && entry.path().extension().is_some_and(|ext| ext == "py")
+            && let Some(folder) = entry.path().parent()
+        {
+            listings.entry(folder.to_path_buf()).or_default().push(entry.path().to_path_buf());
         }
     }
 

@@ -456,12 +456,15 @@ impl Folders {
     }
 }
 
-/// The `*.py` files of `folder`, sorted: what a package of the folder reads.
+/// The `*.py` files of `folder`, sorted, never a dot file (which no import names):
+/// what a package of the folder reads, as discovery's walk lists it
+/// (`scan::Listings`).
 fn python_files(folder: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
         .into_iter()
         .flatten()
         .flatten()
+        .filter(|entry| !entry.file_name().as_encoded_bytes().starts_with(b"."))
         .map(|entry| entry.path())
         .filter(|path| path.extension().is_some_and(|e| e == "py") && path.is_file())
         .collect();

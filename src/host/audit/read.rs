@@ -22,7 +22,7 @@ use crate::discovery::extract::ParsedFile;
 use crate::discovery::registry::{
     FastMap, FastMap as HashMap, FastSet as HashSet, Options, Registry, Sources, TreeReader,
 };
-use crate::discovery::scan::SourceFile;
+use crate::discovery::scan::{Listings, SourceFile};
 use crate::sync;
 
 /// The packages read while discovery parsed their files, by library file.
@@ -57,6 +57,17 @@ struct Listing {
 }
 
 impl Listing {
+    /// The listing of a folder's sorted `*.py` files.
+    fn of(files: Vec<PathBuf>) -> Listing {
+        let stems: HashMap<String, usize> = files
+            .iter()
+            .enumerate()
+            .filter_map(|(i, path)| Some((path.file_stem()?.to_str()?.to_string(), i)))
+            .collect();
+        let lengths = stems.keys().fold(0u128, |lengths, stem| lengths | 1 << stem.len().min(127));
+        Listing { files, stems, lengths }
+    }
+
     /// The file whose stem is `word`.
     fn stem(&self, word: &str) -> Option<usize> {
         if self.lengths & (1 << word.len().min(127)) == 0 {
@@ -75,6 +86,13 @@ pub(crate) struct Reading {
 }
 
 impl TreeReader for Reading {
+    fn listed(&self, listings: Listings) {
+        let mut kept = sync::lock(&self.listings);
+        for (folder, files) in listings {
+            kept.insert(folder, Arc::new(Listing::of(files)));
+        }
+    }
+
     /// Reads the files discovery parsed of one group: `package`, the library folder
     /// they are in, or `None` for loose files, each read with what it may import.
     fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile)]) {
@@ -108,14 +126,7 @@ impl Reading {
         if let Some(listing) = sync::lock(&self.listings).get(folder) {
             return Arc::clone(listing);
         }
-        let files = super::python_files(folder);
-        let stems: HashMap<String, usize> = files
-            .iter()
-            .enumerate()
-            .filter_map(|(i, path)| Some((path.file_stem()?.to_str()?.to_string(), i)))
-            .collect();
-        let lengths = stems.keys().fold(0u128, |lengths, stem| lengths | 1 << stem.len().min(127));
-        let listing = Arc::new(Listing { files, stems, lengths });
+        let listing = Arc::new(Listing::of(super::python_files(folder)));
         Arc::clone(sync::lock(&self.listings).entry(folder.to_path_buf()).or_insert(listing))
     }
 

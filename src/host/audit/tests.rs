@@ -440,13 +440,26 @@ fn the_code_discovery_read_is_audited_as_the_code_read_apart() {
         ("lib/__init__.py", "import os\nX = os.environ['X']\n"),
         ("lib/bad.py", "def tool_bad(:\n"),
         ("other/other.py", "import os\n\ndef tool_clean(path: str) -> None:\n    os.remove(path)\n"),
+        ("other/.hidden.py", "import os\n\nos.remove('x')\n"),
+        ("other/__pycache__/cached.py", "import os\n"),
     ];
     for (name, text) in files {
         let path = root.join(name);
         std::fs::create_dir_all(path.parent().unwrap()).expect("a temp folder");
         std::fs::write(path, text).expect("a temp file");
     }
+    std::os::unix::fs::symlink(root.join("shell_helpers.py"), root.join("other/linked.py")).expect("a link");
+    std::os::unix::fs::symlink(root.join("missing.py"), root.join("other/dangling.py")).expect("a link");
     let sources = Sources { folders: vec![root.clone()], files: Vec::new() };
+    // The walk lists each folder as the audit would list it apart.
+    let listings = crate::discovery::scan::discover_with(&sources.folders, &[], true).listings.expect("asked for");
+    let mut folders: Vec<&PathBuf> = listings.keys().collect();
+    folders.sort();
+    assert_eq!(folders, [&root, &root.join("lib"), &root.join("other")]);
+    for (folder, files) in &listings {
+        assert_eq!(files, &super::python_files(folder), "{}", folder.display());
+    }
+    assert_eq!(listings[&root.join("other")], [root.join("other/linked.py"), root.join("other/other.py")]);
     let apart = audit(&Registry::load(&sources, &Options::default()), &Config::without_file(), &[]);
     read_with_discovery_agrees(&sources, &apart);
     let _ = std::fs::remove_dir_all(&root);
