@@ -602,7 +602,7 @@ fn entry(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Str
         }
         Format::Gemini => {
             let mut declaration = json!({ "name": name, "description": description });
-            let lowered = gemini(parameters);
+            let lowered = gemini(carried);
             // Gemini refuses an object schema without properties: a tool without
             // parameters simply has none.
             if lowered.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) {

@@ -7,8 +7,8 @@ use super::*;
 /// Gemini's OpenAPI subset: no `$ref`/`$defs`/`additionalProperties`/`const`/type
 /// arrays, `nullable: true`, string-only enums. What it cannot say goes into the
 /// description.
-pub fn gemini(schema: &Value) -> Value {
-    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+pub fn gemini(mut schema: Value) -> Value {
+    let defs = schema.as_object_mut().and_then(|object| object.remove("$defs")).unwrap_or(Value::Null);
     gemini_node(schema, &defs, &mut Expanding { names: Vec::new(), nodes_left: GEMINI_MAX_NODES })
 }
 
@@ -26,8 +26,10 @@ pub(super) struct Expanding {
 /// String formats Gemini understands.
 pub(super) const GEMINI_FORMATS: &[&str] = &["date-time", "enum"];
 
-pub(super) fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Expanding) -> Value {
-    let Some(object) = schema.as_object() else { return json!({}) };
+/// `schema` lowered, taken apart rather than copied: only an inlined definition is
+/// copied, as it may be inlined more than once.
+pub(super) fn gemini_node(schema: Value, defs: &Value, expanding: &mut Expanding) -> Value {
+    let Value::Object(object) = schema else { return json!({}) };
     expanding.nodes_left = expanding.nodes_left.saturating_sub(1);
     if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
         let name = reference.trim_start_matches("#/$defs/").to_string();
@@ -37,7 +39,7 @@ pub(super) fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Expandin
         }
         let Some(def) = defs.get(&name) else { return json!({}) };
         expanding.names.push(name);
-        let mut inlined = gemini_node(def, defs, expanding);
+        let mut inlined = gemini_node(def.clone(), defs, expanding);
         expanding.names.pop();
         if let Some(description) = object.get("description") {
             inlined["description"] = description.clone();
@@ -46,44 +48,51 @@ pub(super) fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Expandin
     }
     let mut out = Map::new();
     let mut notes = Vec::new();
+    let mut description = None;
     for (key, value) in object {
         match key.as_str() {
             "properties" => {
-                let properties: Map<String, Value> = value
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), gemini_node(v, defs, expanding)))
-                    .collect();
-                out.insert(key.clone(), Value::Object(properties));
+                let properties: Map<String, Value> = match value {
+                    Value::Object(properties) => {
+                        properties.into_iter().map(|(k, v)| (k, gemini_node(v, defs, expanding))).collect()
+                    }
+                    _ => Map::new(),
+                };
+                out.insert(key, Value::Object(properties));
             }
             "items" => {
                 // `items: false` closes a tuple; Gemini has no tuples (see prefixItems).
                 if value.is_object() {
-                    out.insert(key.clone(), gemini_node(value, defs, expanding));
+                    out.insert(key, gemini_node(value, defs, expanding));
                 }
             }
             "prefixItems" => {
-                let items: Vec<Value> =
-                    value.as_array().into_iter().flatten().map(|v| gemini_node(v, defs, expanding)).collect();
+                let items: Vec<Value> = match value {
+                    Value::Array(items) => items.into_iter().map(|v| gemini_node(v, defs, expanding)).collect(),
+                    _ => Vec::new(),
+                };
                 let (union, note) = positions_as_union(items);
                 out.insert("items".into(), union);
                 notes.push(note);
             }
             "anyOf" => {
-                let is_null = |b: &&Value| b.get("type") == Some(&json!("null"));
-                let branches = value.as_array().map(Vec::as_slice).unwrap_or_default();
-                if branches.iter().any(|b| is_null(&b)) {
+                let is_null = |b: &Value| b.get("type").and_then(Value::as_str) == Some("null");
+                let branches = match value {
+                    Value::Array(branches) => branches,
+                    _ => Vec::new(),
+                };
+                if branches.iter().any(is_null) {
                     out.insert("nullable".into(), Value::Bool(true));
                 }
                 let others: Vec<Value> =
-                    branches.iter().filter(|b| !is_null(b)).map(|v| gemini_node(v, defs, expanding)).collect();
+                    branches.into_iter().filter(|b| !is_null(b)).map(|v| gemini_node(v, defs, expanding)).collect();
                 match <[Value; 1]>::try_from(others) {
-                    Ok([single]) => {
-                        for (k, v) in single.as_object().into_iter().flatten() {
-                            out.entry(k.clone()).or_insert_with(|| v.clone());
+                    Ok([Value::Object(single)]) => {
+                        for (k, v) in single {
+                            out.entry(k).or_insert(v);
                         }
                     }
+                    Ok(_) => {}
                     Err(others) if !others.is_empty() => {
                         out.insert("anyOf".into(), Value::Array(others));
                     }
@@ -92,36 +101,42 @@ pub(super) fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Expandin
             }
             "type" => match value {
                 Value::Array(types) => {
-                    let non_null: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
-                    if non_null.len() < types.len() {
+                    let before = types.len();
+                    let mut non_null: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
+                    if non_null.len() < before {
                         out.insert("nullable".into(), Value::Bool(true));
                     }
-                    if let [single] = non_null.as_slice() {
-                        out.insert("type".into(), (*single).clone());
+                    if non_null.len() == 1 {
+                        out.insert("type".into(), non_null.remove(0));
                     }
                 }
                 Value::String(t) if t == "null" => {
                     out.insert("nullable".into(), Value::Bool(true));
                 }
                 other => {
-                    out.insert("type".into(), other.clone());
+                    out.insert("type".into(), other);
                 }
             },
             "const" => {
-                gemini_enum(&mut out, &mut notes, std::slice::from_ref(value));
+                gemini_enum(&mut out, &mut notes, vec![value]);
             }
             "enum" => {
-                let values = value.as_array().cloned().unwrap_or_default();
-                gemini_enum(&mut out, &mut notes, &values);
+                let values = match value {
+                    Value::Array(values) => values,
+                    _ => Vec::new(),
+                };
+                gemini_enum(&mut out, &mut notes, values);
             }
             "format" => match value.as_str() {
                 Some(f) if GEMINI_FORMATS.contains(&f) => {
-                    out.insert(key.clone(), value.clone());
+                    out.insert(key, value);
                 }
                 _ => notes.push(format!("Format: {}.", value.as_str().unwrap_or_default())),
             },
-            "description" | "$defs" | "additionalProperties" | "uniqueItems" => {
-                if key == "uniqueItems" && value == &Value::Bool(true) {
+            "description" => description = Some(value),
+            "$defs" | "additionalProperties" => {}
+            "uniqueItems" => {
+                if value == Value::Bool(true) {
                     notes.push("Items must be unique.".to_string());
                 }
             }
@@ -134,26 +149,27 @@ pub(super) fn gemini_node(schema: &Value, defs: &Value, expanding: &mut Expandin
             }
             "contentSchema" => notes.push(format!("The document's schema: {value}.")),
             _ => {
-                out.insert(key.clone(), value.clone());
+                out.insert(key, value);
             }
         }
     }
-    describe_with_notes(&mut out, object.get("description"), notes);
+    describe_with_notes(&mut out, description.as_ref(), notes);
     Value::Object(out)
 }
 
 /// Gemini enums are strings only; other values are listed in the description.
-pub(super) fn gemini_enum(out: &mut Map<String, Value>, notes: &mut Vec<String>, values: &[Value]) {
-    let non_null: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
-    if non_null.len() < values.len() {
+pub(super) fn gemini_enum(out: &mut Map<String, Value>, notes: &mut Vec<String>, values: Vec<Value>) {
+    let before = values.len();
+    let non_null: Vec<Value> = values.into_iter().filter(|v| !v.is_null()).collect();
+    if non_null.len() < before {
         out.insert("nullable".into(), Value::Bool(true));
     }
-    if non_null.iter().all(|v| v.is_string()) {
+    if non_null.iter().all(Value::is_string) {
         out.insert("type".into(), json!("string"));
         out.insert("format".into(), json!("enum"));
-        out.insert("enum".into(), Value::Array(non_null.into_iter().cloned().collect()));
+        out.insert("enum".into(), Value::Array(non_null));
     } else {
-        let listed: Vec<String> = non_null.iter().map(|v| v.to_string()).collect();
+        let listed: Vec<String> = non_null.iter().map(Value::to_string).collect();
         notes.push(format!("One of: {}.", listed.join(", ")));
     }
 }
