@@ -76,6 +76,56 @@ pub fn ensure(base: &Path, shape: Shape) -> Corpus {
     }
 }
 
+/// 2,000 library folders of one file each, five plain tools a file: 1-5 parameters of
+/// `str`, `int`, `float`, `bool`, `list[str]`, `dict[str, int]`, `Literal['a', 'b']` or
+/// `Optional[list[int]]`, then `flag: Optional[int] = None`, with a Google docstring
+/// and no helper: the shape of the usual generated catalog, beside [`LARGE`]'s
+/// realistic libraries.
+pub fn ensure_plain(base: &Path) -> Corpus {
+    const FOLDERS: usize = 2_000;
+    const TOOLS: usize = 5;
+    let root = base.join("plain");
+    let stamp_path = base.join("plain.stamp");
+    let stamp = format!("v{GENERATOR_VERSION} plain {FOLDERS}x{TOOLS}\n");
+    if fs::read_to_string(&stamp_path).ok().as_deref() != Some(stamp.as_str()) || !root.is_dir() {
+        let _ = fs::remove_file(&stamp_path);
+        let staging = base.join("plain.tmp");
+        let _ = fs::remove_dir_all(&staging);
+        for i in 0..FOLDERS {
+            let folder = staging.join(format!("lib_{i:04}"));
+            fs::create_dir_all(&folder).expect("corpus folder is creatable");
+            let text = plain_library(&mut Rng::new(0x9_1A1E + i as u64), i, TOOLS);
+            fs::write(folder.join("tools.py"), text).expect("corpus file is writable");
+        }
+        let _ = fs::remove_dir_all(&root);
+        fs::rename(&staging, &root).expect("corpus folder can be renamed");
+        fs::write(&stamp_path, stamp).expect("corpus stamp is writable");
+    }
+    let bytes = walk_py(&root).iter().map(|p| fs::metadata(p).map_or(0, |m| m.len())).sum();
+    Corpus { probe: root.join("lib_0000").join("tools.py"), root, files: FOLDERS, tools: FOLDERS * TOOLS, bytes }
+}
+
+fn plain_library(rng: &mut Rng, index: usize, tools: usize) -> String {
+    const TYPES: &[&str] =
+        &["str", "int", "float", "bool", "list[str]", "dict[str, int]", "Literal['a', 'b']", "Optional[list[int]]"];
+    let mut out = String::from("from typing import Literal, Optional\n");
+    for t in 0..tools {
+        let count = rng.range(1, 5);
+        let parameters: Vec<(String, &str)> =
+            (0..count).map(|k| (format!("{}_{k}", rng.pick(WORDS)), rng.pick(TYPES))).collect();
+        let signature: Vec<String> = parameters.iter().map(|(name, ty)| format!("{name}: {ty}")).collect();
+        let _ = writeln!(out, "\n\ndef tool_{index}_{t}({}, flag: Optional[int] = None) -> str:", signature.join(", "));
+        let _ = writeln!(out, "    \"\"\"{}\n\n    Args:", rng.sentence(8));
+        for (name, _) in &parameters {
+            let _ = writeln!(out, "        {name}: {}", rng.sentence(6));
+        }
+        let _ =
+            writeln!(out, "        flag: An optional flag.\n\n    Returns:\n        {}\n    \"\"\"", rng.sentence(5));
+        let _ = writeln!(out, "    return str({})", parameters[0].0);
+    }
+    out
+}
+
 fn walk_py(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {

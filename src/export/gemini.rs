@@ -46,18 +46,20 @@ pub(super) fn gemini_node(schema: Value, defs: &Value, expanding: &mut Expanding
         }
         return inlined;
     }
-    let mut out = Map::new();
+    let mut out = Map::with_capacity(object.len() + 1);
     let mut notes = Vec::new();
     let mut description = None;
     for (key, value) in object {
         match key.as_str() {
             "properties" => {
-                let properties: Map<String, Value> = match value {
-                    Value::Object(properties) => {
-                        properties.into_iter().map(|(k, v)| (k, gemini_node(v, defs, expanding))).collect()
-                    }
+                // Lowered in place: the same names in the same order.
+                let mut properties = match value {
+                    Value::Object(properties) => properties,
                     _ => Map::new(),
                 };
+                for property in properties.values_mut() {
+                    *property = gemini_node(property.take(), defs, expanding);
+                }
                 out.insert(key, Value::Object(properties));
             }
             "items" => {
