@@ -11,10 +11,10 @@
 //! encoded, percent-decoded), or change a text that holds nothing to strip.
 
 // Without the `python` feature there is no MCP client, so nothing relays a text.
-#![cfg_attr(not(feature = "python"), allow(dead_code))]
 
 use std::borrow::Cow;
 
+#[cfg(feature = "python")]
 use serde_json::Value;
 
 /// What a secret becomes.
@@ -124,6 +124,7 @@ pub fn shown_url(url: &str) -> String {
     parsed.to_string()
 }
 
+#[cfg(feature = "python")]
 /// Whether an upstream text loses `c`: a control character other than `\n` and `\t`,
 /// a bidi mark (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) or a
 /// zero-width one (U+200B–U+200D, U+2060, U+FEFF).
@@ -133,6 +134,7 @@ pub fn is_invisible(c: char) -> bool {
         || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
 }
 
+#[cfg(feature = "python")]
 /// `text` without the characters [`is_invisible`] names.
 pub fn strip_invisible(text: &str) -> Cow<'_, str> {
     if text.chars().any(is_invisible) {
@@ -142,6 +144,7 @@ pub fn strip_invisible(text: &str) -> Cow<'_, str> {
     }
 }
 
+#[cfg(feature = "python")]
 /// Strips, in place, every `description` and `title` string of a JSON Schema, at any
 /// depth, leaving values alone (`default`, `const`, `enum`, `examples`).
 pub fn strip_schema_texts(schema: &mut Value) {
@@ -178,6 +181,7 @@ fn percent_encode_all(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(feature = "python")]
     use serde_json::json;
 
     #[test]
@@ -207,6 +211,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "python")]
     fn control_bidi_and_zero_width_characters_are_stripped() {
         let text = "Reads\u{1b}[31m a\u{202e}txt.exe\u{200b} file\n\twell\u{feff}\u{061c}\u{2066}\r";
         assert_eq!(strip_invisible(text), "Reads[31m atxt.exe file\n\twell");

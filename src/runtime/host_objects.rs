@@ -23,7 +23,6 @@
 //! panic reach the tool (a panic is a refusal saying so).
 // Without the `python` feature no call runs: the wire half (what `host.py` and the
 // workers send) has no reader, while the callback types stay for hosts to name.
-#![cfg_attr(not(feature = "python"), allow(dead_code))]
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -396,6 +395,7 @@ impl Callbacks {
     }
 }
 
+#[cfg(feature = "python")]
 /// A host that answers a call's requests and hears its notices as the protocol's
 /// values, every kind through the same two methods: what a surface implements once
 /// (an MCP client's session, lcp as a worker's host). [`Callbacks::of_host`] makes it
@@ -407,10 +407,12 @@ pub(crate) trait Host: Send + Sync {
     fn notify(&self, notice: Notice);
 }
 
+#[cfg(feature = "python")]
 /// Why an answer of another kind than its request is refused.
 const ANOTHER_KIND: &str = "the host answered a request of another kind";
 
 impl Offered {
+    #[cfg(feature = "python")]
     /// Every kind; the model takes images when `vision`, and the host follows a call
     /// as a task when `task`.
     pub(crate) fn all(vision: bool, task: bool) -> Offered {
@@ -430,6 +432,7 @@ impl Offered {
 }
 
 impl Callbacks {
+    #[cfg(feature = "python")]
     /// The kinds `offered`, each handed to `host`.
     pub(crate) fn of_host(host: &Arc<dyn Host>, offered: &Offered) -> Callbacks {
         let to = |on: bool| on.then(|| Arc::clone(host));
@@ -481,6 +484,7 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
     catch_unwind(AssertUnwindSafe(f)).ok()
 }
 
+#[cfg(feature = "python")]
 /// What `host.py` sends the host: a request or a notice of the call `call_id` (`None`
 /// outside a call), in serde's JSON of the same [`HostRequest`] and [`Notice`] the
 /// worker frames carry (`{"call_id": 7, "sent": {"Request": {"Interact": {...}}}}`).
@@ -492,6 +496,7 @@ pub(crate) struct FromTool {
     pub sent: Sent,
 }
 
+#[cfg(feature = "python")]
 /// A request the call waits for, or a notice it does not.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Sent {
@@ -499,6 +504,7 @@ pub(crate) enum Sent {
     Notice(Notice),
 }
 
+#[cfg(feature = "python")]
 /// What `host.py` reads back: the [`HostAnswer`] to a request, whether a notice was
 /// taken, or why what it sent could not be read.
 #[derive(Debug, Serialize, Deserialize)]
@@ -508,6 +514,7 @@ pub(crate) enum ToTool {
     Unreadable(String),
 }
 
+#[cfg(feature = "python")]
 /// Reads `host.py`'s [`FromTool`], answers it with `callbacks` (those of its call,
 /// found by `find`) and returns the [`ToTool`] `host.py` reads back, as JSON.
 pub(crate) fn answer_wire(text: &str, find: impl FnOnce(Option<u64>) -> Option<Callbacks>) -> String {
@@ -540,11 +547,13 @@ pub fn refused(request: &HostRequest, reason: &str) -> HostAnswer {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(feature = "python")]
     use serde_json::json;
 
     use super::*;
 
     /// `answer_wire` of `sent` for the call 7, answered by `callbacks`, read back.
+    #[cfg(feature = "python")]
     fn answered(sent: Value, callbacks: Callbacks) -> Value {
         let text = json!({"call_id": 7, "sent": sent}).to_string();
         let reply = answer_wire(&text, |call| (call == Some(7)).then_some(callbacks));
@@ -552,6 +561,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "python")]
     fn host_py_sends_and_reads_the_types_the_worker_frames_carry() {
         let asked = Interaction {
             library: "l".into(),
@@ -584,6 +594,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "python")]
     fn what_host_py_sends_wrong_is_refused_with_where() {
         let wrong = json!({"Request": {"Roots": {"library": "l", "tool": null, "key": 3}}});
         let reply = answered(wrong, Callbacks::default());
