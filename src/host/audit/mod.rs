@@ -7,6 +7,7 @@
 //! - `tables`: what calls into the standard library and common packages do;
 //! - `report`: the JSON, SARIF and text forms, drift and baselines.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -147,7 +148,8 @@ impl Audit {
 /// The packages discovery read (`Registry::code`) are taken as they are; the
 /// others are read, and tools followed, on every core.
 pub fn audit(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Audit {
-    audit_with(registry, config, routes, Evidenced::Yes)
+    let (tools, unreadable) = audit_with(registry, config, routes, Evidenced::Yes, |tool| tool);
+    Audit { tools, unreadable }
 }
 
 /// Whether an audit keeps the evidence of each capability, or only which ones a
@@ -159,8 +161,16 @@ enum Evidenced {
     No,
 }
 
-/// [`audit`], keeping the evidence or not.
-fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)], evidenced: Evidenced) -> Audit {
+/// [`audit`], keeping the evidence or not: each tool's audit made `into` what the
+/// caller keeps of it on the thread that followed it (so that the audits of every
+/// tool are never held at once), and the files that could not be read.
+fn audit_with<T: Send>(
+    registry: &Registry,
+    config: &Config,
+    routes: &[(String, String)],
+    evidenced: Evidenced,
+    into: impl Fn(ToolAudit) -> T + Sync,
+) -> (Vec<T>, Vec<(String, String)>) {
     let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();
     let code = Code::of(registry);
     let mut folders = Folders::default();
@@ -170,7 +180,7 @@ fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)],
     let mut loose_folders: Vec<&Path> = Vec::new();
     // Each tool with the function it stands for and, when lcp can read its code, its
     // package's index and its module's file.
-    type Followed<'r> = (&'r Library, &'r Tool, &'r str, Option<(usize, PathBuf)>);
+    type Followed<'r> = (&'r Library, &'r Tool, &'r str, Option<(usize, Cow<'r, Path>)>);
     let tools: Vec<Followed> = registry
         .tools()
         .map(|(library, tool)| {
@@ -181,9 +191,9 @@ fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)],
                     if loose && !loose_folders.contains(&loose_folder(library)) {
                         loose_folders.push(loose_folder(library));
                     }
-                    Some((packages.read(package, loose), library.path.clone()))
+                    Some((packages.read(package, loose), Cow::Borrowed(library.path.as_path())))
                 }
-                None => code_of(library, &mut folders).map(|(files, file)| (packages.index(files), file)),
+                None => code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file))),
             };
             (library, tool, function, read)
         })
@@ -215,19 +225,19 @@ fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)],
             Pending::Files(_) => Arc::new(analysed.next().unwrap_or_default()),
         })
         .collect();
-    let mut audit = Audit::default();
     // Tools are followed in batches: one is too little work to hand to a thread.
     const BATCH: usize = 64;
     let follow = |batch: usize| {
         let end = tools.len().min((batch + 1) * BATCH);
         let follow_one = |(library, tool, function, at): &Followed| {
-            let code = at.as_ref().map(|(package, file)| (&*read[*package], file.as_path()));
-            tool_audit(library, tool, function, config.declared(tool), code, evidenced)
+            let code = at.as_ref().map(|(package, file)| (&*read[*package], file.as_ref()));
+            into(tool_audit(library, tool, function, config.declared(tool), code, evidenced))
         };
         tools[batch * BATCH..end].iter().map(follow_one).collect::<Vec<_>>()
     };
+    let mut audited = Vec::with_capacity(tools.len());
     let _ = crate::ordered::run(tools.len().div_ceil(BATCH), follow, |entries| {
-        audit.tools.extend(entries);
+        audited.extend(entries);
         Ok(())
     });
     let mut unreadable: Vec<(String, String)> = read
@@ -249,8 +259,7 @@ fn audit_with(registry: &Registry, config: &Config, routes: &[(String, String)],
         }
     }
     unreadable.sort();
-    audit.unreadable = unreadable;
-    audit
+    (audited, unreadable)
 }
 
 /// The folder whose files a loose file's package is read from.
@@ -281,18 +290,15 @@ pub(crate) fn audit_tool(library: &Library, tool: &Tool, function: &str, declare
 /// `routes` as [`audit`] takes them.
 pub(crate) fn found(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Vec<(String, Found)> {
     let infer = config.runtime.sandbox.infer;
-    let tools = audit_with(registry, config, routes, Evidenced::No).tools;
-    tools
-        .into_iter()
-        .map(|entry| {
-            let found = Found {
-                capabilities: entry.capabilities.keys().map(|capability| capability.as_str()).collect(),
-                inferred: if infer { inferred(&entry) } else { Vec::new() },
-                unknown: entry.unknown,
-            };
-            (entry.name, found)
-        })
-        .collect()
+    let found = |entry: ToolAudit| {
+        let found = Found {
+            capabilities: entry.capabilities.keys().map(|capability| capability.as_str()).collect(),
+            inferred: if infer { inferred(&entry) } else { Vec::new() },
+            unknown: entry.unknown,
+        };
+        (entry.name, found)
+    };
+    audit_with(registry, config, routes, Evidenced::No, found).0
 }
 
 /// Lays `found` over `descriptions`, the listing's of `registry`.
