@@ -66,7 +66,8 @@ pub(crate) struct Node {
     pub edges: Vec<usize>,
     /// Calls inside guarded branches or with literal booleans.
     pub guarded: Vec<Guarded>,
-    /// A function's parameters, in order (what a positional literal binds).
+    /// A function's parameters, in order (what a positional literal binds), kept only
+    /// when a call passes one.
     pub parameters: Vec<String>,
 }
 
@@ -169,6 +170,20 @@ pub(crate) fn analyse_given<'t>(
     let mut builder = Builder::new(&parsed);
     builder.collect();
     let mut package = builder.walk();
+    // A function's parameters are read only to bind what a call passes as a literal
+    // by position: the functions no such call reaches do not keep them.
+    let bound: HashSet<usize> = package
+        .nodes
+        .iter()
+        .flat_map(|node| &node.guarded)
+        .filter(|call| call.literals.iter().any(|(literal, _)| matches!(literal, Literal::Position(_))))
+        .map(|call| call.to)
+        .collect();
+    for (index, node) in package.nodes.iter_mut().enumerate() {
+        if !bound.contains(&index) {
+            node.parameters = Vec::new();
+        }
+    }
     package.by_path = package.modules.iter().enumerate().map(|(index, module)| (module.path.clone(), index)).collect();
     package.unreadable = unreadable;
     package
