@@ -54,18 +54,7 @@ pub struct Corpus {
 
 /// The corpus of `shape` under `base`, generated unless its stamp is current.
 pub fn ensure(base: &Path, shape: Shape) -> Corpus {
-    let root = base.join(shape.name);
-    let stamp_path = base.join(format!("{}.stamp", shape.name));
-    let stamp = format!("v{GENERATOR_VERSION} {shape:?}\n");
-    if fs::read_to_string(&stamp_path).ok().as_deref() != Some(stamp.as_str()) || !root.is_dir() {
-        let _ = fs::remove_file(&stamp_path);
-        let staging = base.join(format!("{}.tmp", shape.name));
-        let _ = fs::remove_dir_all(&staging);
-        generate(&staging, shape);
-        let _ = fs::remove_dir_all(&root);
-        fs::rename(&staging, &root).expect("corpus folder can be renamed");
-        fs::write(&stamp_path, stamp).expect("corpus stamp is writable");
-    }
+    let root = generated(base, shape.name, &format!("{shape:?}"), |staging| generate(staging, shape));
     let bytes = walk_py(&root).iter().map(|p| fs::metadata(p).map_or(0, |m| m.len())).sum();
     Corpus {
         probe: root.join(folder_name(0)).join(format!("{}.py", folder_name(0))),
@@ -84,25 +73,35 @@ pub fn ensure(base: &Path, shape: Shape) -> Corpus {
 pub fn ensure_plain(base: &Path) -> Corpus {
     const FOLDERS: usize = 2_000;
     const TOOLS: usize = 5;
-    let root = base.join("plain");
-    let stamp_path = base.join("plain.stamp");
-    let stamp = format!("v{GENERATOR_VERSION} plain {FOLDERS}x{TOOLS}\n");
-    if fs::read_to_string(&stamp_path).ok().as_deref() != Some(stamp.as_str()) || !root.is_dir() {
-        let _ = fs::remove_file(&stamp_path);
-        let staging = base.join("plain.tmp");
-        let _ = fs::remove_dir_all(&staging);
+    let root = generated(base, "plain", &format!("plain {FOLDERS}x{TOOLS}"), |staging| {
         for i in 0..FOLDERS {
             let folder = staging.join(format!("lib_{i:04}"));
             fs::create_dir_all(&folder).expect("corpus folder is creatable");
             let text = plain_library(&mut Rng::new(0x9_1A1E + i as u64), i, TOOLS);
             fs::write(folder.join("tools.py"), text).expect("corpus file is writable");
         }
+    });
+    let bytes = walk_py(&root).iter().map(|p| fs::metadata(p).map_or(0, |m| m.len())).sum();
+    Corpus { probe: root.join("lib_0000").join("tools.py"), root, files: FOLDERS, tools: FOLDERS * TOOLS, bytes }
+}
+
+/// The folder `base/name`, made by `generate` in a staging folder unless its stamp
+/// (the generator version and `shape`) is current.
+fn generated(base: &Path, name: &str, shape: &str, generate: impl FnOnce(&Path)) -> PathBuf {
+    let root = base.join(name);
+    let stamp_path = base.join(format!("{name}.stamp"));
+    let stamp = format!("v{GENERATOR_VERSION} {shape}\n");
+    if fs::read_to_string(&stamp_path).ok().as_deref() != Some(stamp.as_str()) || !root.is_dir() {
+        let _ = fs::remove_file(&stamp_path);
+        let staging = base.join(format!("{name}.tmp"));
+        let _ = fs::remove_dir_all(&staging);
+        fs::create_dir_all(&staging).expect("corpus folder is creatable");
+        generate(&staging);
         let _ = fs::remove_dir_all(&root);
         fs::rename(&staging, &root).expect("corpus folder can be renamed");
         fs::write(&stamp_path, stamp).expect("corpus stamp is writable");
     }
-    let bytes = walk_py(&root).iter().map(|p| fs::metadata(p).map_or(0, |m| m.len())).sum();
-    Corpus { probe: root.join("lib_0000").join("tools.py"), root, files: FOLDERS, tools: FOLDERS * TOOLS, bytes }
+    root
 }
 
 fn plain_library(rng: &mut Rng, index: usize, tools: usize) -> String {

@@ -238,7 +238,7 @@ fn discovery_order(a: &DirEntry, b: &DirEntry) -> Ordering {
 }
 
 /// Dot entries and `__pycache__` are never listed.
-fn is_visible(name: &OsStr) -> bool {
+pub(crate) fn is_visible(name: &OsStr) -> bool {
     !name.as_encoded_bytes().starts_with(b".") && name != "__pycache__"
 }
 

@@ -10,7 +10,8 @@
 //! Must never: let a secret through in any form lcp knows it in (as written, percent-
 //! encoded, percent-decoded), or change a text that holds nothing to strip.
 
-// Without the `python` feature there is no MCP client, so nothing relays a text.
+// Without the `python` feature there is no MCP client, so nothing relays a text:
+// the stripping below is built with it.
 
 use std::borrow::Cow;
 
@@ -124,18 +125,18 @@ pub fn shown_url(url: &str) -> String {
     parsed.to_string()
 }
 
-#[cfg(feature = "python")]
 /// Whether an upstream text loses `c`: a control character other than `\n` and `\t`,
 /// a bidi mark (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) or a
 /// zero-width one (U+200B–U+200D, U+2060, U+FEFF).
+#[cfg(feature = "python")]
 pub fn is_invisible(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
         || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
 }
 
-#[cfg(feature = "python")]
 /// `text` without the characters [`is_invisible`] names.
+#[cfg(feature = "python")]
 pub fn strip_invisible(text: &str) -> Cow<'_, str> {
     if text.chars().any(is_invisible) {
         Cow::Owned(text.chars().filter(|&c| !is_invisible(c)).collect())
@@ -144,9 +145,9 @@ pub fn strip_invisible(text: &str) -> Cow<'_, str> {
     }
 }
 
-#[cfg(feature = "python")]
 /// Strips, in place, every `description` and `title` string of a JSON Schema, at any
 /// depth, leaving values alone (`default`, `const`, `enum`, `examples`).
+#[cfg(feature = "python")]
 pub fn strip_schema_texts(schema: &mut Value) {
     match schema {
         Value::Object(fields) => {

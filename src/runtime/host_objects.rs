@@ -22,7 +22,8 @@
 //! Must never: block on anything but the host's own callback, or let a callback's
 //! panic reach the tool (a panic is a refusal saying so).
 // Without the `python` feature no call runs: the wire half (what `host.py` and the
-// workers send) has no reader, while the callback types stay for hosts to name.
+// workers send) and the `Host` trait are built with it, while the callback types stay
+// for hosts to name.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -395,11 +396,11 @@ impl Callbacks {
     }
 }
 
-#[cfg(feature = "python")]
 /// A host that answers a call's requests and hears its notices as the protocol's
 /// values, every kind through the same two methods: what a surface implements once
 /// (an MCP client's session, lcp as a worker's host). [`Callbacks::of_host`] makes it
 /// the callbacks a call takes; closures, one per kind, stay the adapter for embedders.
+#[cfg(feature = "python")]
 pub(crate) trait Host: Send + Sync {
     /// The answer to `request`, of its kind (another kind is taken as a refusal).
     fn answer(&self, request: HostRequest) -> HostAnswer;
@@ -407,14 +408,14 @@ pub(crate) trait Host: Send + Sync {
     fn notify(&self, notice: Notice);
 }
 
-#[cfg(feature = "python")]
 /// Why an answer of another kind than its request is refused.
+#[cfg(feature = "python")]
 const ANOTHER_KIND: &str = "the host answered a request of another kind";
 
 impl Offered {
-    #[cfg(feature = "python")]
     /// Every kind; the model takes images when `vision`, and the host follows a call
     /// as a task when `task`.
+    #[cfg(feature = "python")]
     pub(crate) fn all(vision: bool, task: bool) -> Offered {
         Offered {
             confirm: true,
@@ -432,8 +433,8 @@ impl Offered {
 }
 
 impl Callbacks {
-    #[cfg(feature = "python")]
     /// The kinds `offered`, each handed to `host`.
+    #[cfg(feature = "python")]
     pub(crate) fn of_host(host: &Arc<dyn Host>, offered: &Offered) -> Callbacks {
         let to = |on: bool| on.then(|| Arc::clone(host));
         let Offered { confirm, interact, model, vision, roots, batch, progress, log, task, log_level: _ } = *offered;
@@ -484,29 +485,29 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
     catch_unwind(AssertUnwindSafe(f)).ok()
 }
 
-#[cfg(feature = "python")]
 /// What `host.py` sends the host: a request or a notice of the call `call_id` (`None`
 /// outside a call), in serde's JSON of the same [`HostRequest`] and [`Notice`] the
 /// worker frames carry (`{"call_id": 7, "sent": {"Request": {"Interact": {...}}}}`).
 /// `host.py` makes a tool's arguments into these types' fields; nothing here reads them
 /// a second way.
+#[cfg(feature = "python")]
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct FromTool {
     pub call_id: Option<u64>,
     pub sent: Sent,
 }
 
-#[cfg(feature = "python")]
 /// A request the call waits for, or a notice it does not.
+#[cfg(feature = "python")]
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Sent {
     Request(HostRequest),
     Notice(Notice),
 }
 
-#[cfg(feature = "python")]
 /// What `host.py` reads back: the [`HostAnswer`] to a request, whether a notice was
 /// taken, or why what it sent could not be read.
+#[cfg(feature = "python")]
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum ToTool {
     Answer(HostAnswer),
@@ -514,9 +515,9 @@ pub(crate) enum ToTool {
     Unreadable(String),
 }
 
-#[cfg(feature = "python")]
 /// Reads `host.py`'s [`FromTool`], answers it with `callbacks` (those of its call,
 /// found by `find`) and returns the [`ToTool`] `host.py` reads back, as JSON.
+#[cfg(feature = "python")]
 pub(crate) fn answer_wire(text: &str, find: impl FnOnce(Option<u64>) -> Option<Callbacks>) -> String {
     let reply = match serde_json::from_str::<FromTool>(text) {
         Err(err) => ToTool::Unreadable(format!("lcp could not read the request: {err}")),

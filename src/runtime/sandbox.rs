@@ -12,7 +12,8 @@
 //! the worker's start, naming what the kernel lacks), or loosen a sandbox once entered
 //! (the kernel allows neither).
 
-// Without the `python` feature no worker runs: only the listings' `offered` is used.
+// Without the `python` feature no worker runs: only the listings' `offered` is built;
+// the rest is built with it.
 
 #[cfg(feature = "python")]
 use std::path::Path;
@@ -39,8 +40,8 @@ impl Sandbox {
         Sandbox { read_only: declared.read_only == Some(true), offline: declared.open_world == Some(false) }
     }
 
-    #[cfg(feature = "python")]
     /// Whether it confines nothing.
+    #[cfg(feature = "python")]
     pub fn is_open(&self) -> bool {
         !self.read_only && !self.offline
     }
@@ -63,10 +64,10 @@ pub fn offered() -> Enforcement {
     Enforcement { read_only: offered.landlock, offline: offered.seccomp }
 }
 
-#[cfg(feature = "python")]
 /// The declarations a runtime of `config` has the kernel keep (SPEC §18), for its
 /// host's listings: what the kernel [`offered`] when tools run in sandboxed workers,
 /// none when they run in the host's process or unconfined.
+#[cfg(feature = "python")]
 pub fn enforcement(config: &crate::host::config::runtime::RuntimeConfig) -> Enforcement {
     use crate::host::config::runtime::Isolation;
     match &config.isolation {
@@ -75,9 +76,9 @@ pub fn enforcement(config: &crate::host::config::runtime::RuntimeConfig) -> Enfo
     }
 }
 
-#[cfg(feature = "python")]
 /// What this machine's kernel lacks of the sandbox's mechanisms, a sentence each
 /// (empty on a kernel with Landlock and seccomp).
+#[cfg(feature = "python")]
 pub fn kernel_gaps() -> Vec<String> {
     let offered = kernel();
     let mut gaps = Vec::new();
@@ -129,7 +130,6 @@ fn kernel() -> Offered {
     })
 }
 
-#[cfg(feature = "python")]
 /// Puts this process into `sandbox`: a read-only worker writes only in `scratch`,
 /// any other only there and in `writable` (its workspace, the system's temp folder,
 /// `[sandbox] writable`). Call it on the main thread before any other thread starts.
@@ -143,6 +143,7 @@ fn kernel() -> Offered {
 /// no socket but `AF_UNIX`). Where the kernel lacks a mechanism, a declaration that
 /// needs it fails when `require` is set; the writes of a worker that declares nothing
 /// stay unconfined. Returns whether its writes are confined.
+#[cfg(feature = "python")]
 pub(crate) fn enter(sandbox: Sandbox, scratch: &Path, writable: &[&Path], require: bool) -> Result<bool, String> {
     let own_shm = namespaces(sandbox.offline);
     let mut places = vec![scratch];
@@ -174,13 +175,13 @@ const DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 #[cfg(feature = "python")]
 const SHM: &str = "/dev/shm";
 
-#[cfg(feature = "python")]
 /// Makes this process's own mount namespace, with a private tmpfs on `/dev/shm` (its
 /// pages counted as the worker's, gone with it), and, when `offline`, its own empty
 /// network namespace. As root (with `CAP_SYS_ADMIN`) directly; otherwise inside a user
 /// namespace of its own that maps only this process's user and group. Anything the
 /// kernel refuses is left out: then `/dev/shm` is not writable, and the network is
 /// closed by seccomp alone. Returns whether the worker has a `/dev/shm` of its own.
+#[cfg(feature = "python")]
 fn namespaces(offline: bool) -> bool {
     let flags = libc::CLONE_NEWNS | if offline { libc::CLONE_NEWNET } else { 0 };
     // SAFETY: unshare, getuid and getgid only change or read this process's own
@@ -198,9 +199,9 @@ fn namespaces(offline: bool) -> bool {
     unshared && private_shm()
 }
 
-#[cfg(feature = "python")]
 /// In a new mount namespace: nothing mounted here reaches the rest of the system, and
 /// `/dev/shm` is a tmpfs of this worker's, no larger than its address-space limit.
+#[cfg(feature = "python")]
 fn private_shm() -> bool {
     use std::ffi::CString;
     let (Ok(root), Ok(shm), Ok(tmpfs)) = (CString::new("/"), CString::new(SHM), CString::new("tmpfs")) else {
@@ -235,9 +236,9 @@ fn private_shm() -> bool {
     }
 }
 
-#[cfg(feature = "python")]
 /// `no_new_privs`: nothing the worker runs gains a privilege by `execve` (set-user-ID
 /// programs, file capabilities), and Landlock and seccomp may be entered without one.
+#[cfg(feature = "python")]
 fn no_new_privileges() -> Result<(), String> {
     // SAFETY: PR_SET_NO_NEW_PRIVS changes only this process's own flag.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
@@ -246,11 +247,11 @@ fn no_new_privileges() -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(feature = "python")]
 /// Drops every capability: the bounding set (nothing a program it runs could regain),
 /// the ambient set, then the effective, permitted and inheritable ones. A worker of
 /// root's is then root without any of root's powers: no `chown` of another's file, no
 /// `mount`, `sethostname`, raw sockets or network changes, no reading past permissions.
+#[cfg(feature = "python")]
 fn drop_capabilities() -> Result<(), String> {
     // SAFETY: the prctl and capset calls below change only this process's own
     // capability sets; capset is given one header and two zeroed data structs, as
@@ -286,11 +287,11 @@ fn drop_capabilities() -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(feature = "python")]
 /// Landlock: every write (creating, changing, removing, renaming a file anywhere) is
 /// refused but beneath `writable`; reading is left alone. Signals (and, when
 /// `offline`, connections to abstract Unix sockets) reach only the worker's own tree
 /// (ABI 6; an older kernel confines the writes alone).
+#[cfg(feature = "python")]
 fn writes_only_in(writable: &[&Path], offline: bool) -> Result<(), String> {
     use landlock::{
         ABI, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
@@ -312,7 +313,6 @@ fn writes_only_in(writable: &[&Path], offline: bool) -> Result<(), String> {
     }
 }
 
-#[cfg(feature = "python")]
 /// Seccomp (SPEC §18): a read-only worker makes no metadata change and no special
 /// file; an offline one opens no socket of a family but `AF_UNIX`; both lose
 /// `io_uring` (its rings would do either without a system call). Where the kernel
@@ -321,6 +321,7 @@ fn writes_only_in(writable: &[&Path], offline: bool) -> Result<(), String> {
 /// which refuses the first and records the writes Landlock will refuse
 /// (`refusals.rs`), so a call's result says what was refused; else they fail with
 /// `EPERM` / `EACCES`, unexplained.
+#[cfg(feature = "python")]
 fn seccomp(sandbox: Sandbox, confined: bool, writable: &[&Path]) -> Result<(), String> {
     use seccompiler::SeccompAction;
     let refused = refused_rules(sandbox, confined)?;
@@ -368,9 +369,9 @@ fn lacking(err: &dyn std::fmt::Display) -> String {
 #[cfg(feature = "python")]
 type Rules = Vec<(libc::c_long, Vec<seccompiler::SeccompRule>)>;
 
-#[cfg(feature = "python")]
 /// The calls `sandbox` refuses, and, when `confined` (Landlock confines its writes),
 /// the calls that write, to be recorded.
+#[cfg(feature = "python")]
 fn refused_rules(sandbox: Sandbox, confined: bool) -> Result<Rules, String> {
     use super::refusals::{METADATA, WRITES, WRITING_FLAGS, XATTRAT};
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
@@ -412,8 +413,8 @@ fn refused_rules(sandbox: Sandbox, confined: bool) -> Result<Rules, String> {
     Ok(rules.into_iter().collect())
 }
 
-#[cfg(feature = "python")]
 /// A program that takes `action` on `rules` and allows everything else.
+#[cfg(feature = "python")]
 fn program(rules: Rules, action: seccompiler::SeccompAction) -> Result<seccompiler::BpfProgram, String> {
     let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(|err| lacking(&err))?;
     seccompiler::SeccompFilter::new(rules.into_iter().collect(), seccompiler::SeccompAction::Allow, action, arch)

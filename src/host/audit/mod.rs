@@ -290,7 +290,7 @@ pub(crate) fn audit_tool(library: &Library, tool: &Tool, function: &str, declare
 /// `routes` as [`audit`] takes them.
 pub(crate) fn found(registry: &Registry, config: &Config, routes: &[(String, String)]) -> Vec<(String, Found)> {
     let infer = config.runtime.sandbox.infer;
-    let found = |entry: ToolAudit| {
+    let keep = |entry: ToolAudit| {
         let found = Found {
             capabilities: entry.capabilities.keys().map(|capability| capability.as_str()).collect(),
             inferred: if infer { inferred(&entry) } else { Vec::new() },
@@ -298,7 +298,7 @@ pub(crate) fn found(registry: &Registry, config: &Config, routes: &[(String, Str
         };
         (entry.name, found)
     };
-    audit_with(registry, config, routes, Evidenced::No, found).0
+    audit_with(registry, config, routes, Evidenced::No, keep).0
 }
 
 /// Lays `found` over `descriptions`, the listing's of `registry`.
@@ -464,13 +464,13 @@ impl Folders {
 
 /// The `*.py` files of `folder`, sorted, never a dot file (which no import names):
 /// what a package of the folder reads, as discovery's walk lists it
-/// (`scan::Listings`).
+/// (`scan::Listings`, by the same `scan::is_visible`).
 fn python_files(folder: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|entry| !entry.file_name().as_encoded_bytes().starts_with(b"."))
+        .filter(|entry| crate::discovery::scan::is_visible(&entry.file_name()))
         .map(|entry| entry.path())
         .filter(|path| path.extension().is_some_and(|e| e == "py") && path.is_file())
         .collect();
