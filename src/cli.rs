@@ -418,7 +418,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
                 Err(err) => return Err(format!("cannot write to stdout: {err}")),
             }
-            exit_without_freeing((registry, view));
+            exit_without_freeing((registry, view, descriptions, config));
             Ok(ExitCode::SUCCESS)
         }
         Command::Search { query, mut sources, host, limit, format, queries, static_only } => {
