@@ -386,12 +386,15 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 ));
             }
             let vouched = matches!(format, Format::Manifest | Format::Mcp { .. });
-            let (registry, config, profile, _servers) =
+            let (mut registry, config, profile, _servers) =
                 load_host_reading(&sources, &host, servers(static_only), vouched)?;
             print_diagnostics(registry.diagnostics());
-            let view = expose(&registry, &config, profile.as_ref())?;
+            let mut view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
             let descriptions = export_descriptions(&view, &config, format, descriptions);
+            // The code read for the audit has been vouched for: the export needs it no more.
+            registry.forget_read();
+            view.registry.forget_read();
             // Written one tool at a time: the document is never held whole.
             let format = match format {
                 Format::Mcp { .. } => Format::Mcp { inline_refs: config.mcp.inline_refs },

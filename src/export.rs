@@ -527,23 +527,24 @@ fn lower(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Dia
     let (library, tool) = (shown.library, shown.tool);
     let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
     // A server's tool is named with its server: the config file alone does not say which.
-    let named = match &library.origin {
+    let named = || match &library.origin {
         Origin::Mcp { server } => format!("tool `{}` of the MCP server `{server}`", tool.name),
         _ => format!("tool `{}`", tool.name),
     };
     if let Err(rule) = check_name(format, &tool.name) {
-        return Err(vec![error(format!("{named} cannot be exported to {format}: its name {rule}"))]);
+        return Err(vec![error(format!("{} cannot be exported to {format}: its name {rule}", named()))]);
     }
     match entry(format, shown, carried) {
         // A schema spliced in as text is a leaf here; such a schema is as it was made,
         // bounded far below this (`schema::MAX_SCHEMA_DEPTH`).
         Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
-            "{named} cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep"
+            "{} cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
+            named()
         ))]),
         Ok(entry) => Ok(entry),
         Err(problems) => Err(problems
             .into_iter()
-            .map(|problem| error(format!("{named} cannot be exported to {format} --strict: {problem}")))
+            .map(|problem| error(format!("{} cannot be exported to {format} --strict: {problem}", named())))
             .collect()),
     }
 }
@@ -867,9 +868,16 @@ fn positions_as_union(items: Vec<Value>) -> (Value, String) {
 }
 
 /// The schema's own description followed by what the target could not say otherwise.
-fn describe_with_notes(out: &mut Map<String, Value>, description: Option<&Value>, notes: Vec<String>) {
-    let description = description.and_then(Value::as_str).map(str::to_string);
-    let text = description.into_iter().chain(notes).collect::<Vec<_>>().join(" ");
+fn describe_with_notes(out: &mut Map<String, Value>, description: Option<Value>, notes: Vec<String>) {
+    let description = match description {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
+    // Without notes, the description is moved as it is.
+    let text = match description {
+        Some(text) if notes.is_empty() => text,
+        description => description.into_iter().chain(notes).collect::<Vec<_>>().join(" "),
+    };
     if !text.is_empty() {
         out.insert("description".into(), Value::String(text));
     }

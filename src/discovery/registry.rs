@@ -221,6 +221,12 @@ impl Registry {
         self.read.as_deref()
     }
 
+    /// Lets go of what the reader of [`Registry::load_reading`] read, once nothing
+    /// more is asked of it, so that its memory serves what comes next.
+    pub(crate) fn forget_read(&mut self) {
+        self.read = None;
+    }
+
     /// This registry with what `other`'s reader read (a view of `other`'s libraries).
     pub(crate) fn with_read_of(mut self, other: &Registry) -> Registry {
         self.read = other.read.clone();

@@ -155,7 +155,7 @@ pub(super) fn gemini_node(schema: Value, defs: &Value, expanding: &mut Expanding
             }
         }
     }
-    describe_with_notes(&mut out, description.as_ref(), notes);
+    describe_with_notes(&mut out, description, notes);
     Value::Object(out)
 }
 

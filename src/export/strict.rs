@@ -159,7 +159,7 @@ pub(super) fn strict_node(schema: Value, at: At<'_>, problems: &mut Vec<String>)
         }
         out.insert("additionalProperties".into(), Value::Bool(false));
     }
-    describe_with_notes(&mut out, description.as_ref(), notes);
+    describe_with_notes(&mut out, description, notes);
     Value::Object(out)
 }
 
