@@ -149,6 +149,25 @@ def test_dynamic_registration_and_prefix_removal(make, workspace):
     assert binding.execute_tool("tool_dyn_echo", {"text": "hi"})["status_code"] == 404
 
 
+def test_the_folder_of_tools_registered_from_code_goes_with_the_binding():
+    import gc
+    import tempfile
+
+    def folders() -> set:
+        return set(Path(tempfile.gettempdir()).glob("lcp_dynamic_tools_*"))
+
+    before = folders()
+    binding = lcp_tools.LCPBinding(tools_folders=HANDLERS)
+    assert binding.register_tool_from_code("dyn", 'def tool_dyn_echo(text: str) -> str:\n    """Echoes."""\n    return text\n')
+    assert binding.execute_tool("tool_dyn_echo", {"text": "hi"})["output"] == "hi"
+    made = folders() - before
+    assert len(made) == 1 and (made.pop() / "dyn.py").is_file()
+    binding.close()
+    del binding
+    gc.collect()
+    assert folders() - before == set(), "the folder of the tools registered from code outlived its binding"
+
+
 def test_library_lookup_and_mount(make, tmp_path):
     library = tmp_path / "tools" / "greeter"
     library.mkdir(parents=True)
