@@ -19,9 +19,11 @@ import difflib
 import json
 import os
 import re
+import shutil
 import tempfile
 import threading
 import traceback as _traceback
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
@@ -281,9 +283,8 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
         self.discovered_tools: List[Dict[str, Any]] = []
         # Files whose tools were registered from code or mounted, after the scan.
         self._extra_files: List[Path] = []
-        # The folder of the files registered from code, removed with the binding (or
-        # when the interpreter exits): made on the first registration.
-        self._dynamic_folder: Optional[tempfile.TemporaryDirectory] = None
+        # The folder of the files registered from code, made on the first registration
+        # and removed with the binding (or when the interpreter exits).
         self._dynamic_dir: Optional[Path] = None
         self._native: Any = None
         self._native_files: List[str] = []
@@ -679,9 +680,9 @@ class LCPBinding(_Base):  # type: ignore[misc,valid-type]
         """Registers the tools of ``code`` (its ``tool_*`` functions), run in workers
         like any other file's."""
         try:
-            if self._dynamic_folder is None:
-                self._dynamic_folder = tempfile.TemporaryDirectory(prefix="lcp_dynamic_tools_")
-                self._dynamic_dir = Path(self._dynamic_folder.name)
+            if self._dynamic_dir is None:
+                self._dynamic_dir = Path(tempfile.mkdtemp(prefix="lcp_dynamic_tools_"))
+                weakref.finalize(self, shutil.rmtree, self._dynamic_dir, True)
             target = self._dynamic_dir / f"{re.sub(r'[^0-9A-Za-z_]', '_', tool_name_prefix)}.py"
             target.write_text(code, encoding="utf-8")
             names = self._extract_tool_names_from_file(target)

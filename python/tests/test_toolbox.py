@@ -194,6 +194,8 @@ def test_serve_speaks_mcp_over_stdio(tmp_path):
     finally:
         server.stdin.close()
         server.wait(timeout=30)
+        server.stdout.close()
+        server.stderr.close()
     names = {tool["name"] for tool in replies[2]["result"]["tools"]}
     assert "tool_guarded_action" in names
     assert "plain:2:0.5" in json.dumps(replies[3]["result"])
