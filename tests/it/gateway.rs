@@ -16,10 +16,8 @@ use crate::support::*;
 #[test]
 fn a_sessions_calls_through_the_gateway_carry_what_the_server_asks_and_tells_both_ways() {
     let mark = "gateway-bridged";
-    let everything_port = free_port();
-    let mut command = std::process::Command::new(everything_server());
-    command.arg("streamableHttp").env("PORT", everything_port.to_string());
-    let everything = Listening::start(command, everything_port, mark);
+    let everything = Listening::start_on_free_port(everything_on, mark);
+    let everything_port = everything.port;
     let sdk = Listening::sdk(mark);
     let sdk_port = sdk.port;
     let config = servers_config(

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::auth::{address_of, post_as};
 use crate::mcp::HttpServer;
 use crate::mcp_host::{CONFORMANCE, TASK_SCENARIOS, requirements_pass_at, scenarios_pass_at};
-use crate::support::{debian_program, free_port, processes_marked, stop, temp_dir};
+use crate::support::{debian_program, listening_on_free_port, processes_marked, stop, temp_dir};
 
 /// A `redis-server` on a loopback port, keeping nothing on disk; stopped when dropped.
 pub(crate) struct Redis {
@@ -22,18 +22,17 @@ impl Redis {
     pub(crate) fn start() -> Redis {
         let program = debian_program("redis-server");
         let dir = temp_dir("redis");
-        let port = free_port();
-        let child = Command::new(program)
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        let redis = Redis { child, url: format!("redis://127.0.0.1:{port}") };
-        wait_for_port(port, "redis-server");
-        redis
+        let (child, port) = listening_on_free_port("redis-server", |port| {
+            Command::new(&program)
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server starts")
+        });
+        Redis { child, url: format!("redis://127.0.0.1:{port}") }
     }
 }
 
@@ -55,31 +54,30 @@ impl Balancer {
     pub(crate) fn start(upstreams: &[&str]) -> Balancer {
         let program = debian_program("nginx");
         let dir = temp_dir("nginx");
-        let port = free_port();
         let servers: String = upstreams.iter().map(|upstream| format!("    server {upstream};\n")).collect();
         let dir_name = dir.display();
-        let config = format!(
-            "daemon off;\nmaster_process off;\npid {dir_name}/nginx.pid;\nerror_log {dir_name}/error.log warn;\n\
-             events {{ worker_connections 1024; }}\n\
-             http {{\n  access_log off;\n  client_body_temp_path {dir_name}/body;\n  proxy_temp_path {dir_name}/proxy;\n\
-             {}\n  server {{\n    listen 127.0.0.1:{port};\n    location /mcp {{\n{}    }}\n  }}\n}}\n",
-            UPSTREAM.replace("SERVERS\n", &servers),
-            LOCATION,
-        );
-        let path = dir.join("nginx.conf");
-        std::fs::write(&path, config).unwrap();
-        let child = Command::new(program)
-            .arg("-p")
-            .arg(&dir)
-            .arg("-c")
-            .arg(&path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("nginx starts");
-        let balancer = Balancer { child, url: format!("http://127.0.0.1:{port}/mcp") };
-        wait_for_port(port, "nginx");
-        balancer
+        let (child, port) = listening_on_free_port("nginx", |port| {
+            let config = format!(
+                "daemon off;\nmaster_process off;\npid {dir_name}/nginx.pid;\nerror_log {dir_name}/error.log warn;\n\
+                 events {{ worker_connections 1024; }}\n\
+                 http {{\n  access_log off;\n  client_body_temp_path {dir_name}/body;\n  proxy_temp_path {dir_name}/proxy;\n\
+                 {}\n  server {{\n    listen 127.0.0.1:{port};\n    location /mcp {{\n{}    }}\n  }}\n}}\n",
+                UPSTREAM.replace("SERVERS\n", &servers),
+                LOCATION,
+            );
+            let path = dir.join("nginx.conf");
+            std::fs::write(&path, config).unwrap();
+            Command::new(&program)
+                .arg("-p")
+                .arg(&dir)
+                .arg("-c")
+                .arg(&path)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("nginx starts")
+        });
+        Balancer { child, url: format!("http://127.0.0.1:{port}/mcp") }
     }
 }
 
@@ -98,15 +96,6 @@ const UPSTREAM: &str = "upstream lcp {\n    hash $http_mcp_session_id consistent
 const LOCATION: &str = "      proxy_pass http://lcp;\n      proxy_http_version 1.1;\n      \
      proxy_set_header Connection \"\";\n      proxy_set_header Host $http_host;\n      \
      proxy_buffering off;\n      proxy_request_buffering off;\n      proxy_read_timeout 1h;\n";
-
-/// Waits (bounded) until something listens on the loopback `port`.
-fn wait_for_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} did not listen on port {port} within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// Two replicas of the conformance fixture sharing a state key and `store`, each
 /// marked `mark` (to count what is left of them).

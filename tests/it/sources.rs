@@ -545,20 +545,34 @@ pub(crate) struct Listening {
 #[cfg(feature = "external")]
 impl Listening {
     pub(crate) fn start(mut command: std::process::Command, port: u16, mark: &str) -> Listening {
-        let child = command
-            .env("LCP_TEST_MARK", mark)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the server starts");
-        let server = Listening { child, port };
+        let child = Listening::quiet(&mut command, mark).spawn().expect("the server starts");
+        let mut server = Listening { child, port };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("the server ended ({status}) before it listened on {port}");
+            }
             assert!(std::time::Instant::now() < deadline, "the server never listened on {port}");
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         server
+    }
+
+    /// A server told its port (`command_on(port)`), started on a free one
+    /// ([`listening_on_free_port`]).
+    pub(crate) fn start_on_free_port(command_on: impl Fn(u16) -> std::process::Command, mark: &str) -> Listening {
+        let spawn = |port| Listening::quiet(&mut command_on(port), mark).spawn().expect("the server starts");
+        let (child, port) = listening_on_free_port("the server", spawn);
+        Listening { child, port }
+    }
+
+    /// `command` marked `mark`, with no input and its output dropped.
+    fn quiet<'c>(command: &'c mut std::process::Command, mark: &str) -> &'c mut std::process::Command {
+        command
+            .env("LCP_TEST_MARK", mark)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
     }
 
     /// `tests/python/crashing_mcp_server.py` (the SDK's own server) on a port it binds
@@ -628,10 +642,8 @@ impl Drop for Listening {
 #[test]
 fn what_a_streamable_http_server_asks_during_a_call_is_answered_by_lcps_own_client() {
     let mark = "mcp-http-bridged";
-    let port = free_port();
-    let mut command = std::process::Command::new(everything_server());
-    command.arg("streamableHttp").env("PORT", port.to_string());
-    let upstream = Listening::start(command, port, mark);
+    let upstream = Listening::start_on_free_port(everything_on, mark);
+    let port = upstream.port;
     let config = servers_config(mark, &format!("[mcp_servers.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"));
     for mode in MODES {
         ask_server_everything_through(mode, &["--config", &config, FOLDER]);

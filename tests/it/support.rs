@@ -217,6 +217,14 @@ pub fn everything_server() -> &'static Path {
     })
 }
 
+/// server-everything over Streamable HTTP on `port` (for [`crate::sources::Listening`]).
+#[cfg(feature = "external")]
+pub fn everything_on(port: u16) -> std::process::Command {
+    let mut command = std::process::Command::new(everything_server());
+    command.arg("streamableHttp").env("PORT", port.to_string());
+    command
+}
+
 /// The official `@modelcontextprotocol/server-filesystem` (file tools confined to the
 /// folders it is given, with annotations), installed on first use into
 /// `<target>/server-filesystem` with the machine's `npm`. Never skipped.
@@ -432,4 +440,36 @@ pub fn debian_program(program: &str) -> PathBuf {
 /// do (`sources::Listening::sdk`).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("a port").port()
+}
+
+#[cfg(feature = "external")]
+/// A server `spawn(port)` starts on a [`free_port`], once it listens there; started
+/// again on another port when it ends before it listens (a port found free can be
+/// taken before the server binds it), at most three times. For servers that cannot
+/// be handed a bound socket nor report the port they bound.
+pub fn listening_on_free_port(
+    what: &str,
+    mut spawn: impl FnMut(u16) -> std::process::Child,
+) -> (std::process::Child, u16) {
+    let mut ended = Vec::new();
+    for _ in 0..3 {
+        let port = free_port();
+        let mut child = spawn(port);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return (child, port);
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                ended.push(format!("{status} on port {port}"));
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                stop(&mut child);
+                panic!("{what} did not listen on port {port} within 60 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    panic!("{what} never listened: it ended {}", ended.join("; "))
 }
