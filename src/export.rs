@@ -869,14 +869,11 @@ fn positions_as_union(items: Vec<Value>) -> (Value, String) {
 
 /// The schema's own description followed by what the target could not say otherwise.
 fn describe_with_notes(out: &mut Map<String, Value>, description: Option<Value>, notes: Vec<String>) {
-    let description = match description {
-        Some(Value::String(text)) => Some(text),
-        _ => None,
-    };
-    // Without notes, the description is moved as it is.
     let text = match description {
-        Some(text) if notes.is_empty() => text,
-        description => description.into_iter().chain(notes).collect::<Vec<_>>().join(" "),
+        // Without notes, the description is moved as it is.
+        Some(Value::String(text)) if notes.is_empty() => text,
+        Some(Value::String(text)) => std::iter::once(text).chain(notes).collect::<Vec<_>>().join(" "),
+        _ => notes.join(" "),
     };
     if !text.is_empty() {
         out.insert("description".into(), Value::String(text));

@@ -1,6 +1,8 @@
 """lcp_tools.LCPBinding as lollms code uses lollms-client 1.21.1's (SPEC §19)."""
 
+import gc
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -150,9 +152,6 @@ def test_dynamic_registration_and_prefix_removal(make, workspace):
 
 
 def test_the_folder_of_tools_registered_from_code_goes_with_the_binding():
-    import gc
-    import tempfile
-
     def folders() -> set:
         return set(Path(tempfile.gettempdir()).glob("lcp_dynamic_tools_*"))
 

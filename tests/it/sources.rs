@@ -547,14 +547,7 @@ impl Listening {
     pub(crate) fn start(mut command: std::process::Command, port: u16, mark: &str) -> Listening {
         let child = Listening::quiet(&mut command, mark).spawn().expect("the server starts");
         let mut server = Listening { child, port };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("the server ended ({status}) before it listened on {port}");
-            }
-            assert!(std::time::Instant::now() < deadline, "the server never listened on {port}");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        listens(&mut server.child, port, "the server").unwrap_or_else(|ended| panic!("{ended}"));
         server
     }
 

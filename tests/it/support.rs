@@ -443,7 +443,25 @@ pub fn free_port() -> u16 {
 }
 
 #[cfg(feature = "external")]
-/// A server `spawn(port)` starts on a [`free_port`], once it listens there; started
+/// Waits (bounded, 60 s) until `child` listens on the loopback `port`; `Err` says how
+/// it ended when it ended first.
+pub fn listens(child: &mut std::process::Child, port: u16, what: &str) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{what} ended ({status}) before it listened on {port}"));
+        }
+        if std::time::Instant::now() >= deadline {
+            stop(child);
+            panic!("{what} did not listen on port {port} within 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+#[cfg(feature = "external")]
+/// A server `spawn(port)` starts on a [`free_port`], once it [`listens`] there; started
 /// again on another port when it ends before it listens (a port found free can be
 /// taken before the server binds it), at most three times. For servers that cannot
 /// be handed a bound socket nor report the port they bound.
@@ -455,21 +473,10 @@ pub fn listening_on_free_port(
     for _ in 0..3 {
         let port = free_port();
         let mut child = spawn(port);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        loop {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return (child, port);
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                ended.push(format!("{status} on port {port}"));
-                break;
-            }
-            if std::time::Instant::now() >= deadline {
-                stop(&mut child);
-                panic!("{what} did not listen on port {port} within 60 s");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        match listens(&mut child, port, what) {
+            Ok(()) => return (child, port),
+            Err(why) => ended.push(why),
         }
     }
-    panic!("{what} never listened: it ended {}", ended.join("; "))
+    panic!("{what} never listened: {}", ended.join("; "))
 }
