@@ -822,11 +822,15 @@ fn load(args: &SourceArgs, code: bool) -> Result<Registry, String> {
     })
 }
 
+/// Every diagnostic on stderr, a line each. Standard error is unbuffered: each line
+/// would take several writes of its own, thousands of them for a catalog an export
+/// leaves many tools out of.
 fn print_diagnostics(diagnostics: &[Diagnostic]) {
-    let mut stderr = std::io::stderr().lock();
+    let mut stderr = std::io::BufWriter::with_capacity(1 << 16, std::io::stderr().lock());
     for diagnostic in diagnostics {
         let _ = writeln!(stderr, "{diagnostic}");
     }
+    let _ = stderr.flush();
 }
 
 /// The prompt providers' descriptions, to lay over the static ones. Python starts
