@@ -578,7 +578,7 @@ fn entry(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Str
         Format::Mcp { .. } => {
             let mut entry = json!({ "name": name, "description": description, "inputSchema": carried });
             if let Some(output) = &tool.output {
-                entry["outputSchema"] = mcp_output_schema(output.value()).0;
+                entry["outputSchema"] = mcp_output_schema(output.parse());
             }
             if let Some(annotations) = tool.policy.annotations() {
                 entry["annotations"] = annotations;
@@ -677,14 +677,14 @@ pub fn inline_mcp_classes(document: &mut Value, registry: &Registry) {
     }
 }
 
-/// MCP's `outputSchema` of a tool's output schema, and whether results are wrapped:
-/// an object type as it is; any other as `{"result": <schema>}`, the shape its
+/// MCP's `outputSchema` of a tool's output schema: an object type as it is; any other
+/// wrapped as `{"result": <schema>}` ([`mcp_output_wraps`]), the shape its
 /// `structuredContent` then takes. `$defs` stay at the root, where `$ref`s find them.
-pub(crate) fn mcp_output_schema(schema: &Value) -> (Value, bool) {
-    if schema.get("type") == Some(&json!("object")) {
-        return (schema.clone(), false);
+pub(crate) fn mcp_output_schema(schema: Value) -> Value {
+    if !mcp_output_wraps(&schema) {
+        return schema;
     }
-    let mut inner = schema.clone();
+    let mut inner = schema;
     let defs = inner.as_object_mut().and_then(|object| object.remove("$defs"));
     let mut wrapped = json!({
         "type": "object",
@@ -694,7 +694,12 @@ pub(crate) fn mcp_output_schema(schema: &Value) -> (Value, bool) {
     if let Some(defs) = defs {
         wrapped["$defs"] = defs;
     }
-    (wrapped, true)
+    wrapped
+}
+
+/// Whether [`mcp_output_schema`] wraps `schema`: whether it is not an object type.
+pub(crate) fn mcp_output_wraps(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) != Some("object")
 }
 
 /// The `_meta` key of an MCP tool that names the declarations the kernel enforces

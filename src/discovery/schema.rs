@@ -13,7 +13,7 @@
 //! tuples, `Literal`, `Annotated`, aliases, recursion); its parts are `resolve`
 //! (names), `types` (the named types and bounds), `classes` (classes and `Field`),
 //! `literal` (literals and defaults), `text` ([`SchemaText`]), and `named` (`$defs`
-//! for named classes) and `json` (the schema value type).
+//! for named classes). A schema is a `serde_json::Value` while it is made.
 
 use std::borrow::Cow;
 use std::cell::Cell;

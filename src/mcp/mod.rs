@@ -838,7 +838,7 @@ fn caller_of(parts: Option<&hyper::http::request::Parts>) -> auth::Caller {
 fn output_shape_of(tool: &crate::discovery::extract::Tool) -> content::Shape {
     match tool.output.as_ref() {
         None => content::Shape::Free,
-        Some(schema) if export::mcp_output_schema(schema.value()).1 => content::Shape::Wrapped,
+        Some(schema) if export::mcp_output_wraps(schema.value()) => content::Shape::Wrapped,
         Some(_) => content::Shape::Object,
     }
 }

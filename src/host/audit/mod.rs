@@ -177,25 +177,31 @@ fn audit_with<T: Send>(
     let mut packages = Packages::default();
     // The folders of loose files whose packages discovery read: only the files those
     // can import are in them, so the folder's unreadable files are looked for apart.
-    let mut loose_folders: Vec<&Path> = Vec::new();
+    let mut loose_folders: crate::discovery::registry::FastSet<&Path> = Default::default();
     // Each tool with the function it stands for and, when lcp can read its code, its
     // package's index and its module's file.
     type Followed<'r> = (&'r Library, &'r Tool, &'r str, Option<(usize, Cow<'r, Path>)>);
+    let real = &real;
     let tools: Vec<Followed> = registry
-        .tools()
-        .map(|(library, tool)| {
-            let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);
+        .libraries()
+        .iter()
+        .filter(|library| !library.tools.is_empty())
+        .flat_map(|library| {
+            // Where the library's code is, found once for all its tools.
             let given = code.and_then(|code| code.of_file(&library.path)).filter(|_| library.origin == Origin::File);
             let read = match given {
                 Some((package, loose)) => {
-                    if loose && !loose_folders.contains(&loose_folder(library)) {
-                        loose_folders.push(loose_folder(library));
+                    if loose {
+                        loose_folders.insert(loose_folder(library));
                     }
                     Some((packages.read(package, loose), Cow::Borrowed(library.path.as_path())))
                 }
                 None => code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file))),
             };
-            (library, tool, function, read)
+            library.tools.iter().map(move |tool| {
+                let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);
+                (&**library, tool, function, read.clone())
+            })
         })
         .collect();
     // The packages discovery did not read are read now, on every core.
