@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::diag::{Diagnostic, Level};
+use crate::diag::{Diagnostic, Level, print_to_stderr};
 use crate::discovery::registry::{Descriptions, Options, Registry, Sources};
 use crate::export::{self, Format, Layout};
 use crate::host::config::{Config, ConfigError};
@@ -370,7 +370,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
     match command {
         Command::List { sources, host, static_only, wide } => {
             let (registry, config, profile, _servers) = load_host_reading(&sources, &host, servers(static_only), true)?;
-            print_diagnostics(registry.diagnostics());
+            print_to_stderr(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let mut descriptions =
                 if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
@@ -388,7 +388,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let vouched = matches!(format, Format::Manifest | Format::Mcp { .. });
             let (mut registry, config, profile, _servers) =
                 load_host_reading(&sources, &host, servers(static_only), vouched)?;
-            print_diagnostics(registry.diagnostics());
+            print_to_stderr(registry.diagnostics());
             let mut view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
             let descriptions = export_descriptions(&view, &config, format, descriptions);
@@ -407,7 +407,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 let (document, problems) =
                     export::export_deferred(&view.registry, &descriptions, format, &always_loaded)?;
                 print_stdout(&pretty(&document))?;
-                print_diagnostics(&problems);
+                print_to_stderr(&problems);
                 exit_without_freeing((registry, view, document));
                 return Ok(ExitCode::SUCCESS);
             }
@@ -416,7 +416,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let written = export::write(shown, &descriptions, format, Layout::Pretty, &mut stdout)
                 .and_then(|problems| stdout.write_all(b"\n").and_then(|()| stdout.flush()).map(|()| problems));
             match written {
-                Ok(problems) => print_diagnostics(&problems),
+                Ok(problems) => print_to_stderr(&problems),
                 // A closed pipe (`lcp export | head`) is the reader's choice, not an error.
                 Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
                 Err(err) => return Err(format!("cannot write to stdout: {err}")),
@@ -438,7 +438,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 None => None,
             };
             let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
-            print_diagnostics(registry.diagnostics());
+            print_to_stderr(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
             let index = crate::host::search::Index::build(&view.registry, &descriptions);
@@ -481,7 +481,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let warnings = diagnostics.iter().filter(|d| d.level == Level::Warning).count();
             match format {
                 CheckFormat::Text => {
-                    print_diagnostics(&diagnostics);
+                    print_to_stderr(&diagnostics);
                     let mut members = String::new();
                     if prompts + resources > 0 {
                         members = format!(
@@ -539,7 +539,7 @@ fn audit(
         None => None,
     };
     let (registry, config, profile, _servers) = load_host_reading(sources, host, Servers::Start, true)?;
-    print_diagnostics(registry.diagnostics());
+    print_to_stderr(registry.diagnostics());
     let view = expose(&registry, &config, profile.as_ref())?;
     let mut audit = crate::host::audit::audit(&view.registry, &config, &view.routes);
     if let Some((path, value)) = baseline {
@@ -822,17 +822,6 @@ fn load(args: &SourceArgs, code: bool) -> Result<Registry, String> {
     })
 }
 
-/// Every diagnostic on stderr, a line each. Standard error is unbuffered: each line
-/// would take several writes of its own, thousands of them for a catalog an export
-/// leaves many tools out of.
-fn print_diagnostics(diagnostics: &[Diagnostic]) {
-    let mut stderr = std::io::BufWriter::with_capacity(1 << 16, std::io::stderr().lock());
-    for diagnostic in diagnostics {
-        let _ = writeln!(stderr, "{diagnostic}");
-    }
-    let _ = stderr.flush();
-}
-
 /// The prompt providers' descriptions, to lay over the static ones. Python starts
 /// only when a tool has a provider; when it cannot, the static descriptions stay.
 fn prompt_descriptions(registry: &Registry) -> Descriptions {
@@ -854,7 +843,7 @@ fn prompt_descriptions_from_python(registry: &Registry) -> Descriptions {
     match Runtime::new(RuntimeConfig { isolation, ..RuntimeConfig::default() }) {
         Ok(runtime) => {
             let (descriptions, diagnostics) = runtime.prompt_descriptions(registry, &CallOptions::default());
-            print_diagnostics(&diagnostics);
+            print_to_stderr(&diagnostics);
             descriptions
         }
         Err(err) => {

@@ -2,9 +2,11 @@
 //!
 //! A diagnostic names a place (`path:line:col`, 1-based), a level and a message.
 //! Nothing in `lcp` fails on bad input: every stage returns its value *plus* the
-//! diagnostics it found, and the caller decides what an error means.
+//! diagnostics it found, and the caller decides what an error means; a command or
+//! server that shows them writes them to stderr with `print_to_stderr`.
 
 use std::fmt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -69,4 +71,15 @@ impl fmt::Display for Diagnostic {
         let path = self.path.to_string_lossy();
         write!(f, "{}:{}:{}: {}: {}", shown::line(&path), self.line, self.col, self.level, shown::line(&self.message))
     }
+}
+
+/// Every diagnostic on stderr, a line each, through one buffer: standard error is
+/// unbuffered, and each line would take several writes of its own, thousands of them
+/// for a catalog an export leaves many tools out of.
+pub(crate) fn print_to_stderr<'d>(diagnostics: impl IntoIterator<Item = &'d Diagnostic>) {
+    let mut stderr = std::io::BufWriter::with_capacity(1 << 16, std::io::stderr().lock());
+    for diagnostic in diagnostics {
+        let _ = writeln!(stderr, "{diagnostic}");
+    }
+    let _ = stderr.flush();
 }

@@ -41,7 +41,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 _ => None,
             };
             let (registry, config, profile, upstreams) = load_host_with(&sources, &host, Servers::Start)?;
-            print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            print_to_stderr(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let args: Value = serde_json::from_str(&args).map_err(|err| format!("--args is not JSON: {err}"))?;
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
@@ -84,7 +84,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
             } else {
                 Box::new(std::io::stdout())
             };
-            print_diagnostics(&runtime.set_confirm_handler(move |request| confirm(request, yes, no)));
+            print_to_stderr(&runtime.set_confirm_handler(move |request| confirm(request, yes, no)));
             runtime.set_user_interaction_handler(move |interaction| host::interact(interaction, &answers));
             runtime.set_model(host::generate, false);
             runtime.set_progress_handler(host::progress);
@@ -120,7 +120,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
             }
             let timeout = parse_timeout(Some(timeout))?;
             let (registry, config, profile, upstreams) = load_host_with(&sources, &host, Servers::Start)?;
-            print_diagnostics(registry.diagnostics());
+            print_to_stderr(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             eprintln!("lcp: {}", tools_in_libraries(&view.registry));
             let settings = mcp::Settings {
@@ -145,7 +145,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
         Command::Test { sources, host, tools, format, yes, timeout, isolation, venv } => {
             let timeout = parse_timeout(timeout)?;
             let (registry, config, profile, upstreams) = load_host_with(&sources, &host, Servers::Start)?;
-            print_diagnostics(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            print_to_stderr(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
             let view = expose(&registry, &config, profile.as_ref())?;
             for name in &tools {
                 if view.registry.tool(name).is_none() {

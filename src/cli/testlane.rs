@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::diag::print_to_stderr;
 use crate::discovery::extract::Tool;
 use crate::discovery::registry::Registry;
 use crate::host::view::View;
@@ -635,15 +636,13 @@ pub fn run(
     let suites = tests_of(view, registry)?;
     let met = Arc::new(Met::default());
     let counted = Arc::clone(&met);
-    for problem in runtime.set_confirm_handler(move |_| {
+    print_to_stderr(&runtime.set_confirm_handler(move |_| {
         if counted.allow.load(Ordering::Relaxed) {
             return Confirmation::allow("allowed with `lcp test --yes` (or the recorded call's `yes = true`)");
         }
         counted.refused.fetch_add(1, Ordering::Relaxed);
         Confirmation::reject("`lcp test` refuses confirmations unless it runs with --yes")
-    }) {
-        eprintln!("{problem}");
-    }
+    }));
     let mut planned = Vec::new();
     for (library, tool) in view.registry.tools() {
         if options.only.is_empty() || options.only.contains(&tool.name) {

@@ -67,7 +67,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use tokio::sync::broadcast;
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, print_to_stderr};
 use crate::discovery::registry::{Descriptions, Registry};
 use crate::export::{self, Format, Layout};
 use crate::host::config::{Config, Watched};
@@ -574,9 +574,7 @@ impl Server {
             let read: Vec<&PathBuf> = changes.added.iter().chain(&changes.changed).collect();
             let problems: Vec<Diagnostic> =
                 registry.diagnostics().iter().filter(|d| read.contains(&&d.path)).cloned().collect();
-            for problem in &problems {
-                eprintln!("{problem}");
-            }
+            print_to_stderr(&problems);
             let mut snapshot = sync::write(&server.shared.snapshot);
             let (before, after) = (&snapshot.1, &*registry);
             let members_changed = !before.prompts().map(|(_, p)| p).eq(after.prompts().map(|(_, p)| p))
@@ -637,9 +635,7 @@ impl Server {
         let written = export::write_entries(registry, &descriptions, format, Layout::Compact, &mut text);
         // Writing into memory cannot fail; a tool MCP cannot carry is left out, and
         // the error says which and why, as `lcp export` says it.
-        for problem in written.into_iter().flatten() {
-            eprintln!("{problem}");
-        }
+        print_to_stderr(written.iter().flatten());
         // The array's brackets are the response's own.
         text.pop();
         text.remove(0);
@@ -671,9 +667,7 @@ impl Server {
                 let options =
                     CallOptions { workspace: self.shared.settings.workspace.clone(), ..CallOptions::default() };
                 let (descriptions, diagnostics) = python.prompt_descriptions(registry, &options);
-                for diagnostic in &diagnostics {
-                    eprintln!("{diagnostic}");
-                }
+                print_to_stderr(&diagnostics);
                 descriptions
             }
             Err(err) => {
