@@ -41,7 +41,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
                 _ => None,
             };
             let (registry, config, profile, upstreams) = load_host_with(&sources, &host, Servers::Start)?;
-            print_to_stderr(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            print_to_stderr(registry.diagnostics().iter().filter(|d| d.is_error()));
             let args: Value = serde_json::from_str(&args).map_err(|err| format!("--args is not JSON: {err}"))?;
             if !args.is_object() {
                 return Err("--args must be a JSON object".to_string());
@@ -145,7 +145,7 @@ pub(super) fn command(command: Command) -> Result<ExitCode, String> {
         Command::Test { sources, host, tools, format, yes, timeout, isolation, venv } => {
             let timeout = parse_timeout(timeout)?;
             let (registry, config, profile, upstreams) = load_host_with(&sources, &host, Servers::Start)?;
-            print_to_stderr(&registry.diagnostics().iter().filter(|d| d.is_error()).cloned().collect::<Vec<_>>());
+            print_to_stderr(registry.diagnostics().iter().filter(|d| d.is_error()));
             let view = expose(&registry, &config, profile.as_ref())?;
             for name in &tools {
                 if view.registry.tool(name).is_none() {
