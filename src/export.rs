@@ -11,7 +11,8 @@
 //! with the compact text of a schema the format carries unchanged spliced in
 //! (`export/splice.rs`), tools lowered on every core and written in order
 //! (`src/ordered.rs`). Both lower each tool with the same `entry`; OpenAI's strict
-//! subset is `export/strict.rs`, Gemini's OpenAPI subset `export/gemini.rs`.
+//! subset is `export/strict.rs`, Gemini's OpenAPI subset `export/gemini.rs` (which
+//! [`write()`] applies to a common schema's text instead of its value).
 
 mod gemini;
 mod splice;
@@ -428,7 +429,17 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
     for shown in tools {
         let tool = shown.tool;
-        let carried = if unchanged { marker.clone() } else { carried(format, tool) };
+        // Gemini's lowering of the common schemas is done on their text too.
+        let lowered = match format {
+            Format::Gemini => gemini::gemini_text(tool.parameters.as_str()),
+            _ => None,
+        };
+        let carried = match &lowered {
+            Some(lowered) if lowered.has_properties => marker.clone(),
+            Some(_) => Value::Null,
+            None if unchanged => marker.clone(),
+            None => carried(format, tool),
+        };
         let entry = match lower(format, shown, carried) {
             Ok(entry) => entry,
             Err(problems) => {
@@ -446,7 +457,10 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
                 return Ok(false);
             }
             schema_text.clear();
-            splice::schema(&carried_text(format, tool), layout, at, &mut schema_text);
+            match &lowered {
+                Some(lowered) => splice::schema(&lowered.text, layout, at, &mut schema_text),
+                None => splice::schema(&carried_text(format, tool), layout, at, &mut schema_text),
+            }
             out.write_all(&schema_text)?;
             Ok(true)
         };
@@ -463,11 +477,21 @@ const LIBRARIES: &str = "libraries";
 const CARRIED: &str = "carried";
 
 /// The schema a tool's entry carries in `format`: MCP's `inputSchema`
-/// (`mcp_input_schema`), the parameters schema in every other format (which
-/// [`entry`] may then lower).
+/// (`mcp_input_schema`), Gemini's lowering of the parameters (`null` when it has no
+/// property, as a declaration then has no parameters), the parameters schema in every
+/// other format (which [`entry`] may then lower).
 fn carried(format: Format, tool: &Tool) -> Value {
     match format {
         Format::Mcp { inline_refs } => mcp_input_schema(tool, inline_refs),
+        Format::Gemini => {
+            let lowered = gemini(tool.parameters.parse());
+            // Gemini refuses an object schema without properties: a tool without
+            // parameters simply has none.
+            match lowered.get("properties").and_then(Value::as_object) {
+                Some(properties) if !properties.is_empty() => lowered,
+                _ => Value::Null,
+            }
+        }
         _ => tool.parameters.parse(),
     }
 }
@@ -603,11 +627,8 @@ fn entry(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Str
         }
         Format::Gemini => {
             let mut declaration = json!({ "name": name, "description": description });
-            let lowered = gemini(carried);
-            // Gemini refuses an object schema without properties: a tool without
-            // parameters simply has none.
-            if lowered.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) {
-                declaration["parameters"] = lowered;
+            if !carried.is_null() {
+                declaration["parameters"] = carried;
             }
             declaration
         }

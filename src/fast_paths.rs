@@ -18,8 +18,9 @@ pub enum FastPath {
     /// arguments built directly (`runtime::engine`), instead of through `host.py`.
     Direct,
     /// An export (`lcp export`, `tools/list`) written around its tools' text, each
-    /// schema's compact text laid out without being parsed (`export::splice`), instead
-    /// of the document built whole as `serde_json` values and printed; and `tools/list`
+    /// schema's compact text laid out without being parsed (`export::splice`) or, for
+    /// Gemini, lowered on that text (`export::gemini`), instead of the document built
+    /// whole as `serde_json` values and printed; and `tools/list`
     /// spliced into rmcp's response text (`mcp::listing`), instead of answered with
     /// rmcp's own `Tool`s.
     Splice,
