@@ -17,6 +17,7 @@
 mod gemini;
 mod splice;
 mod strict;
+mod text;
 
 pub use gemini::gemini;
 pub(crate) use strict::openai_strict;
@@ -34,6 +35,7 @@ use crate::discovery::schema;
 use crate::fast_paths::FastPath;
 use crate::path_json;
 use crate::policy::{self, Found};
+use text::Lowered;
 
 /// A target of [`export`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -429,15 +431,12 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
     for shown in tools {
         let tool = shown.tool;
-        // Gemini's lowering of the common schemas is done on their text too.
-        let lowered = match format {
-            Format::Gemini => gemini::gemini_text(tool.parameters.as_str()),
-            _ => None,
-        };
+        let lowered = lowered_text(format, tool);
         let carried = match &lowered {
-            Some(lowered) if lowered.has_properties => marker.clone(),
-            Some(_) => Value::Null,
-            None if unchanged => marker.clone(),
+            Some(Lowered::Schema(_)) => Ok(marker.clone()),
+            Some(Lowered::Nothing) => Ok(Value::Null),
+            Some(Lowered::Refused(problems)) => Err(problems.clone()),
+            None if unchanged => Ok(marker.clone()),
             None => carried(format, tool),
         };
         let entry = match lower(format, shown, carried) {
@@ -458,8 +457,8 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
             }
             schema_text.clear();
             match &lowered {
-                Some(lowered) => splice::schema(&lowered.text, layout, at, &mut schema_text),
-                None => splice::schema(&carried_text(format, tool), layout, at, &mut schema_text),
+                Some(Lowered::Schema(text)) => splice::schema(text, layout, at, &mut schema_text),
+                _ => splice::schema(&carried_text(format, tool), layout, at, &mut schema_text),
             }
             out.write_all(&schema_text)?;
             Ok(true)
@@ -477,12 +476,16 @@ const LIBRARIES: &str = "libraries";
 const CARRIED: &str = "carried";
 
 /// The schema a tool's entry carries in `format`: MCP's `inputSchema`
-/// (`mcp_input_schema`), Gemini's lowering of the parameters (`null` when it has no
-/// property, as a declaration then has no parameters), the parameters schema in every
-/// other format (which [`entry`] may then lower).
-fn carried(format: Format, tool: &Tool) -> Value {
-    match format {
+/// (`mcp_input_schema`), OpenAI's strict lowering of the parameters in strict mode
+/// (or what it cannot express), Gemini's lowering (`null` when it has no property: a
+/// declaration then has no parameters), the parameters schema as they are in every
+/// other format.
+fn carried(format: Format, tool: &Tool) -> Result<Value, Vec<String>> {
+    Ok(match format {
         Format::Mcp { inline_refs } => mcp_input_schema(tool, inline_refs),
+        Format::Openai { strict: true } | Format::OpenaiResponses { strict: true } => {
+            openai_strict(tool.parameters.parse())?
+        }
         Format::Gemini => {
             let lowered = gemini(tool.parameters.parse());
             // Gemini refuses an object schema without properties: a tool without
@@ -493,6 +496,18 @@ fn carried(format: Format, tool: &Tool) -> Value {
             }
         }
         _ => tool.parameters.parse(),
+    })
+}
+
+/// [`carried`] lowered on the parameters' text (`export::text`), when `format` lowers
+/// them and the lowering on text handles them; `None` otherwise.
+fn lowered_text(format: Format, tool: &Tool) -> Option<Lowered> {
+    match format {
+        Format::Openai { strict: true } | Format::OpenaiResponses { strict: true } => {
+            strict::openai_strict_text(tool.parameters.as_str())
+        }
+        Format::Gemini => gemini::gemini_text(tool.parameters.as_str()),
+        _ => None,
     }
 }
 
@@ -547,7 +562,7 @@ fn document(registry: &Registry, format: Format, libraries: Value, entries: Valu
 /// One tool in `format` (with `description`, and `carried` as the schema it carries,
 /// see [`carried`]), or the errors that leave it out: a name the provider refuses, a
 /// schema nested too deep, what strict mode cannot express.
-fn lower(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Diagnostic>> {
+fn lower(format: Format, shown: &Shown, carried: Result<Value, Vec<String>>) -> Result<Value, Vec<Diagnostic>> {
     let (library, tool) = (shown.library, shown.tool);
     let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
     // A server's tool is named with its server: the config file alone does not say which.
@@ -558,9 +573,10 @@ fn lower(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Dia
     if let Err(rule) = check_name(format, &tool.name) {
         return Err(vec![error(format!("{} cannot be exported to {format}: its name {rule}", named()))]);
     }
-    match entry(format, shown, carried) {
-        // A schema spliced in as text is a leaf here; such a schema is as it was made,
-        // bounded far below this (`schema::MAX_SCHEMA_DEPTH`).
+    match carried.map(|carried| entry(format, shown, carried)) {
+        // A schema spliced in as text is a leaf here. Such a schema is as it was made,
+        // bounded far below this (`schema::MAX_SCHEMA_DEPTH`), or lowered on its text,
+        // which stays below it too (`export::text`).
         Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
             "{} cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
             named()
@@ -573,19 +589,18 @@ fn lower(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Dia
     }
 }
 
-fn entry(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<String>> {
+fn entry(format: Format, shown: &Shown, carried: Value) -> Value {
     let (library, tool, description) = (shown.library, shown.tool, shown.description);
     let parameters = &carried;
     let name = &tool.name;
     // A lowered schema is moved into its place (`null` in `json!`, which would copy it).
-    Ok(match format {
+    match format {
         Format::Openai { strict: true } => {
-            let lowered = openai_strict(carried)?;
             let mut entry = json!({
                 "type": "function",
                 "function": { "name": name, "description": description, "parameters": null, "strict": true }
             });
-            entry["function"]["parameters"] = lowered;
+            entry["function"]["parameters"] = carried;
             entry
         }
         Format::Openai { strict: false } => json!({
@@ -593,9 +608,8 @@ fn entry(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Str
             "function": { "name": name, "description": description, "parameters": parameters }
         }),
         Format::OpenaiResponses { strict } => {
-            let parameters = if strict { openai_strict(carried)? } else { carried };
             let mut entry = json!({ "type": "function", "name": name, "description": description, "parameters": null, "strict": strict });
-            entry["parameters"] = parameters;
+            entry["parameters"] = carried;
             entry
         }
         Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
@@ -657,7 +671,7 @@ fn entry(format: Format, shown: &Shown, carried: Value) -> Result<Value, Vec<Str
             }
             entry
         }
-    })
+    }
 }
 
 /// The JSON Schema dialect MCP's `inputSchema` names (SEP-1613).

@@ -7,9 +7,12 @@
 //! leaves every other one to [`gemini`]: the exports tests compare both on every
 //! fixture.
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess};
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::text::{Fields, Lowered, Piece, described, handled, unhandled, within};
 use super::*;
 
 /// Gemini's OpenAPI subset: no `$ref`/`$defs`/`additionalProperties`/`const`/type
@@ -184,201 +187,163 @@ pub(super) fn gemini_enum(out: &mut Map<String, Value>, notes: &mut Vec<String>,
     }
 }
 
-/// A parameters schema lowered by [`gemini_text`].
-pub(super) struct GeminiText {
-    /// The lowered schema's compact text, as `serde_json` writes [`gemini`]'s.
-    pub text: String,
-    /// Whether it has a property (a Gemini declaration without any has no parameters).
-    pub has_properties: bool,
-}
-
 /// [`gemini`] of the schema whose compact text (as `serde_json` writes it) is `text`,
-/// done on the text: each object's members are read without parsing their values, and
-/// only what the lowering changes is written anew. `None` when the schema uses what
-/// only [`gemini`] handles (definitions, tuples, constants, type lists, enums of
-/// other values than strings, anything that becomes a note) or has a name written
-/// with an escape.
-pub(super) fn gemini_text(text: &str) -> Option<GeminiText> {
-    let fields = text_node(members(text)?)?;
-    let has_properties =
-        fields.0.iter().any(|(key, piece)| *key == "properties" && !matches!(piece, Piece::Made(made) if made == "{}"));
-    let mut out = String::with_capacity(text.len());
-    fields.write(&mut out);
-    Some(GeminiText { text: out, has_properties })
+/// done on the text (`export::text`): [`Lowered::Nothing`] when it has no property (a
+/// Gemini declaration then has no parameters). `None` when the schema uses what only
+/// [`gemini`] handles (definitions, tuples, constants, type lists, enums of other
+/// values than strings, anything that becomes a note) or has a name written with an
+/// escape.
+pub(super) fn gemini_text(text: &str) -> Option<Lowered> {
+    let fields = handled(text, GeminiNode)?.fields;
+    let has_properties = matches!(fields.get("properties"), Some(Piece::Object(properties)) if !properties.is_empty());
+    Some(if has_properties { Lowered::Schema(fields.text(text.len())) } else { Lowered::Nothing })
 }
 
-/// An object's members as its text has them, each value unparsed; `None` if `text`
-/// is no object or a name in it is written with an escape.
-fn members(text: &str) -> Option<Vec<(&str, &RawValue)>> {
-    serde_json::from_str::<Members>(text).ok().map(|members| members.0)
+/// Reads a schema node (an object) and lowers it as [`gemini_node`] does.
+#[derive(Clone, Copy)]
+struct GeminiNode;
+
+/// A node lowered by [`GeminiNode`], and whether its own `type` is `null` (which an
+/// `anyOf` turns into `nullable`).
+struct TextNode<'a> {
+    fields: Fields<'a>,
+    is_null: bool,
 }
 
-struct Members<'a>(Vec<(&'a str, &'a RawValue)>);
+impl<'de> DeserializeSeed<'de> for GeminiNode {
+    type Value = TextNode<'de>;
 
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> de::Visitor<'de> for Visitor {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
-                while let Some(member) = map.next_entry()? {
-                    members.push(member);
-                }
-                Ok(Members(members))
-            }
-        }
-        deserializer.deserialize_map(Visitor)
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<TextNode<'de>, D::Error> {
+        deserializer.deserialize_map(self)
     }
 }
 
-/// A lowered object's members in order. A name set again keeps its place, as in
-/// [`gemini_node`]'s `Map`.
-struct Fields<'a>(Vec<(&'a str, Piece<'a>)>);
+impl<'de> Visitor<'de> for GeminiNode {
+    type Value = TextNode<'de>;
 
-/// A member's value: the input's own text, or text written by the lowering.
-enum Piece<'a> {
-    Kept(&'a str),
-    Made(String),
-}
-
-impl<'a> Fields<'a> {
-    fn set(&mut self, key: &'a str, piece: Piece<'a>) {
-        match self.0.iter_mut().find(|(name, _)| *name == key) {
-            Some((_, slot)) => *slot = piece,
-            None => self.0.push((key, piece)),
-        }
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a schema object")
     }
 
-    fn set_if_absent(&mut self, key: &'a str, piece: Piece<'a>) {
-        if !self.0.iter().any(|(name, _)| *name == key) {
-            self.0.push((key, piece));
-        }
-    }
-
-    /// The object as compact text. Names were read without escapes, so they are
-    /// written as they were.
-    fn write(&self, out: &mut String) {
-        out.push('{');
-        for (i, (key, piece)) in self.0.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push('"');
-            out.push_str(key);
-            out.push_str("\":");
-            out.push_str(match piece {
-                Piece::Kept(text) => text,
-                Piece::Made(text) => text,
-            });
-        }
-        out.push('}');
-    }
-}
-
-/// [`gemini_node`] of an object given by its members, or `None` (see [`gemini_text`]).
-fn text_node<'a>(object: Vec<(&'a str, &'a RawValue)>) -> Option<Fields<'a>> {
-    let mut fields = Fields(Vec::with_capacity(object.len() + 1));
-    let mut description = None;
-    for (key, value) in object {
-        let value = value.get();
-        match key {
-            "properties" => {
-                let mut out = String::with_capacity(value.len());
-                out.push('{');
-                for (i, (name, property)) in members(value)?.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextNode<'de>, A::Error> {
+        let mut fields = Fields::with_capacity(4);
+        let (mut description, mut is_null) = (None, false);
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                "properties" => fields.set(key, Piece::Object(map.next_value_seed(GeminiProperties)?)),
+                "anyOf" => {
+                    let branches = map.next_value_seed(GeminiBranches)?;
+                    if branches.iter().any(|branch| branch.is_null) {
+                        fields.set("nullable", Piece::Kept("true"));
                     }
-                    out.push('"');
-                    out.push_str(name);
-                    out.push_str("\":");
-                    text_node(members(property.get())?)?.write(&mut out);
+                    let mut others: Vec<Fields> =
+                        branches.into_iter().filter(|branch| !branch.is_null).map(|branch| branch.fields).collect();
+                    match others.len() {
+                        0 => {}
+                        1 => {
+                            for (key, piece) in others.pop().into_iter().flatten() {
+                                fields.set_if_absent(key, piece);
+                            }
+                        }
+                        _ => fields.set("anyOf", Piece::Objects(others)),
+                    }
                 }
-                out.push('}');
-                fields.set(key, Piece::Made(out));
-            }
-            "items" if value.starts_with('{') => {
-                let mut out = String::with_capacity(value.len());
-                text_node(members(value)?)?.write(&mut out);
-                fields.set(key, Piece::Made(out));
-            }
-            "items" => {}
-            "anyOf" => text_any_of(&mut fields, value)?,
-            "type" if value == "\"null\"" => fields.set("nullable", Piece::Kept("true")),
-            "type" if value.starts_with('[') => return None,
-            "enum" => {
-                let values: Vec<&RawValue> = serde_json::from_str(value).ok()?;
-                if !values.iter().all(|value| value.get().starts_with('"')) {
-                    return None;
+                "$ref" | "prefixItems" | "const" | "uniqueItems" | "exclusiveMinimum" | "exclusiveMaximum"
+                | "multipleOf" | "contentMediaType" | "contentSchema" => return Err(unhandled(key)),
+                _ => {
+                    let value = map.next_value::<&'de RawValue>()?.get();
+                    match key {
+                        // `items: false` closes a tuple, which Gemini has not.
+                        "items" if value.starts_with('{') => {
+                            fields.set(key, Piece::Object(within::<_, A::Error>(value, GeminiNode)?.fields))
+                        }
+                        "items" | "$defs" | "additionalProperties" => {}
+                        "type" if value == "\"null\"" => {
+                            is_null = true;
+                            fields.set("nullable", Piece::Kept("true"));
+                        }
+                        "type" if value.starts_with('[') => return Err(unhandled("a list of types")),
+                        "enum" => {
+                            let values: Vec<&RawValue> = within(value, PhantomData)?;
+                            if !values.iter().all(|value| value.get().starts_with('"')) {
+                                return Err(unhandled("an enum of other values than strings"));
+                            }
+                            fields.set("type", Piece::Kept("\"string\""));
+                            fields.set("format", Piece::Kept("\"enum\""));
+                            fields.set(key, Piece::Kept(value));
+                        }
+                        "format" => {
+                            let name = value.strip_prefix('"').and_then(|name| name.strip_suffix('"'));
+                            if !name.is_some_and(|name| GEMINI_FORMATS.contains(&name)) {
+                                return Err(unhandled("a format Gemini has not"));
+                            }
+                            fields.set(key, Piece::Kept(value));
+                        }
+                        "description" => description = Some(value),
+                        _ => fields.set(key, Piece::Kept(value)),
+                    }
                 }
-                fields.set("type", Piece::Kept("\"string\""));
-                fields.set("format", Piece::Kept("\"enum\""));
-                fields.set(key, Piece::Kept(value));
             }
-            "format" => {
-                let name = value.strip_prefix('"').and_then(|name| name.strip_suffix('"'));
-                if !name.is_some_and(|name| GEMINI_FORMATS.contains(&name)) {
-                    return None;
-                }
-                fields.set(key, Piece::Kept(value));
-            }
-            "description" => description = Some(value),
-            "$defs" | "additionalProperties" => {}
-            "$ref" | "prefixItems" | "const" | "uniqueItems" | "exclusiveMinimum" | "exclusiveMaximum"
-            | "multipleOf" | "contentMediaType" | "contentSchema" => return None,
-            _ => fields.set(key, Piece::Kept(value)),
         }
+        if let Some(description) = described(description, &[]) {
+            fields.set("description", description);
+        }
+        Ok(TextNode { fields, is_null })
     }
-    // A description that is no string, or an empty one, is dropped, as without notes
-    // `describe_with_notes` does.
-    if let Some(description) = description.filter(|text| text.starts_with('"') && *text != "\"\"") {
-        fields.set("description", Piece::Kept(description));
-    }
-    Some(fields)
 }
 
-/// [`gemini_node`]'s `anyOf`: a `null` branch makes the object nullable; a single other
-/// branch is merged into it, several stay a union.
-fn text_any_of<'a>(fields: &mut Fields<'a>, text: &'a str) -> Option<()> {
-    let branches: Vec<&RawValue> = serde_json::from_str(text).ok()?;
-    let mut nullable = false;
-    let mut others = Vec::with_capacity(branches.len());
-    for branch in branches {
-        let members = members(branch.get())?;
-        if members.iter().any(|(key, value)| *key == "type" && value.get() == "\"null\"") {
-            nullable = true;
-        } else {
-            others.push(members);
-        }
+/// Reads `properties` and lowers each, in order.
+struct GeminiProperties;
+
+impl<'de> DeserializeSeed<'de> for GeminiProperties {
+    type Value = Fields<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Fields<'de>, D::Error> {
+        deserializer.deserialize_map(self)
     }
-    if nullable {
-        fields.set("nullable", Piece::Kept("true"));
+}
+
+impl<'de> Visitor<'de> for GeminiProperties {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of schemas")
     }
-    let mut others = others.into_iter().map(text_node).collect::<Option<Vec<_>>>()?;
-    match others.len() {
-        0 => {}
-        1 => {
-            for (key, piece) in others.pop()?.0 {
-                fields.set_if_absent(key, piece);
-            }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut properties = Fields::with_capacity(4);
+        while let Some(name) = map.next_key::<&'de str>()? {
+            properties.push(name, Piece::Object(map.next_value_seed(GeminiNode)?.fields));
         }
-        _ => {
-            let mut out = String::from("[");
-            for (i, other) in others.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                other.write(&mut out);
-            }
-            out.push(']');
-            fields.set("anyOf", Piece::Made(out));
-        }
+        Ok(properties)
     }
-    Some(())
+}
+
+/// Reads `anyOf` and lowers each branch, in order.
+struct GeminiBranches;
+
+impl<'de> DeserializeSeed<'de> for GeminiBranches {
+    type Value = Vec<TextNode<'de>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for GeminiBranches {
+    type Value = Vec<TextNode<'de>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of schemas")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut branches = Vec::with_capacity(2);
+        while let Some(branch) = seq.next_element_seed(GeminiNode)? {
+            branches.push(branch);
+        }
+        Ok(branches)
+    }
 }
 
 #[cfg(test)]
@@ -390,10 +355,19 @@ mod tests {
     fn both(schema: &Value) -> Option<String> {
         let lowered = gemini_text(&schema.to_string())?;
         let expected = gemini(schema.clone());
-        assert_eq!(lowered.text, expected.to_string(), "{schema}");
         let has_properties = expected["properties"].as_object().is_some_and(|p| !p.is_empty());
-        assert_eq!(lowered.has_properties, has_properties, "{schema}");
-        Some(lowered.text)
+        match lowered {
+            Lowered::Schema(text) => {
+                assert!(has_properties, "{schema}");
+                assert_eq!(text, expected.to_string(), "{schema}");
+                Some(text)
+            }
+            Lowered::Nothing => {
+                assert!(!has_properties, "{schema}");
+                Some(String::new())
+            }
+            Lowered::Refused(problems) => panic!("{schema}: Gemini refuses nothing: {problems:?}"),
+        }
     }
 
     #[test]
@@ -450,7 +424,7 @@ mod tests {
             json!([1, 2]),
         ];
         for schema in &uncommon {
-            assert_eq!(gemini_text(&schema.to_string()).map(|lowered| lowered.text), None, "{schema}");
+            assert!(gemini_text(&schema.to_string()).is_none(), "{schema}");
         }
     }
 }

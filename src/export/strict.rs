@@ -1,7 +1,17 @@
 //! OpenAI's strict mode: a parameters schema lowered to the subset it accepts (every
 //! property required, optional ones nullable, closed objects, no `default`), with what
 //! the subset cannot say moved into descriptions and what it cannot express reported.
+//!
+//! [`openai_strict`] lowers a schema's `Value`; [`openai_strict_text`] lowers its
+//! compact text (`export::text`), the same way, and leaves what it does not handle to
+//! [`openai_strict`].
 
+use std::marker::PhantomData;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::text::{Fields, Lowered, Piece, described, handled, unhandled, within};
 use super::*;
 
 /// Keywords OpenAI's strict mode accepts; everything else is moved into the
@@ -199,4 +209,353 @@ pub(super) fn strict_nullable(mut schema: Value) -> Value {
         }
     }
     schema
+}
+
+/// [`openai_strict`] of the schema whose compact text (as `serde_json` writes it) is
+/// `text`, done on the text (`export::text`): the lowered schema, or the same problems.
+/// `None` when the schema has a tuple, a name written with an escape, or objects
+/// nested so deep that making their properties nullable could pass the depth an
+/// entry may have (`MAX_ENTRY_DEPTH`): [`openai_strict`] handles those.
+pub(super) fn openai_strict_text(text: &str) -> Option<Lowered> {
+    let mut problems = Vec::new();
+    let fields = handled(text, StrictNode { at: At::Parameters, nesting: 0, problems: &mut problems })?;
+    Some(if problems.is_empty() { Lowered::Schema(fields.text(text.len() * 2)) } else { Lowered::Refused(problems) })
+}
+
+/// Most schemas [`StrictNode`] goes into, one inside another. Each adds at most four
+/// levels to the text (a property in `properties`, wrapped in an `anyOf` list), so
+/// what it makes stays well below `MAX_ENTRY_DEPTH`.
+const MAX_TEXT_NESTING: usize = 24;
+
+/// Reads a schema node at `at` and lowers it as [`strict_node`] does, saying the same
+/// problems in the same order; what it makes once there is one is thrown away.
+struct StrictNode<'s, 'p> {
+    at: At<'s>,
+    nesting: usize,
+    problems: &'p mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for StrictNode<'_, '_> {
+    type Value = Fields<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Fields<'de>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictNode<'_, '_> {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a schema")
+    }
+
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<Fields<'de>, E> {
+        let at = self.at;
+        self.problems.push(format!("{at} is `{value}`, which strict mode cannot express"));
+        Ok(Fields::with_capacity(0))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let StrictNode { at, nesting, problems } = self;
+        if nesting > MAX_TEXT_NESTING {
+            return Err(unhandled("nesting this deep"));
+        }
+        let mut fields = Fields::with_capacity(4);
+        let (mut is_empty, mut has_properties, mut closed) = (true, false, false);
+        let (mut required, mut description, mut notes) = (Vec::new(), None, Vec::new());
+        while let Some(key) = map.next_key::<&'de str>()? {
+            is_empty = false;
+            match key {
+                "properties" | "$defs" => {
+                    let named = map.next_value_seed(StrictNamed {
+                        at: &at,
+                        nesting,
+                        problems: &mut *problems,
+                        definitions: key == "$defs",
+                    })?;
+                    if key == "properties" {
+                        has_properties = true;
+                        // `required` comes first, listing every property (set below).
+                        fields.set("required", Piece::Names(Vec::new()));
+                    }
+                    fields.set(key, Piece::Object(named));
+                }
+                "anyOf" => {
+                    let branches =
+                        map.next_value_seed(StrictBranches { at: &at, nesting, problems: &mut *problems })?;
+                    fields.set(key, Piece::Objects(branches));
+                }
+                "prefixItems" => return Err(unhandled(key)),
+                _ => {
+                    let value = map.next_value::<&'de RawValue>()?.get();
+                    match key {
+                        "required" if value.starts_with('[') => required = within(value, PhantomData::<Vec<&str>>)?,
+                        "required" => {}
+                        "description" => description = Some(value),
+                        "additionalProperties" => {
+                            closed = true;
+                            if value != "false" {
+                                problems.push(format!(
+                                    "{at} is an open mapping (free-form keys), which strict mode cannot express"
+                                ));
+                            }
+                        }
+                        "items" if value != "false" => {
+                            let seed =
+                                StrictNode { at: At::Items(&at), nesting: nesting + 1, problems: &mut *problems };
+                            fields.set(key, Piece::Object(within(value, seed)?));
+                        }
+                        "items" => {}
+                        "default" => notes.push(format!("Default: {value}.")),
+                        // Strict mode refuses a format it does not know (`uri`): the model reads it.
+                        "format" if !unquoted(value).is_some_and(|f| STRICT_FORMATS.contains(&f)) => {
+                            notes.push(format!("format: {value}."))
+                        }
+                        other if STRICT_KEYWORDS.contains(&other) => fields.set(key, Piece::Kept(value)),
+                        other => notes.push(format!("{other}: {value}.")),
+                    }
+                }
+            }
+        }
+        if is_empty {
+            problems.push(format!("{at} accepts any JSON value, which strict mode cannot express"));
+            return Ok(fields);
+        }
+        if let Some(Piece::Object(properties)) = fields.get_mut("properties") {
+            for (name, property) in properties.iter_mut() {
+                if !required.contains(&name) {
+                    let Piece::Object(schema) = std::mem::replace(property, Piece::Kept("")) else { continue };
+                    *property = Piece::Object(
+                        strict_text_nullable(schema).ok_or_else(|| unhandled("an enum that is no list"))?,
+                    );
+                }
+            }
+            let names = properties.names();
+            fields.set("required", Piece::Names(names));
+        }
+        if matches!(fields.get("type"), Some(Piece::Kept("\"object\""))) {
+            if !has_properties {
+                if !closed {
+                    problems
+                        .push(format!("{at} is an open mapping (free-form keys), which strict mode cannot express"));
+                }
+                fields.set("properties", Piece::Kept("{}"));
+                fields.set("required", Piece::Kept("[]"));
+            }
+            fields.set("additionalProperties", Piece::Kept("false"));
+        }
+        if let Some(description) = described(description, &notes) {
+            fields.set("description", description);
+        }
+        Ok(fields)
+    }
+}
+
+/// Reads `properties` (or `$defs`: `definitions`) and lowers each, in order.
+struct StrictNamed<'s, 'p> {
+    at: &'s At<'s>,
+    nesting: usize,
+    problems: &'p mut Vec<String>,
+    definitions: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for StrictNamed<'_, '_> {
+    type Value = Fields<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Fields<'de>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictNamed<'_, '_> {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of schemas")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut named = Fields::with_capacity(4);
+        while let Some(name) = map.next_key::<&'de str>()? {
+            let at = if self.definitions { At::Definition(name) } else { At::Property(self.at, name) };
+            let seed = StrictNode { at, nesting: self.nesting + 1, problems: &mut *self.problems };
+            named.push(name, Piece::Object(map.next_value_seed(seed)?));
+        }
+        Ok(named)
+    }
+}
+
+/// Reads `anyOf` and lowers each branch, in order.
+struct StrictBranches<'s, 'p> {
+    at: &'s At<'s>,
+    nesting: usize,
+    problems: &'p mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for StrictBranches<'_, '_> {
+    type Value = Vec<Fields<'de>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictBranches<'_, '_> {
+    type Value = Vec<Fields<'de>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of schemas")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut branches = Vec::with_capacity(2);
+        loop {
+            let at = At::Branch(self.at, branches.len());
+            let seed = StrictNode { at, nesting: self.nesting + 1, problems: &mut *self.problems };
+            match seq.next_element_seed(seed)? {
+                Some(branch) => branches.push(branch),
+                None => return Ok(branches),
+            }
+        }
+    }
+}
+
+/// [`strict_nullable`] of a lowered schema's fields.
+fn strict_text_nullable(mut fields: Fields<'_>) -> Option<Fields<'_>> {
+    let null = || {
+        let mut null = Fields::with_capacity(1);
+        null.push("type", Piece::Kept("\"null\""));
+        null
+    };
+    if let Some(Piece::Objects(branches)) = fields.get_mut("anyOf") {
+        if !branches.iter().any(|branch| branch.is_only("type", "\"null\"")) {
+            branches.push(null());
+        }
+        return Some(fields);
+    }
+    match fields.get("type") {
+        Some(Piece::Kept("\"null\"")) => {}
+        Some(Piece::Kept(name)) if name.starts_with('"') => {
+            let types = format!("[{name},\"null\"]");
+            fields.set("type", Piece::Made(types));
+            if let Some(Piece::Kept(values)) = fields.get("enum")
+                && values.starts_with('[')
+            {
+                let values = with_null(values, "null")?;
+                fields.set("enum", Piece::Made(values));
+            }
+        }
+        Some(Piece::Kept(types)) if types.starts_with('[') => {
+            let types = with_null(types, "\"null\"")?;
+            fields.set("type", Piece::Made(types));
+        }
+        _ => {
+            let description = fields.remove("description");
+            let mut wrapped = Fields::with_capacity(2);
+            wrapped.set("anyOf", Piece::Objects(vec![fields, null()]));
+            if let Some(description) = description {
+                wrapped.set("description", description);
+            }
+            return Some(wrapped);
+        }
+    }
+    Some(fields)
+}
+
+/// The JSON list `list` with `null` (given as its text) added at its end unless it
+/// holds it already; `None` if it is no list.
+fn with_null(list: &str, null: &str) -> Option<String> {
+    let items: Vec<&RawValue> = serde_json::from_str(list).ok()?;
+    Some(match items.iter().any(|item| item.get() == null) {
+        true => list.to_string(),
+        false if items.is_empty() => format!("[{null}]"),
+        false => format!("{},{null}]", &list[..list.len() - 1]),
+    })
+}
+
+/// The text of a JSON string written without escapes.
+fn unquoted(text: &str) -> Option<&str> {
+    text.strip_prefix('"')?.strip_suffix('"')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `openai_strict_text` of `schema`'s compact text, checked against `openai_strict`
+    /// whenever it answers: the same text, or the same problems.
+    fn both(schema: &Value) -> Option<Result<String, Vec<String>>> {
+        let lowered = match openai_strict_text(&schema.to_string())? {
+            Lowered::Schema(text) => Ok(text),
+            Lowered::Refused(problems) => Err(problems),
+            Lowered::Nothing => panic!("{schema}: strict mode always carries a schema"),
+        };
+        let expected = openai_strict(schema.clone()).map(|value| value.to_string());
+        assert_eq!(lowered, expected, "{schema}");
+        Some(lowered)
+    }
+
+    #[test]
+    fn schemas_are_lowered_on_their_text_as_on_their_values_with_the_same_problems() {
+        let object = |properties: Value, required: Value| json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false });
+        let lowered = [
+            object(json!({}), json!([])),
+            object(
+                json!({
+                    "a": { "type": "string", "description": "A." },
+                    "b": { "type": "integer", "default": 3, "minimum": 1, "description": "" },
+                    "c": { "type": "array", "items": { "type": "number" }, "uniqueItems": true },
+                    "d": { "enum": ["x", "y"], "type": "string", "description": "Say \"x\"." },
+                    "e": { "anyOf": [{ "type": "integer" }, { "type": "null" }], "default": null, "description": "E." },
+                    "f": { "anyOf": [{ "type": "integer" }, { "type": "string" }] },
+                    "g": { "type": ["integer", "string"], "format": "uri" },
+                    "h": { "type": "string", "format": "date-time", "title": "When" },
+                    "i": { "description": "Anything typed elsewhere.", "$ref": "#/$defs/Node" },
+                    "j": { "enum": ["x", null], "type": "string" },
+                    "k": { "type": "string", "enum": [] },
+                    "l": { "type": "array", "items": false },
+                    "m": { "const": "fixed", "description": 4 },
+                }),
+                json!(["a"]),
+            ),
+            json!({
+                "type": "object",
+                "properties": { "node": { "$ref": "#/$defs/Node" } },
+                "required": "node",
+                "$defs": { "Node": object(json!({ "next": { "anyOf": [{ "$ref": "#/$defs/Node" }, { "type": "null" }] } }), json!(["next"])) },
+            }),
+        ];
+        for schema in &lowered {
+            assert!(matches!(both(schema), Some(Ok(_))), "lowered on its text: {schema}");
+        }
+        let refused = [
+            object(json!({ "counts": { "type": "object", "additionalProperties": { "type": "integer" } } }), json!([])),
+            object(json!({ "any": {}, "yes": true, "list": { "type": "array", "items": true } }), json!(["any"])),
+            object(json!({ "loose": { "type": "object" } }), json!([])),
+            json!({ "type": "object", "properties": {}, "additionalProperties": true }),
+        ];
+        for schema in &refused {
+            assert!(matches!(both(schema), Some(Err(problems)) if !problems.is_empty()), "refused: {schema}");
+        }
+    }
+
+    #[test]
+    fn what_only_the_values_lowering_handles_is_left_to_it() {
+        let mut deep = json!({ "type": "string" });
+        for _ in 0..=MAX_TEXT_NESTING {
+            deep = json!({ "type": "object", "properties": { "inner": deep }, "required": [] });
+        }
+        let left = [
+            json!({ "type": "object", "properties": { "t": { "prefixItems": [{ "type": "string" }], "type": "array" } } }),
+            json!({ "type": "object", "properties": { "q\"uote": { "type": "string" } } }),
+            json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "required": [1] }),
+            json!({ "type": "object", "properties": { "n": 3 } }),
+            json!({ "type": "object", "properties": [] }),
+            deep,
+        ];
+        for schema in &left {
+            assert!(openai_strict_text(&schema.to_string()).is_none(), "{schema}");
+        }
+    }
 }
