@@ -457,7 +457,7 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
             }
             schema_text.clear();
             match &lowered {
-                Some(Lowered::Schema(text)) => splice::schema(text, layout, at, &mut schema_text),
+                Some(Lowered::Schema(fields)) => fields.write(layout, at, &mut schema_text),
                 _ => splice::schema(&carried_text(format, tool), layout, at, &mut schema_text),
             }
             out.write_all(&schema_text)?;
@@ -501,7 +501,7 @@ fn carried(format: Format, tool: &Tool) -> Result<Value, Vec<String>> {
 
 /// [`carried`] lowered on the parameters' text (`export::text`), when `format` lowers
 /// them and the lowering on text handles them; `None` otherwise.
-fn lowered_text(format: Format, tool: &Tool) -> Option<Lowered> {
+fn lowered_text(format: Format, tool: &Tool) -> Option<Lowered<'_>> {
     match format {
         Format::Openai { strict: true } | Format::OpenaiResponses { strict: true } => {
             strict::openai_strict_text(tool.parameters.as_str())

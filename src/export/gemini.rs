@@ -193,10 +193,10 @@ pub(super) fn gemini_enum(out: &mut Map<String, Value>, notes: &mut Vec<String>,
 /// [`gemini`] handles (definitions, tuples, constants, type lists, enums of other
 /// values than strings, anything that becomes a note) or has a name written with an
 /// escape.
-pub(super) fn gemini_text(text: &str) -> Option<Lowered> {
+pub(super) fn gemini_text(text: &str) -> Option<Lowered<'_>> {
     let fields = handled(text, GeminiNode)?.fields;
     let has_properties = matches!(fields.get("properties"), Some(Piece::Object(properties)) if !properties.is_empty());
-    Some(if has_properties { Lowered::Schema(fields.text(text.len())) } else { Lowered::Nothing })
+    Some(if has_properties { Lowered::Schema(fields) } else { Lowered::Nothing })
 }
 
 /// Reads a schema node (an object) and lowers it as [`gemini_node`] does.
@@ -353,12 +353,16 @@ mod tests {
     /// `gemini_text` of `schema`'s compact text, checked against `gemini` whenever it
     /// answers.
     fn both(schema: &Value) -> Option<String> {
-        let lowered = gemini_text(&schema.to_string())?;
+        let text = schema.to_string();
+        let lowered = gemini_text(&text)?;
         let expected = gemini(schema.clone());
         let has_properties = expected["properties"].as_object().is_some_and(|p| !p.is_empty());
         match lowered {
-            Lowered::Schema(text) => {
+            Lowered::Schema(fields) => {
                 assert!(has_properties, "{schema}");
+                let pretty = serde_json::to_string_pretty(&expected).unwrap();
+                assert_eq!(fields.text(Layout::Pretty), pretty, "{schema}");
+                let text = fields.text(Layout::Compact);
                 assert_eq!(text, expected.to_string(), "{schema}");
                 Some(text)
             }

@@ -104,7 +104,8 @@ fn string_end(text: &[u8], start: usize) -> usize {
     text.len()
 }
 
-fn newline(out: &mut Vec<u8>, depth: usize) {
+/// A new line, indented for `depth`.
+pub(super) fn newline(out: &mut Vec<u8>, depth: usize) {
     out.push(b'\n');
     indent(out, depth);
 }

@@ -216,10 +216,10 @@ pub(super) fn strict_nullable(mut schema: Value) -> Value {
 /// `None` when the schema has a tuple, a name written with an escape, or objects
 /// nested so deep that making their properties nullable could pass the depth an
 /// entry may have (`MAX_ENTRY_DEPTH`): [`openai_strict`] handles those.
-pub(super) fn openai_strict_text(text: &str) -> Option<Lowered> {
+pub(super) fn openai_strict_text(text: &str) -> Option<Lowered<'_>> {
     let mut problems = Vec::new();
     let fields = handled(text, StrictNode { at: At::Parameters, nesting: 0, problems: &mut problems })?;
-    Some(if problems.is_empty() { Lowered::Schema(fields.text(text.len() * 2)) } else { Lowered::Refused(problems) })
+    Some(if problems.is_empty() { Lowered::Schema(fields) } else { Lowered::Refused(problems) })
 }
 
 /// Most schemas [`StrictNode`] goes into, one inside another. Each adds at most four
@@ -486,14 +486,16 @@ mod tests {
     /// `openai_strict_text` of `schema`'s compact text, checked against `openai_strict`
     /// whenever it answers: the same text, or the same problems.
     fn both(schema: &Value) -> Option<Result<String, Vec<String>>> {
-        let lowered = match openai_strict_text(&schema.to_string())? {
-            Lowered::Schema(text) => Ok(text),
+        let text = schema.to_string();
+        let lowered = match openai_strict_text(&text)? {
+            Lowered::Schema(fields) => Ok([fields.text(Layout::Compact), fields.text(Layout::Pretty)]),
             Lowered::Refused(problems) => Err(problems),
             Lowered::Nothing => panic!("{schema}: strict mode always carries a schema"),
         };
-        let expected = openai_strict(schema.clone()).map(|value| value.to_string());
+        let expected = openai_strict(schema.clone())
+            .map(|value| [value.to_string(), serde_json::to_string_pretty(&value).unwrap()]);
         assert_eq!(lowered, expected, "{schema}");
-        Some(lowered)
+        Some(lowered.map(|[compact, _]| compact))
     }
 
     #[test]

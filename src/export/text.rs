@@ -3,8 +3,9 @@
 //! text once, as `serde` visitors (`export/gemini.rs`, `export/strict.rs`), going into
 //! the members it lowers and taking every other member's value as its text
 //! (`&RawValue`). The lowered object is a list of [`Fields`] whose values are that
-//! text, kept, or text the lowering made, written out once at the end. Nothing is
-//! parsed that the lowering does not look into, and nothing is built as a tree.
+//! text, kept, or text the lowering made, written out once, in the layout of the
+//! document it goes into. Nothing is parsed that the lowering does not look into,
+//! and nothing is built as a tree.
 //!
 //! The text is a `SchemaText`'s: compact, as `serde_json` writes it, so a value's text
 //! is exactly what `serde_json` would print for it. A name is read only when written
@@ -16,10 +17,13 @@
 use serde::de::{DeserializeSeed, Error};
 use std::fmt::Display;
 
+use super::Layout;
+use super::splice;
+
 /// What a format carries of a tool's parameters, lowered on their text.
-pub(super) enum Lowered {
-    /// The lowered schema's compact text.
-    Schema(String),
+pub(super) enum Lowered<'a> {
+    /// The lowered schema, to write ([`Fields::write`]).
+    Schema(Fields<'a>),
     /// No parameters at all (a Gemini declaration without properties).
     Nothing,
     /// What the format cannot express, each problem said as the `Value`'s lowering
@@ -59,35 +63,45 @@ pub(super) enum Piece<'a> {
 }
 
 impl Piece<'_> {
-    fn write(&self, out: &mut String) {
+    /// The value as `serde_json` prints it in `layout`, at `depth`.
+    fn write(&self, layout: Layout, depth: usize, out: &mut Vec<u8>) {
         match self {
-            Piece::Kept(text) => out.push_str(text),
-            Piece::Made(text) => out.push_str(text),
-            Piece::Object(fields) => fields.write(out),
+            Piece::Kept(text) => splice::schema(text, layout, depth, out),
+            Piece::Made(text) => splice::schema(text, layout, depth, out),
+            Piece::Object(fields) => fields.write(layout, depth, out),
             Piece::Objects(objects) => {
-                out.push('[');
-                for (i, object) in objects.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    object.write(out);
-                }
-                out.push(']');
+                list(objects, layout, depth, out, |object, out| object.write(layout, depth + 1, out))
             }
-            Piece::Names(names) => {
-                out.push('[');
-                for (i, name) in names.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push('"');
-                    out.push_str(name);
-                    out.push('"');
-                }
-                out.push(']');
-            }
+            Piece::Names(names) => list(names, layout, depth, out, |name, out| {
+                out.push(b'"');
+                out.extend_from_slice(name.as_bytes());
+                out.push(b'"');
+            }),
         }
     }
+}
+
+/// `items` as a JSON list at `depth`, as `serde_json` prints it in `layout`, each
+/// written by `item`.
+fn list<T>(items: &[T], layout: Layout, depth: usize, out: &mut Vec<u8>, mut item: impl FnMut(&T, &mut Vec<u8>)) {
+    if items.is_empty() {
+        out.extend_from_slice(b"[]");
+        return;
+    }
+    out.push(b'[');
+    for (i, value) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if layout == Layout::Pretty {
+            splice::newline(out, depth + 1);
+        }
+        item(value, out);
+    }
+    if layout == Layout::Pretty {
+        splice::newline(out, depth);
+    }
+    out.push(b']');
 }
 
 impl<'a> Fields<'a> {
@@ -152,27 +166,39 @@ impl<'a> Fields<'a> {
         matches!(&self.0[..], [(name, Piece::Kept(kept))] if *name == key && *kept == text)
     }
 
-    /// The object as compact text, written into a string of `capacity`.
-    pub(super) fn text(&self, capacity: usize) -> String {
-        let mut out = String::with_capacity(capacity);
-        self.write(&mut out);
-        out
-    }
-
-    /// The object as compact text, after `out`. Names were read without escapes, so
+    /// The object as `serde_json` prints it in `layout`, at `depth` (as
+    /// `splice::schema` writes a schema's text). Names were read without escapes, so
     /// they are written as they were.
-    fn write(&self, out: &mut String) {
-        out.push('{');
+    pub(super) fn write(&self, layout: Layout, depth: usize, out: &mut Vec<u8>) {
+        if self.0.is_empty() {
+            out.extend_from_slice(b"{}");
+            return;
+        }
+        out.push(b'{');
         for (i, (key, piece)) in self.0.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            out.push('"');
-            out.push_str(key);
-            out.push_str("\":");
-            piece.write(out);
+            if layout == Layout::Pretty {
+                splice::newline(out, depth + 1);
+            }
+            out.push(b'"');
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(if layout == Layout::Pretty { b"\": " } else { b"\":" });
+            piece.write(layout, depth + 1, out);
         }
-        out.push('}');
+        if layout == Layout::Pretty {
+            splice::newline(out, depth);
+        }
+        out.push(b'}');
+    }
+
+    /// The object's text in `layout`, as a document of its own.
+    #[cfg(test)]
+    pub(super) fn text(&self, layout: Layout) -> String {
+        let mut out = Vec::new();
+        self.write(layout, 0, &mut out);
+        String::from_utf8(out).expect("written from text")
     }
 }
 
