@@ -285,7 +285,7 @@ impl<'de> Visitor<'de> for GeminiNode {
                 }
             }
         }
-        if let Some(description) = described(description, &[]) {
+        if let Some(description) = described(description, "") {
             fields.set("description", description);
         }
         Ok(TextNode { fields, is_null })

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::text::{Fields, Lowered, Piece, described, handled, unhandled, within};
+use super::text::{Fields, Lowered, Piece, described, handled, note, unhandled, within};
 use super::*;
 
 /// Keywords OpenAI's strict mode accepts; everything else is moved into the
@@ -263,7 +263,7 @@ impl<'de> Visitor<'de> for StrictNode<'_, '_> {
         }
         let mut fields = Fields::with_capacity(4);
         let (mut is_empty, mut has_properties, mut closed) = (true, false, false);
-        let (mut required, mut description, mut notes) = (Vec::new(), None, Vec::new());
+        let (mut required, mut description, mut notes) = (Vec::new(), None, String::new());
         while let Some(key) = map.next_key::<&'de str>()? {
             is_empty = false;
             match key {
@@ -307,13 +307,13 @@ impl<'de> Visitor<'de> for StrictNode<'_, '_> {
                             fields.set(key, Piece::Object(within(value, seed)?));
                         }
                         "items" => {}
-                        "default" => notes.push(format!("Default: {value}.")),
+                        "default" => note(&mut notes, format_args!("Default: {value}.")),
                         // Strict mode refuses a format it does not know (`uri`): the model reads it.
                         "format" if !unquoted(value).is_some_and(|f| STRICT_FORMATS.contains(&f)) => {
-                            notes.push(format!("format: {value}."))
+                            note(&mut notes, format_args!("format: {value}."))
                         }
                         other if STRICT_KEYWORDS.contains(&other) => fields.set(key, Piece::Kept(value)),
-                        other => notes.push(format!("{other}: {value}.")),
+                        other => note(&mut notes, format_args!("{other}: {value}.")),
                     }
                 }
             }

@@ -212,9 +212,10 @@ impl<'a> IntoIterator for Fields<'a> {
 }
 
 /// The description a lowering leaves: `description`'s text (a JSON string, or
-/// anything else, which counts as none) followed by `notes`, each after a space, as
-/// the `Value`'s lowering joins them; `None` when that is empty.
-pub(super) fn described<'a>(description: Option<&'a str>, notes: &[String]) -> Option<Piece<'a>> {
+/// anything else, which counts as none) followed by `notes` (each note after a space,
+/// as the `Value`'s lowering joins them), as the `Value`'s lowering leaves it; `None`
+/// when that is empty.
+pub(super) fn described<'a>(description: Option<&'a str>, notes: &str) -> Option<Piece<'a>> {
     let description = description.filter(|text| text.starts_with('"'));
     if notes.is_empty() {
         return description.filter(|text| *text != "\"\"").map(Piece::Kept);
@@ -222,8 +223,28 @@ pub(super) fn described<'a>(description: Option<&'a str>, notes: &[String]) -> O
     // A JSON string is escaped character by character, so the joined text's is the
     // description's followed by the notes'.
     let own = description.map_or("", |text| &text[1..text.len() - 1]);
-    let joined = notes.join(" ");
-    let tail = if description.is_some() { format!(" {joined}") } else { joined };
-    let escaped = serde_json::to_string(&tail).expect("a string always serializes");
-    Some(Piece::Made(format!("\"{own}{}", &escaped[1..])))
+    let mut text = String::with_capacity(own.len() + notes.len() + 3);
+    text.push('"');
+    text.push_str(own);
+    if description.is_some() {
+        text.push(' ');
+    }
+    match notes.bytes().any(|byte| byte == b'"' || byte == b'\\' || byte < 0x20) {
+        false => text.push_str(notes),
+        true => {
+            let escaped = serde_json::to_string(notes).expect("a string always serializes");
+            text.push_str(&escaped[1..escaped.len() - 1]);
+        }
+    }
+    text.push('"');
+    Some(Piece::Made(text))
+}
+
+/// `note` added to the notes of a description (see [`described`]).
+pub(super) fn note(notes: &mut String, note: std::fmt::Arguments<'_>) {
+    use std::fmt::Write;
+    if !notes.is_empty() {
+        notes.push(' ');
+    }
+    let _ = notes.write_fmt(note);
 }
