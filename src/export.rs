@@ -11,8 +11,8 @@
 //! with the compact text of a schema the format carries unchanged spliced in
 //! (`export/splice.rs`), tools lowered on every core and written in order
 //! (`src/ordered.rs`). Both lower each tool with the same `entry`; OpenAI's strict
-//! subset is `export/strict.rs`, Gemini's OpenAPI subset `export/gemini.rs` (which
-//! [`write()`] applies to a common schema's text instead of its value).
+//! subset is `export/strict.rs`, Gemini's OpenAPI subset `export/gemini.rs`; both
+//! lower a common schema's text instead of its value in [`write()`] (`export/text.rs`).
 
 mod gemini;
 mod splice;
@@ -112,9 +112,14 @@ impl fmt::Display for Format {
 
 /// Deepest tool entry exported. JSON readers refuse deeper documents (serde_json at
 /// 128 levels), and an entry sits a few levels down in its document (four in an MCP
-/// `tools/list` response). Schemas are bounded when they are made
-/// ([`schema::MAX_SCHEMA_DEPTH`]); inlining definitions (Gemini) can still add up.
+/// `tools/list` response). Schemas made from Python are bounded when they are made
+/// ([`schema::MAX_SCHEMA_DEPTH`]), an MCP server's are not, and inlining definitions
+/// (Gemini) can still add up.
 const MAX_ENTRY_DEPTH: usize = 120;
+
+/// How many levels down an entry holds its parameters schema, at most (OpenAI's
+/// `function.parameters`), counted as [`schema::json_depth`] counts.
+const SCHEMA_NESTING: usize = 2;
 
 /// The registry in `format`, each tool with its description in `descriptions` if it
 /// has one there, plus the problems of tools it had to leave out.
@@ -431,13 +436,15 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
     for shown in tools {
         let tool = shown.tool;
-        let lowered = lowered_text(format, tool);
-        let carried = match &lowered {
-            Some(Lowered::Schema(_)) => Ok(marker.clone()),
-            Some(Lowered::Nothing) => Ok(Value::Null),
-            Some(Lowered::Refused(problems)) => Err(problems.clone()),
-            None if unchanged => Ok(marker.clone()),
-            None => carried(format, tool),
+        // A schema whose entry could nest too deep is built as a value, where `lower`
+        // measures it (a schema lowered or spliced in as text is a leaf there).
+        let shallow = tool.parameters.depth() + SCHEMA_NESTING <= MAX_ENTRY_DEPTH;
+        let (carried, lowered) = match shallow.then(|| lowered_text(format, tool)).flatten() {
+            Some(Lowered::Schema(fields)) => (Ok(marker.clone()), Some(fields)),
+            Some(Lowered::Nothing) => (Ok(Value::Null), None),
+            Some(Lowered::Refused(problems)) => (Err(problems), None),
+            None if unchanged && shallow => (Ok(marker.clone()), None),
+            None => (carried(format, tool), None),
         };
         let entry = match lower(format, shown, carried) {
             Ok(entry) => entry,
@@ -457,8 +464,8 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
             }
             schema_text.clear();
             match &lowered {
-                Some(Lowered::Schema(fields)) => fields.write(layout, at, &mut schema_text),
-                _ => splice::schema(&carried_text(format, tool), layout, at, &mut schema_text),
+                Some(fields) => fields.write(layout, at, &mut schema_text),
+                None => splice::schema(&carried_text(format, tool), layout, at, &mut schema_text),
             }
             out.write_all(&schema_text)?;
             Ok(true)
@@ -574,9 +581,9 @@ fn lower(format: Format, shown: &Shown, carried: Result<Value, Vec<String>>) -> 
         return Err(vec![error(format!("{} cannot be exported to {format}: its name {rule}", named()))]);
     }
     match carried.map(|carried| entry(format, shown, carried)) {
-        // A schema spliced in as text is a leaf here. Such a schema is as it was made,
-        // bounded far below this (`schema::MAX_SCHEMA_DEPTH`), or lowered on its text,
-        // which stays below it too (`export::text`).
+        // A schema spliced in as text is a leaf here: it is one whose entry stays below
+        // this (see `write_chunk`), as it was made or lowered on its text, which does
+        // not nest it deeper than that (`export::text`).
         Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
             "{} cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
             named()
@@ -930,6 +937,46 @@ fn type_label(schema: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A parameters schema `depth` levels deep, as `schema::json_depth` counts.
+    fn nested(depth: usize) -> Value {
+        let mut schema = json!({ "type": "integer" });
+        for _ in 0..depth - 4 {
+            schema = json!({ "type": "array", "items": schema });
+        }
+        json!({ "type": "object", "properties": { "a": schema }, "required": ["a"] })
+    }
+
+    #[test]
+    fn a_schema_nested_past_what_an_entry_may_hold_is_written_as_the_document_says_in_every_format() {
+        let file = crate::discovery::scan::SourceFile { path: "deep.py".into(), package: None };
+        let source =
+            (0..4).map(|i| format!("def tool_{i}(a: int) -> int:\n    \"\"\"Tool {i}.\"\"\"\n    return a\n\n"));
+        let (library, _) = crate::discovery::extract::extract(&file, source.collect::<String>().into_bytes(), &[]);
+        let mut library = library.expect("the file has tools");
+        // As an MCP server may give them: as deep as an entry may hold, and deeper.
+        let depths = [MAX_ENTRY_DEPTH - SCHEMA_NESTING, MAX_ENTRY_DEPTH - 1, MAX_ENTRY_DEPTH + 5, 5];
+        for (tool, depth) in library.tools.iter_mut().zip(depths) {
+            tool.parameters = schema::SchemaText::new(&nested(depth));
+            assert_eq!(tool.parameters.depth(), depth);
+        }
+        let registry = Registry::from_libraries(vec![std::sync::Arc::new(library)], Vec::new());
+        let descriptions = Descriptions::default();
+        for format in Format::ALL.into_iter().chain([Format::Openai { strict: true }]) {
+            let (document, problems) = export(&registry, &descriptions, format);
+            for (layout, expected) in [
+                (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
+                (Layout::Compact, serde_json::to_string(&document).unwrap()),
+            ] {
+                let mut written = Vec::new();
+                let streamed = write(&registry, &descriptions, format, layout, &mut written).unwrap();
+                assert!(String::from_utf8(written).unwrap() == expected, "{format}, {layout:?}: the text differs");
+                assert_eq!(streamed, problems, "{format}, {layout:?}");
+            }
+            let too_deep = problems.iter().filter(|problem| problem.message.contains("levels deep")).count();
+            assert!(too_deep >= 1, "{format}: {problems:?}");
+        }
+    }
 
     #[test]
     fn a_profile_name_is_a_name_every_format_takes() {

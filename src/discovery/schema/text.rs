@@ -21,6 +21,8 @@ pub struct SchemaText {
     /// Each other name a caller may use, with the property it stands for, in
     /// pydantic's order of preference.
     other_names: Box<[(String, String)]>,
+    /// How deep it nests ([`json_depth`]).
+    depth: usize,
 }
 
 /// The keyword of [`SchemaText::value`]'s root that maps each other name of a
@@ -29,15 +31,22 @@ pub const OTHER_NAMES: &str = "x-lcp-other-names";
 
 impl SchemaText {
     /// `schema` as compact text.
-    pub fn new(schema: &impl Serialize) -> SchemaText {
+    pub fn new(schema: &serde_json::Value) -> SchemaText {
         SchemaText::with_other_names(schema, Vec::new())
     }
 
     /// `schema` as compact text, whose properties callers may also give under these
     /// other names (`(name, property)`, in order of preference).
-    pub fn with_other_names(schema: &impl Serialize, other_names: Vec<(String, String)>) -> SchemaText {
+    pub fn with_other_names(schema: &serde_json::Value, other_names: Vec<(String, String)>) -> SchemaText {
         let text = serde_json::value::to_raw_value(schema).expect("a Value always serializes");
-        SchemaText { text, parsed: OnceLock::new(), other_names: other_names.into_boxed_slice() }
+        let depth = json_depth(schema);
+        SchemaText { text, parsed: OnceLock::new(), other_names: other_names.into_boxed_slice(), depth }
+    }
+
+    /// How deep the schema nests, as [`json_depth`] counts (a schema from an MCP
+    /// server may nest as deep as its server likes).
+    pub fn depth(&self) -> usize {
+        self.depth
     }
 
     /// The compact JSON text.
