@@ -21,7 +21,7 @@ pub struct SchemaText {
     /// Each other name a caller may use, with the property it stands for, in
     /// pydantic's order of preference.
     other_names: Box<[(String, String)]>,
-    /// How deep it nests ([`json_depth`]).
+    /// How deep it nests (as `json_depth` counts).
     depth: usize,
 }
 
@@ -43,7 +43,7 @@ impl SchemaText {
         SchemaText { text, parsed: OnceLock::new(), other_names: other_names.into_boxed_slice(), depth }
     }
 
-    /// How deep the schema nests, as [`json_depth`] counts (a schema from an MCP
+    /// How deep the schema nests, as `json_depth` counts (a schema from an MCP
     /// server may nest as deep as its server likes).
     pub fn depth(&self) -> usize {
         self.depth
