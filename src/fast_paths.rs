@@ -19,10 +19,10 @@ pub enum FastPath {
     Direct,
     /// An export (`lcp export`, `tools/list`) written around its tools' text, each
     /// schema's compact text laid out without being parsed (`export::splice`) or, for
-    /// Gemini, lowered on that text (`export::gemini`), instead of the document built
-    /// whole as `serde_json` values and printed; and `tools/list`
-    /// spliced into rmcp's response text (`mcp::listing`), instead of answered with
-    /// rmcp's own `Tool`s.
+    /// Gemini and OpenAI's strict mode, lowered on that text (`export::text`), instead
+    /// of the document built whole as `serde_json` values and printed; and
+    /// `tools/list` spliced into rmcp's response text (`mcp::listing`), instead of
+    /// answered with rmcp's own `Tool`s.
     Splice,
 }
 
