@@ -439,7 +439,8 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
         // A schema whose entry could nest too deep is built as a value, where `lower`
         // measures it (a schema lowered or spliced in as text is a leaf there).
         let shallow = tool.parameters.depth() + SCHEMA_NESTING <= MAX_ENTRY_DEPTH;
-        let (carried, lowered) = match shallow.then(|| lowered_text(format, tool)).flatten() {
+        let lowered = if shallow { lowered_text(format, tool) } else { None };
+        let (carried, lowered) = match lowered {
             Some(Lowered::Schema(fields)) => (Ok(marker.clone()), Some(fields)),
             Some(Lowered::Nothing) => (Ok(Value::Null), None),
             Some(Lowered::Refused(problems)) => (Err(problems), None),

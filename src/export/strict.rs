@@ -324,11 +324,10 @@ impl<'de> Visitor<'de> for StrictNode<'_, '_> {
         }
         if let Some(Piece::Object(properties)) = fields.get_mut("properties") {
             for (name, property) in properties.iter_mut() {
-                if !required.contains(&name) {
-                    let Piece::Object(schema) = std::mem::replace(property, Piece::Kept("")) else { continue };
-                    *property = Piece::Object(
-                        strict_text_nullable(schema).ok_or_else(|| unhandled("an enum that is no list"))?,
-                    );
+                if let Piece::Object(schema) = property
+                    && !required.contains(&name)
+                {
+                    strict_text_nullable(schema).ok_or_else(|| unhandled("an enum that is no list"))?;
                 }
             }
             let names = properties.names();
@@ -421,8 +420,8 @@ impl<'de> Visitor<'de> for StrictBranches<'_, '_> {
     }
 }
 
-/// [`strict_nullable`] of a lowered schema's fields.
-fn strict_text_nullable(mut fields: Fields<'_>) -> Option<Fields<'_>> {
+/// [`strict_nullable`] of a lowered schema's fields, in place.
+fn strict_text_nullable(fields: &mut Fields<'_>) -> Option<()> {
     let null = || {
         let mut null = Fields::with_capacity(1);
         null.push("type", Piece::Kept("\"null\""));
@@ -432,7 +431,7 @@ fn strict_text_nullable(mut fields: Fields<'_>) -> Option<Fields<'_>> {
         if !branches.iter().any(|branch| branch.is_only("type", "\"null\"")) {
             branches.push(null());
         }
-        return Some(fields);
+        return Some(());
     }
     match fields.get("type") {
         Some(Piece::Kept("\"null\"")) => {}
@@ -452,15 +451,14 @@ fn strict_text_nullable(mut fields: Fields<'_>) -> Option<Fields<'_>> {
         }
         _ => {
             let description = fields.remove("description");
-            let mut wrapped = Fields::with_capacity(2);
-            wrapped.set("anyOf", Piece::Objects(vec![fields, null()]));
+            let schema = std::mem::replace(fields, Fields::with_capacity(2));
+            fields.push("anyOf", Piece::Objects(vec![schema, null()]));
             if let Some(description) = description {
-                wrapped.set("description", description);
+                fields.push("description", description);
             }
-            return Some(wrapped);
         }
     }
-    Some(fields)
+    Some(())
 }
 
 /// The JSON list `list` with `null` (given as its text) added at its end unless it

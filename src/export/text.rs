@@ -70,9 +70,9 @@ impl Piece<'_> {
             Piece::Made(text) => splice::schema(text, layout, depth, out),
             Piece::Object(fields) => fields.write(layout, depth, out),
             Piece::Objects(objects) => {
-                list(objects, layout, depth, out, |object, out| object.write(layout, depth + 1, out))
+                sequence(b"[]", objects, layout, depth, out, |object, out| object.write(layout, depth + 1, out))
             }
-            Piece::Names(names) => list(names, layout, depth, out, |name, out| {
+            Piece::Names(names) => sequence(b"[]", names, layout, depth, out, |name, out| {
                 out.push(b'"');
                 out.extend_from_slice(name.as_bytes());
                 out.push(b'"');
@@ -81,14 +81,21 @@ impl Piece<'_> {
     }
 }
 
-/// `items` as a JSON list at `depth`, as `serde_json` prints it in `layout`, each
-/// written by `item`.
-fn list<T>(items: &[T], layout: Layout, depth: usize, out: &mut Vec<u8>, mut item: impl FnMut(&T, &mut Vec<u8>)) {
+/// `items` between `brackets` (a list's or an object's) at `depth`, as `serde_json`
+/// prints them in `layout`, each written by `item`.
+fn sequence<T>(
+    brackets: &[u8; 2],
+    items: &[T],
+    layout: Layout,
+    depth: usize,
+    out: &mut Vec<u8>,
+    mut item: impl FnMut(&T, &mut Vec<u8>),
+) {
     if items.is_empty() {
-        out.extend_from_slice(b"[]");
+        out.extend_from_slice(brackets);
         return;
     }
-    out.push(b'[');
+    out.push(brackets[0]);
     for (i, value) in items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -101,7 +108,7 @@ fn list<T>(items: &[T], layout: Layout, depth: usize, out: &mut Vec<u8>, mut ite
     if layout == Layout::Pretty {
         splice::newline(out, depth);
     }
-    out.push(b']');
+    out.push(brackets[1]);
 }
 
 impl<'a> Fields<'a> {
@@ -170,27 +177,13 @@ impl<'a> Fields<'a> {
     /// `splice::schema` writes a schema's text). Names were read without escapes, so
     /// they are written as they were.
     pub(super) fn write(&self, layout: Layout, depth: usize, out: &mut Vec<u8>) {
-        if self.0.is_empty() {
-            out.extend_from_slice(b"{}");
-            return;
-        }
-        out.push(b'{');
-        for (i, (key, piece)) in self.0.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            if layout == Layout::Pretty {
-                splice::newline(out, depth + 1);
-            }
+        let colon: &[u8] = if layout == Layout::Pretty { b"\": " } else { b"\":" };
+        sequence(b"{}", &self.0, layout, depth, out, |(key, piece), out| {
             out.push(b'"');
             out.extend_from_slice(key.as_bytes());
-            out.extend_from_slice(if layout == Layout::Pretty { b"\": " } else { b"\":" });
+            out.extend_from_slice(colon);
             piece.write(layout, depth + 1, out);
-        }
-        if layout == Layout::Pretty {
-            splice::newline(out, depth);
-        }
-        out.push(b'}');
+        });
     }
 
     /// The object's text in `layout`, as a document of its own.
