@@ -26,10 +26,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
-use crate::discovery::extract::{Library, Origin, Resource, Tool};
+use crate::discovery::extract::{Library, Origin, Resource, Returns, Tool};
 use crate::discovery::registry::{Descriptions, Registry};
 use crate::discovery::schema;
 use crate::fast_paths::FastPath;
@@ -121,6 +123,10 @@ const MAX_ENTRY_DEPTH: usize = 120;
 /// `function.parameters`), counted as [`schema::json_depth`] counts.
 const SCHEMA_NESTING: usize = 2;
 
+/// How many levels down an entry holds its output schema, at most (MCP's
+/// `outputSchema.properties.result`, see [`mcp_output_schema`]).
+const OUTPUT_NESTING: usize = 3;
+
 /// The registry in `format`, each tool with its description in `descriptions` if it
 /// has one there, plus the problems of tools it had to leave out.
 pub fn export(registry: &Registry, descriptions: &Descriptions, format: Format) -> (Value, Vec<Diagnostic>) {
@@ -137,8 +143,8 @@ fn entries(registry: &Registry, descriptions: &Descriptions, format: Format) -> 
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
     for shown in shown(registry, descriptions) {
-        match lower(format, &shown, carried(format, shown.tool)) {
-            Ok(entry) => entries.push(entry),
+        match lower(format, &shown, carried(format, shown.tool), output(format, shown.tool)) {
+            Ok(entry) => entries.push(entry.into_value()),
             Err(problems) => diagnostics.extend(problems),
         }
     }
@@ -430,7 +436,7 @@ const CHUNK: usize = 64;
 /// The entries of `tools` as [`write_entries`] writes them, each after a comma,
 /// and the problems of those left out.
 fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) -> (Vec<u8>, Vec<Diagnostic>) {
-    let marker = splice::marker(CARRIED);
+    let (marker, output_marker) = (splice::marker(CARRIED), splice::marker(OUTPUT));
     let unchanged = takes_schema_unchanged(format);
     let mut diagnostics = Vec::new();
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
@@ -447,7 +453,14 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
             None if unchanged && shallow => (Ok(marker.clone()), None),
             None => (carried(format, tool), None),
         };
-        let entry = match lower(format, shown, carried) {
+        let output_shallow =
+            tool.output.as_ref().is_some_and(|output| output.depth() + OUTPUT_NESTING <= MAX_ENTRY_DEPTH);
+        let output_text = if output_shallow { output_text(format, tool) } else { None };
+        let output = match output_text {
+            Some(_) => Some(output_marker.clone()),
+            None => output(format, tool),
+        };
+        let entry = match lower(format, shown, carried, output) {
             Ok(entry) => entry,
             Err(problems) => {
                 diagnostics.extend(problems);
@@ -460,13 +473,12 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
             text.extend(std::iter::repeat_n(b' ', (depth + 1) * 2));
         }
         let mut splice = |name: &str, at: usize, out: &mut dyn Write| {
-            if name != CARRIED {
-                return Ok(false);
-            }
             schema_text.clear();
-            match &lowered {
-                Some(fields) => fields.write(layout, at, &mut schema_text),
-                None => splice::schema(&carried_text(format, tool), layout, at, &mut schema_text),
+            match (name, &lowered, &output_text) {
+                (CARRIED, Some(fields), _) => fields.write(layout, at, &mut schema_text),
+                (CARRIED, None, _) => splice::schema(&carried_text(format, tool), layout, at, &mut schema_text),
+                (OUTPUT, _, Some(output)) => splice::schema(output, layout, at, &mut schema_text),
+                _ => return Ok(false),
             }
             out.write_all(&schema_text)?;
             Ok(true)
@@ -478,10 +490,11 @@ fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) ->
 }
 
 /// Marker names: where a document's list of tools goes, the manifest's list of
-/// libraries, and the schema a tool's entry carries.
+/// libraries, the schema a tool's entry carries, and its output schema.
 const ENTRIES: &str = "entries";
 const LIBRARIES: &str = "libraries";
 const CARRIED: &str = "carried";
+const OUTPUT: &str = "output";
 
 /// The schema a tool's entry carries in `format`: MCP's `inputSchema`
 /// (`mcp_input_schema`), OpenAI's strict lowering of the parameters in strict mode
@@ -567,10 +580,16 @@ fn document(registry: &Registry, format: Format, libraries: Value, entries: Valu
     }
 }
 
-/// One tool in `format` (with `description`, and `carried` as the schema it carries,
-/// see [`carried`]), or the errors that leave it out: a name the provider refuses, a
-/// schema nested too deep, what strict mode cannot express.
-fn lower(format: Format, shown: &Shown, carried: Result<Value, Vec<String>>) -> Result<Value, Vec<Diagnostic>> {
+/// One tool in `format` (with `description`, `carried` as the schema it carries, see
+/// [`carried`], and `output` as the output schema, see [`output`]), or the errors that
+/// leave it out: a name the provider refuses, a schema nested too deep, what strict
+/// mode cannot express.
+fn lower<'a>(
+    format: Format,
+    shown: &'a Shown,
+    carried: Result<Value, Vec<String>>,
+    output: Option<Value>,
+) -> Result<Entry<'a>, Vec<Diagnostic>> {
     let (library, tool) = (shown.library, shown.tool);
     let error = |message: String| Diagnostic::new(&library.path, tool.line, 1, Level::Error, message);
     // A server's tool is named with its server: the config file alone does not say which.
@@ -581,11 +600,11 @@ fn lower(format: Format, shown: &Shown, carried: Result<Value, Vec<String>>) -> 
     if let Err(rule) = check_name(format, &tool.name) {
         return Err(vec![error(format!("{} cannot be exported to {format}: its name {rule}", named()))]);
     }
-    match carried.map(|carried| entry(format, shown, carried)) {
+    match carried.map(|carried| entry(format, shown, carried, output)) {
         // A schema spliced in as text is a leaf here: it is one whose entry stays below
         // this (see `write_chunk`), as it was made or lowered on its text, which does
         // not nest it deeper than that (`export::text`).
-        Ok(entry) if schema::json_depth(&entry) > MAX_ENTRY_DEPTH => Err(vec![error(format!(
+        Ok(entry) if entry.depth() > MAX_ENTRY_DEPTH => Err(vec![error(format!(
             "{} cannot be exported to {format}: its schema would be nested more than {MAX_ENTRY_DEPTH} levels deep",
             named()
         ))]),
@@ -597,12 +616,112 @@ fn lower(format: Format, shown: &Shown, carried: Result<Value, Vec<String>>) -> 
     }
 }
 
-fn entry(format: Format, shown: &Shown, carried: Value) -> Value {
+/// A tool's entry in some format: a value, or one of the entries with more members
+/// than a schema (the manifest's, MCP's), stated once as types that `write_chunk`
+/// serializes as they are and [`export`] makes values of.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Entry<'a> {
+    Value(Value),
+    Manifest(ManifestEntry<'a>),
+    Mcp(McpEntry<'a>),
+}
+
+impl Entry<'_> {
+    /// The entry as a value.
+    fn into_value(self) -> Value {
+        match self {
+            Entry::Value(value) => value,
+            // Strings, numbers and schemas: nothing `serde_json` cannot hold.
+            typed => serde_json::to_value(&typed).unwrap_or(Value::Null),
+        }
+    }
+
+    /// Its levels of nesting, as [`schema::json_depth`] counts them, when that can
+    /// come near [`MAX_ENTRY_DEPTH`]: the members of the manifest's and MCP's entries
+    /// other than schemas (policy, annotations, capabilities) are four levels at most,
+    /// so their depth is the deepest schema's plus one.
+    fn depth(&self) -> usize {
+        let schemas: [Option<&Value>; 2] = match self {
+            Entry::Value(value) => return schema::json_depth(value),
+            Entry::Manifest(entry) => [Some(&entry.parameters), entry.output_schema.as_ref()],
+            Entry::Mcp(entry) => [Some(&entry.input_schema), entry.output_schema.as_ref()],
+        };
+        1 + schemas.into_iter().flatten().map(schema::json_depth).max().unwrap_or(0)
+    }
+}
+
+/// A tool in the manifest.
+#[derive(Serialize)]
+struct ManifestEntry<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: Value,
+    library: &'a str,
+    source: Cow<'a, str>,
+    path: Cow<'a, str>,
+    line: u32,
+    is_async: bool,
+    docstring: &'a Option<String>,
+    returns: &'a Returns,
+    prompt_provider: &'a Option<String>,
+    output_schema: Option<Value>,
+    policy: policy::Manifested<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capabilities: Option<&'a Found>,
+}
+
+/// A tool as MCP's `tools/list` lists it.
+#[derive(Serialize)]
+struct McpEntry<'a> {
+    name: &'a str,
+    description: &'a str,
+    #[serde(rename = "inputSchema")]
+    input_schema: Value,
+    #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+    output_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: Option<Execution>,
+    #[serde(rename = "_meta", skip_serializing_if = "McpMeta::is_empty")]
+    meta: McpMeta<'a>,
+}
+
+/// MCP's `execution` of a tool that can run as a task.
+#[derive(Serialize)]
+struct Execution {
+    #[serde(rename = "taskSupport")]
+    task_support: &'static str,
+}
+
+/// What lcp says of a tool in MCP's `_meta`.
+#[derive(Serialize)]
+struct McpMeta<'a> {
+    /// The declarations the kernel enforces when lcp runs it (SPEC §18).
+    #[serde(rename = "lcp/enforced", skip_serializing_if = "<[_]>::is_empty")]
+    enforced: &'a [&'static str],
+    /// The declarations `[sandbox] infer` gave it (SPEC §20).
+    #[serde(rename = "lcp/inferred", skip_serializing_if = "<[_]>::is_empty")]
+    inferred: &'a [&'static str],
+    /// What its code can do (SPEC §20): `{"can": [capability, ...], "unknown": [dotted call, ...]}`.
+    #[serde(rename = "lcp/capabilities", skip_serializing_if = "Option::is_none")]
+    capabilities: Option<&'a Found>,
+}
+
+impl McpMeta<'_> {
+    fn is_empty(&self) -> bool {
+        self.enforced.is_empty() && self.inferred.is_empty() && self.capabilities.is_none()
+    }
+}
+
+fn entry<'a>(format: Format, shown: &'a Shown, carried: Value, output: Option<Value>) -> Entry<'a> {
     let (library, tool, description) = (shown.library, shown.tool, shown.description);
     let parameters = &carried;
     let name = &tool.name;
+    let inferred = shown.found.map_or(&[][..], |found| &found.inferred[..]);
     // A lowered schema is moved into its place (`null` in `json!`, which would copy it).
-    match format {
+    Entry::Value(match format {
         Format::Openai { strict: true } => {
             let mut entry = json!({
                 "type": "function",
@@ -621,32 +740,6 @@ fn entry(format: Format, shown: &Shown, carried: Value) -> Value {
             entry
         }
         Format::Anthropic => json!({ "name": name, "description": description, "input_schema": parameters }),
-        Format::Mcp { .. } => {
-            let mut entry = json!({ "name": name, "description": description, "inputSchema": carried });
-            if let Some(output) = &tool.output {
-                entry["outputSchema"] = mcp_output_schema(output.parse());
-            }
-            if let Some(annotations) = tool.policy.annotations() {
-                entry["annotations"] = annotations;
-            }
-            if let Some(task) = tool.policy.task {
-                entry["execution"] = json!({ "taskSupport": task.as_str() });
-            }
-            let mut meta = Map::new();
-            if !shown.enforced.is_empty() {
-                meta.insert(ENFORCED_META.to_string(), json!(shown.enforced));
-            }
-            if let Some(found) = shown.found {
-                if !found.inferred.is_empty() {
-                    meta.insert(INFERRED_META.to_string(), json!(found.inferred));
-                }
-                meta.insert(CAPABILITIES_META.to_string(), found.to_json());
-            }
-            if !meta.is_empty() {
-                entry["_meta"] = Value::Object(meta);
-            }
-            entry
-        }
         Format::Gemini => {
             let mut declaration = json!({ "name": name, "description": description });
             if !carried.is_null() {
@@ -654,31 +747,75 @@ fn entry(format: Format, shown: &Shown, carried: Value) -> Value {
             }
             declaration
         }
-        Format::Manifest => {
-            let mut entry = json!({
-            "name": name,
-            "description": description,
-            "parameters": parameters,
-            "library": library.stem,
-            "source": library.origin.source(),
-            "path": path_json::encode(&library.path),
-            "line": tool.line,
-            "is_async": tool.is_async,
-            "docstring": tool.docstring,
-            "returns": tool.returns,
-            "prompt_provider": tool.prompt_provider,
-            "output_schema": tool.output,
-            "policy": policy::manifest(
-                &tool.policy,
-                &shown.enforced,
-                shown.found.map_or(&[][..], |found| &found.inferred[..])
-            ),
+        Format::Mcp { .. } => {
+            return Entry::Mcp(McpEntry {
+                name,
+                description,
+                input_schema: carried,
+                output_schema: output,
+                annotations: tool.policy.annotations(),
+                execution: tool.policy.task.map(|task| Execution { task_support: task.as_str() }),
+                meta: McpMeta { enforced: &shown.enforced, inferred, capabilities: shown.found },
             });
-            if let Some(found) = shown.found {
-                entry["capabilities"] = found.to_json();
-            }
-            entry
         }
+        Format::Manifest => {
+            return Entry::Manifest(ManifestEntry {
+                name,
+                description,
+                parameters: carried,
+                library: &library.stem,
+                source: library.origin.source(),
+                path: path_json::encode(&library.path),
+                line: tool.line,
+                is_async: tool.is_async,
+                docstring: &tool.docstring,
+                returns: &tool.returns,
+                prompt_provider: &tool.prompt_provider,
+                output_schema: output,
+                policy: policy::manifest(&tool.policy, &shown.enforced, inferred),
+                capabilities: shown.found,
+            });
+        }
+    })
+}
+
+/// The output schema a tool's entry carries in `format`: the manifest's as it is,
+/// MCP's `outputSchema` ([`mcp_output_schema`]); none in other formats.
+fn output(format: Format, tool: &Tool) -> Option<Value> {
+    let schema = tool.output.as_ref()?;
+    match format {
+        Format::Manifest => Some(schema.parse()),
+        Format::Mcp { .. } => Some(mcp_output_schema(schema.parse())),
+        _ => None,
+    }
+}
+
+/// [`output`] as compact JSON text, made from the output schema's text without
+/// building it; `None` when there is none, or when MCP's would need to move its
+/// `$defs` out of the schema it wraps.
+fn output_text(format: Format, tool: &Tool) -> Option<Cow<'_, str>> {
+    let text = tool.output.as_ref()?.as_str();
+    match format {
+        Format::Manifest => Some(Cow::Borrowed(text)),
+        Format::Mcp { .. } => {
+            /// The members of a schema that say whether and how MCP wraps it.
+            #[derive(serde::Deserialize)]
+            struct Top<'t> {
+                #[serde(rename = "type", borrow)]
+                kind: Option<&'t RawValue>,
+                #[serde(rename = "$defs", borrow)]
+                defs: Option<&'t RawValue>,
+            }
+            let top: Top = serde_json::from_str(text).ok()?;
+            match (top.kind.map(RawValue::get), top.defs) {
+                (Some("\"object\""), _) => Some(Cow::Borrowed(text)),
+                (_, Some(_)) => None,
+                _ => Some(Cow::Owned(format!(
+                    r#"{{"type":"object","properties":{{"result":{text}}},"required":["result"]}}"#
+                ))),
+            }
+        }
+        _ => None,
     }
 }
 
@@ -744,18 +881,6 @@ pub(crate) fn mcp_output_schema(schema: Value) -> Value {
 pub(crate) fn mcp_output_wraps(schema: &Value) -> bool {
     schema.get("type").and_then(Value::as_str) != Some("object")
 }
-
-/// The `_meta` key of an MCP tool that names the declarations the kernel enforces
-/// when lcp runs it (SPEC §18).
-pub(crate) const ENFORCED_META: &str = "lcp/enforced";
-
-/// The `_meta` key of an MCP tool that names the declarations `[sandbox] infer` gave
-/// it (SPEC §20).
-pub(crate) const INFERRED_META: &str = "lcp/inferred";
-
-/// The `_meta` key of an MCP tool that says what its code can do (SPEC §20):
-/// `{"can": [capability, ...], "unknown": [dotted call, ...]}`.
-pub(crate) const CAPABILITIES_META: &str = "lcp/capabilities";
 
 fn manifest(registry: &Registry, libraries: Value, tools: Value) -> Value {
     let mut document = json!({ "libraries": libraries, "tools": tools });
@@ -976,6 +1101,64 @@ mod tests {
             }
             let too_deep = problems.iter().filter(|problem| problem.message.contains("levels deep")).count();
             assert!(too_deep >= 1, "{format}: {problems:?}");
+        }
+    }
+
+    /// A list schema `depth` levels deep, as `schema::json_depth` counts.
+    fn nested_list(depth: usize) -> Value {
+        let mut schema = json!({ "type": "integer" });
+        for _ in 0..depth - 2 {
+            schema = json!({ "type": "array", "items": schema });
+        }
+        schema
+    }
+
+    #[test]
+    fn output_schemas_are_written_as_the_document_says_however_deep_and_whatever_their_shape() {
+        let file = crate::discovery::scan::SourceFile { path: "out.py".into(), package: None };
+        let outputs = [
+            nested(MAX_ENTRY_DEPTH - OUTPUT_NESTING),
+            nested(MAX_ENTRY_DEPTH + 1),
+            nested_list(MAX_ENTRY_DEPTH - OUTPUT_NESTING),
+            nested_list(MAX_ENTRY_DEPTH - 1),
+            nested_list(MAX_ENTRY_DEPTH + 5),
+            json!({ "type": "array", "items": { "$ref": "#/$defs/A" }, "$defs": { "A": { "type": "integer" } } }),
+            json!({ "type": "object", "properties": { "a": { "$ref": "#/$defs/A" } }, "$defs": { "A": { "type": "integer" } } }),
+            json!(true),
+            json!({}),
+        ];
+        let source = (0..outputs.len())
+            .map(|i| format!("def tool_{i}(a: int) -> int:\n    \"\"\"Tool {i}.\"\"\"\n    return a\n\n"));
+        let (library, _) = crate::discovery::extract::extract(&file, source.collect::<String>().into_bytes(), &[]);
+        let mut library = library.expect("the file has tools");
+        for (tool, output) in library.tools.iter_mut().zip(&outputs) {
+            tool.output = Some(schema::SchemaText::new(output));
+        }
+        let registry = Registry::from_libraries(vec![std::sync::Arc::new(library)], Vec::new());
+        let descriptions = Descriptions::default();
+        for format in [Format::Manifest, Format::Mcp { inline_refs: false }, Format::Mcp { inline_refs: true }] {
+            let (document, problems) = export(&registry, &descriptions, format);
+            for (layout, expected) in [
+                (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
+                (Layout::Compact, serde_json::to_string(&document).unwrap()),
+            ] {
+                let mut written = Vec::new();
+                let streamed = write(&registry, &descriptions, format, layout, &mut written).unwrap();
+                assert!(String::from_utf8(written).unwrap() == expected, "{format}, {layout:?}: the text differs");
+                assert_eq!(streamed, problems, "{format}, {layout:?}");
+            }
+            // The two deepest in every format, and in MCP the one its wrapping takes past the limit.
+            let too_deep = problems.iter().filter(|problem| problem.message.contains("levels deep")).count();
+            let expected = if format == Format::Manifest { 2 } else { 3 };
+            assert_eq!(too_deep, expected, "{format}: {problems:?}");
+            let listed = document["tools"].as_array().unwrap();
+            assert_eq!(listed.len(), outputs.len() - expected, "{format}");
+            if let Format::Mcp { .. } = format {
+                // The list with `$defs` is wrapped, its `$defs` moved to the root where `$ref` finds them.
+                let wrapped = listed.iter().find(|tool| tool["name"] == "tool_5").unwrap();
+                assert_eq!(wrapped["outputSchema"]["$defs"], json!({ "A": { "type": "integer" } }));
+                assert_eq!(wrapped["outputSchema"]["properties"]["result"]["items"], json!({ "$ref": "#/$defs/A" }));
+            }
         }
     }
 

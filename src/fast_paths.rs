@@ -18,9 +18,11 @@ pub enum FastPath {
     /// arguments built directly (`runtime::engine`), instead of through `host.py`.
     Direct,
     /// An export (`lcp export`, `tools/list`) written around its tools' text, each
-    /// schema's compact text laid out without being parsed (`export::splice`) or, for
-    /// Gemini and OpenAI's strict mode, lowered on that text (`export::text`), instead
-    /// of the document built whole as `serde_json` values and printed; and
+    /// schema's compact text (parameters, and output in the manifest and MCP) laid out
+    /// without being parsed (`export::splice`) or, for Gemini and OpenAI's strict mode,
+    /// lowered on that text (`export::text`), the manifest's and MCP's entries
+    /// serialized from their types, instead of the document built whole as
+    /// `serde_json` values and printed; and
     /// `tools/list` spliced into rmcp's response text (`mcp::listing`), instead of
     /// answered with rmcp's own `Tool`s.
     Splice,

@@ -13,7 +13,7 @@ use ruff_python_ast::Expr;
 use ruff_text_size::{Ranged, TextRange};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::located::{self, Style};
 
@@ -440,42 +440,51 @@ impl Enforcement {
 }
 
 /// What a tool's code was found able to do (SPEC §20, `lcp audit`), as listings show
-/// it beside the declarations.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// it beside the declarations. Serialized as the manifest and MCP's `_meta` carry it:
+/// `{"can": [capability, ...], "unknown": [dotted call, ...]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Found {
     /// The capabilities its code can exercise, by name (`network`, `fs_write`, ...).
+    #[serde(rename = "can")]
     pub capabilities: Vec<&'static str>,
     /// The calls lcp cannot see into, by dotted name.
     pub unknown: Vec<String>,
     /// The declarations `[sandbox] infer` gives it (`read_only`, `open_world`), which
     /// its sandbox keeps as if it declared them.
+    #[serde(skip)]
     pub inferred: Vec<&'static str>,
 }
 
-impl Found {
-    /// As the manifest and MCP's `_meta` carry it.
-    pub fn to_json(&self) -> Value {
-        json!({ "can": self.capabilities, "unknown": self.unknown })
-    }
+/// The manifest's view of a tool's declarations ([`manifest`]).
+#[derive(Debug, Serialize)]
+pub struct Manifested<'a> {
+    declared: &'a Declared,
+    grade: Grade,
+    #[serde(skip_serializing_if = "is_empty")]
+    enforced: &'a [&'static str],
+    #[serde(skip_serializing_if = "is_empty")]
+    inferred: &'a [&'static str],
+}
+
+fn is_empty(names: &&[&str]) -> bool {
+    names.is_empty()
 }
 
 /// The manifest's view of a tool's declarations: all of them, the grade that counts,
 /// `enforced`, those the kernel enforces when lcp runs the tool (SPEC §18), and
 /// `inferred`, those `[sandbox] infer` gave it, if any.
-pub fn manifest(declared: &Declared, enforced: &[&str], inferred: &[&str]) -> Value {
-    let mut manifest = json!({ "declared": declared, "grade": declared.grade() });
-    if !enforced.is_empty() {
-        manifest["enforced"] = json!(enforced);
-    }
-    if !inferred.is_empty() {
-        manifest["inferred"] = json!(inferred);
-    }
-    manifest
+pub fn manifest<'a>(
+    declared: &'a Declared,
+    enforced: &'a [&'static str],
+    inferred: &'a [&'static str],
+) -> Manifested<'a> {
+    Manifested { declared, grade: declared.grade(), enforced, inferred }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn declared(value: Value) -> Result<Declared, Vec<String>> {
         located::read_json::<Declared>(value, Style::Must).map(|declared| declared.based(Path::new("/lib")))
