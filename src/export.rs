@@ -31,7 +31,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Level};
-use crate::discovery::extract::{Library, Origin, Resource, Returns, Tool};
+use crate::discovery::extract::{Hooks, Library, Origin, Resource, Returns, Tool};
 use crate::discovery::registry::{Descriptions, Registry};
 use crate::discovery::schema;
 use crate::fast_paths::FastPath;
@@ -132,7 +132,7 @@ const OUTPUT_NESTING: usize = 3;
 pub fn export(registry: &Registry, descriptions: &Descriptions, format: Format) -> (Value, Vec<Diagnostic>) {
     let (entries, diagnostics) = entries(registry, descriptions, format);
     let libraries = match format {
-        Format::Manifest => registry.libraries().iter().map(|library| manifest_library(library)).collect(),
+        Format::Manifest => registry.libraries().iter().map(|library| json!(manifest_library(library))).collect(),
         _ => Vec::new(),
     };
     (document(registry, format, Value::Array(libraries), Value::Array(entries)), diagnostics)
@@ -942,26 +942,60 @@ pub(crate) fn mcp_resource(resource: &Resource) -> Value {
 }
 
 /// One library of the manifest.
-fn manifest_library(library: &Library) -> Value {
-    let mut entry = json!({
-        "path": path_json::encode(&library.path),
-        "source": library.origin.source(),
-        "stem": library.stem,
-        "name": library.name,
-        "description": library.description,
-        "icon": library.icon,
-        "hooks": library.hooks,
-        "dynamic_prompt": library.prompt_provider.is_some(),
-        "prompt_provider": library.prompt_provider,
-        "tools": library.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-    });
-    if !library.prompts.is_empty() {
-        entry["prompts"] = json!(library.prompts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>());
+#[derive(Serialize)]
+struct LibraryEntry<'a> {
+    path: Cow<'a, str>,
+    source: Cow<'a, str>,
+    stem: &'a str,
+    name: &'a Option<String>,
+    description: &'a Option<String>,
+    icon: &'a Option<String>,
+    hooks: &'a Hooks,
+    dynamic_prompt: bool,
+    prompt_provider: &'a Option<String>,
+    tools: Names<'a, Tool>,
+    #[serde(skip_serializing_if = "Names::is_empty")]
+    prompts: Names<'a, Tool>,
+    #[serde(skip_serializing_if = "Names::is_empty")]
+    resources: Names<'a, Resource>,
+}
+
+fn manifest_library(library: &Library) -> LibraryEntry<'_> {
+    LibraryEntry {
+        path: path_json::encode(&library.path),
+        source: library.origin.source(),
+        stem: &library.stem,
+        name: &library.name,
+        description: &library.description,
+        icon: &library.icon,
+        hooks: &library.hooks,
+        dynamic_prompt: library.prompt_provider.is_some(),
+        prompt_provider: &library.prompt_provider,
+        tools: Names(&library.tools),
+        prompts: Names(&library.prompts),
+        resources: Names(&library.resources),
     }
-    if !library.resources.is_empty() {
-        entry["resources"] = json!(library.resources.iter().map(|r| r.function.name.as_str()).collect::<Vec<_>>());
+}
+
+/// The names of tools, prompts or resources, serialized as a list of them.
+struct Names<'a, T>(&'a [T]);
+
+impl<T> Names<'_, T> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
-    entry
+}
+
+impl Serialize for Names<'_, Tool> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|tool| &tool.name))
+    }
+}
+
+impl Serialize for Names<'_, Resource> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|resource| &resource.function.name))
+    }
 }
 
 /// The manifest's libraries at `depth`, one at a time.
