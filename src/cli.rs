@@ -369,7 +369,8 @@ pub(crate) use crate::table::{Cut, cell, columns, counted, fit, terminal_width};
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
         Command::List { sources, host, static_only, wide } => {
-            let (registry, config, profile, _servers) = load_host_reading(&sources, &host, servers(static_only), true)?;
+            let (registry, config, profile, _servers) =
+                load_host_reading(&sources, &host, servers(static_only), Code::Capabilities)?;
             print_to_stderr(registry.diagnostics());
             let view = expose(&registry, &config, profile.as_ref())?;
             let mut descriptions =
@@ -385,9 +386,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     "--strict is OpenAI's strict mode: --format openai and openai-responses have it, {format} has not"
                 ));
             }
-            let vouched = matches!(format, Format::Manifest | Format::Mcp { .. });
+            let code = match format {
+                Format::Manifest | Format::Mcp { .. } => Code::Capabilities,
+                _ => Code::Unread,
+            };
             let (mut registry, config, profile, _servers) =
-                load_host_reading(&sources, &host, servers(static_only), vouched)?;
+                load_host_reading(&sources, &host, servers(static_only), code)?;
             print_to_stderr(registry.diagnostics());
             let mut view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
@@ -538,7 +542,7 @@ fn audit(
         }
         None => None,
     };
-    let (registry, config, profile, _servers) = load_host_reading(sources, host, Servers::Start, true)?;
+    let (registry, config, profile, _servers) = load_host_reading(sources, host, Servers::Start, Code::Whole)?;
     print_to_stderr(registry.diagnostics());
     let view = expose(&registry, &config, profile.as_ref())?;
     let mut audit = crate::host::audit::audit(&view.registry, &config, &view.routes);
@@ -603,16 +607,16 @@ fn load_host_with(
     host: &HostArgs,
     servers: Servers,
 ) -> Result<(Registry, Config, Option<Profile>, Upstreams), String> {
-    load_host_reading(sources, host, servers, false)
+    load_host_reading(sources, host, servers, Code::Unread)
 }
 
-/// [`load_host_with`]; with `code`, the files' code is read for the audit as they
-/// are parsed (`audit::load_with_code`), for a command that audits its tools.
+/// [`load_host_with`], reading as much of the files' code for the audit as `code`
+/// says as they are parsed, for a command that audits its tools.
 fn load_host_reading(
     sources: &SourceArgs,
     host: &HostArgs,
     servers: Servers,
-    code: bool,
+    code: Code,
 ) -> Result<(Registry, Config, Option<Profile>, Upstreams), String> {
     let mut config = match &host.config {
         Some(path) => Config::read(Path::new(path)).map_err(|errors| problems_text(&errors))?,
@@ -805,7 +809,18 @@ fn exit_without_freeing<T>(value: T) {
 }
 
 /// Loads the registry; a folder or file that does not exist is a usage error.
-fn load(args: &SourceArgs, code: bool) -> Result<Registry, String> {
+/// How much of the tools' code a command reads as discovery parses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Code {
+    /// None: the command does not audit.
+    Unread,
+    /// What each tool can do, as listings show it (`audit::load_with_capabilities`).
+    Capabilities,
+    /// The call graphs, for every question of `lcp audit` (`audit::load_with_code`).
+    Whole,
+}
+
+fn load(args: &SourceArgs, code: Code) -> Result<Registry, String> {
     for path in args.folders.iter().chain(&args.files) {
         if !path.exists() {
             return Err(format!("{}: no such file or folder", path.display()));
@@ -815,10 +830,11 @@ fn load(args: &SourceArgs, code: bool) -> Result<Registry, String> {
     if sources.folders.is_empty() && sources.files.is_empty() {
         sources.folders.push(crate::discovery::default_tools::folder().map_err(|err| err.to_string())?);
     }
-    Ok(if code {
-        crate::host::audit::load_with_code(&sources, &Options::default())
-    } else {
-        Registry::load(&sources, &Options::default())
+    let options = Options::default();
+    Ok(match code {
+        Code::Unread => Registry::load(&sources, &options),
+        Code::Capabilities => crate::host::audit::load_with_capabilities(&sources, &options),
+        Code::Whole => crate::host::audit::load_with_code(&sources, &options),
     })
 }
 

@@ -86,8 +86,9 @@ pub(crate) trait TreeReader: Send + Sync {
     /// The folders the walk listed, before any group is read.
     fn listed(&self, listings: scan::Listings);
     /// A group of files parsed together: a library folder's (`package`), or a loose
-    /// file alone; the files that could not be parsed are not in it.
-    fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile)]);
+    /// file alone, each file with the library extracted from it; the files that could
+    /// not be parsed are not in it.
+    fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile, &Library)]);
     /// What was read, once every group was.
     fn finish(self: Box<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
@@ -811,10 +812,10 @@ fn read_group(
             Err(diagnostic) => FileResult::failed(diagnostic),
             Ok(parsed) if parsed.imports_relatively() => return read_folder(files, metadata, group, injected, code),
             Ok(parsed) => {
-                if let Some(code) = code {
-                    code.group(None, &[(&files[i], &parsed)]);
-                }
                 let (library, diagnostics) = extract::extract_folder(&[(&files[i], &parsed)], injected).remove(0);
+                if let Some(code) = code {
+                    code.group(None, &[(&files[i], &parsed, &library)]);
+                }
                 FileResult { library: Some(library), diagnostics, relative_imports: false }
             }
         };
@@ -837,11 +838,14 @@ fn read_folder(
         group.files.iter().map(|&(i, _)| (i, read_one(&files[i], metadata[i].as_ref()))).collect();
     let readable: Vec<(&SourceFile, &ParsedFile)> =
         parsed.iter().filter_map(|(i, file)| Some((&files[*i], file.as_ref().ok()?))).collect();
+    let extracted = extract::extract_folder(&readable, injected);
     if let Some(code) = code {
         let folder = group.files.first().and_then(|&(i, _)| files[i].package.as_deref());
-        code.group(folder, &readable);
+        let read: Vec<(&SourceFile, &ParsedFile, &Library)> =
+            readable.iter().zip(&extracted).map(|(&(file, parsed), (library, _))| (file, parsed, library)).collect();
+        code.group(folder, &read);
     }
-    let mut extracted = extract::extract_folder(&readable, injected).into_iter();
+    let mut extracted = extracted.into_iter();
     let mut out = Vec::with_capacity(parsed.len());
     for (i, file) in parsed {
         let result = match file {

@@ -24,7 +24,7 @@ mod read;
 pub(crate) mod report;
 mod tables;
 
-pub(crate) use read::{Code, load_with_code};
+pub(crate) use read::{Code, load_with_capabilities, load_with_code};
 
 /// What a tool's code can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -178,29 +178,42 @@ fn audit_with<T: Send>(
     // The folders of loose files whose packages discovery read: only the files those
     // can import are in them, so the folder's unreadable files are looked for apart.
     let mut loose_folders: crate::discovery::registry::FastSet<&Path> = Default::default();
-    // Each tool with the function it stands for and, when lcp can read its code, its
-    // package's index and its module's file.
-    type Followed<'r> = (&'r Library, &'r Tool, &'r str, Option<(usize, Cow<'r, Path>)>);
+    // Each tool with the function it stands for and where its code is.
+    type Followed<'r> = (&'r Library, &'r Tool, &'r str, At<'r>);
     let real = &real;
     let tools: Vec<Followed> = registry
         .libraries()
         .iter()
         .filter(|library| !library.tools.is_empty())
         .flat_map(|library| {
+            // What discovery found following each of the library's functions, when it
+            // followed every one its tools stand for: then its package is not needed.
+            let reached = code.and_then(|code| code.reached(&library.path)).filter(|reached| {
+                library.origin == Origin::File
+                    && library.tools.iter().all(|tool| reached.contains_key(function_of(real, tool)))
+            });
             // Where the library's code is, found once for all its tools.
             let given = code.and_then(|code| code.of_file(&library.path)).filter(|_| library.origin == Origin::File);
-            let read = match given {
-                Some((package, loose)) => {
+            let read = match (reached, given) {
+                (Some(_), _) => None,
+                (None, Some((package, loose))) => {
                     if loose {
                         loose_folders.insert(loose_folder(library));
                     }
                     Some((packages.read(package, loose), Cow::Borrowed(library.path.as_path())))
                 }
-                None => code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file))),
+                (None, None) => {
+                    code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file)))
+                }
             };
             library.tools.iter().map(move |tool| {
-                let function = real.get(tool.name.as_str()).copied().unwrap_or(&tool.name);
-                (&**library, tool, function, read.clone())
+                let function = function_of(real, tool);
+                let at = match (reached, &read) {
+                    (Some(reached), _) => At::Reached(&reached[function]),
+                    (None, Some((package, file))) => At::Package(*package, file.clone()),
+                    (None, None) => At::Unseen,
+                };
+                (&**library, tool, function, at)
             })
         })
         .collect();
@@ -236,7 +249,11 @@ fn audit_with<T: Send>(
     let follow = |batch: usize| {
         let end = tools.len().min((batch + 1) * BATCH);
         let follow_one = |(library, tool, function, at): &Followed| {
-            let code = at.as_ref().map(|(package, file)| (&*read[*package], file.as_ref()));
+            let code = match at {
+                At::Reached(reached) => Seen::Reached(reached),
+                At::Package(package, file) => Seen::Package(&read[*package], file.as_ref()),
+                At::Unseen => Seen::Unseen,
+            };
             into(tool_audit(library, tool, function, config.declared(tool), code, evidenced))
         };
         tools[batch * BATCH..end].iter().map(follow_one).collect::<Vec<_>>()
@@ -268,6 +285,11 @@ fn audit_with<T: Send>(
     (audited, unreadable)
 }
 
+/// The function `tool` stands for: the one a profile's alias routes to, else its own.
+fn function_of<'a>(real: &HashMap<&'a str, &'a str>, tool: &'a Tool) -> &'a str {
+    real.get(tool.name.as_str()).copied().unwrap_or(&tool.name)
+}
+
 /// The folder whose files a loose file's package is read from.
 fn loose_folder(library: &Library) -> &Path {
     library.path.parent().unwrap_or(Path::new("."))
@@ -286,7 +308,10 @@ pub(crate) fn audit_tool(library: &Library, tool: &Tool, function: &str, declare
         *files = imported_beside(file, files);
     }
     let package = code.as_ref().map(|(files, _)| graph::analyse(files));
-    let at = code.as_ref().zip(package.as_ref()).map(|((_, file), package)| (package, file.as_path()));
+    let at = match code.as_ref().zip(package.as_ref()) {
+        Some(((_, file), package)) => Seen::Package(package, file.as_path()),
+        None => Seen::Unseen,
+    };
     tool_audit(library, tool, function, declared, at, Evidenced::Yes)
 }
 
@@ -387,7 +412,7 @@ fn tool_audit(
     tool: &Tool,
     function: &str,
     declared: Declared,
-    code: Option<(&graph::Package, &Path)>,
+    code: Seen,
     evidenced: Evidenced,
 ) -> ToolAudit {
     let mut entry = ToolAudit {
@@ -401,17 +426,22 @@ fn tool_audit(
         drift: Vec::new(),
         gained: None,
     };
+    let mut follow = |package, file, function| {
+        let reached = reachable(package, file, function, evidenced);
+        (entry.capabilities, entry.unknown) = (reached.capabilities, reached.unknown);
+    };
     match (&library.origin, code) {
-        (Origin::File, Some((package, file))) => reachable(package, file, function, &mut entry, evidenced),
-        (Origin::Config { function, .. }, Some((package, file))) => {
-            reachable(package, file, function, &mut entry, evidenced)
+        (Origin::File, Seen::Package(package, file)) => follow(package, file, function),
+        (Origin::Config { function, .. }, Seen::Package(package, file)) => follow(package, file, function),
+        (Origin::File, Seen::Reached(reached)) => {
+            (entry.capabilities, entry.unknown) = (reached.capabilities.clone(), reached.unknown.clone());
         }
-        (Origin::Config { module, function, .. }, None) => {
+        (Origin::Config { module, function, .. }, _) => {
             from_table(&format!("{module}.{function}"), library, tool, &mut entry)
         }
         (Origin::Mcp { server }, _) => entry.unknown.push(format!("mcp:{server}")),
         (Origin::Virtual, _) => entry.unknown.push("virtual".into()),
-        (Origin::File, None) => entry.unknown.push(format!("unreadable:{}", shown(&library.path))),
+        (Origin::File, Seen::Unseen) => entry.unknown.push(format!("unreadable:{}", shown(&library.path))),
     }
     entry.drift = drift(&entry.declared, &entry.capabilities);
     entry
@@ -521,15 +551,16 @@ fn from_table(dotted: &str, library: &Library, tool: &Tool, entry: &mut ToolAudi
 
 /// The capabilities and unknown calls reachable from the function `name` of the
 /// module at `path`, each with the chain that reaches it (the shortest).
-fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut ToolAudit, evidenced: Evidenced) {
+fn reachable(package: &graph::Package, path: &Path, name: &str, evidenced: Evidenced) -> Reached {
+    let mut entry = Reached::default();
     let Some(module) = package.module(path) else {
         let why = package.unreadable.iter().find(|(p, _)| p == path).map_or("not read", |(_, why)| why.as_str());
         entry.unknown.push(format!("unreadable:{}: {why}", shown(path)));
-        return;
+        return entry;
     };
     let Some(&start) = package.modules[module].functions.get(name) else {
         entry.unknown.push(format!("unresolved:{name}"));
-        return;
+        return entry;
     };
     // States: a node with the literal booleans its call binds (`_connect(p,
     // read_only=True)` runs only the `if read_only:` branches that value takes).
@@ -609,6 +640,37 @@ fn reachable(package: &graph::Package, path: &Path, name: &str, entry: &mut Tool
         }
     }
     entry.unknown.sort();
+    entry
+}
+
+/// What following a function finds: each capability with its evidence (none when
+/// not evidenced), and the calls lcp cannot see into.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reached {
+    capabilities: BTreeMap<Capability, Vec<Evidence>>,
+    unknown: Vec<String>,
+}
+
+/// What listings show of `function` of the module at `path` in `package`
+/// ([`found`]): what following it finds, without evidence.
+fn listed(package: &graph::Package, path: &Path, function: &str) -> Reached {
+    reachable(package, path, function, Evidenced::No)
+}
+
+/// Where the audit finds a tool's code: what was found following it as discovery
+/// read it, a package to follow it in (by its index in the audit's packages, with
+/// its module's file), or nowhere lcp can read.
+enum At<'r> {
+    Reached(&'r Reached),
+    Package(usize, Cow<'r, Path>),
+    Unseen,
+}
+
+/// [`At`], with the package itself.
+enum Seen<'r> {
+    Reached(&'r Reached),
+    Package(&'r graph::Package, &'r Path),
+    Unseen,
 }
 
 /// The declarations `capabilities` break (SPEC §20): `read_only` with writes or

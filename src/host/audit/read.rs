@@ -6,6 +6,10 @@
 //! list, such as its `__init__.py`); a loose file with the loose files beside it that
 //! it may import ([`closure`]). [`Code`] keeps those packages by library file for
 //! [`super::audit`], which reads every other tool's code itself, as it always did.
+//! A registry loaded for a listing ([`load_with_capabilities`]) keeps instead what
+//! following each tool found, without evidence ([`super::found`]): each package is
+//! dropped on the thread that read it, and the graphs of every library are never
+//! held at once.
 //!
 //! What is read is what [`super::audit`] would read: a folder's package is its
 //! folder's `*.py` files in their sorted order; a loose file's holds, in that order,
@@ -17,20 +21,25 @@ use std::sync::{Arc, Mutex};
 
 use ruff_python_ast as ast;
 
+use super::Reached;
 use super::graph::{self, Package};
-use crate::discovery::extract::ParsedFile;
+use crate::discovery::extract::{Library, ParsedFile};
 use crate::discovery::registry::{
     FastMap, FastMap as HashMap, FastSet as HashSet, Options, Registry, Sources, TreeReader,
 };
 use crate::discovery::scan::{Listings, SourceFile};
 use crate::sync;
 
-/// The packages read while discovery parsed their files, by library file.
+/// The packages read while discovery parsed their files, by library file, or what
+/// following each tool in them found.
 #[derive(Debug, Default)]
 pub(crate) struct Code {
     /// Each file's package, and whether it is a loose file's (its folder's files it
     /// cannot import are not in it).
     by_file: FastMap<PathBuf, (Arc<Package>, bool)>,
+    /// What following each tool of a library file found, by the tool's function,
+    /// when only that is kept ([`load_with_capabilities`]).
+    reached: FastMap<PathBuf, FastMap<String, Reached>>,
     /// The files discovery parsed: they are code (a file it did not parse may not be).
     parsed: HashSet<PathBuf>,
 }
@@ -39,6 +48,11 @@ impl Code {
     /// The package of the library file `path`, and whether it is a loose file's.
     pub(super) fn of_file(&self, path: &Path) -> Option<(&Arc<Package>, bool)> {
         self.by_file.get(path).map(|(package, loose)| (package, *loose))
+    }
+
+    /// What following each tool of the library file `path` found, by function.
+    pub(super) fn reached(&self, path: &Path) -> Option<&FastMap<String, Reached>> {
+        self.reached.get(path)
     }
 
     /// Whether discovery parsed `path`.
@@ -78,8 +92,11 @@ impl Listing {
 }
 
 /// What the reader threads share while they read code.
-#[derive(Default)]
 pub(crate) struct Reading {
+    /// Whether the packages are kept whole, for every question an audit may ask; else
+    /// each is dropped once its tools are followed, and what listings show of them
+    /// ([`super::found`]) is kept.
+    whole: bool,
     /// The folders listed so far: the loose files of a folder share its listing.
     listings: Mutex<HashMap<PathBuf, Arc<Listing>>>,
     code: Mutex<Code>,
@@ -95,10 +112,10 @@ impl TreeReader for Reading {
 
     /// Reads the files discovery parsed of one group: `package`, the library folder
     /// they are in, or `None` for loose files, each read with what it may import.
-    fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile)]) {
+    fn group(&self, package: Option<&Path>, parsed: &[(&SourceFile, &ParsedFile, &Library)]) {
         match package {
             Some(folder) => self.folder(folder, parsed),
-            None => parsed.iter().for_each(|(file, tree)| self.loose(file, tree)),
+            None => parsed.iter().for_each(|&(file, tree, library)| self.loose(file, tree, library)),
         }
     }
 
@@ -118,10 +135,45 @@ impl Code {
 /// for its tools, on the same threads: what [`Code::of`] gives. For commands that
 /// audit the tools they load.
 pub(crate) fn load_with_code(sources: &Sources, options: &Options) -> Registry {
-    Registry::load_reading(sources, options, Box::new(Reading::default()))
+    Registry::load_reading(sources, options, Box::new(Reading::new(true)))
+}
+
+/// [`load_with_code`] for a listing: each package read is dropped once its tools are
+/// followed, keeping only what [`super::found`] shows of each, so that the graphs
+/// of every library are never held at once. Every other question goes to the code
+/// itself, as for a registry loaded without reading it.
+pub(crate) fn load_with_capabilities(sources: &Sources, options: &Options) -> Registry {
+    Registry::load_reading(sources, options, Box::new(Reading::new(false)))
 }
 
 impl Reading {
+    fn new(whole: bool) -> Reading {
+        Reading { whole, listings: Mutex::default(), code: Mutex::default() }
+    }
+
+    /// Keeps `package`, read for the library files `libraries` (`loose`: a loose
+    /// file's), or what following their tools in it finds.
+    fn keep(&self, package: Package, libraries: &[(&Path, &Library)], loose: bool) {
+        if self.whole {
+            let package = Arc::new(package);
+            let mut code = sync::lock(&self.code);
+            for (path, _) in libraries {
+                code.by_file.insert(path.to_path_buf(), (Arc::clone(&package), loose));
+            }
+            return;
+        }
+        let reached: Vec<(PathBuf, FastMap<String, Reached>)> = libraries
+            .iter()
+            .map(|(path, library)| {
+                let followed =
+                    library.tools.iter().map(|tool| (tool.name.clone(), super::listed(&package, path, &tool.name)));
+                (path.to_path_buf(), followed.collect())
+            })
+            .collect();
+        drop(package);
+        sync::lock(&self.code).reached.extend(reached);
+    }
+
     fn listing(&self, folder: &Path) -> Arc<Listing> {
         if let Some(listing) = sync::lock(&self.listings).get(folder) {
             return Arc::clone(listing);
@@ -132,24 +184,24 @@ impl Reading {
 
     /// A library folder: its files as one package, each file discovery parsed
     /// taken from its tree.
-    fn folder(&self, folder: &Path, parsed: &[(&SourceFile, &ParsedFile)]) {
+    fn folder(&self, folder: &Path, parsed: &[(&SourceFile, &ParsedFile, &Library)]) {
         let listing = self.listing(folder);
         let trees: HashMap<&Path, &ParsedFile> =
-            parsed.iter().map(|(file, tree)| (file.path.as_path(), *tree)).collect();
+            parsed.iter().map(|(file, tree, _)| (file.path.as_path(), *tree)).collect();
         let given = |path: &Path| trees.get(path).map(|tree| (tree.text(), tree.module()));
-        let package = Arc::new(graph::analyse_given(&listing.files, given));
-        let mut code = sync::lock(&self.code);
-        for (file, _) in parsed {
-            // A file its folder's listing does not name is read by the audit itself.
-            if listing.files.binary_search(&file.path).is_ok() {
-                code.by_file.insert(file.path.clone(), (Arc::clone(&package), false));
-            }
-            code.parsed.insert(file.path.clone());
-        }
+        let package = graph::analyse_given(&listing.files, given);
+        // A file its folder's listing does not name is read by the audit itself.
+        let libraries: Vec<(&Path, &Library)> = parsed
+            .iter()
+            .filter(|(file, _, _)| listing.files.binary_search(&file.path).is_ok())
+            .map(|&(file, _, library)| (file.path.as_path(), library))
+            .collect();
+        self.keep(package, &libraries, false);
+        sync::lock(&self.code).parsed.extend(parsed.iter().map(|(file, _, _)| file.path.clone()));
     }
 
     /// A loose file, with the loose files beside it it may import.
-    fn loose(&self, file: &SourceFile, tree: &ParsedFile) {
+    fn loose(&self, file: &SourceFile, tree: &ParsedFile, library: &Library) {
         let folder = file.path.parent().unwrap_or(Path::new("."));
         let listing = self.listing(folder);
         let Ok(own) = listing.files.binary_search(&file.path) else {
@@ -160,10 +212,9 @@ impl Reading {
         let given = |path: &Path| -> Option<(&str, &ast::ModModule)> {
             (path == file.path).then(|| (tree.text(), tree.module()))
         };
-        let package = Arc::new(graph::analyse_given(&files, given));
-        let mut code = sync::lock(&self.code);
-        code.by_file.insert(file.path.clone(), (package, true));
-        code.parsed.insert(file.path.clone());
+        let package = graph::analyse_given(&files, given);
+        self.keep(package, &[(file.path.as_path(), library)], true);
+        sync::lock(&self.code).parsed.insert(file.path.clone());
     }
 }
 

@@ -33,6 +33,22 @@ fn read_with_discovery_agrees(sources: &Sources, apart: &super::Audit) {
     assert_eq!(super::report::json(&read), super::report::json(apart));
     let text = super::report::json_text(&read);
     assert_eq!(text, serde_json::to_string_pretty(&super::report::json(apart)).unwrap());
+    // What listings show, from what following each tool found as discovery read it:
+    // what the code read apart shows, with `[sandbox] infer` on and off.
+    let listed = super::load_with_capabilities(sources, &Options::default());
+    let code = super::Code::of(&listed).expect("the code was read");
+    for library in listed.libraries() {
+        assert!(code.of_file(&library.path).is_none(), "no package is kept");
+        assert!(code.reached(&library.path).is_some(), "{}: its tools were followed", library.path.display());
+    }
+    let unread = Registry::load(sources, &Options::default());
+    for infer in [false, true] {
+        let mut config = Config::without_file();
+        config.runtime.sandbox.infer = infer;
+        let shown = super::found(&listed, &config, &[]);
+        assert_eq!(shown, super::found(&unread, &config, &[]), "infer: {infer}");
+        assert_eq!(shown.len(), apart.tools.len());
+    }
 }
 
 fn one(test: &str, text: &str) -> HashMap<String, ToolAudit> {
