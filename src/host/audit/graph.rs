@@ -163,7 +163,7 @@ pub(crate) fn analyse_given<'t>(
             (None, None) => continue,
         };
         let mut lines = vec![0u32];
-        lines.extend(text.match_indices('\n').map(|(at, _)| at as u32 + 1));
+        lines.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|at| at as u32 + 1));
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         parsed.push(Parsed { path: path.clone(), stem, text, lines, module });
     }
