@@ -808,7 +808,6 @@ fn exit_without_freeing<T>(value: T) {
     std::mem::forget(value);
 }
 
-/// Loads the registry; a folder or file that does not exist is a usage error.
 /// How much of the tools' code a command reads as discovery parses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Code {
@@ -820,6 +819,8 @@ enum Code {
     Whole,
 }
 
+/// Loads the registry, reading as much of its code as `code` says; a folder or file
+/// that does not exist is a usage error.
 fn load(args: &SourceArgs, code: Code) -> Result<Registry, String> {
     for path in args.folders.iter().chain(&args.files) {
         if !path.exists() {
