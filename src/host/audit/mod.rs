@@ -192,19 +192,21 @@ fn audit_with<T: Send>(
                 library.origin == Origin::File
                     && library.tools.iter().all(|tool| reached.contains_key(function_of(real, tool)))
             });
-            // Where the library's code is, found once for all its tools.
-            let given = code.and_then(|code| code.of_file(&library.path)).filter(|_| library.origin == Origin::File);
-            let read = match (reached, given) {
-                (Some(_), _) => None,
-                (None, Some((package, loose))) => {
-                    if loose {
-                        loose_folders.insert(loose_folder(library));
+            // Else where the library's code is, found once for all its tools.
+            let given = || code.and_then(|code| code.of_file(&library.path)).filter(|_| library.origin == Origin::File);
+            let read = match reached {
+                Some(_) => None,
+                None => match given() {
+                    Some((package, loose)) => {
+                        if loose {
+                            loose_folders.insert(loose_folder(library));
+                        }
+                        Some((packages.read(package, loose), Cow::Borrowed(library.path.as_path())))
                     }
-                    Some((packages.read(package, loose), Cow::Borrowed(library.path.as_path())))
-                }
-                (None, None) => {
-                    code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file)))
-                }
+                    None => {
+                        code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file)))
+                    }
+                },
             };
             library.tools.iter().map(move |tool| {
                 let function = function_of(real, tool);
