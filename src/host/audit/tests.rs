@@ -7,11 +7,30 @@ use super::{Capability, ToolAudit, audit};
 use crate::discovery::registry::{Options, Registry, Sources};
 use crate::host::config::Config;
 
+/// A folder of one test's own under the temp folder, empty, removed when dropped
+/// whether the test passes or fails.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let root = std::env::temp_dir().join(format!("lcp-audit-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("a temp folder");
+        Scratch(root)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Audits a library folder `lib/` holding `files` (`lib.py` is the library's file).
 fn audited(test: &str, files: &[(&str, &str)]) -> HashMap<String, ToolAudit> {
-    let root = std::env::temp_dir().join(format!("lcp-audit-{}-{test}", std::process::id()));
+    let scratch = Scratch::new(test);
+    let root = scratch.0.clone();
     let folder = root.join("lib");
-    let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&folder).expect("a temp folder");
     for (name, text) in files {
         std::fs::write(folder.join(name), text).expect("a temp file");
@@ -20,7 +39,6 @@ fn audited(test: &str, files: &[(&str, &str)]) -> HashMap<String, ToolAudit> {
     let registry = Registry::load(&sources, &Options::default());
     let found = audit(&registry, &Config::without_file(), &[]);
     read_with_discovery_agrees(&sources, &found);
-    let _ = std::fs::remove_dir_all(&root);
     found.tools.into_iter().map(|t| (t.name.clone(), t)).collect()
 }
 
@@ -339,16 +357,14 @@ fn a_method_of_a_path_is_known_by_the_receiver_being_a_path() {
 
 #[test]
 fn a_loose_file_reads_the_loose_files_it_imports() {
-    let root = std::env::temp_dir().join(format!("lcp-audit-{}-loose", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).expect("a temp folder");
+    let scratch = Scratch::new("loose-imports");
+    let root = scratch.0.clone();
     std::fs::write(root.join("tools.py"), "import helpers\n\ndef tool_a(x: str) -> None:\n    helpers.run(x)\n")
         .unwrap();
     std::fs::write(root.join("helpers.py"), "import os\n\ndef run(x):\n    os.system(x)\n").unwrap();
     let sources = Sources { folders: vec![root.clone()], files: Vec::new() };
     let registry = Registry::load(&sources, &Options::default());
     let found = audit(&registry, &Config::without_file(), &[]);
-    let _ = std::fs::remove_dir_all(&root);
     let tool = found.tools.iter().find(|t| t.name == "tool_a").expect("tool_a");
     assert_eq!(capabilities(tool), ["subprocess"]);
 }
@@ -405,9 +421,8 @@ fn a_branch_on_a_parameter_runs_only_with_the_value_a_literal_argument_gives() {
 #[test]
 #[cfg(feature = "python")]
 fn one_tool_of_a_loose_file_is_audited_as_the_whole_audit_audits_it() {
-    let root = std::env::temp_dir().join(format!("lcp-audit-{}-loose", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).expect("a temp folder");
+    let scratch = Scratch::new("loose-one-tool");
+    let root = scratch.0.clone();
     let files = [
         (
             "runner.py",
@@ -433,13 +448,12 @@ fn one_tool_of_a_loose_file_is_audited_as_the_whole_audit_audits_it() {
     }
     let run = whole.tools.iter().find(|t| t.name == "tool_run").expect("audited");
     assert_eq!(capabilities(run), ["subprocess"], "through the sibling it imports");
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]
 fn the_code_discovery_read_is_audited_as_the_code_read_apart() {
-    let root = std::env::temp_dir().join(format!("lcp-audit-{}-discovery", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let scratch = Scratch::new("discovery");
+    let root = scratch.0.clone();
     let files = [
         (
             "runner.py",
@@ -478,7 +492,6 @@ fn the_code_discovery_read_is_audited_as_the_code_read_apart() {
     assert_eq!(listings[&root.join("other")], [root.join("other/linked.py"), root.join("other/other.py")]);
     let apart = audit(&Registry::load(&sources, &Options::default()), &Config::without_file(), &[]);
     read_with_discovery_agrees(&sources, &apart);
-    let _ = std::fs::remove_dir_all(&root);
     let tools: HashMap<&str, &ToolAudit> = apart.tools.iter().map(|t| (t.name.as_str(), t)).collect();
     assert_eq!(capabilities(tools["tool_run"]), ["subprocess"]);
     assert_eq!(capabilities(tools["tool_get"]), ["network"]);
