@@ -860,6 +860,7 @@ pub fn inline_mcp_classes(document: &mut Value, registry: &Registry) {
 /// MCP's `outputSchema` of a tool's output schema: an object type as it is; any other
 /// wrapped as `{"result": <schema>}` ([`mcp_output_wraps`]), the shape its
 /// `structuredContent` then takes. `$defs` stay at the root, where `$ref`s find them.
+/// [`output_text`] makes the same on a schema's text.
 pub(crate) fn mcp_output_schema(schema: Value) -> Value {
     if !mcp_output_wraps(&schema) {
         return schema;
@@ -1107,13 +1108,35 @@ mod tests {
         json!({ "type": "object", "properties": { "a": schema }, "required": ["a"] })
     }
 
+    /// A library file `name` of `count` tools, `tool_0` on: `(a: int) -> int`.
+    fn tools_file(name: &str, count: usize) -> Library {
+        let file = crate::discovery::scan::SourceFile { path: name.into(), package: None };
+        let source =
+            (0..count).map(|i| format!("def tool_{i}(a: int) -> int:\n    \"\"\"Tool {i}.\"\"\"\n    return a\n\n"));
+        let (library, _) = crate::discovery::extract::extract(&file, source.collect::<String>().into_bytes(), &[]);
+        library.expect("the file has tools")
+    }
+
+    /// [`export`]'s document and problems of `registry` in `format`, once [`write`] is
+    /// seen to write that document byte for byte, in both layouts, with the same problems.
+    fn written_as_document(registry: &Registry, format: Format) -> (Value, Vec<Diagnostic>) {
+        let descriptions = Descriptions::default();
+        let (document, problems) = export(registry, &descriptions, format);
+        for (layout, expected) in [
+            (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
+            (Layout::Compact, serde_json::to_string(&document).unwrap()),
+        ] {
+            let mut written = Vec::new();
+            let streamed = write(registry, &descriptions, format, layout, &mut written).unwrap();
+            assert!(String::from_utf8(written).unwrap() == expected, "{format}, {layout:?}: the text differs");
+            assert_eq!(streamed, problems, "{format}, {layout:?}");
+        }
+        (document, problems)
+    }
+
     #[test]
     fn a_schema_nested_past_what_an_entry_may_hold_is_written_as_the_document_says_in_every_format() {
-        let file = crate::discovery::scan::SourceFile { path: "deep.py".into(), package: None };
-        let source =
-            (0..4).map(|i| format!("def tool_{i}(a: int) -> int:\n    \"\"\"Tool {i}.\"\"\"\n    return a\n\n"));
-        let (library, _) = crate::discovery::extract::extract(&file, source.collect::<String>().into_bytes(), &[]);
-        let mut library = library.expect("the file has tools");
+        let mut library = tools_file("deep.py", 4);
         // As an MCP server may give them: as deep as an entry may hold, and deeper.
         let depths = [MAX_ENTRY_DEPTH - SCHEMA_NESTING, MAX_ENTRY_DEPTH - 1, MAX_ENTRY_DEPTH + 5, 5];
         for (tool, depth) in library.tools.iter_mut().zip(depths) {
@@ -1121,18 +1144,8 @@ mod tests {
             assert_eq!(tool.parameters.depth(), depth);
         }
         let registry = Registry::from_libraries(vec![std::sync::Arc::new(library)], Vec::new());
-        let descriptions = Descriptions::default();
         for format in Format::ALL.into_iter().chain([Format::Openai { strict: true }]) {
-            let (document, problems) = export(&registry, &descriptions, format);
-            for (layout, expected) in [
-                (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
-                (Layout::Compact, serde_json::to_string(&document).unwrap()),
-            ] {
-                let mut written = Vec::new();
-                let streamed = write(&registry, &descriptions, format, layout, &mut written).unwrap();
-                assert!(String::from_utf8(written).unwrap() == expected, "{format}, {layout:?}: the text differs");
-                assert_eq!(streamed, problems, "{format}, {layout:?}");
-            }
+            let (_, problems) = written_as_document(&registry, format);
             let too_deep = problems.iter().filter(|problem| problem.message.contains("levels deep")).count();
             assert!(too_deep >= 1, "{format}: {problems:?}");
         }
@@ -1149,7 +1162,6 @@ mod tests {
 
     #[test]
     fn output_schemas_are_written_as_the_document_says_however_deep_and_whatever_their_shape() {
-        let file = crate::discovery::scan::SourceFile { path: "out.py".into(), package: None };
         let outputs = [
             nested(MAX_ENTRY_DEPTH - OUTPUT_NESTING),
             nested(MAX_ENTRY_DEPTH + 1),
@@ -1161,26 +1173,13 @@ mod tests {
             json!(true),
             json!({}),
         ];
-        let source = (0..outputs.len())
-            .map(|i| format!("def tool_{i}(a: int) -> int:\n    \"\"\"Tool {i}.\"\"\"\n    return a\n\n"));
-        let (library, _) = crate::discovery::extract::extract(&file, source.collect::<String>().into_bytes(), &[]);
-        let mut library = library.expect("the file has tools");
+        let mut library = tools_file("out.py", outputs.len());
         for (tool, output) in library.tools.iter_mut().zip(&outputs) {
             tool.output = Some(schema::SchemaText::new(output));
         }
         let registry = Registry::from_libraries(vec![std::sync::Arc::new(library)], Vec::new());
-        let descriptions = Descriptions::default();
         for format in [Format::Manifest, Format::Mcp { inline_refs: false }, Format::Mcp { inline_refs: true }] {
-            let (document, problems) = export(&registry, &descriptions, format);
-            for (layout, expected) in [
-                (Layout::Pretty, serde_json::to_string_pretty(&document).unwrap()),
-                (Layout::Compact, serde_json::to_string(&document).unwrap()),
-            ] {
-                let mut written = Vec::new();
-                let streamed = write(&registry, &descriptions, format, layout, &mut written).unwrap();
-                assert!(String::from_utf8(written).unwrap() == expected, "{format}, {layout:?}: the text differs");
-                assert_eq!(streamed, problems, "{format}, {layout:?}");
-            }
+            let (document, problems) = written_as_document(&registry, format);
             // The two deepest in every format, and in MCP the one its wrapping takes past the limit.
             let too_deep = problems.iter().filter(|problem| problem.message.contains("levels deep")).count();
             let expected = if format == Format::Manifest { 2 } else { 3 };

@@ -460,14 +460,10 @@ pub struct Found {
 pub struct Manifested<'a> {
     declared: &'a Declared,
     grade: Grade,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
     enforced: &'a [&'static str],
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
     inferred: &'a [&'static str],
-}
-
-fn is_empty(names: &&[&str]) -> bool {
-    names.is_empty()
 }
 
 /// The manifest's view of a tool's declarations: all of them, the grade that counts,
