@@ -179,7 +179,7 @@ fn audit_with<T: Send>(
     // can import are in them, so the folder's unreadable files are looked for apart.
     let mut loose_folders: crate::discovery::registry::FastSet<&Path> = Default::default();
     // Each tool with the function it stands for and where its code is.
-    type Followed<'r> = (&'r Library, &'r Tool, &'r str, At<'r>);
+    type Followed<'r> = (&'r Library, &'r Tool, &'r str, At<'r, usize>);
     let real = &real;
     let tools: Vec<Followed> = registry
         .libraries()
@@ -193,20 +193,20 @@ fn audit_with<T: Send>(
                     && library.tools.iter().all(|tool| reached.contains_key(function_of(real, tool)))
             });
             // Else where the library's code is, found once for all its tools.
-            let given = || code.and_then(|code| code.of_file(&library.path)).filter(|_| library.origin == Origin::File);
-            let read = match reached {
-                Some(_) => None,
-                None => match given() {
-                    Some((package, loose)) => {
-                        if loose {
-                            loose_folders.insert(loose_folder(library));
-                        }
-                        Some((packages.read(package, loose), Cow::Borrowed(library.path.as_path())))
+            let given = code
+                .filter(|_| reached.is_none() && library.origin == Origin::File)
+                .and_then(|code| code.of_file(&library.path));
+            let read = match (reached, given) {
+                (Some(_), _) => None,
+                (None, Some((package, loose))) => {
+                    if loose {
+                        loose_folders.insert(loose_folder(library));
                     }
-                    None => {
-                        code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file)))
-                    }
-                },
+                    Some((packages.read(package, loose), Cow::Borrowed(library.path.as_path())))
+                }
+                (None, None) => {
+                    code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file)))
+                }
             };
             library.tools.iter().map(move |tool| {
                 let function = function_of(real, tool);
@@ -252,9 +252,9 @@ fn audit_with<T: Send>(
         let end = tools.len().min((batch + 1) * BATCH);
         let follow_one = |(library, tool, function, at): &Followed| {
             let code = match at {
-                At::Reached(reached) => Seen::Reached(reached),
-                At::Package(package, file) => Seen::Package(&read[*package], file.as_ref()),
-                At::Unseen => Seen::Unseen,
+                At::Reached(reached) => At::Reached(reached),
+                At::Package(package, file) => At::Package(&*read[*package], Cow::Borrowed(file.as_ref())),
+                At::Unseen => At::Unseen,
             };
             into(tool_audit(library, tool, function, config.declared(tool), code, evidenced))
         };
@@ -311,8 +311,8 @@ pub(crate) fn audit_tool(library: &Library, tool: &Tool, function: &str, declare
     }
     let package = code.as_ref().map(|(files, _)| graph::analyse(files));
     let at = match code.as_ref().zip(package.as_ref()) {
-        Some(((_, file), package)) => Seen::Package(package, file.as_path()),
-        None => Seen::Unseen,
+        Some(((_, file), package)) => At::Package(package, Cow::Borrowed(file.as_path())),
+        None => At::Unseen,
     };
     tool_audit(library, tool, function, declared, at, Evidenced::Yes)
 }
@@ -414,7 +414,7 @@ fn tool_audit(
     tool: &Tool,
     function: &str,
     declared: Declared,
-    code: Seen,
+    code: At<&graph::Package>,
     evidenced: Evidenced,
 ) -> ToolAudit {
     let mut entry = ToolAudit {
@@ -433,9 +433,9 @@ fn tool_audit(
         (entry.capabilities, entry.unknown) = (reached.capabilities, reached.unknown);
     };
     match (&library.origin, code) {
-        (Origin::File, Seen::Package(package, file)) => follow(package, file, function),
-        (Origin::Config { function, .. }, Seen::Package(package, file)) => follow(package, file, function),
-        (Origin::File, Seen::Reached(reached)) => {
+        (Origin::File, At::Package(package, file)) => follow(package, &file, function),
+        (Origin::Config { function, .. }, At::Package(package, file)) => follow(package, &file, function),
+        (Origin::File, At::Reached(reached)) => {
             (entry.capabilities, entry.unknown) = (reached.capabilities.clone(), reached.unknown.clone());
         }
         (Origin::Config { module, function, .. }, _) => {
@@ -443,7 +443,7 @@ fn tool_audit(
         }
         (Origin::Mcp { server }, _) => entry.unknown.push(format!("mcp:{server}")),
         (Origin::Virtual, _) => entry.unknown.push("virtual".into()),
-        (Origin::File, Seen::Unseen) => entry.unknown.push(format!("unreadable:{}", shown(&library.path))),
+        (Origin::File, At::Unseen) => entry.unknown.push(format!("unreadable:{}", shown(&library.path))),
     }
     entry.drift = drift(&entry.declared, &entry.capabilities);
     entry
@@ -660,18 +660,12 @@ fn listed(package: &graph::Package, path: &Path, function: &str) -> Reached {
 }
 
 /// Where the audit finds a tool's code: what was found following it as discovery
-/// read it, a package to follow it in (by its index in the audit's packages, with
-/// its module's file), or nowhere lcp can read.
-enum At<'r> {
+/// read it, a package to follow it in (`P`: the package, or its index among the
+/// audit's packages while they are still to read) with its module's file, or nowhere
+/// lcp can read.
+enum At<'r, P> {
     Reached(&'r Reached),
-    Package(usize, Cow<'r, Path>),
-    Unseen,
-}
-
-/// [`At`], with the package itself.
-enum Seen<'r> {
-    Reached(&'r Reached),
-    Package(&'r graph::Package, &'r Path),
+    Package(P, Cow<'r, Path>),
     Unseen,
 }
 

@@ -170,6 +170,7 @@ impl Reading {
                 (path.to_path_buf(), followed.collect())
             })
             .collect();
+        // Freed here, on the thread that read it, before the lock is taken.
         drop(package);
         sync::lock(&self.code).reached.extend(reached);
     }
