@@ -445,7 +445,15 @@ fn ends_prose(lines: &[Line<'_>], index: usize) -> bool {
 /// header, field or dash line: its prose as written, without what [`parse`] reads into
 /// parameters and returns. Reads no line after that one's next.
 pub fn prose_text(text: &str) -> &str {
-    let mut lines = text.lines().map(Line::new).peekable();
+    // Only a line holding a `:`, `@` or `-` (a header, a field, dashes), or the line
+    // above one holding a `-` (a NumPy header), ends the prose: the lines before the
+    // line above the first of those bytes are prose without a look.
+    let Some(first) = memchr::memchr3(b':', b'@', b'-', text.as_bytes()) else {
+        return text;
+    };
+    let line = text[..first].rfind('\n').map_or(0, |end| end + 1);
+    let above = text[..line.saturating_sub(1)].rfind('\n').map_or(0, |end| end + 1);
+    let mut lines = text[above..].lines().map(Line::new).peekable();
     while let Some(line) = lines.next() {
         // A line and the one after it (a NumPy header is underlined).
         let pair = [line, lines.peek().copied().unwrap_or(Line::BLANK)];
@@ -740,6 +748,13 @@ mod tests {
             ("Only prose.\n\nTwo paragraphs.", "Only prose.\n\nTwo paragraphs."),
             ("Args:\n    x: The x.", ""),
             ("", ""),
+            // The line above the first `-`, `:` or `@` is read too.
+            ("One.\nTwo.\nNotes\n-----\nx", "One.\nTwo.\n"),
+            ("One.\nTwo.\nThree\n-----\nx", "One.\nTwo.\nThree\n"),
+            ("One.\nTwo.\n\nNotes:\n    x", "One.\nTwo.\n\n"),
+            ("A well-known tool.\nSee: this.\n\nArgs:\n    x: X.", "A well-known tool.\nSee: this.\n\n"),
+            ("One.\n@param x: X.", "One.\n"),
+            ("No marks at all\nin two lines", "No marks at all\nin two lines"),
         ];
         for (text, prose) in cases {
             assert_eq!(prose_text(text), prose, "{text:?}");
