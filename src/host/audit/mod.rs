@@ -186,17 +186,18 @@ fn audit_with<T: Send>(
         .iter()
         .filter(|library| !library.tools.is_empty())
         .flat_map(|library| {
-            // What discovery found following each of the library's functions, when it
-            // followed every one its tools stand for: then its package is not needed.
-            let reached = code.and_then(|code| code.reached(&library.path)).filter(|reached| {
-                library.origin == Origin::File
-                    && library.tools.iter().all(|tool| reached.contains_key(function_of(real, tool)))
-            });
+            // What discovery found following each of the library's tools, in their
+            // order, when it followed every function they stand for: then its package
+            // is not needed.
+            let reached: Option<Vec<&Reached>> = code
+                .and_then(|code| code.reached(&library.path))
+                .filter(|_| library.origin == Origin::File)
+                .and_then(|reached| library.tools.iter().map(|tool| reached.get(function_of(real, tool))).collect());
             // Else where the library's code is, found once for all its tools.
             let given = code
                 .filter(|_| reached.is_none() && library.origin == Origin::File)
                 .and_then(|code| code.of_file(&library.path));
-            let read = match (reached, given) {
+            let read = match (&reached, given) {
                 (Some(_), _) => None,
                 (None, Some((package, loose))) => {
                     if loose {
@@ -208,10 +209,10 @@ fn audit_with<T: Send>(
                     code_of(library, &mut folders).map(|(files, file)| (packages.index(files), Cow::Owned(file)))
                 }
             };
-            library.tools.iter().map(move |tool| {
+            library.tools.iter().enumerate().map(move |(index, tool)| {
                 let function = function_of(real, tool);
-                let at = match (reached, &read) {
-                    (Some(reached), _) => At::Reached(&reached[function]),
+                let at = match (&reached, &read) {
+                    (Some(reached), _) => At::Reached(reached[index]),
                     (None, Some((package, file))) => At::Package(*package, file.clone()),
                     (None, None) => At::Unseen,
                 };
