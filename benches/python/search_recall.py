@@ -6,9 +6,12 @@ Usage: search_recall.py LCP WORKDIR
 Each distinct function of the single-turn categories becomes a Python tool file entry
 (`tool_<name>`, the description as its docstring, each parameter typed and described
 under `Args:`); each question (its last user turn) is a query, answered at k when one
-of the functions of its ground truth is among the first k tools. Prints one JSON object:
-`{"tools", "queries", "lcp", "bm25", "fastmcp"}`, each ranking as `{"1", "5", "10"}`
-percentages. Run with a Python that has `fastmcp==4.2.3` installed.
+of the functions of its ground truth is among the first k tools. Two catalogs are
+measured: those functions alone, and with the functions of the categories that have no
+ground truth here (`DISTRACTORS`: questions no tool answers, and Java and JavaScript
+functions) added, which no question asks for. Prints one JSON line per catalog:
+`{"catalog", "tools", "queries", "lcp", "bm25", "fastmcp"}`, each ranking as
+`{"1", "5", "10"}` percentages. Run with a Python that has `fastmcp==4.2.3` installed.
 """
 
 import collections
@@ -32,6 +35,7 @@ CATEGORIES = [
     "live_parallel",
     "live_parallel_multiple",
 ]
+DISTRACTORS = ["irrelevance", "live_irrelevance", "live_relevance", "simple_java", "simple_javascript"]
 TOOLS_PER_FILE = 40
 TYPES = {"integer": "int", "float": "float", "number": "float", "string": "str", "boolean": "bool",
          "array": "list", "tuple": "list", "dict": "dict", "object": "dict"}
@@ -53,13 +57,15 @@ def one_line(text):
 
 
 def load(workdir):
+    """The functions and questions of `CATEGORIES`, and the functions of `DISTRACTORS`
+    not among them."""
     wheels = sorted(workdir.glob("bfcl_eval-*.whl"))
     if not wheels:
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(workdir), BFCL],
                        check=True)
         wheels = sorted(workdir.glob("bfcl_eval-*.whl"))
     wheel = zipfile.ZipFile(wheels[-1])
-    functions, queries = {}, []
+    functions, queries, distractors = {}, [], {}
     for category in CATEGORIES:
         questions = wheel.read(f"bfcl_eval/data/BFCL_v4_{category}.json").decode().splitlines()
         answers = wheel.read(f"bfcl_eval/data/possible_answer/BFCL_v4_{category}.json").decode().splitlines()
@@ -70,7 +76,12 @@ def load(workdir):
             turns = [message for turn in entry["question"] for message in turn if message["role"] == "user"]
             gold = [tool_name(name) for call in gold_of[entry["id"]] for name in call]
             queries.append((one_line(turns[-1]["content"]), gold))
-    return functions, queries
+    for category in DISTRACTORS:
+        for entry in map(json.loads, wheel.read(f"bfcl_eval/data/BFCL_v4_{category}.json").decode().splitlines()):
+            for function in entry.get("function") or []:
+                if tool_name(function["name"]) not in functions:
+                    distractors.setdefault(tool_name(function["name"]), function)
+    return functions, queries, distractors
 
 
 def write_catalog(functions, folder):
@@ -162,11 +173,9 @@ def recall(answers, queries):
     return {str(k): round(100 * n / len(queries), 1) for k, n in found.items()}
 
 
-def main():
-    lcp, workdir = sys.argv[1], Path(sys.argv[2])
-    workdir.mkdir(parents=True, exist_ok=True)
-    functions, queries = load(workdir)
-    catalog = workdir / "catalog"
+def measure(lcp, workdir, name, functions, queries):
+    """The three rankings' recall on the catalog of `functions`, as one JSON line."""
+    catalog = workdir / name
     write_catalog(functions, catalog)
     asked = workdir / "queries.txt"
     asked.write_text("".join(query + "\n" for query, _ in queries))
@@ -176,12 +185,21 @@ def main():
     assert len(lines) == len(queries), (len(lines), len(queries), searched.stderr[-2000:])
     answers = [[tool["name"] for tool in json.loads(line)["tools"]] for line in lines]
     print(json.dumps({
+        "catalog": name,
         "tools": len(functions),
         "queries": len(queries),
         "lcp": recall(answers, queries),
         "bm25": recall(plain_bm25(functions, queries), queries),
         "fastmcp": recall(fastmcp_bm25(functions, queries), queries),
     }))
+
+
+def main():
+    lcp, workdir = sys.argv[1], Path(sys.argv[2])
+    workdir.mkdir(parents=True, exist_ok=True)
+    functions, queries, distractors = load(workdir)
+    measure(lcp, workdir, "catalog", functions, queries)
+    measure(lcp, workdir, "with-distractors", {**functions, **distractors}, queries)
 
 
 if __name__ == "__main__":
