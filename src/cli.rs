@@ -106,8 +106,8 @@ enum Command {
         sources: SourceArgs,
         #[command(flatten)]
         host: HostArgs,
-        /// How many tools to show at most.
-        #[arg(long, value_name = "N", default_value_t = 10)]
+        /// How many tools to show at most (1 or more).
+        #[arg(long, value_name = "N", default_value_t = 10, value_parser = at_least_one)]
         limit: usize,
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,
@@ -406,7 +406,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             if defer {
                 // `[export] always_loaded` and `--always-loaded` together.
-                let mut always_loaded = always_loaded;
+                // `a, b` as `a,b`.
+                let mut always_loaded: Vec<String> = always_loaded.iter().map(|name| name.trim().to_string()).collect();
                 always_loaded.extend(config.export.always_loaded.iter().cloned());
                 let (document, problems) =
                     export::export_deferred(&view.registry, &descriptions, format, &always_loaded)?;
@@ -453,7 +454,10 @@ fn run(command: Command) -> Result<ExitCode, String> {
                         out.push_str(&json!({ "tools": index.search(&query, limit) }).to_string());
                         out.push('\n');
                     }
-                    write_out(&mut std::io::stdout().lock(), out.trim_end_matches('\n'))?;
+                    // No query, no line.
+                    if !out.is_empty() {
+                        write_out(&mut std::io::stdout().lock(), out.trim_end_matches('\n'))?;
+                    }
                 }
                 (None, query) => {
                     let hits = index.search(query.as_deref().unwrap_or_default(), limit);
@@ -736,7 +740,8 @@ fn print_problems(errors: &[ConfigError]) {
 }
 
 /// `lcp check`'s view of the config: every profile's problems (the chosen one's
-/// only, with --profile) as errors, and `[tool_policies.NAME]` tables naming no tool.
+/// only, with --profile) as errors, and `[tool_policies.NAME]` tables, `[export]
+/// always_loaded` and `[mcp] always_list` names naming no tool.
 pub(crate) fn config_problems(registry: &Registry, config: &Config, chosen: Option<&Profile>) -> Vec<Diagnostic> {
     let profiles: Vec<&Profile> = match chosen {
         Some(profile) => vec![profile],
@@ -762,6 +767,18 @@ pub(crate) fn config_problems(registry: &Registry, config: &Config, chosen: Opti
             let message =
                 format!("`tool_policies.{}` names no tool: {}", entry.name, registry.unknown_tool(&entry.name));
             found.push(Diagnostic::new(file, entry.line.unwrap_or(1), 1, Level::Warning, message));
+        }
+    }
+    // A name a profile gives a tool is a name too (`always_list` names served tools).
+    let named = |name: &str| {
+        registry.tool(name).is_some()
+            || config.profiles.iter().flat_map(|profile| &profile.entries).any(|entry| entry.alias == name)
+    };
+    let lists = [("export.always_loaded", &config.export.always_loaded), ("mcp.always_list", &config.mcp.always_list)];
+    for (key, names) in lists {
+        for name in names.iter().filter(|name| !named(name)) {
+            let message = format!("`{key}` names no tool: {}", registry.unknown_tool(name));
+            found.push(Diagnostic::new(file, 1, 1, Level::Warning, message));
         }
     }
     if let Some(first) = config.virtual_tools.first() {
@@ -1011,6 +1028,14 @@ fn search_table(hits: &[crate::host::search::Hit], width: Option<usize>) -> Stri
         fit(&mut rows, width, &[(0, 16, Cut::End), (2, 10, Cut::End), (3, 12, Cut::End)]);
     }
     columns(&rows).trim_end().to_string()
+}
+
+/// A count of 1 or more, as a command line gives it.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n @ 1..) => Ok(n),
+        _ => Err(format!("`{text}` is not a whole number of 1 or more")),
+    }
 }
 
 /// The queries of `--queries FILE` (`-`: standard input), one a line, an empty line

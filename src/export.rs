@@ -23,8 +23,10 @@ pub use gemini::gemini;
 pub(crate) use strict::openai_strict;
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Write};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -213,13 +215,22 @@ pub(crate) fn export_deferred(
 
 /// OpenAI Responses' tools for [`export_deferred`]: the tools always loaded as they
 /// are, then one namespace per library of the deferred ones (split above
-/// [`NAMESPACE_MAX_TOOLS`]), then `{"type": "tool_search"}`.
+/// [`NAMESPACE_MAX_TOOLS`]), then `{"type": "tool_search"}`. A library folder `X/` is
+/// one library, all its files' tools in one namespace.
 fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) -> bool) -> Vec<Value> {
     let libraries: Vec<&Library> = registry.libraries().iter().map(|library| &**library).collect();
-    let mut of_tool = std::collections::HashMap::new();
+    // Each library file's library: the first file of its folder, else itself.
+    let mut first_of_folder: HashMap<&Path, usize> = HashMap::new();
+    let library_of: Vec<usize> = (libraries.iter().enumerate())
+        .map(|(number, library)| match library.package.as_deref() {
+            Some(folder) => *first_of_folder.entry(folder).or_insert(number),
+            None => number,
+        })
+        .collect();
+    let mut of_tool = HashMap::new();
     for (number, library) in libraries.iter().enumerate() {
         for tool in &library.tools {
-            of_tool.entry(tool.name.as_str()).or_insert(number);
+            of_tool.entry(tool.name.as_str()).or_insert(library_of[number]);
         }
     }
     let mut out = Vec::new();
@@ -240,8 +251,10 @@ fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) 
     }
     let mut used: Vec<String> = Vec::new();
     for (number, tools) in groups {
-        let library = libraries.get(number).copied();
-        let base = namespace_name(library.map_or("tools", |library| library.name.as_deref().unwrap_or(&library.stem)));
+        let files: Vec<&Library> =
+            (libraries.iter().zip(&library_of)).filter(|(_, of)| **of == number).map(|(library, _)| *library).collect();
+        let base = namespace_name(&library_name(&files));
+        let about = files.iter().find_map(|library| library.about());
         let parts = tools.len().div_ceil(NAMESPACE_MAX_TOOLS);
         let mut tools = tools.into_iter();
         for part in 1..=parts {
@@ -253,12 +266,26 @@ fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) 
                 k += 1;
             }
             used.push(name.clone());
-            let description = namespace_description(library, &chunk);
+            let description = namespace_description(about, &chunk);
             out.push(json!({ "type": "namespace", "name": name, "description": description, "tools": chunk }));
         }
     }
     out.push(json!({ "type": "tool_search" }));
     out
+}
+
+/// The name of the library made of `files` (one file, or the files of a library
+/// folder, its main file first): the first `TOOL_LIBRARY_NAME` that is not blank, else
+/// the folder's name, else the file's stem.
+fn library_name(files: &[&Library]) -> String {
+    let named = files.iter().filter_map(|library| library.name.as_deref()).find(|name| !name.trim().is_empty());
+    let folder = files.first().and_then(|library| library.package.as_deref()).and_then(Path::file_name);
+    match (named, folder, files.first()) {
+        (Some(name), _, _) => name.to_string(),
+        (None, Some(folder), _) => folder.to_string_lossy().into_owned(),
+        (None, None, Some(library)) => library.stem.clone(),
+        (None, None, None) => String::new(),
+    }
 }
 
 /// A namespace's name from a library's: `^[a-zA-Z0-9_-]{1,64}$`, every other character
@@ -277,12 +304,14 @@ fn suffixed(base: &str, n: usize) -> String {
     format!("{base}_{n}")
 }
 
-/// A namespace's description: its library's docstring (its first paragraph), else the
-/// names and descriptions of its tools, at most about a thousand characters.
-fn namespace_description(library: Option<&Library>, tools: &[Value]) -> String {
+/// A namespace's description: the first paragraph of what its library says it is
+/// (`TOOL_LIBRARY_DESC`, else its docstring), else the names and descriptions of its
+/// tools, at most about a thousand characters.
+fn namespace_description(about: Option<&str>, tools: &[Value]) -> String {
     const MAX: usize = 1000;
-    let docstring = library.and_then(|library| library.description.as_deref()).unwrap_or_default();
-    let paragraph = docstring.split("\n\n").next().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
+    let lines = about.unwrap_or_default().lines().map(str::trim);
+    let paragraph = lines.skip_while(|line| line.is_empty()).take_while(|line| !line.is_empty());
+    let paragraph = paragraph.flat_map(str::split_whitespace).collect::<Vec<_>>().join(" ");
     if !paragraph.is_empty() {
         return cut_text(&paragraph, MAX);
     }

@@ -61,8 +61,12 @@ pub struct Library {
     pub stem: String,
     /// `TOOL_LIBRARY_NAME`, if set.
     pub name: Option<String>,
-    /// `TOOL_LIBRARY_DESCRIPTION`, else the module docstring, if any.
+    /// `TOOL_LIBRARY_DESC`, if set.
     pub description: Option<String>,
+    /// The module's docstring, if it has one (not in the manifest, which gives
+    /// `description` alone).
+    #[serde(skip)]
+    pub docstring: Option<String>,
     /// `TOOL_LIBRARY_ICON`, if set.
     pub icon: Option<String>,
     /// The host hooks the file defines.
@@ -83,6 +87,18 @@ pub struct Library {
     /// Where its tools come from and how a call reaches them (SPEC §14).
     #[serde(skip)]
     pub origin: Origin,
+}
+
+impl Library {
+    /// What the library says it is: `TOOL_LIBRARY_DESC`, else its module docstring
+    /// (the first that is not blank).
+    pub fn about(&self) -> Option<&str> {
+        [&self.description, &self.docstring]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .find(|text| !text.trim().is_empty())
+    }
 }
 
 /// The source a library's tools come from (SPEC §14).
@@ -256,7 +272,7 @@ pub(crate) fn extract_folder(
     for &(file, parsed) in files {
         let mut reader =
             Reader { path: &file.path, text: &parsed.text, lines: Lines::new(&parsed.text), diagnostics: Vec::new() };
-        let mut module = Module::default();
+        let mut module = Module { docstring: module_docstring(&parsed.module.body), ..Module::default() };
         reader.walk_module(&parsed.module.body, &mut module);
         readers.push(reader);
         modules.push(module);
@@ -272,6 +288,17 @@ pub(crate) fn extract_folder(
         out.push((library, reader.diagnostics));
     }
     out
+}
+
+/// The docstring of a module whose statements are `body`.
+fn module_docstring(body: &[Stmt]) -> Option<&str> {
+    match body.first()? {
+        Stmt::Expr(expr) => match &*expr.value {
+            Expr::StringLiteral(text) => Some(text.value.to_str()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn stem(file: &SourceFile) -> String {
@@ -300,6 +327,8 @@ struct Reader<'t> {
 /// What the module scope defines, gathered in one walk.
 #[derive(Default)]
 struct Module<'a> {
+    /// The module's docstring: its first statement, when that is a string.
+    docstring: Option<&'a str>,
     functions: Vec<&'a ast::StmtFunctionDef>,
     scope: Scope<'a>,
     metadata: Vec<&'a Stmt>,
@@ -338,6 +367,7 @@ impl<'t> Reader<'t> {
             stem: stem.clone(),
             name: None,
             description: None,
+            docstring: module.docstring.map(str::to_string),
             icon: None,
             hooks: Hooks::default(),
             prompt_provider: None,

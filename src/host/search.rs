@@ -154,7 +154,7 @@ impl Segment {
         let texts = std::ptr::eq(mine, theirs)
             || (mine.name == theirs.name
                 && mine.stem == theirs.stem
-                && mine.description == theirs.description
+                && mine.about() == theirs.about()
                 && mine.tools.len() == theirs.tools.len()
                 && mine.tools.iter().zip(&theirs.tools).all(|(a, b)| same(a, b)));
         texts
@@ -494,9 +494,10 @@ fn tool_texts(tool: &Tool, description: &str, mut found: impl FnMut(usize, &str)
     parameter_texts(tool.parameters.as_str(), &mut |text| found(PARAMETERS, text));
 }
 
-/// The texts of a library's field: the library's name, stem and docstring.
+/// The texts of a library's field: the library's name, stem and what it says it is
+/// (`TOOL_LIBRARY_DESC`, else its docstring).
 fn library_texts(library: &Library) -> [&str; 3] {
-    [library.name.as_deref().unwrap_or_default(), &library.stem, library.description.as_deref().unwrap_or_default()]
+    [library.name.as_deref().unwrap_or_default(), &library.stem, library.about().unwrap_or_default()]
 }
 
 /// Calls `found` with the names, descriptions and string values of the properties of

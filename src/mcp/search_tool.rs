@@ -198,10 +198,13 @@ fn asked(arguments: &Map<String, Value>) -> Result<(&str, usize), String> {
     };
     let limit = match arguments.get("limit") {
         None | Some(Value::Null) => DEFAULT_LIMIT,
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(limit @ 1..) if limit <= MAX_LIMIT as u64 => limit as usize,
-            _ => return Err(format!("{NAME}: `limit` is {n}; expected a whole number from 1 to {MAX_LIMIT}")),
-        },
+        // A whole number written with a fraction (`5.0`) is an integer to JSON Schema.
+        Some(Value::Number(n)) => {
+            match n.as_u64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0).map(|f| f as u64)) {
+                Some(limit @ 1..) if limit <= MAX_LIMIT as u64 => limit as usize,
+                _ => return Err(format!("{NAME}: `limit` is {n}; expected a whole number from 1 to {MAX_LIMIT}")),
+            }
+        }
         Some(other) => {
             return Err(format!("{NAME}: `limit` is {other}; expected a whole number from 1 to {MAX_LIMIT}"));
         }
@@ -281,7 +284,8 @@ mod tests {
     fn limit_defaults_to_five_and_stays_within_one_to_fifty() {
         assert_eq!(asked(&arguments(json!({"query": "weather"}))), Ok(("weather", DEFAULT_LIMIT)));
         assert_eq!(asked(&arguments(json!({"query": "weather", "limit": 50}))), Ok(("weather", 50)));
-        for limit in [json!(0), json!(51), json!(2.5), json!(-1), json!("5")] {
+        assert_eq!(asked(&arguments(json!({"query": "weather", "limit": 2.0}))), Ok(("weather", 2)));
+        for limit in [json!(0), json!(51), json!(2.5), json!(50.5), json!(0.0), json!(-1), json!(-2.0), json!("5")] {
             let refused = asked(&arguments(json!({"query": "weather", "limit": limit}))).unwrap_err();
             assert!(refused.contains("`limit` is"), "{refused}");
         }

@@ -85,6 +85,20 @@ fn search_queries_answers_one_json_line_per_query_in_order() {
 }
 
 #[test]
+fn search_queries_of_an_empty_file_print_nothing_and_a_limit_below_one_is_refused() {
+    let dir = temp_dir("search-no-queries");
+    let queries = dir.join("queries.txt");
+    write(&queries, "");
+    let output = lcp(&["search", "--queries", queries.to_str().unwrap(), CATALOG, "--static"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stdout.is_empty(), "{}", String::from_utf8_lossy(&output.stdout));
+    let output = lcp(&["search", "weather", CATALOG, "--static", "--limit", "0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("`0` is not a whole number of 1 or more"));
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
 fn search_queries_from_standard_input() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lcp"))
         .args(["search", "--queries", "-", CATALOG, "--static"])
@@ -190,7 +204,7 @@ fn defer_openai_responses_groups_tools_in_a_namespace_per_library() {
     let weather = namespaces.iter().find(|n| n["name"] == "weather").unwrap();
     assert_eq!(weather["description"], "Weather: current conditions and forecasts for a place.");
     let geo = namespaces.iter().find(|n| n["name"] == "geo").unwrap();
-    assert!(geo["description"].as_str().unwrap().contains("tool_geocode_address (Latitude and longitude"), "{geo}");
+    assert_eq!(geo["description"], "Places on the map.", "the module docstring, without TOOL_LIBRARY_DESC");
     let mut exported = names(&Value::Array(functions(&deferred)));
     let mut expected = names(&plain);
     exported.sort();
@@ -214,6 +228,46 @@ fn defer_openai_responses_splits_a_library_above_fifty_tools() {
     let name = regex_lite::Regex::new("^[a-zA-Z0-9_-]{1,64}$").unwrap();
     assert!(sizes.iter().all(|(n, _)| name.is_match(n)));
     assert_eq!(functions(&deferred).len(), 120);
+}
+
+#[test]
+fn defer_openai_responses_keeps_a_library_folder_in_one_namespace_described_by_its_docstring() {
+    let dir = temp_dir("defer-folders");
+    let tool = |name: &str| format!("def {name}(x: int) -> int:\n    \"\"\"Does {name}.\"\"\"\n    return x\n\n");
+    let docstring = "\"\"\"\n    Maps and places.\n    More about them.\n\n    Details.\n\"\"\"\n\n";
+    write(&dir.join("atlas/atlas.py"), format!("{docstring}{}", tool("tool_find_place")));
+    write(&dir.join("atlas/extra.py"), tool("tool_route"));
+    write(&dir.join("beta/util.py"), tool("tool_beta_one"));
+    write(
+        &dir.join("gamma.py"),
+        format!("\"\"\"Gamma things.\"\"\"\nTOOL_LIBRARY_NAME = \"\"\n{}", tool("tool_gamma")),
+    );
+    write(
+        &dir.join("delta.py"),
+        format!("\"\"\"Delta docstring.\"\"\"\nTOOL_LIBRARY_DESC = \"Delta, as it says.\"\n{}", tool("tool_delta")),
+    );
+    let output = lcp(&["export", dir.to_str().unwrap(), "--static", "--format", "openai-responses", "--defer"]);
+    let deferred = stdout_json(&output);
+    let namespaces: Vec<(&str, &str, Vec<String>)> = deferred
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "namespace")
+        .map(|n| (n["name"].as_str().unwrap(), n["description"].as_str().unwrap(), names(&n["tools"])))
+        .collect();
+    assert_eq!(
+        namespaces,
+        [
+            (
+                "atlas",
+                "Maps and places. More about them.",
+                vec!["tool_find_place".to_string(), "tool_route".to_string()]
+            ),
+            ("beta", "Tools: tool_beta_one (Does tool_beta_one.)", vec!["tool_beta_one".to_string()]),
+            ("delta", "Delta, as it says.", vec!["tool_delta".to_string()]),
+            ("gamma", "Gamma things.", vec!["tool_gamma".to_string()]),
+        ]
+    );
 }
 
 #[test]
@@ -449,6 +503,25 @@ fn search_tools_over_http() {
 }
 
 #[test]
+fn check_warns_of_always_loaded_and_always_list_names_that_name_no_tool() {
+    let text =
+        "[export]\nalways_loaded = [\"tool_nope\", \"tool_send_email\"]\n[mcp]\nalways_list = [\"tool_sendemail\"]\n";
+    let (config, _) = served_config("always-names", text);
+    let output = lcp(&["check", CATALOG, "--config", config.to_str().unwrap()]);
+    assert!(output.status.success(), "warnings only");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("warning: `export.always_loaded` names no tool: unknown tool `tool_nope`"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "`mcp.always_list` names no tool: unknown tool `tool_sendemail`; did you mean `tool_send_email`?"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("`tool_send_email`,"), "{stderr}");
+    assert!(stderr.contains("2 warnings"), "{stderr}");
+}
+
+#[test]
 fn export_always_loaded_in_the_config_keeps_tools_undeferred_with_the_flag() {
     let (config, _) = served_config("export-always-loaded", "[export]\nalways_loaded = [\"tool_send_email\"]\n");
     let config = config.to_str().unwrap();
@@ -466,6 +539,10 @@ fn export_always_loaded_in_the_config_keeps_tools_undeferred_with_the_flag() {
     };
     assert_eq!(deferred(&[]), ["tool_send_email"]);
     assert_eq!(deferred(&["--always-loaded", "tool_read_text"]), ["tool_read_text", "tool_send_email"]);
+    assert_eq!(
+        deferred(&["--always-loaded", "tool_read_text, tool_file_hash"]),
+        ["tool_file_hash", "tool_read_text", "tool_send_email"]
+    );
     // Without --defer, the export is as without the key.
     let with = lcp(&["export", CATALOG, "--static", "--format", "anthropic", "--config", config]);
     assert_eq!(with.stdout, lcp(&["export", CATALOG, "--static", "--format", "anthropic"]).stdout);
