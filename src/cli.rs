@@ -24,6 +24,7 @@ use crate::host::profile::{Choice, Profile};
 use crate::host::view::{self, View};
 #[cfg(feature = "python")]
 use crate::mcp;
+use crate::policy::Enforcement;
 use crate::runtime;
 #[cfg(feature = "python")]
 use crate::runtime::{CallOptions, Isolation, WorkerSettings};
@@ -375,7 +376,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let view = expose(&registry, &config, profile.as_ref())?;
             let mut descriptions =
                 if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
-            vouch(&view, &config, &mut descriptions);
+            vouch(&view, &config, enforced_by_default(), &mut descriptions);
             print_stdout(&table(&view.registry, &descriptions, if wide { None } else { terminal_width() }))?;
             exit_without_freeing((registry, view));
             Ok(ExitCode::SUCCESS)
@@ -395,7 +396,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             print_to_stderr(registry.diagnostics());
             let mut view = expose(&registry, &config, profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { prompt_descriptions(&view.registry) };
-            let descriptions = export_descriptions(&view, &config, format, descriptions);
+            let descriptions = export_descriptions(&view, &config, format, enforced_by_default(), descriptions);
             // The code read for the audit has been vouched for: the export needs it no more.
             registry.forget_read();
             view.registry.forget_read();
@@ -905,20 +906,32 @@ fn pretty(value: &Value) -> String {
 }
 
 /// What `lcp list` and `lcp export` vouch for beside the declarations: what the
-/// kernel keeps when lcp runs its tools in their workers, as it does by default
-/// (SPEC §18), and what each tool's code can do (SPEC §20).
-fn vouch(view: &View, config: &Config, descriptions: &mut Descriptions) {
-    descriptions.set_enforcement(crate::runtime::sandbox::offered());
+/// kernel keeps where the tools run (`enforced`, SPEC §18; the caller's to say), and
+/// what each tool's code can do (SPEC §20).
+fn vouch(view: &View, config: &Config, enforced: Enforcement, descriptions: &mut Descriptions) {
+    descriptions.set_enforcement(enforced);
     crate::host::audit::lay_over(&view.registry, config, &view.routes, descriptions);
 }
 
+/// What the kernel keeps for the tools `lcp list` and `lcp export` describe: those of
+/// `lcp serve` and `lcp call`, which run them in sandboxed workers by default.
+fn enforced_by_default() -> Enforcement {
+    crate::runtime::sandbox::offered()
+}
+
 /// The descriptions `lcp export --format FORMAT` writes the tools with (the prompt
-/// providers' given): for the manifest and MCP, with what lcp vouches for. One place
-/// for the command and the Python `Toolbox.export`.
-pub(crate) fn export_descriptions(view: &View, config: &Config, format: Format, given: Descriptions) -> Descriptions {
+/// providers' given): for the manifest and MCP, with what lcp vouches for, the kernel
+/// keeping `enforced`. One place for the command and the Python `Toolbox.export`.
+pub(crate) fn export_descriptions(
+    view: &View,
+    config: &Config,
+    format: Format,
+    enforced: Enforcement,
+    given: Descriptions,
+) -> Descriptions {
     let mut descriptions = given;
     if matches!(format, Format::Manifest | Format::Mcp { .. }) {
-        vouch(view, config, &mut descriptions);
+        vouch(view, config, enforced, &mut descriptions);
     }
     descriptions
 }

@@ -154,7 +154,9 @@ impl Toolbox {
             let view = crate::cli::expose(&self.registry, &self.config, self.profile.as_ref())?;
             let descriptions = if static_only { Descriptions::default() } else { self.descriptions(&view.registry) };
             let descriptions = if vouch {
-                crate::cli::export_descriptions(&view, &self.config, format, descriptions)
+                // What the kernel keeps where this toolbox runs its tools: none in process.
+                let enforced = crate::runtime::sandbox::enforcement(&self.settings);
+                crate::cli::export_descriptions(&view, &self.config, format, enforced, descriptions)
             } else {
                 descriptions
             };

@@ -56,6 +56,25 @@ def test_export_is_the_json_of_lcp_export(handlers):
         handlers.export("yaml")
 
 
+def test_an_in_process_toolbox_claims_no_enforcement_in_its_listing(tmp_path):
+    (tmp_path / "reader.py").write_text(
+        'TOOL_POLICY = {"read_only": True, "open_world": False}\n\n\n'
+        'def tool_peek(path: str) -> str:\n    """Read a file."""\n    return path\n'
+    )
+    def meta(toolbox):
+        return toolbox.export("mcp")["tools"][0]["_meta"]
+
+    with lcp_tools.Toolbox(tmp_path, in_process=True) as toolbox:
+        assert "lcp/enforced" not in meta(toolbox)
+    lcp = Path(sys.executable).parent / "lcp"
+    printed = subprocess.run(
+        [str(lcp), "export", "--format", "mcp", str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout
+    # Sandboxed workers: what the kernel keeps, as `lcp export` says.
+    with lcp_tools.Toolbox(tmp_path) as toolbox:
+        assert meta(toolbox).get("lcp/enforced") == json.loads(printed)["tools"][0]["_meta"].get("lcp/enforced")
+
+
 def test_check_counts_and_diagnostics(handlers):
     report = handlers.check()
     assert report["tools"] == len(handlers.tools())

@@ -455,7 +455,17 @@ fn from_document(root: &Node, file: &Path) -> Result<Config, Vec<ConfigError>> {
         config.mcp.host_configs.iter().map(|path| servers::host_config_path(path, &base)).collect();
     let imported = servers::read_host_configs(&host_configs, &mut errors);
     config.servers.extend(imported);
-    if errors.is_empty() { Ok(config) } else { Err(errors) }
+    if errors.is_empty() {
+        return Ok(config);
+    }
+    // A file that cannot be used says every problem at once, its profiles' too, in
+    // the order of the file (a problem of the file as a whole first).
+    errors.extend(config.profiles.iter().flat_map(|profile| profile.problems.iter().cloned()));
+    errors.sort_by_key(|error| match error {
+        ConfigError::At { line, column, .. } => (line.unwrap_or(0), column.unwrap_or(0)),
+        _ => (0, 0),
+    });
+    Err(errors)
 }
 
 /// The config of a running server, read again when its file (or a kit) changes:
@@ -627,6 +637,23 @@ mod tests {
             assert!(message.starts_with(start), "{message}\nshould start with\n{start}");
         }
         assert!(messages[2].ends_with("did you mean `inline_refs`?"), "{}", messages[2]);
+    }
+
+    #[test]
+    fn a_file_with_problems_says_its_profiles_problems_too_in_the_files_order() {
+        let text =
+            "[policy]\nallow_destructiv = false\n\n[profiles.p]\ntool = [\"tool_a\"]\n\n[mcp]\ninline_ref = true\n";
+        let errors = from_document(&Node::parse(text, false).unwrap(), Path::new("lcp.toml")).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let starts = [
+            "lcp.toml:2:1: `policy`: unknown key `allow_destructiv`",
+            "lcp.toml:5:1: profile `p`: unknown key `tool`",
+            "lcp.toml:8:1: `mcp`: unknown key `inline_ref`",
+        ];
+        assert_eq!(messages.len(), starts.len(), "{messages:#?}");
+        for (message, start) in messages.iter().zip(starts) {
+            assert!(message.starts_with(start), "{message}\nshould start with\n{start}");
+        }
     }
 
     #[test]
