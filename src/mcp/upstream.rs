@@ -87,6 +87,10 @@ impl Drop for Abandoned {
     }
 }
 
+/// The longest a server of one stream is waited for after a call to it was stopped
+/// before its answer ([`Upstream::settle`]).
+const SETTLING: Duration = Duration::from_secs(2);
+
 /// How much of what a server writes to its stderr is kept, to say why it failed.
 const STDERR_KEPT: usize = 2048;
 
@@ -804,17 +808,23 @@ impl Upstreams {
         let forwarded = self.runtime.run(async move {
             let turn = upstream.client.turn.clone();
             let calls = Arc::clone(&upstream.client.calls);
-            let call = async move {
-                // Its turn first, on a server of one stream: whatever the server asks
-                // or tells until the result belongs to this call and no other's.
-                let turn = match turn {
-                    Some(turn) => Some(turn.lock_owned().await),
-                    None => None,
-                };
-                sync::lock(&calls).push(active);
-                let registered = Registered { calls, token };
-                // Both kept until the notifications sent before the result were heard.
-                (upstream.call(ask, token).await, Some((turn, registered)))
+            // The turn once had, kept here so that it outlives a call stopped early.
+            let kept: Arc<Mutex<Option<tokio::sync::OwnedMutexGuard<()>>>> = Arc::default();
+            let settling = Arc::clone(&upstream);
+            let call = {
+                let kept = Arc::clone(&kept);
+                async move {
+                    // Its turn first, on a server of one stream: whatever the server
+                    // asks or tells until the result belongs to this call and no other's.
+                    if let Some(turn) = turn {
+                        let guard = turn.lock_owned().await;
+                        *sync::lock(&kept) = Some(guard);
+                    }
+                    sync::lock(&calls).push(active);
+                    let registered = Registered { calls, token };
+                    // Kept until the notifications sent before the result were heard.
+                    (upstream.call(ask, token).await, Some(registered))
+                }
             };
             let cancelled = async {
                 loop {
@@ -835,10 +845,20 @@ impl Upstreams {
                 outcome = cancelled => (stopped(outcome, &server, timeout), None),
                 () = limit => (stopped(Outcome::TimedOut, &server, timeout), None),
             };
+            let stopped = held.is_none();
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
             drop(held);
+            // A call stopped before its answer may leave the server at work on it: until
+            // the server answers a ping sent after the cancel notice (or `SETTLING`
+            // passed), what it asks or tells belongs to no call and is refused, and
+            // the next call waits for its turn.
+            let turn = sync::lock(&kept).take();
+            if stopped && turn.is_some() {
+                settling.settle(SETTLING).await;
+            }
+            drop(turn);
             result
         });
         let result = forwarded.unwrap_or_else(|err| ToolResult::failure(format!("the forwarded call failed: {err}")));
@@ -996,6 +1016,20 @@ impl Upstream {
         };
         // Several calls may run on one session: the lock guards starting it, not calling.
         Ok(live.service.peer().clone())
+    }
+
+    /// Returns once the running server answered a ping, or after `limit`: a server
+    /// that reads its messages in order has then read all sent before. Starts nothing.
+    async fn settle(&self, limit: Duration) {
+        let peer = match self.connection.lock().await.as_ref() {
+            Some(live) if !live.service.is_closed() => live.service.peer().clone(),
+            _ => return,
+        };
+        let ping = ClientRequest::PingRequest(rmcp::model::PingRequest {
+            method: Default::default(),
+            extensions: Default::default(),
+        });
+        let _ = tokio::time::timeout(limit, peer.send_request(ping)).await;
     }
 
     /// Forwards one request (a call, a prompt, a read), connecting again first when
