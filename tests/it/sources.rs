@@ -843,6 +843,35 @@ fn a_call_cancelled_by_lcps_client_is_cancelled_on_the_server_and_the_server_goe
     assert!(processes_marked("mcp-cancelled").is_empty(), "no server is left running");
 }
 
+/// A stdio server's messages name no call: its calls take turns. One stopped before its
+/// answer keeps the turn until the server has read the cancel notice, so what the
+/// server sends for it meanwhile reaches no other call.
+#[cfg(feature = "external")]
+#[test]
+fn what_a_server_sends_for_a_call_stopped_before_its_answer_reaches_no_other_call() {
+    let mark = "mcp-stopped-late";
+    let config = servers_config(mark, &sdk_server("crashy", mark));
+    let mut server = crate::mcp::RawServer::start(&["--config", &config, FOLDER]);
+    server.initialize();
+    let dir = temp_dir(mark);
+    let call = |id: u64, marker: &str, seconds: f64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "block_then_log",
+            "arguments": {"marker": dir.join(marker).display().to_string(), "seconds": seconds}}})
+    };
+    // A call not stopped: its log reaches the client.
+    server.send(call(2, "heard", 0.0));
+    assert_eq!(server.response(2)["result"]["isError"], false);
+    // Stopped while the server reads nothing: it logs before it reads the cancel notice.
+    server.send(call(3, "stopped", 1.0));
+    assert!(wait_for_file(&dir.join("stopped.started")), "the call never reached the server");
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}));
+    assert!(server.call(4, "pid")["structuredContent"]["result"].is_u64());
+    let stdout = server.finish();
+    assert!(stdout.contains("late log from heard"), "a call's own log is relayed: {stdout}");
+    assert!(!stdout.contains("late log from stopped"), "a stopped call's log reached the next call: {stdout}");
+    assert!(processes_marked(mark).is_empty(), "no server is left running");
+}
+
 #[cfg(feature = "external")]
 #[test]
 fn server_filesystems_tools_are_graded_from_their_annotations_governed_by_policy_and_called() {

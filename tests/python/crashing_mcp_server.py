@@ -6,6 +6,7 @@ bridging, cancellation and export are tested against it."""
 
 import atexit
 import os
+import time
 from pathlib import Path
 
 import anyio
@@ -50,6 +51,16 @@ async def wait_for_cancel(marker: str) -> str:
         Path(marker + ".cancelled").write_text("cancelled")
         raise
     return "never cancelled"
+
+
+@server.tool()
+async def block_then_log(marker: str, seconds: float, ctx: Context) -> str:
+    """Writes `marker`.started, blocks the whole server for `seconds` (it reads
+    nothing meanwhile, a cancel notice included), then logs `late log from <marker>`."""
+    Path(marker + ".started").write_text("started")
+    time.sleep(seconds)
+    await ctx.info(f"late log from {Path(marker).name}")
+    return "logged"
 
 
 @server.tool()
