@@ -52,7 +52,9 @@ use crate::runtime::host_objects::{
 use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
 
-/// Progress tokens, unique in this process.
+/// Each forwarded call's key among its server's calls in progress (what [`Registered`]
+/// removes it by). Process-wide only to be unique without an owner to count: every
+/// `Upstreams` of the process draws from it.
 static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A call's place among its server's calls in progress, left when it ends however it ends.

@@ -138,7 +138,8 @@ impl Runtime {
         let place = match &config.isolation {
             Isolation::InProcess => Place::InProcess(Engine::start(settings, None).map_err(RuntimeError::Python)?),
             Isolation::Workers(workers) => {
-                // What the kernel lacks of the sandbox is said once, when workers first start.
+                // What the kernel lacks of the sandbox is said once, when workers first
+                // start: process-wide, as the kernel is the same for every runtime.
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| super::sandbox::kernel_gaps().iter().for_each(|gap| eprintln!("lcp: {gap}")));
                 let settings = engine::Settings { unconfined: !workers.sandboxed, ..settings };

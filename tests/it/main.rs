@@ -31,6 +31,8 @@ mod new_user_serving;
 mod new_user_types;
 mod policy;
 mod profiles;
+#[cfg(feature = "external")]
+mod python_package;
 mod python_reference;
 #[cfg(feature = "external")]
 mod replicas;
