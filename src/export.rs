@@ -254,7 +254,7 @@ fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) 
         let files: Vec<&Library> =
             (libraries.iter().zip(&library_of)).filter(|(_, of)| **of == number).map(|(library, _)| *library).collect();
         let base = namespace_name(&library_name(&files));
-        let about = files.iter().find_map(|library| library.about());
+        let summary = files.iter().find_map(|library| library.summary());
         let parts = tools.len().div_ceil(NAMESPACE_MAX_TOOLS);
         let mut tools = tools.into_iter();
         for part in 1..=parts {
@@ -266,7 +266,7 @@ fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) 
                 k += 1;
             }
             used.push(name.clone());
-            let description = namespace_description(about, &chunk);
+            let description = namespace_description(summary, &chunk);
             out.push(json!({ "type": "namespace", "name": name, "description": description, "tools": chunk }));
         }
     }
@@ -304,14 +304,12 @@ fn suffixed(base: &str, n: usize) -> String {
     format!("{base}_{n}")
 }
 
-/// A namespace's description: the first paragraph of what its library says it is
-/// (`TOOL_LIBRARY_DESC`, else its docstring), else the names and descriptions of its
+/// A namespace's description: its library's summary (the first paragraph of
+/// `TOOL_LIBRARY_DESC`, else of its docstring), else the names and descriptions of its
 /// tools, at most about a thousand characters.
-fn namespace_description(about: Option<&str>, tools: &[Value]) -> String {
+fn namespace_description(summary: Option<&str>, tools: &[Value]) -> String {
     const MAX: usize = 1000;
-    let lines = about.unwrap_or_default().lines().map(str::trim);
-    let paragraph = lines.skip_while(|line| line.is_empty()).take_while(|line| !line.is_empty());
-    let paragraph = paragraph.flat_map(str::split_whitespace).collect::<Vec<_>>().join(" ");
+    let paragraph = summary.unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
     if !paragraph.is_empty() {
         return cut_text(&paragraph, MAX);
     }

@@ -99,6 +99,27 @@ impl Library {
             .map(String::as_str)
             .find(|text| !text.trim().is_empty())
     }
+
+    /// The first paragraph of [`Library::about`]: its lines up to the first blank one,
+    /// leading blank lines left out.
+    pub fn summary(&self) -> Option<&str> {
+        let text = self.about()?;
+        let mut start = None;
+        let mut end = text.len();
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            match (start, line.trim().is_empty()) {
+                (None, false) => start = Some(at),
+                (Some(_), true) => {
+                    end = at;
+                    break;
+                }
+                _ => {}
+            }
+            at += line.len();
+        }
+        start.map(|start| text[start..end].trim_end())
+    }
 }
 
 /// The source a library's tools come from (SPEC §14).

@@ -494,10 +494,10 @@ fn tool_texts(tool: &Tool, description: &str, mut found: impl FnMut(usize, &str)
     parameter_texts(tool.parameters.as_str(), &mut |text| found(PARAMETERS, text));
 }
 
-/// The texts of a library's field: the library's name, stem and what it says it is
-/// (`TOOL_LIBRARY_DESC`, else its docstring).
+/// The texts of a library's field: the library's name, stem and summary (the first
+/// paragraph of `TOOL_LIBRARY_DESC`, else of its docstring).
 fn library_texts(library: &Library) -> [&str; 3] {
-    [library.name.as_deref().unwrap_or_default(), &library.stem, library.about().unwrap_or_default()]
+    [library.name.as_deref().unwrap_or_default(), &library.stem, library.summary().unwrap_or_default()]
 }
 
 /// Calls `found` with the names, descriptions and string values of the properties of

@@ -85,6 +85,21 @@ fn search_queries_answers_one_json_line_per_query_in_order() {
 }
 
 #[test]
+fn a_librarys_docstring_summary_finds_its_tools() {
+    let dir = temp_dir("search-library-summary");
+    let tool = |name: &str| format!("def {name}(x: int) -> int:\n    \"\"\"Does a thing.\"\"\"\n    return x\n\n");
+    let docstring = "\"\"\"Zanzibar harbour\nschedules.\n\nQuokka details further down.\n\"\"\"\n";
+    write(&dir.join("ferries.py"), format!("{docstring}{}", tool("tool_depart")));
+    write(&dir.join("other.py"), tool("tool_other"));
+    let found = |query: &str| {
+        let output = lcp(&["search", query, dir.to_str().unwrap(), "--static", "--format", "json"]);
+        names(&stdout_json(&output)["tools"])
+    };
+    assert_eq!(found("zanzibar schedules"), ["tool_depart"]);
+    assert!(found("quokka").is_empty(), "only the docstring's first paragraph is read");
+}
+
+#[test]
 fn search_queries_of_an_empty_file_print_nothing_and_a_limit_below_one_is_refused() {
     let dir = temp_dir("search-no-queries");
     let queries = dir.join("queries.txt");
