@@ -227,8 +227,11 @@ fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) 
             None => number,
         })
         .collect();
+    // Each library's files, under its number.
+    let mut files_of: Vec<Vec<&Library>> = vec![Vec::new(); libraries.len()];
     let mut of_tool = HashMap::new();
     for (number, library) in libraries.iter().enumerate() {
+        files_of[library_of[number]].push(library);
         for tool in &library.tools {
             of_tool.entry(tool.name.as_str()).or_insert(library_of[number]);
         }
@@ -251,10 +254,9 @@ fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) 
     }
     let mut used: Vec<String> = Vec::new();
     for (number, tools) in groups {
-        let files: Vec<&Library> =
-            (libraries.iter().zip(&library_of)).filter(|(_, of)| **of == number).map(|(library, _)| *library).collect();
-        let base = namespace_name(&library_name(&files));
-        let summary = files.iter().find_map(|library| library.summary());
+        let files = files_of.get(number).map_or(&[][..], Vec::as_slice);
+        let base = namespace_name(&library_name(files));
+        let summary = files.iter().find_map(|library| library.summary.as_deref());
         let parts = tools.len().div_ceil(NAMESPACE_MAX_TOOLS);
         let mut tools = tools.into_iter();
         for part in 1..=parts {
@@ -309,9 +311,8 @@ fn suffixed(base: &str, n: usize) -> String {
 /// tools, at most about a thousand characters.
 fn namespace_description(summary: Option<&str>, tools: &[Value]) -> String {
     const MAX: usize = 1000;
-    let paragraph = summary.unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
-    if !paragraph.is_empty() {
-        return cut_text(&paragraph, MAX);
+    if let Some(summary) = summary {
+        return cut_text(summary, MAX);
     }
     let listed: Vec<String> = tools
         .iter()

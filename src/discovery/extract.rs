@@ -63,10 +63,11 @@ pub struct Library {
     pub name: Option<String>,
     /// `TOOL_LIBRARY_DESC`, if set.
     pub description: Option<String>,
-    /// The module's docstring, if it has one (not in the manifest, which gives
-    /// `description` alone).
+    /// What the library says it is, in a paragraph: the summary of `TOOL_LIBRARY_DESC`,
+    /// else of the module docstring ([`docstring::parse`]), when not blank. Not in the
+    /// manifest, which gives `description` alone.
     #[serde(skip)]
-    pub docstring: Option<String>,
+    pub summary: Option<String>,
     /// `TOOL_LIBRARY_ICON`, if set.
     pub icon: Option<String>,
     /// The host hooks the file defines.
@@ -87,39 +88,6 @@ pub struct Library {
     /// Where its tools come from and how a call reaches them (SPEC §14).
     #[serde(skip)]
     pub origin: Origin,
-}
-
-impl Library {
-    /// What the library says it is: `TOOL_LIBRARY_DESC`, else its module docstring
-    /// (the first that is not blank).
-    pub fn about(&self) -> Option<&str> {
-        [&self.description, &self.docstring]
-            .into_iter()
-            .flatten()
-            .map(String::as_str)
-            .find(|text| !text.trim().is_empty())
-    }
-
-    /// The first paragraph of [`Library::about`]: its lines up to the first blank one,
-    /// leading blank lines left out.
-    pub fn summary(&self) -> Option<&str> {
-        let text = self.about()?;
-        let mut start = None;
-        let mut end = text.len();
-        let mut at = 0;
-        for line in text.split_inclusive('\n') {
-            match (start, line.trim().is_empty()) {
-                (None, false) => start = Some(at),
-                (Some(_), true) => {
-                    end = at;
-                    break;
-                }
-                _ => {}
-            }
-            at += line.len();
-        }
-        start.map(|start| text[start..end].trim_end())
-    }
 }
 
 /// The source a library's tools come from (SPEC §14).
@@ -388,7 +356,7 @@ impl<'t> Reader<'t> {
             stem: stem.clone(),
             name: None,
             description: None,
-            docstring: module.docstring.map(str::to_string),
+            summary: None,
             icon: None,
             hooks: Hooks::default(),
             prompt_provider: None,
@@ -401,6 +369,11 @@ impl<'t> Reader<'t> {
         for stmt in &module.metadata {
             self.metadata(stmt, &mut library);
         }
+        library.summary = [library.description.as_deref(), module.docstring]
+            .into_iter()
+            .flatten()
+            .map(|text| docstring::parse(text).summary)
+            .find(|summary| !summary.is_empty());
 
         let mut providers = Vec::new();
         for function in &module.functions {

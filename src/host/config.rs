@@ -621,8 +621,6 @@ mod tests {
     #[test]
     fn every_problem_of_a_file_is_reported_at_its_line_and_column() {
         let text = "autonomy_level = \"all\"\n[mcp]\ninline_refs = 1\ninline = true\n\n[mcp_servers.a]\ncommand = \"x\"\npin = \"yes\"\ncolour = 1\n\n[mcp_servers.b]\ncommand = 3\n\n[tool_policies.t]\ngrade = { w = 4, d = 0 }\n";
-        let errors = from_document(&Node::parse(text, false).unwrap(), Path::new("lcp.toml")).unwrap_err();
-        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         let starts = [
             "lcp.toml:1:1: `autonomy_level` is \"all\"; expected one of strict, safe, full_access",
             "lcp.toml:3:1: `mcp.inline_refs` is 1; expected true or false",
@@ -632,10 +630,7 @@ mod tests {
             "lcp.toml:12:1: `mcp_servers.b`: `command` must be a string, not 3",
             "lcp.toml:15:11: `tool_policies.t`: `grade.w` is 4; a grade is an integer from 0 to 3",
         ];
-        assert_eq!(messages.len(), starts.len(), "{messages:#?}");
-        for (message, start) in messages.iter().zip(starts) {
-            assert!(message.starts_with(start), "{message}\nshould start with\n{start}");
-        }
+        let messages = problems_starting(text, &starts);
         assert!(messages[2].ends_with("did you mean `inline_refs`?"), "{}", messages[2]);
     }
 
@@ -643,17 +638,24 @@ mod tests {
     fn a_file_with_problems_says_its_profiles_problems_too_in_the_files_order() {
         let text =
             "[policy]\nallow_destructiv = false\n\n[profiles.p]\ntool = [\"tool_a\"]\n\n[mcp]\ninline_ref = true\n";
-        let errors = from_document(&Node::parse(text, false).unwrap(), Path::new("lcp.toml")).unwrap_err();
-        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         let starts = [
             "lcp.toml:2:1: `policy`: unknown key `allow_destructiv`",
             "lcp.toml:5:1: profile `p`: unknown key `tool`",
             "lcp.toml:8:1: `mcp`: unknown key `inline_ref`",
         ];
+        problems_starting(text, &starts);
+    }
+
+    /// The problems of the TOML `text` as `lcp.toml`, once seen to be as many as
+    /// `starts` and each to start with its own, in order.
+    fn problems_starting(text: &str, starts: &[&str]) -> Vec<String> {
+        let errors = from_document(&Node::parse(text, false).unwrap(), Path::new("lcp.toml")).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(messages.len(), starts.len(), "{messages:#?}");
         for (message, start) in messages.iter().zip(starts) {
             assert!(message.starts_with(start), "{message}\nshould start with\n{start}");
         }
+        messages
     }
 
     #[test]

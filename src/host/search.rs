@@ -154,7 +154,8 @@ impl Segment {
         let texts = std::ptr::eq(mine, theirs)
             || (mine.name == theirs.name
                 && mine.stem == theirs.stem
-                && mine.about() == theirs.about()
+                && mine.description == theirs.description
+                && mine.summary == theirs.summary
                 && mine.tools.len() == theirs.tools.len()
                 && mine.tools.iter().zip(&theirs.tools).all(|(a, b)| same(a, b)));
         texts
@@ -497,7 +498,7 @@ fn tool_texts(tool: &Tool, description: &str, mut found: impl FnMut(usize, &str)
 /// The texts of a library's field: the library's name, stem and summary (the first
 /// paragraph of `TOOL_LIBRARY_DESC`, else of its docstring).
 fn library_texts(library: &Library) -> [&str; 3] {
-    [library.name.as_deref().unwrap_or_default(), &library.stem, library.summary().unwrap_or_default()]
+    [library.name.as_deref().unwrap_or_default(), &library.stem, library.summary.as_deref().unwrap_or_default()]
 }
 
 /// Calls `found` with the names, descriptions and string values of the properties of

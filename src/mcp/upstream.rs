@@ -933,7 +933,7 @@ impl Upstream {
             stem: self.entry.name.clone(),
             name: Some(self.entry.name.clone()),
             description: None,
-            docstring: None,
+            summary: None,
             icon: None,
             hooks: Default::default(),
             prompt_provider: None,

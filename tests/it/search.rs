@@ -45,6 +45,11 @@ fn generated_catalog(name: &str, files: usize, per_file: usize) -> std::path::Pa
     dir
 }
 
+/// The source of a one-line tool `name(x: int) -> int`, described as `Does NAME.`.
+fn tool_source(name: &str) -> String {
+    format!("def {name}(x: int) -> int:\n    \"\"\"Does {name}.\"\"\"\n    return x\n\n")
+}
+
 #[test]
 fn search_json_is_tools_with_name_score_library_and_description_best_first() {
     let output = lcp(&["search", "convert 100 dollars to euros", CATALOG, "--static", "--format", "json"]);
@@ -87,10 +92,9 @@ fn search_queries_answers_one_json_line_per_query_in_order() {
 #[test]
 fn a_librarys_docstring_summary_finds_its_tools() {
     let dir = temp_dir("search-library-summary");
-    let tool = |name: &str| format!("def {name}(x: int) -> int:\n    \"\"\"Does a thing.\"\"\"\n    return x\n\n");
     let docstring = "\"\"\"Zanzibar harbour\nschedules.\n\nQuokka details further down.\n\"\"\"\n";
-    write(&dir.join("ferries.py"), format!("{docstring}{}", tool("tool_depart")));
-    write(&dir.join("other.py"), tool("tool_other"));
+    write(&dir.join("ferries.py"), format!("{docstring}{}", tool_source("tool_depart")));
+    write(&dir.join("other.py"), tool_source("tool_other"));
     let found = |query: &str| {
         let output = lcp(&["search", query, dir.to_str().unwrap(), "--static", "--format", "json"]);
         names(&stdout_json(&output)["tools"])
@@ -248,18 +252,20 @@ fn defer_openai_responses_splits_a_library_above_fifty_tools() {
 #[test]
 fn defer_openai_responses_keeps_a_library_folder_in_one_namespace_described_by_its_docstring() {
     let dir = temp_dir("defer-folders");
-    let tool = |name: &str| format!("def {name}(x: int) -> int:\n    \"\"\"Does {name}.\"\"\"\n    return x\n\n");
     let docstring = "\"\"\"\n    Maps and places.\n    More about them.\n\n    Details.\n\"\"\"\n\n";
-    write(&dir.join("atlas/atlas.py"), format!("{docstring}{}", tool("tool_find_place")));
-    write(&dir.join("atlas/extra.py"), tool("tool_route"));
-    write(&dir.join("beta/util.py"), tool("tool_beta_one"));
+    write(&dir.join("atlas/atlas.py"), format!("{docstring}{}", tool_source("tool_find_place")));
+    write(&dir.join("atlas/extra.py"), tool_source("tool_route"));
+    write(&dir.join("beta/util.py"), tool_source("tool_beta_one"));
     write(
         &dir.join("gamma.py"),
-        format!("\"\"\"Gamma things.\"\"\"\nTOOL_LIBRARY_NAME = \"\"\n{}", tool("tool_gamma")),
+        format!("\"\"\"Gamma things.\"\"\"\nTOOL_LIBRARY_NAME = \"\"\n{}", tool_source("tool_gamma")),
     );
     write(
         &dir.join("delta.py"),
-        format!("\"\"\"Delta docstring.\"\"\"\nTOOL_LIBRARY_DESC = \"Delta, as it says.\"\n{}", tool("tool_delta")),
+        format!(
+            "\"\"\"Delta docstring.\"\"\"\nTOOL_LIBRARY_DESC = \"Delta, as it says.\"\n{}",
+            tool_source("tool_delta")
+        ),
     );
     let output = lcp(&["export", dir.to_str().unwrap(), "--static", "--format", "openai-responses", "--defer"]);
     let deferred = stdout_json(&output);
