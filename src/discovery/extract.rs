@@ -64,7 +64,7 @@ pub struct Library {
     /// `TOOL_LIBRARY_DESC`, if set.
     pub description: Option<String>,
     /// What the library says it is, in a paragraph: the summary of `TOOL_LIBRARY_DESC`,
-    /// else of the module docstring ([`docstring::parse`]), when not blank. Not in the
+    /// else of the module docstring, read as a tool's docstring is, when not blank. Not in the
     /// manifest, which gives `description` alone.
     #[serde(skip)]
     pub summary: Option<String>,
