@@ -28,7 +28,7 @@ use crate::host::config::Config;
 use crate::host::profile::Profile;
 use crate::host::view::{self, Admission};
 use crate::mcp::upstream::Upstreams;
-use crate::runtime::host_objects::{Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
+use crate::runtime::host_objects::{Answer, Callbacks, Generated, Generation, Interaction, LogRecord, Model, Progress};
 use crate::runtime::{
     Autonomy, CallOptions, ConfirmRequest, Confirmation, Decision, Isolation, Runtime, RuntimeConfig, ToolResult,
     WorkerSettings,
@@ -226,7 +226,7 @@ impl Toolbox {
                     let text = serde_json::to_string(asked).unwrap_or_default();
                     let answer: Value = serde_json::from_str(&ask(&handler, &text)?).map_err(|err| err.to_string())?;
                     match (answer.get("text").and_then(Value::as_str), answer.get("error").and_then(Value::as_str)) {
-                        (Some(text), _) => Ok(text.to_string()),
+                        (Some(text), _) => Ok(Generated::from(text.to_string())),
                         (None, Some(error)) => Err(error.to_string()),
                         (None, None) => Err(format!("the model handler answered {answer}")),
                     }

@@ -115,39 +115,18 @@ pub(super) enum Event {
 /// refuses it.
 pub(super) struct Question {
     pub(super) request: HostRequest,
-    reply: std::sync::mpsc::Sender<(HostAnswer, Option<String>)>,
-}
-
-thread_local! {
-    /// The model the client's sampling result named, for the thread whose call asked
-    /// (`generate_text` on it): a gateway tells the server that asked which model
-    /// answered (`mcp::upstream`).
-    static SAMPLED_MODEL: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
-}
-
-/// The model the client's last sampling result on this thread named, taken.
-pub(super) fn take_sampled_model() -> Option<String> {
-    SAMPLED_MODEL.with(|model| model.borrow_mut().take())
-}
-
-/// The model a client's result for `request` names, when `request` asked for sampling.
-fn sampled_model(request: &HostRequest, result: Option<&Value>) -> Option<String> {
-    match request {
-        HostRequest::Generate(_) => result?.get("model")?.as_str().map(str::to_string),
-        _ => None,
-    }
+    reply: std::sync::mpsc::Sender<HostAnswer>,
 }
 
 impl Question {
     pub(super) fn answer(self, answer: HostAnswer) {
-        let _ = self.reply.send((answer, None));
+        let _ = self.reply.send(answer);
     }
 
-    /// The answer the client's `result` gives, with the model it names (sampling).
+    /// The answer the client's `result` gives.
     fn answer_from(self, result: &Value) {
         let answer = host::answer(&self.request, result);
-        let model = sampled_model(&self.request, Some(result));
-        let _ = self.reply.send((answer, model));
+        self.answer(answer);
     }
 
     pub(super) fn refuse(self, reason: &str) {
@@ -314,9 +293,7 @@ fn resume(
     rounds.push(responses.cloned().unwrap_or_default());
     let Some(waiting) = server.shared.parked.take(&id, target) else { return Ok(Resumed::Elsewhere(rounds)) };
     let answer = answered(&waiting.question.request, responses, &waiting.settled);
-    let request = &waiting.question.request;
-    let model = sampled_model(request, responses.and_then(|responses| responses.get(input_key(request))));
-    let _ = waiting.question.reply.send((answer, model));
+    let _ = waiting.question.reply.send(answer);
     // The first request is over: what the call reports from now on belongs to this
     // one, under its progress token.
     let reporter = Reporter { token: requester.progress.clone(), ..waiting.reporter };
@@ -571,13 +548,7 @@ impl Host for Caller {
             let Event::Ask(question) = unsent.0 else { unreachable!("the event sent is a question") };
             return refused(&question.request, "nobody waits for this call any more");
         }
-        match answer.recv() {
-            Ok((answer, model)) => {
-                SAMPLED_MODEL.with(|sampled| *sampled.borrow_mut() = model);
-                answer
-            }
-            Err(_) => refusal,
-        }
+        answer.recv().unwrap_or(refusal)
     }
 
     fn notify(&self, notice: Notice) {

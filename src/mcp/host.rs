@@ -19,7 +19,8 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 
 use crate::runtime::host_objects::{
-    Answer, Generation, HostAnswer, HostRequest, Interaction, InteractionKind, LogRecord, Progress, level, refused,
+    Answer, Generated, Generation, HostAnswer, HostRequest, Interaction, InteractionKind, LogRecord, Progress, level,
+    refused,
 };
 use crate::runtime::{ConfirmRequest, Confirmation};
 use crate::shown;
@@ -139,7 +140,7 @@ pub(super) fn answer(request: &HostRequest, result: &Value) -> HostAnswer {
             (Some("accept"), None) if interaction.kind == InteractionKind::Form => Answer::Given(json!({})),
             _ => Answer::Declined,
         }),
-        HostRequest::Generate(_) => HostAnswer::Generate(sampled_text(result)),
+        HostRequest::Generate(_) => HostAnswer::Generate(sampled(result)),
         HostRequest::Roots(_) => HostAnswer::Roots(match result.get("roots") {
             Some(Value::Array(roots)) => Ok(roots.clone()),
             _ => Err("the client's answer holds no roots".to_string()),
@@ -248,8 +249,8 @@ fn sampling(generation: &Generation) -> Result<CreateMessageRequestParams, Strin
     serde_json::from_value(params).map_err(|err| format!("the request cannot be made for sampling: {err}"))
 }
 
-/// The text of a `CreateMessageResult`'s message.
-fn sampled_text(result: &Value) -> Result<String, String> {
+/// The text of a `CreateMessageResult`'s message, and the model it names.
+fn sampled(result: &Value) -> Result<Generated, String> {
     let content = &result["content"];
     let blocks: Vec<&Value> = match content {
         Value::Array(blocks) => blocks.iter().collect(),
@@ -260,7 +261,7 @@ fn sampled_text(result: &Value) -> Result<String, String> {
     if text.is_empty() {
         return Err("the client's model answered without text".to_string());
     }
-    Ok(text.concat())
+    Ok(Generated { text: text.concat(), model: result["model"].as_str().map(str::to_string) })
 }
 
 /// The MCP level of a Python level: the highest MCP level at or below it.
@@ -463,7 +464,8 @@ mod tests {
             json!({"type": "image", "data": "/9j/AAAA", "mimeType": "image/jpeg"})
         );
         let result = json!({"role": "assistant", "content": {"type": "text", "text": "A cat"}, "model": "m"});
-        assert_eq!(answer(&request, &result), HostAnswer::Generate(Ok("A cat".into())));
+        let generated = Generated { text: "A cat".into(), model: Some("m".into()) };
+        assert_eq!(answer(&request, &result), HostAnswer::Generate(Ok(generated)));
     }
 
     #[test]

@@ -46,8 +46,8 @@ use crate::host::text_safety;
 use crate::host::view::Member;
 use crate::policy::{Declared, Grade};
 use crate::runtime::host_objects::{
-    Answer, Callbacks, Generation, HostAnswer, HostRequest, Interaction, InteractionKind, LogRecord, Notice, Progress,
-    level,
+    Answer, Callbacks, Generated, Generation, HostAnswer, HostRequest, Interaction, InteractionKind, LogRecord, Notice,
+    Progress, level,
 };
 use crate::runtime::{CallOptions, Forward, Outcome, ToolResult};
 use crate::sync;
@@ -429,15 +429,14 @@ impl Active {
             extra: serde_json::Map::new(),
             key: None,
         };
-        // The model a client of `lcp serve` answered with is the one named; lcp's own
-        // host's model (a terminal's `lcp call`) is `lcp-host`.
-        let _stale = super::call::take_sampled_model();
-        let text = match self.callbacks.answer(&HostRequest::Generate(generation)) {
-            HostAnswer::Generate(text) => text?,
+        let Generated { text, model } = match self.callbacks.answer(&HostRequest::Generate(generation)) {
+            HostAnswer::Generate(generated) => generated?,
             other => return Err(format!("the host answered another question: {other:?}")),
         };
-        let name = super::call::take_sampled_model().unwrap_or_else(|| "lcp-host".to_string());
-        Ok(json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": name}))
+        // The model a client of `lcp serve` answered with is the one it named; a model
+        // the host does not name (a terminal's `lcp call`) is `lcp-host`.
+        let model = model.unwrap_or_else(|| "lcp-host".to_string());
+        Ok(json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": model}))
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::engine::{self, Engine, Job, Kind, ModuleTarget, WirePath};
-use super::host_objects::{self, Answer, Callbacks, Generation, Interaction, LogRecord, Model, Progress};
+use super::host_objects::{self, Answer, Callbacks, Generated, Generation, Interaction, LogRecord, Model, Progress};
 use super::sandbox::Sandbox;
 use super::{
     CallOptions, ConfirmRequest, Confirmation, Isolation, RuntimeConfig, RuntimeError, ToolResult, capture,
@@ -203,6 +203,7 @@ impl Runtime {
         generate: impl Fn(&Generation) -> Result<String, String> + Send + Sync + 'static,
         vision: bool,
     ) {
+        let generate = move |generation: &Generation| generate(generation).map(Generated::from);
         sync::write(&self.callbacks).model = Some(Model { generate: Arc::new(generate), vision });
     }
 

@@ -194,6 +194,25 @@ pub enum HostRequest {
     Batch(Vec<(String, HostRequest)>),
 }
 
+/// What the host's model answered a [`Generation`]: its text, and the model's name
+/// when the host knows it (an MCP client's sampling result names it, and a gateway
+/// tells the server that asked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Generated {
+    /// The text.
+    pub text: String,
+    /// The model that wrote it, when the host knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl From<String> for Generated {
+    /// Text from a model that is not named.
+    fn from(text: String) -> Generated {
+        Generated { text, model: None }
+    }
+}
+
 /// The answer to a [`HostRequest`] of the same kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum HostAnswer {
@@ -202,7 +221,7 @@ pub enum HostAnswer {
     /// The user's answer.
     Interact(Answer),
     /// The model's text, or why there is none.
-    Generate(Result<String, String>),
+    Generate(Result<Generated, String>),
     /// The roots (`{"uri", "name"?}`), or why there are none.
     Roots(Result<Vec<Value>, String>),
     /// An answer for each request of a batch, under its name.
@@ -224,7 +243,7 @@ pub enum Notice {
 /// Answers what a tool asks the user.
 pub type InteractHandler = Arc<dyn Fn(&Interaction) -> Answer + Send + Sync>;
 /// Asks the host's model: the generated text, or why there is none.
-pub type GenerateHandler = Arc<dyn Fn(&Generation) -> Result<String, String> + Send + Sync>;
+pub type GenerateHandler = Arc<dyn Fn(&Generation) -> Result<Generated, String> + Send + Sync>;
 /// Gives the host's roots, or why there are none.
 pub type RootsHandler = Arc<dyn Fn(&RootsRequest) -> Result<Vec<Value>, String> + Send + Sync>;
 /// Answers several requests at once, each under its name.

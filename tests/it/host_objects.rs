@@ -254,7 +254,7 @@ fn a_call_whose_only_callback_is_roots_or_a_batch_is_answered_by_it() {
         let batch: BatchHandler = Arc::new(|requests| {
             let answer = |request: &HostRequest| match request {
                 HostRequest::Interact(_) => HostAnswer::Interact(Answer::Given(json!("from the batch"))),
-                HostRequest::Generate(_) => HostAnswer::Generate(Ok("batched".to_string())),
+                HostRequest::Generate(_) => HostAnswer::Generate(Ok("batched".to_string().into())),
                 HostRequest::Roots(_) => HostAnswer::Roots(Ok(vec![json!({"uri": "file:///batched"})])),
                 other => panic!("not asked: {other:?}"),
             };

@@ -210,7 +210,8 @@ def _result(answer, why, fallback):
 
 
 def _generated(answer, why):
-    return _result(answer, why, "the host's model gave no text")
+    """The text of a ``Generate`` answer (its ``Ok`` is ``{"text", "model"?}``)."""
+    return _result(answer, why, "the host's model gave no text")["text"]
 
 
 def _roots(answer, why):
