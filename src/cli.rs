@@ -406,10 +406,15 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 other => other.strict(strict),
             };
             if defer {
-                // `[export] always_loaded` and `--always-loaded` together.
-                // `a, b` as `a,b`.
-                let mut always_loaded: Vec<String> = always_loaded.iter().map(|name| name.trim().to_string()).collect();
-                always_loaded.extend(config.export.always_loaded.iter().cloned());
+                // `[export] always_loaded` and `--always-loaded` together; `a, b` as `a,b`,
+                // and `a,,b` as `a,b`.
+                let given = always_loaded.iter().map(|name| name.trim()).filter(|name| !name.is_empty());
+                let named: Vec<(&str, &str)> = given
+                    .map(|name| ("--always-loaded", name))
+                    .chain(config.export.always_loaded.iter().map(|name| ("`export.always_loaded`", name.as_str())))
+                    .collect();
+                warn_of_unshown(&view, &registry, &named);
+                let always_loaded: Vec<String> = named.iter().map(|(_, name)| name.to_string()).collect();
                 let (document, problems) =
                     export::export_deferred(&view.registry, &descriptions, format, &always_loaded)?;
                 print_stdout(&pretty(&document))?;
@@ -441,6 +446,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             let asked = match &queries {
                 Some(file) => Some(read_queries(file)?),
+                None if query.as_deref().is_none_or(|query| query.trim().is_empty()) => {
+                    return Err("the query is empty: give the words to search for, or --queries FILE".to_string());
+                }
                 None => None,
             };
             let (registry, config, profile, _servers) = load_host_with(&sources, &host, servers(static_only))?;
@@ -737,6 +745,23 @@ fn problems_text(errors: &[ConfigError]) -> String {
 fn print_problems(errors: &[ConfigError]) {
     for error in errors {
         eprintln!("lcp: {error}");
+    }
+}
+
+/// Warns of each name `(where, name)` that names no tool `view` shows: a tool it
+/// shows under another name (a profile's), one it hides, or one that does not exist.
+fn warn_of_unshown(view: &View, registry: &Registry, named: &[(&str, &str)]) {
+    for &(given, name) in named.iter().filter(|(_, name)| view.registry.tool(name).is_none()) {
+        let shown_as: Vec<&str> =
+            view.routes.iter().filter(|(_, tool)| tool == name).map(|(shown, _)| shown.as_str()).collect();
+        let why = match (shown_as.first(), registry.tool(name)) {
+            (Some(shown), _) => format!("the tool is shown as `{shown}`"),
+            (None, Some(_)) => "the profile or the policy hides the tool".to_string(),
+            (None, None) => view.registry.unknown_tool(name),
+        };
+        eprintln!(
+            "lcp: warning: {given} `{name}` names no tool of this export, so nothing is kept loaded for it: {why}"
+        );
     }
 }
 
@@ -1047,6 +1072,9 @@ fn search_table(hits: &[crate::host::search::Hit], width: Option<usize>) -> Stri
 fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n @ 1..) => Ok(n),
+        Err(err) if *err.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(format!("`{text}` is too large: at most {}", usize::MAX))
+        }
         _ => Err(format!("`{text}` is not a whole number of 1 or more")),
     }
 }

@@ -153,7 +153,7 @@ impl Node {
         }
         let starts = LineStarts::new(text);
         match toml::de::DeTable::parse(text) {
-            Ok(table) => Ok(Node::from_toml(&toml::de::DeValue::Table(table.into_inner()), None, &starts)),
+            Ok(table) => Node::from_toml(&toml::de::DeValue::Table(table.into_inner()), None, &starts),
             Err(_) if text.trim_start().starts_with('{') => parse_json(),
             Err(err) => {
                 let pos = err.span().map(|span| starts.pos(span.start));
@@ -162,7 +162,13 @@ impl Node {
         }
     }
 
-    fn from_toml(value: &toml::de::DeValue<'_>, at: Option<Pos>, starts: &LineStarts) -> Node {
+    /// A TOML value as a node; an integer beyond 64 bits or a float that is not a
+    /// finite number (`inf`, `nan`) is refused where it is, as no setting takes one.
+    fn from_toml(
+        value: &toml::de::DeValue<'_>,
+        at: Option<Pos>,
+        starts: &LineStarts,
+    ) -> Result<Node, (Option<Pos>, String)> {
         use toml::de::DeValue;
         let tree = match value {
             DeValue::String(text) => Tree::String(text.to_string()),
@@ -171,10 +177,20 @@ impl Node {
                 let number = i64::from_str_radix(digits, radix)
                     .map(Number::from)
                     .or_else(|_| u64::from_str_radix(digits, radix).map(Number::from));
-                number.map_or(Tree::Null, Tree::Number)
+                let prefix = match radix {
+                    16 => "0x",
+                    8 => "0o",
+                    2 => "0b",
+                    _ => "",
+                };
+                let too_large =
+                    || (at, format!("invalid TOML: the integer `{prefix}{digits}` does not fit in 64 bits"));
+                Tree::Number(number.map_err(|_| too_large())?)
             }
             DeValue::Float(float) => {
-                float.as_str().parse().ok().and_then(Number::from_f64).map_or(Tree::Null, Tree::Number)
+                let number = float.as_str().parse().ok().and_then(Number::from_f64);
+                let infinite = || (at, format!("invalid TOML: `{}` is not a finite number", float.as_str()));
+                Tree::Number(number.ok_or_else(infinite)?)
             }
             DeValue::Boolean(flag) => Tree::Bool(*flag),
             DeValue::Datetime(datetime) => Tree::String(datetime.to_string()),
@@ -182,7 +198,7 @@ impl Node {
                 items
                     .iter()
                     .map(|item| Node::from_toml(item.get_ref(), Some(starts.pos(item.span().start)), starts))
-                    .collect(),
+                    .collect::<Result<_, _>>()?,
             ),
             // Sorted by key, as the parser gives them (and as `toml` has always read them).
             DeValue::Table(table) => Tree::Table(
@@ -190,12 +206,12 @@ impl Node {
                     .iter()
                     .map(|(key, item)| {
                         let at = Some(starts.pos(key.span().start));
-                        (key.get_ref().to_string(), Node::from_toml(item.get_ref(), at, starts))
+                        Ok((key.get_ref().to_string(), Node::from_toml(item.get_ref(), at, starts)?))
                     })
-                    .collect(),
+                    .collect::<Result<_, _>>()?,
             ),
         };
-        Node { at, tree }
+        Ok(Node { at, tree })
     }
 
     /// The value as JSON.
@@ -601,8 +617,11 @@ impl<'de> de::Deserializer<'de> for NodeDe<'_> {
                 } else if let Some(n) = number.as_f64().filter(|n| Number::from_f64(*n).as_ref() == Some(number)) {
                     visitor.visit_f64(n)
                 } else {
-                    // Digits beyond an f64 (a JSON file's): as serde_json keeps them.
-                    de::Deserializer::deserialize_any(Value::Number(number.clone()), visitor).map_err(de::Error::custom)
+                    // Digits beyond an f64 (a JSON file's): as serde_json keeps them; a
+                    // setting that cannot take them says what it expects.
+                    let expected = Why::Expected((&visitor as &dyn de::Expected).to_string());
+                    de::Deserializer::deserialize_any(Value::Number(number.clone()), visitor)
+                        .map_err(|_| Problem { place: None, why: expected })
                 }
             }
             Tree::String(text) => visitor.visit_str(text),
@@ -862,6 +881,28 @@ mod tests {
         let (at, message) = Node::parse("\nautonomy_level = \n", false).unwrap_err();
         assert!(message.starts_with("invalid TOML: "), "{message}");
         assert_eq!(at.map(|at| at.line), Some(2));
+    }
+
+    #[test]
+    fn a_number_no_setting_can_take_is_refused_where_it_is_never_read_as_nothing() {
+        // TOML's integers are 64-bit; lcp also takes an unsigned one up to `u64::MAX`.
+        assert!(Node::parse("count = 18446744073709551615\n", false).is_ok());
+        for (text, message) in [
+            ("\ncount = 18446744073709551616\n", "the integer `18446744073709551616` does not fit in 64 bits"),
+            ("\ncount = 0x1FFFFFFFFFFFFFFFF\n", "the integer `0x1FFFFFFFFFFFFFFFF` does not fit in 64 bits"),
+            ("\n[t]\nseconds = [1, inf]\n", "`inf` is not a finite number"),
+            ("\nseconds = nan\n", "`nan` is not a finite number"),
+        ] {
+            let (at, said) = Node::parse(text, false).unwrap_err();
+            assert_eq!(said, format!("invalid TOML: {message}"), "{text:?}");
+            assert_eq!(at.map(|at| at.line), Some(if text.contains("[t]") { 3 } else { 2 }), "{text:?}");
+        }
+        // A JSON file's integer beyond 64 bits: what the setting expects, as for any value.
+        let node = Node::parse(r#"{"count": 18446744073709551616}"#, true).unwrap();
+        let mut errors = Vec::new();
+        let _: Option<Table> = Reader::new(Path::new("f.json"), Style::Is, "t", &mut errors).read(&node);
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(messages, ["f.json: `t.count` is 18446744073709551616; expected a whole number"]);
     }
 
     #[test]

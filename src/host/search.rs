@@ -186,6 +186,9 @@ pub struct Index {
     postings: Vec<Posting>,
     /// Every word some tool has, with its number, in order, for prefix matches.
     sorted: Vec<(Arc<str>, u32)>,
+    /// The lengths in bytes of the words of `sorted`, each once, in order: the only
+    /// lengths a query's word's start is looked up at.
+    lengths: Vec<usize>,
     /// Each field's mean length over the tools.
     average: [f64; FIELDS],
 }
@@ -308,9 +311,12 @@ impl Index {
             .map(|(word, &id)| (Arc::clone(word), id))
             .collect();
         sorted.sort_unstable();
+        let mut lengths: Vec<usize> = sorted.iter().map(|(word, _)| word.len()).collect();
+        lengths.sort_unstable();
+        lengths.dedup();
         let n = tools.len().max(1) as f64;
         let average = totals.map(|total| (total as f64 / n).max(1.0));
-        Index { segments, tools, name_words, words, starts, postings, sorted, average }
+        Index { segments, tools, name_words, words, starts, postings, sorted, lengths, average }
     }
 
     /// The tools that have the word numbered `id`, in order.
@@ -462,10 +468,15 @@ impl Index {
                 add(*id, prefix_match);
             }
         }
-        let mut ends: Vec<usize> = word.char_indices().map(|(at, _)| at).skip(PREFIX_MIN).collect();
-        ends.sort_unstable();
-        for end in ends {
-            if let Some(id) = self.live(&word[..end]) {
+        // Each start of the word of `PREFIX_MIN` characters or more that is as long as
+        // some word of the index: what a query's word costs is bounded by the catalog's
+        // words, however long the query's word is.
+        let Some((shortest, _)) = word.char_indices().nth(PREFIX_MIN) else { return };
+        let from = self.lengths.partition_point(|&length| length < shortest);
+        for &end in self.lengths[from..].iter().take_while(|&&length| length < word.len()) {
+            if word.is_char_boundary(end)
+                && let Some(id) = self.live(&word[..end])
+            {
                 add(id, prefix_match);
             }
         }
@@ -1449,6 +1460,17 @@ mod tests {
         // `address` begins `addressbook`.
         assert!(names(&index.search("addressbook", 5)).contains(&"tool_geocode_address"));
         assert_eq!(names(&index.search("geocoding", 1)), ["tool_geocode_address"]);
+    }
+
+    #[test]
+    fn a_catalog_word_that_begins_a_query_word_of_any_length_matches_in_part() {
+        let index = Index::build(&catalog(), &Descriptions::default());
+        // Its starts are looked up at the catalog's word lengths alone, each on a
+        // character boundary (`é` is two bytes).
+        for tail in ["é".repeat(200_000), "x".repeat(200_000)] {
+            let word = format!("address{tail}");
+            assert_eq!(names(&index.search(&word, 1)), ["tool_geocode_address"]);
+        }
     }
 
     /// Every tool each query finds in `index`, with its score as computed (not rounded).

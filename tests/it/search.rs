@@ -104,7 +104,7 @@ fn a_librarys_docstring_summary_finds_its_tools() {
 }
 
 #[test]
-fn search_queries_of_an_empty_file_print_nothing_and_a_limit_below_one_is_refused() {
+fn search_queries_of_an_empty_file_print_nothing_and_an_empty_query_or_a_limit_below_one_is_refused() {
     let dir = temp_dir("search-no-queries");
     let queries = dir.join("queries.txt");
     write(&queries, "");
@@ -115,6 +115,16 @@ fn search_queries_of_an_empty_file_print_nothing_and_a_limit_below_one_is_refuse
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("`0` is not a whole number of 1 or more"));
     assert!(output.stdout.is_empty());
+    let output = lcp(&["search", "weather", CATALOG, "--static", "--limit", "99999999999999999999999"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("`99999999999999999999999` is too large"));
+    // As `search_tools` refuses an empty query.
+    for blank in ["", "  "] {
+        let output = lcp(&["search", blank, CATALOG, "--static"]);
+        assert_eq!(output.status.code(), Some(2), "{blank:?}");
+        assert!(String::from_utf8_lossy(&output.stderr).contains("the query is empty"), "{blank:?}");
+        assert!(output.stdout.is_empty());
+    }
 }
 
 #[test]
@@ -567,6 +577,38 @@ fn export_always_loaded_in_the_config_keeps_tools_undeferred_with_the_flag() {
     // Without --defer, the export is as without the key.
     let with = lcp(&["export", CATALOG, "--static", "--format", "anthropic", "--config", config]);
     assert_eq!(with.stdout, lcp(&["export", CATALOG, "--static", "--format", "anthropic"]).stdout);
+}
+
+#[test]
+fn export_warns_of_always_loaded_names_that_name_no_tool_it_shows_and_says_why() {
+    let text = "[export]\nalways_loaded = [\"tool_nope\"]\n[profiles.p.tools]\nmail = \"tool_send_email\"\nread = \"tool_read_text\"\n";
+    let (config, _) = served_config("always-loaded-unshown", text);
+    let config = config.to_str().unwrap();
+    let export = |profile: &[&str], named: &str| {
+        let args = [
+            &["export", CATALOG, "--static", "--format", "anthropic", "--defer", "--config", config][..],
+            profile,
+            &["--always-loaded", named],
+        ]
+        .concat();
+        let output = lcp(&args);
+        assert!(output.status.success(), "warnings only: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let said = export(&[], "tool_send_email,,tool_sendmail");
+    let warned = |given: &str, name: &str| format!("warning: {given} `{name}` names no tool of this export");
+    assert!(said.contains(&warned("--always-loaded", "tool_sendmail")), "{said}");
+    assert!(said.contains("unknown tool `tool_sendmail`; did you mean `tool_send_email`?"), "{said}");
+    assert!(said.contains(&warned("`export.always_loaded`", "tool_nope")), "{said}");
+    assert!(!said.contains("``"), "an empty name between commas is no name: {said}");
+    assert_eq!(said.matches("warning:").count(), 2, "{said}");
+    // Under a profile: a tool shown under its alias, and one the profile leaves out.
+    let said = export(&["--profile", "p"], "tool_send_email,tool_file_hash,mail");
+    assert!(said.contains(&warned("--always-loaded", "tool_send_email")), "{said}");
+    assert!(said.contains("the tool is shown as `mail`"), "{said}");
+    assert!(said.contains(&warned("--always-loaded", "tool_file_hash")), "{said}");
+    assert!(said.contains("the profile or the policy hides the tool"), "{said}");
+    assert!(!said.contains("`mail` names"), "{said}");
 }
 
 #[test]
