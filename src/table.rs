@@ -1,10 +1,13 @@
 //! Text tables fitted to the terminal (`lcp list`, `lcp test`, and every other
 //! command that prints one): cells on one line with control characters escaped, long
-//! cells cut with `…`, columns narrowed to the terminal's width.
+//! cells cut with `…`, columns narrowed to the terminal's width. Widths are counted
+//! in the terminal's columns (a CJK letter takes two, a combining mark none).
 //!
 //! Owns: measuring the terminal, cutting cells, laying out columns.
 //!
 //! Must never: print (it returns text), or let a cell span lines.
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::shown;
 
@@ -22,8 +25,8 @@ pub(crate) fn terminal_width() -> Option<usize> {
     (asked == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
-/// Narrows the columns of `rows` until a line fits in `width` characters: each step
-/// takes one character from the widest column of `narrowing` still above its floor
+/// Narrows the columns of `rows` until a line fits in `width` columns: each step
+/// takes one column from the widest column of `narrowing` still above its floor
 /// (the later one on a tie), and cells are cut at the end given, with `…`. A table
 /// still too wide with every column at its floor is left so: the floors keep each
 /// column readable.
@@ -46,22 +49,31 @@ pub(crate) fn fit<const N: usize>(rows: &mut [[String; N]], width: usize, narrow
     }
 }
 
-/// `text` in at most `width` characters, `…` standing for what was cut.
+/// `text` in at most `width` columns, `…` standing for what was cut.
 fn elide(text: &str, width: usize, cut: Cut) -> String {
-    let chars = text.chars().count();
-    if chars <= width {
+    if text.width() <= width {
         return text.to_string();
     }
-    let kept = width.saturating_sub(1);
+    // What is kept, from the end kept, as long as it fits beside the `…`.
+    let room = width.saturating_sub(1);
+    let mut used = 0;
+    let fits = |c: &char| {
+        used += c.width().unwrap_or(0);
+        used <= room
+    };
     match cut {
-        Cut::End => text.chars().take(kept).chain(['…']).collect(),
-        Cut::Start => ['…'].into_iter().chain(text.chars().skip(chars - kept)).collect(),
+        Cut::End => text.chars().take_while(fits).chain(['…']).collect(),
+        Cut::Start => {
+            let mut kept: Vec<char> = text.chars().rev().take_while(fits).collect();
+            kept.push('…');
+            kept.into_iter().rev().collect()
+        }
     }
 }
 
-/// The width of each column: its longest cell, in characters.
+/// The width of each column: its widest cell, in the terminal's columns.
 fn column_widths<const N: usize>(rows: &[[String; N]]) -> Vec<usize> {
-    (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect()
+    (0..N).map(|c| rows.iter().map(|r| r[c].width()).max().unwrap_or(0)).collect()
 }
 
 /// Rows as left-aligned columns, each line ending in a newline.
@@ -75,7 +87,7 @@ pub(crate) fn columns<const N: usize>(rows: &[[String; N]]) -> String {
                 line.push_str("  ");
             }
             line.push_str(text);
-            line.extend(std::iter::repeat_n(' ', width - text.chars().count()));
+            line.extend(std::iter::repeat_n(' ', width - text.width()));
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -92,15 +104,36 @@ pub(crate) enum Cut {
     End,
 }
 
-/// A table cell: control characters become spaces, and text over [`CELL_CHARS`]
-/// characters is cut to that many, with `…` where it was cut.
+/// A table cell: control characters become spaces, and text over [`CELL_COLUMNS`]
+/// columns is cut to that many, with `…` where it was cut.
 pub(crate) fn cell(text: &str, cut: Cut) -> String {
-    const CELL_CHARS: usize = 72;
+    const CELL_COLUMNS: usize = 72;
     // Escaped (SPEC §17): a name or a description cannot draw over the table.
-    elide(&shown::line(text), CELL_CHARS, cut)
+    elide(&shown::line(text), CELL_COLUMNS, cut)
 }
 
 /// `1 tool`, `2 tools`.
 pub(crate) fn counted(count: usize, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_laid_out_and_cut_in_the_terminals_columns() {
+        let rows = [["天気予報".to_string(), "b".to_string()], ["ab".to_string(), "c".to_string()]];
+        // `天気予報` takes 8 columns: `ab` is padded to 8, not to 4.
+        assert_eq!(columns(&rows), "天気予報  b\nab        c\n");
+        assert_eq!(elide("天気予報", 5, Cut::End), "天気…");
+        assert_eq!(elide("天気予報", 5, Cut::Start), "…予報");
+        assert_eq!(elide("abcdef", 4, Cut::End), "abc…");
+        assert_eq!(elide("abcdef", 4, Cut::Start), "…def");
+        assert_eq!(elide("天気", 4, Cut::End), "天気");
+        let mut rows = [["天気予報天気予報".to_string(), "x".to_string()]];
+        fit(&mut rows, 9, &[(0, 2, Cut::End)]);
+        let line = columns(&rows);
+        assert!(line.trim_end().width() <= 9, "{line:?}");
+    }
 }
