@@ -749,15 +749,20 @@ fn print_problems(errors: &[ConfigError]) {
 }
 
 /// Warns of each name `(where, name)` that names no tool `view` shows: a tool it
-/// shows under another name (a profile's), one it hides, or one that does not exist.
+/// shows under another name (a profile's), one the policy or the profile leaves out,
+/// or one that does not exist.
 fn warn_of_unshown(view: &View, registry: &Registry, named: &[(&str, &str)]) {
     for &(given, name) in named.iter().filter(|(_, name)| view.registry.tool(name).is_none()) {
         let shown_as: Vec<&str> =
             view.routes.iter().filter(|(_, tool)| tool == name).map(|(shown, _)| shown.as_str()).collect();
-        let why = match (shown_as.first(), registry.tool(name)) {
-            (Some(shown), _) => format!("the tool is shown as `{shown}`"),
-            (None, Some(_)) => "the profile or the policy hides the tool".to_string(),
-            (None, None) => view.registry.unknown_tool(name),
+        let refused = view.refused.iter().find(|(tool, _)| tool == name);
+        let why = match (shown_as.first(), refused, registry.tool(name)) {
+            (Some(shown), _, _) => format!("the tool is shown as `{shown}`"),
+            (None, Some((_, rule)), _) => format!("the policy leaves the tool out ({rule})"),
+            (None, None, Some(_)) => "the profile leaves the tool out".to_string(),
+            (None, None, None) => {
+                format!("no tool has that name{}", crate::suggest::did_you_mean(&view.registry.closest_names(name)))
+            }
         };
         eprintln!(
             "lcp: warning: {given} `{name}` names no tool of this export, so nothing is kept loaded for it: {why}"

@@ -617,8 +617,9 @@ impl<'de> de::Deserializer<'de> for NodeDe<'_> {
                 } else if let Some(n) = number.as_f64().filter(|n| Number::from_f64(*n).as_ref() == Some(number)) {
                     visitor.visit_f64(n)
                 } else {
-                    // Digits beyond an f64 (a JSON file's): as serde_json keeps them; a
-                    // setting that cannot take them says what it expects.
+                    // A number not written as its f64 prints (digits beyond 64 bits or an
+                    // f64's, or `2.50`, `1e3`): as serde_json reads its text. A setting
+                    // that cannot take it says what it expects.
                     let expected = Why::Expected((&visitor as &dyn de::Expected).to_string());
                     de::Deserializer::deserialize_any(Value::Number(number.clone()), visitor)
                         .map_err(|_| Problem { place: None, why: expected })

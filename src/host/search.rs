@@ -188,7 +188,7 @@ pub struct Index {
     sorted: Vec<(Arc<str>, u32)>,
     /// The lengths in bytes of the words of `sorted`, each once, in order: the only
     /// lengths a query's word's start is looked up at.
-    lengths: Vec<usize>,
+    word_lengths: Vec<usize>,
     /// Each field's mean length over the tools.
     average: [f64; FIELDS],
 }
@@ -311,12 +311,12 @@ impl Index {
             .map(|(word, &id)| (Arc::clone(word), id))
             .collect();
         sorted.sort_unstable();
-        let mut lengths: Vec<usize> = sorted.iter().map(|(word, _)| word.len()).collect();
-        lengths.sort_unstable();
-        lengths.dedup();
+        let mut word_lengths: Vec<usize> = sorted.iter().map(|(word, _)| word.len()).collect();
+        word_lengths.sort_unstable();
+        word_lengths.dedup();
         let n = tools.len().max(1) as f64;
         let average = totals.map(|total| (total as f64 / n).max(1.0));
-        Index { segments, tools, name_words, words, starts, postings, sorted, lengths, average }
+        Index { segments, tools, name_words, words, starts, postings, sorted, word_lengths, average }
     }
 
     /// The tools that have the word numbered `id`, in order.
@@ -472,8 +472,8 @@ impl Index {
         // some word of the index: what a query's word costs is bounded by the catalog's
         // words, however long the query's word is.
         let Some((shortest, _)) = word.char_indices().nth(PREFIX_MIN) else { return };
-        let from = self.lengths.partition_point(|&length| length < shortest);
-        for &end in self.lengths[from..].iter().take_while(|&&length| length < word.len()) {
+        let from = self.word_lengths.partition_point(|&length| length < shortest);
+        for &end in self.word_lengths[from..].iter().take_while(|&&length| length < word.len()) {
             if word.is_char_boundary(end)
                 && let Some(id) = self.live(&word[..end])
             {

@@ -598,7 +598,7 @@ fn export_warns_of_always_loaded_names_that_name_no_tool_it_shows_and_says_why()
     let said = export(&[], "tool_send_email,,tool_sendmail");
     let warned = |given: &str, name: &str| format!("warning: {given} `{name}` names no tool of this export");
     assert!(said.contains(&warned("--always-loaded", "tool_sendmail")), "{said}");
-    assert!(said.contains("unknown tool `tool_sendmail`; did you mean `tool_send_email`?"), "{said}");
+    assert!(said.contains("no tool has that name; did you mean `tool_send_email`?"), "{said}");
     assert!(said.contains(&warned("`export.always_loaded`", "tool_nope")), "{said}");
     assert!(!said.contains("``"), "an empty name between commas is no name: {said}");
     assert_eq!(said.matches("warning:").count(), 2, "{said}");
@@ -607,8 +607,16 @@ fn export_warns_of_always_loaded_names_that_name_no_tool_it_shows_and_says_why()
     assert!(said.contains(&warned("--always-loaded", "tool_send_email")), "{said}");
     assert!(said.contains("the tool is shown as `mail`"), "{said}");
     assert!(said.contains(&warned("--always-loaded", "tool_file_hash")), "{said}");
-    assert!(said.contains("the profile or the policy hides the tool"), "{said}");
+    assert!(said.contains("the profile leaves the tool out"), "{said}");
     assert!(!said.contains("`mail` names"), "{said}");
+    // A tool the policy leaves out: with the policy's rule.
+    let (policy, _) = served_config("always-loaded-refused", "[policy]\nallow_destructive = false\n");
+    let args =
+        ["export", CATALOG, "--static", "--format", "anthropic", "--defer", "--always-loaded", "tool_send_email"];
+    let output = lcp(&[&args[..], &["--config", policy.to_str().unwrap()]].concat());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains(&warned("--always-loaded", "tool_send_email")), "{said}");
+    assert!(said.contains("the policy leaves the tool out (the host's policy `allow_destructive = false`"), "{said}");
 }
 
 #[test]
