@@ -753,10 +753,9 @@ fn print_problems(errors: &[ConfigError]) {
 /// or one that does not exist.
 fn warn_of_unshown(view: &View, registry: &Registry, named: &[(&str, &str)]) {
     for &(given, name) in named.iter().filter(|(_, name)| view.registry.tool(name).is_none()) {
-        let shown_as: Vec<&str> =
-            view.routes.iter().filter(|(_, tool)| tool == name).map(|(shown, _)| shown.as_str()).collect();
+        let shown_as = view.routes.iter().find(|(_, tool)| tool == name).map(|(shown, _)| shown);
         let refused = view.refused.iter().find(|(tool, _)| tool == name);
-        let why = match (shown_as.first(), refused, registry.tool(name)) {
+        let why = match (shown_as, refused, registry.tool(name)) {
             (Some(shown), _, _) => format!("the tool is shown as `{shown}`"),
             (None, Some((_, rule)), _) => format!("the policy leaves the tool out ({rule})"),
             (None, None, Some(_)) => "the profile leaves the tool out".to_string(),
