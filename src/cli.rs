@@ -415,11 +415,15 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     .collect();
                 warn_of_unshown(&view, &registry, &named);
                 let always_loaded: Vec<String> = named.iter().map(|(_, name)| name.to_string()).collect();
-                let (document, problems) =
-                    export::export_deferred(&view.registry, &descriptions, format, &always_loaded)?;
-                print_stdout(&pretty(&document))?;
-                print_to_stderr(&problems);
-                exit_without_freeing((registry, view, document));
+                let deferred = export::export_deferred(&view.registry, &descriptions, format, &always_loaded)?;
+                if deferred.deferred == 0 && view.registry.tools().next().is_some() {
+                    eprintln!(
+                        "lcp: warning: --defer: every tool is always loaded, so nothing is deferred and no tool search tool is added"
+                    );
+                }
+                print_stdout(&pretty(&deferred.document))?;
+                print_to_stderr(&deferred.problems);
+                exit_without_freeing((registry, view, deferred));
                 return Ok(ExitCode::SUCCESS);
             }
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());

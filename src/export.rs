@@ -169,14 +169,16 @@ pub(crate) const ANTHROPIC_TOOL_SEARCH: &str = "tool_search_tool_bm25";
 /// in namespaces, one per library ([`NAMESPACE_MAX_TOOLS`] at most each, named after the
 /// library, described by its docstring or else by its tools) and adds
 /// `{"type": "tool_search"}`; `anthropic` adds its BM25 tool search tool and refuses
-/// more than [`ANTHROPIC_MAX_DEFERRED`] deferred tools. Other formats have no deferred
-/// loading: `Err` says so. Every tool exported appears exactly once.
+/// more than [`ANTHROPIC_MAX_DEFERRED`] deferred tools. When every tool is always
+/// loaded, nothing is deferred and no search tool is added: the document is the plain
+/// export. Other formats have no deferred loading: `Err` says so. Every tool exported
+/// appears exactly once.
 pub(crate) fn export_deferred(
     registry: &Registry,
     descriptions: &Descriptions,
     format: Format,
     always_loaded: &[String],
-) -> Result<(Value, Vec<Diagnostic>), String> {
+) -> Result<Deferred, String> {
     if !matches!(format, Format::Anthropic | Format::OpenaiResponses { .. }) {
         return Err(format!(
             "--defer is deferred loading with the provider's tool search: --format anthropic and openai-responses have it, {format} has not"
@@ -186,6 +188,9 @@ pub(crate) fn export_deferred(
     let entries = into_array(document);
     let loaded = |entry: &Value| entry["name"].as_str().is_some_and(|name| always_loaded.iter().any(|n| n == name));
     let deferred = entries.iter().filter(|entry| !loaded(entry)).count();
+    if deferred == 0 {
+        return Ok(Deferred { document: Value::Array(entries), problems: diagnostics, deferred });
+    }
     let document = match format {
         Format::Anthropic => {
             if deferred > ANTHROPIC_MAX_DEFERRED {
@@ -210,7 +215,17 @@ pub(crate) fn export_deferred(
         }
         _ => Value::Array(namespaces(registry, entries, &loaded)),
     };
-    Ok((document, diagnostics))
+    Ok(Deferred { document, problems: diagnostics, deferred })
+}
+
+/// What [`export_deferred`] wrote.
+pub(crate) struct Deferred {
+    /// The tools, as the provider takes them.
+    pub document: Value,
+    /// The problems of the tools left out.
+    pub problems: Vec<Diagnostic>,
+    /// How many tools are deferred.
+    pub deferred: usize,
 }
 
 /// OpenAI Responses' tools for [`export_deferred`]: the tools always loaded as they
@@ -237,10 +252,13 @@ fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) 
         }
     }
     let mut out = Vec::new();
+    // A namespace is named apart from the tools beside it, those always loaded.
+    let mut used: Vec<String> = Vec::new();
     // The deferred tools of each library, libraries in the order their first tool comes.
     let mut groups: Vec<(usize, Vec<Value>)> = Vec::new();
     for entry in entries {
         if loaded(&entry) {
+            used.extend(entry["name"].as_str().map(str::to_string));
             out.push(entry);
             continue;
         }
@@ -252,7 +270,6 @@ fn namespaces(registry: &Registry, entries: Vec<Value>, loaded: &dyn Fn(&Value) 
             None => groups.push((library, vec![entry])),
         }
     }
-    let mut used: Vec<String> = Vec::new();
     for (number, tools) in groups {
         let files = files_of.get(number).map_or(&[][..], Vec::as_slice);
         let base = namespace_name(&library_name(files));

@@ -302,6 +302,48 @@ fn defer_openai_responses_keeps_a_library_folder_in_one_namespace_described_by_i
 }
 
 #[test]
+fn defer_openai_responses_names_a_namespace_apart_from_a_tool_always_loaded() {
+    let dir = temp_dir("defer-namespace-apart");
+    write(
+        &dir.join("pings.py"),
+        format!("TOOL_LIBRARY_NAME = \"tool_ping\"\n{}{}", tool_source("tool_ping"), tool_source("tool_pong")),
+    );
+    let args = ["export", dir.to_str().unwrap(), "--static", "--format", "openai-responses", "--defer"];
+    let deferred = stdout_json(&lcp(&[&args[..], &["--always-loaded", "tool_ping"]].concat()));
+    let items = deferred.as_array().unwrap();
+    let top: Vec<(&str, &str)> =
+        items.iter().map(|item| (item["type"].as_str().unwrap(), item["name"].as_str().unwrap_or(""))).collect();
+    assert_eq!(top, [("function", "tool_ping"), ("namespace", "tool_ping_2"), ("tool_search", "")]);
+    // Without a tool of that name beside it, the namespace keeps the library's name.
+    let deferred = stdout_json(&lcp(&args));
+    assert_eq!(deferred[0]["name"], "tool_ping");
+    assert_eq!(names(&deferred[0]["tools"]), ["tool_ping", "tool_pong"]);
+}
+
+#[test]
+fn defer_with_every_tool_always_loaded_adds_no_search_tool_and_says_so() {
+    for format in ["anthropic", "openai-responses"] {
+        let plain = lcp(&["export", CATALOG, "--static", "--format", format]);
+        let every = names(&stdout_json(&plain)).join(",");
+        let output = lcp(&["export", CATALOG, "--static", "--format", format, "--defer", "--always-loaded", &every]);
+        assert!(output.status.success(), "{format}");
+        assert_eq!(stdout_json(&output), stdout_json(&plain), "{format}: the plain export");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(
+                "warning: --defer: every tool is always loaded, so nothing is deferred and no tool search tool is added"
+            ),
+            "{format}: {stderr}"
+        );
+    }
+    // A catalog with no tool has nothing to warn of.
+    let empty = temp_dir("defer-empty");
+    let output = lcp(&["export", empty.to_str().unwrap(), "--static", "--format", "anthropic", "--defer"]);
+    assert_eq!(stdout_json(&output), serde_json::json!([]));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("--defer"));
+}
+
+#[test]
 fn defer_is_refused_for_a_format_without_tool_search() {
     let output = lcp(&["export", CATALOG, "--static", "--format", "gemini", "--defer"]);
     assert_eq!(output.status.code(), Some(2));
