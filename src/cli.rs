@@ -110,8 +110,9 @@ enum Command {
         /// How many tools to show at most (1 or more).
         #[arg(long, value_name = "N", default_value_t = 10, value_parser = at_least_one)]
         limit: usize,
-        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
-        format: CheckFormat,
+        /// `text` (the default) or `json`; --queries writes JSON lines.
+        #[arg(long, value_enum)]
+        format: Option<CheckFormat>,
         /// Queries from a file (`-`: standard input), one a line, each answered with one
         /// line of JSON, in order, over one discovery.
         #[arg(long, value_name = "FILE")]
@@ -331,7 +332,7 @@ enum AuditFormat {
     Sarif,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CheckFormat {
     Text,
     Json,
@@ -449,6 +450,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 (query, _) => query,
             };
             let asked = match &queries {
+                Some(_) if format == Some(CheckFormat::Text) => {
+                    return Err("--queries writes one line of JSON a query: --format text is for one query".to_string());
+                }
                 Some(file) => Some(read_queries(file)?),
                 None if query.as_deref().is_none_or(|query| query.trim().is_empty()) => {
                     return Err("the query is empty: give the words to search for, or --queries FILE".to_string());
@@ -474,7 +478,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 }
                 (None, query) => {
                     let hits = index.search(query.as_deref().unwrap_or_default(), limit);
-                    match format {
+                    match format.unwrap_or(CheckFormat::Text) {
                         CheckFormat::Json => print_stdout(&pretty(&json!({ "tools": hits })))?,
                         CheckFormat::Text => print_stdout(&search_table(&hits, terminal_width()))?,
                     }

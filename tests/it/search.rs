@@ -118,6 +118,12 @@ fn search_queries_of_an_empty_file_print_nothing_and_an_empty_query_or_a_limit_b
     let output = lcp(&["search", "weather", CATALOG, "--static", "--limit", "99999999999999999999999"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("`99999999999999999999999` is too large"));
+    // --queries writes JSON lines; asking it for a table is refused, asking for JSON is not.
+    let output = lcp(&["search", "--queries", queries.to_str().unwrap(), CATALOG, "--static", "--format", "text"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--format text is for one query"));
+    let output = lcp(&["search", "--queries", queries.to_str().unwrap(), CATALOG, "--static", "--format", "json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     // As `search_tools` refuses an empty query.
     for blank in ["", "  "] {
         let output = lcp(&["search", blank, CATALOG, "--static"]);
