@@ -777,6 +777,12 @@ fn warn_of_unshown(view: &View, registry: &Registry, named: &[(&str, &str)]) {
     }
 }
 
+/// A warning about the config file's entry at `at` (its first line when unknown).
+fn placed(file: &Path, at: Option<crate::host::config::Pos>, message: String) -> Diagnostic {
+    let (line, column) = at.map_or((1, 1), |at| (at.line, at.column));
+    Diagnostic::new(file, line, column, Level::Warning, message)
+}
+
 /// `lcp check`'s view of the config: every profile's problems (the chosen one's
 /// only, with --profile) as errors, and `[tool_policies.NAME]` tables, `[export]
 /// always_loaded` and `[mcp] always_list` names naming no tool.
@@ -796,7 +802,7 @@ pub(crate) fn config_problems(registry: &Registry, config: &Config, chosen: Opti
                 "`libraries.{name}` names no library (a library folder's name, else its file's stem), so no library gets it{}",
                 crate::suggest::did_you_mean(&close)
             );
-            found.push(Diagnostic::new(file, config.library_line(name).unwrap_or(1), 1, Level::Warning, message));
+            found.push(placed(file, config.place_of(&["libraries", name], None), message));
         }
     }
     for entry in &config.tool_policies {
@@ -812,11 +818,14 @@ pub(crate) fn config_problems(registry: &Registry, config: &Config, chosen: Opti
         registry.tool(name).is_some()
             || config.profiles.iter().flat_map(|profile| &profile.entries).any(|entry| entry.alias == name)
     };
-    let lists = [("export.always_loaded", &config.export.always_loaded), ("mcp.always_list", &config.mcp.always_list)];
-    for (key, names) in lists {
-        for name in names.iter().filter(|name| !named(name)) {
-            let message = format!("`{key}` names no tool: {}", registry.unknown_tool(name));
-            found.push(Diagnostic::new(file, 1, 1, Level::Warning, message));
+    let lists = [
+        (["export", "always_loaded"], &config.export.always_loaded),
+        (["mcp", "always_list"], &config.mcp.always_list),
+    ];
+    for (keys, names) in lists {
+        for (item, name) in names.iter().enumerate().filter(|(_, name)| !named(name)) {
+            let message = format!("`{}` names no tool: {}", keys.join("."), registry.unknown_tool(name));
+            found.push(placed(file, config.place_of(&keys, Some(item)), message));
         }
     }
     if let Some(first) = config.virtual_tools.first() {

@@ -43,7 +43,6 @@
 //! line and column (TOML only) and the entry, every one of the file at once.
 //! This module never resolves a profile against tools: `profile` and `view` do.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -54,7 +53,7 @@ use serde_json::Value;
 
 use crate::diag::Diagnostic;
 use crate::discovery::extract::{Library, Tool};
-use crate::located::{self, Node, Reader, Style};
+use crate::located::{self, Node, Reader, Style, Tree};
 use crate::policy::{Declared, HostPolicy};
 use crate::sync;
 
@@ -205,8 +204,8 @@ pub struct Config {
     pub export: ExportConfig,
     /// `[auth]`: who may reach `lcp serve --http`.
     pub auth: AuthConfig,
-    /// The line of each `[libraries.NAME]` table, where a diagnostic about it points.
-    library_lines: HashMap<String, u32>,
+    /// The file as parsed, with where each entry is: where a diagnostic about one points.
+    document: Option<Arc<Node>>,
 }
 
 impl Config {
@@ -226,6 +225,7 @@ impl Config {
         let root = Node::parse(&text, is_json).map_err(|(at, message)| vec![ConfigError::at_pos(path, at, message)])?;
         let mut config = from_document(&root, path)?;
         config.file = Some(path.to_path_buf());
+        config.document = Some(Arc::new(root));
         let kits = profiles::read_kits(&config.kits_folder());
         let shadowed: Vec<Profile> =
             kits.into_iter().filter(|kit| !config.profiles.iter().any(|p| p.name == kit.name)).collect();
@@ -238,10 +238,21 @@ impl Config {
         self.file.as_deref()
     }
 
-    /// The line of the file where `[libraries.NAME]` is, when the file says (a JSON
-    /// file's lines are not kept): a diagnostic about the table points there.
-    pub fn library_line(&self, name: &str) -> Option<u32> {
-        self.library_lines.get(name).copied()
+    /// Where in the file the entry at `keys` is (`["libraries", "weather"]`), or the
+    /// `item`th of the list there, when the file says (a JSON file's places are not
+    /// kept): a diagnostic about the entry points there.
+    pub fn place_of(&self, keys: &[&str], item: Option<usize>) -> Option<Pos> {
+        let mut node = self.document.as_deref()?;
+        for key in keys {
+            node = node.get(key)?;
+        }
+        if let Some(item) = item {
+            node = match &node.tree {
+                Tree::Array(items) => items.get(item)?,
+                _ => return None,
+            };
+        }
+        node.at
     }
 
     /// The folder relative paths of the file are taken from: the file's, else the
@@ -369,9 +380,6 @@ fn from_document(root: &Node, file: &Path) -> Result<Config, Vec<ConfigError>> {
                     for (name, library) in libraries {
                         match library.to_json() {
                             Value::Object(table) => {
-                                if let Some(at) = library.at {
-                                    config.library_lines.insert(name.clone(), at.line);
-                                }
                                 config.runtime.libraries.insert(name.clone(), table);
                             }
                             _ => errors.push(ConfigError::at_pos(
@@ -667,8 +675,9 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let config = Config::read(&path).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(config.library_line("weather"), Some(3));
-        assert_eq!(config.library_line("csvstat"), Some(6));
-        assert_eq!(config.library_line("absent"), None);
+        let line = |name| config.place_of(&["libraries", name], None).map(|at| at.line);
+        assert_eq!(line("weather"), Some(3));
+        assert_eq!(line("csvstat"), Some(6));
+        assert_eq!(line("absent"), None);
     }
 }

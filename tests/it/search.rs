@@ -590,6 +590,9 @@ fn check_warns_of_always_loaded_and_always_list_names_that_name_no_tool() {
     assert!(output.status.success(), "warnings only");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("warning: `export.always_loaded` names no tool: unknown tool `tool_nope`"), "{stderr}");
+    // Each at its entry of the list.
+    assert!(stderr.contains("lcp.toml:2:18: warning: `export.always_loaded` names no tool"), "{stderr}");
+    assert!(stderr.contains("lcp.toml:4:16: warning: `mcp.always_list` names no tool"), "{stderr}");
     assert!(
         stderr.contains(
             "`mcp.always_list` names no tool: unknown tool `tool_sendemail`; did you mean `tool_send_email`?"
