@@ -144,7 +144,8 @@ pub fn export(registry: &Registry, descriptions: &Descriptions, format: Format) 
 fn entries(registry: &Registry, descriptions: &Descriptions, format: Format) -> (Vec<Value>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut entries = Vec::new();
-    for shown in shown(registry, descriptions) {
+    for (library, tool) in registry.tools() {
+        let shown = Shown::of(library, tool, descriptions);
         match lower(format, &shown, carried(format, shown.tool), output(format, shown.tool)) {
             Ok(entry) => entries.push(entry.into_value()),
             Err(problems) => diagnostics.extend(problems),
@@ -380,8 +381,8 @@ pub fn write(
     let mut splice = |name: &str, depth: usize, out: &mut dyn Write| {
         match name {
             ENTRIES => {
-                let tools = shown(registry, descriptions);
-                diagnostics = write_entries_at(&tools, format, layout, depth, out)?;
+                let tools: Vec<_> = registry.tools().collect();
+                diagnostics = write_entries_at(&tools, descriptions, format, layout, depth, out)?;
             }
             LIBRARIES => write_libraries(registry, layout, depth, out)?,
             _ => return Ok(false),
@@ -410,7 +411,7 @@ pub fn write_entries(
         print(&entries, layout, out)?;
         return Ok(diagnostics);
     }
-    write_entries_at(&shown(registry, descriptions), format, layout, 0, out)
+    write_entries_at(&registry.tools().collect::<Vec<_>>(), descriptions, format, layout, 0, out)
 }
 
 /// The general path of [`write`] and [`write_entries`]: `value`, built whole, as
@@ -433,33 +434,34 @@ struct Shown<'r> {
     found: Option<&'r Found>,
 }
 
-/// Every tool of `registry` as it is shown.
-fn shown<'r>(registry: &'r Registry, descriptions: &'r Descriptions) -> Vec<Shown<'r>> {
-    registry
-        .tools()
-        .map(|(library, tool)| Shown {
+impl<'r> Shown<'r> {
+    /// `tool` of `library` as it is shown, with what `descriptions` lays over it.
+    fn of(library: &'r Library, tool: &'r Tool, descriptions: &'r Descriptions) -> Shown<'r> {
+        Shown {
             library,
             tool,
             description: descriptions.of(tool),
             enforced: descriptions.enforced(library, tool),
             found: descriptions.found(&tool.name),
-        })
-        .collect()
+        }
+    }
 }
 
-/// [`write_entries`] of `tools`, as the list is written at `depth`.
+/// [`write_entries`] of `tools`, as the list is written at `depth`: each is shown
+/// (`Shown::of`) by the thread that writes it.
 fn write_entries_at(
-    tools: &[Shown],
+    tools: &[(&Library, &Tool)],
+    descriptions: &Descriptions,
     format: Format,
     layout: Layout,
     depth: usize,
     out: &mut dyn Write,
 ) -> io::Result<Vec<Diagnostic>> {
-    let chunks: Vec<&[Shown]> = tools.chunks(CHUNK).collect();
+    let chunks: Vec<&[(&Library, &Tool)]> = tools.chunks(CHUNK).collect();
     let mut diagnostics = Vec::new();
     let mut first = true;
     out.write_all(b"[")?;
-    let write_chunk = |i: usize| write_chunk(chunks[i], format, layout, depth);
+    let write_chunk = |i: usize| write_chunk(chunks[i], descriptions, format, layout, depth);
     crate::ordered::run(chunks.len(), write_chunk, |(text, problems)| {
         diagnostics.extend(problems);
         // Every entry of a chunk starts with its comma; the list's first one has none.
@@ -480,13 +482,19 @@ const CHUNK: usize = 64;
 
 /// The entries of `tools` as [`write_entries`] writes them, each after a comma,
 /// and the problems of those left out.
-fn write_chunk(tools: &[Shown], format: Format, layout: Layout, depth: usize) -> (Vec<u8>, Vec<Diagnostic>) {
+fn write_chunk(
+    tools: &[(&Library, &Tool)],
+    descriptions: &Descriptions,
+    format: Format,
+    layout: Layout,
+    depth: usize,
+) -> (Vec<u8>, Vec<Diagnostic>) {
     let (marker, output_marker) = (splice::marker(CARRIED), splice::marker(OUTPUT));
     let unchanged = takes_schema_unchanged(format);
     let mut diagnostics = Vec::new();
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
-    for shown in tools {
-        let tool = shown.tool;
+    for &(library, tool) in tools {
+        let shown = &Shown::of(library, tool, descriptions);
         // A schema whose entry could nest too deep is built as a value, where `lower`
         // measures it (a schema lowered or spliced in as text is a leaf there).
         let shallow = tool.parameters.depth() + SCHEMA_NESTING <= MAX_ENTRY_DEPTH;

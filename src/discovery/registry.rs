@@ -160,9 +160,10 @@ impl Descriptions {
         self.enforcement
     }
 
-    /// Says what the code of the tool shown as `tool` can do.
-    pub fn set_found(&mut self, tool: String, found: Found) {
-        self.found.insert(tool, found);
+    /// Says what the code of each tool can do, by the name it is shown as.
+    pub fn set_found(&mut self, found: impl IntoIterator<Item = (String, Found)>) {
+        // `extend` makes room for all of them at once.
+        self.found.extend(found);
     }
 
     /// What the code of the tool shown as `tool` was found able to do, if it was read.

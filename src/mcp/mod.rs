@@ -627,9 +627,7 @@ impl Server {
         descriptions.set_enforcement(crate::runtime::sandbox::enforcement(&self.shared.runtime_config));
         // What the tools' code can do is read once per generation, prompt providers or not.
         let found = self.shared.listings.found(key, || crate::host::audit::found(registry, config, routes));
-        for (tool, found) in found.iter() {
-            descriptions.set_found(tool.clone(), found.clone());
-        }
+        descriptions.set_found(found.iter().cloned());
         let mut text = Vec::new();
         let format = Format::Mcp { inline_refs: config.mcp.inline_refs };
         let written = export::write_entries(registry, &descriptions, format, Layout::Compact, &mut text);

@@ -171,7 +171,11 @@ fn audit_with<T: Send>(
     evidenced: Evidenced,
     into: impl Fn(ToolAudit) -> T + Sync,
 ) -> (Vec<T>, Vec<(String, String)>) {
-    let real: HashMap<&str, &str> = routes.iter().map(|(shown, real)| (shown.as_str(), real.as_str())).collect();
+    // Only the aliases: a tool shown under its own name stands for itself.
+    let real: HashMap<&str, &str> = (routes.iter())
+        .filter(|(shown, real)| shown != real)
+        .map(|(shown, real)| (shown.as_str(), real.as_str()))
+        .collect();
     let code = Code::of(registry);
     let mut folders = Folders::default();
     let mut packages = Packages::default();
@@ -337,9 +341,7 @@ pub(crate) fn found(registry: &Registry, config: &Config, routes: &[(String, Str
 
 /// Lays `found` over `descriptions`, the listing's of `registry`.
 pub fn lay_over(registry: &Registry, config: &Config, routes: &[(String, String)], descriptions: &mut Descriptions) {
-    for (tool, found) in found(registry, config, routes) {
-        descriptions.set_found(tool, found);
-    }
+    descriptions.set_found(found(registry, config, routes));
 }
 
 /// The declarations `[sandbox] infer` gives a tool from its audit (SPEC §20): each of
