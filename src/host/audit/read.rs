@@ -104,7 +104,18 @@ pub(crate) struct Reading {
 
 impl TreeReader for Reading {
     fn listed(&self, listings: Listings) {
+        // Room for every file listed, so that no reader grows a map while others wait.
+        let files: usize = listings.iter().map(|(_, files)| files.len()).sum();
+        let mut code = sync::lock(&self.code);
+        code.parsed.reserve(files);
+        if self.whole {
+            code.by_file.reserve(files);
+        } else {
+            code.reached.reserve(files);
+        }
+        drop(code);
         let mut kept = sync::lock(&self.listings);
+        kept.reserve(listings.len());
         for (folder, files) in listings {
             kept.insert(folder, Arc::new(Listing::of(files)));
         }
