@@ -105,7 +105,7 @@ pub(crate) struct Reading {
 impl TreeReader for Reading {
     fn listed(&self, listings: Listings) {
         // Room for every file listed, so that no reader grows a map while others wait.
-        let files: usize = listings.iter().map(|(_, files)| files.len()).sum();
+        let files: usize = listings.values().map(Vec::len).sum();
         let mut code = sync::lock(&self.code);
         code.parsed.reserve(files);
         if self.whole {
