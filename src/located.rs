@@ -108,7 +108,7 @@ pub struct Node {
 /// A [`Node`]'s value: JSON's kinds, a TOML datetime as its text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tree {
-    /// `null` (a TOML float that is not a number, as JSON has none).
+    /// `null` (JSON's; TOML has none).
     Null,
     /// `true` or `false`.
     Bool(bool),
