@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::diag::{Diagnostic, Level, print_to_stderr};
 use crate::discovery::registry::{Descriptions, Options, Registry, Sources};
 use crate::export::{self, Format, Layout};
-use crate::host::config::{Config, ConfigError};
+use crate::host::config::{Config, ConfigError, Pos};
 use crate::host::profile;
 use crate::host::profile::{Choice, Profile};
 use crate::host::view::{self, View};
@@ -417,7 +417,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 warn_of_unshown(&view, &registry, &named);
                 let always_loaded: Vec<String> = named.iter().map(|(_, name)| name.to_string()).collect();
                 let deferred = export::export_deferred(&view.registry, &descriptions, format, &always_loaded)?;
-                if deferred.deferred == 0 && view.registry.tools().next().is_some() {
+                if deferred.deferred == 0 && deferred.loaded > 0 {
                     eprintln!(
                         "lcp: warning: --defer: every tool is always loaded, so nothing is deferred and no tool search tool is added"
                     );
@@ -778,7 +778,7 @@ fn warn_of_unshown(view: &View, registry: &Registry, named: &[(&str, &str)]) {
 }
 
 /// A warning about the config file's entry at `at` (its first line when unknown).
-fn placed(file: &Path, at: Option<crate::host::config::Pos>, message: String) -> Diagnostic {
+fn placed(file: &Path, at: Option<Pos>, message: String) -> Diagnostic {
     let (line, column) = at.map_or((1, 1), |at| (at.line, at.column));
     Diagnostic::new(file, line, column, Level::Warning, message)
 }
@@ -807,10 +807,9 @@ pub(crate) fn config_problems(registry: &Registry, config: &Config, chosen: Opti
     }
     for entry in &config.tool_policies {
         if registry.tool(&entry.name).is_none() {
-            let file = config.file().unwrap_or(Path::new("--config"));
             let message =
                 format!("`tool_policies.{}` names no tool: {}", entry.name, registry.unknown_tool(&entry.name));
-            found.push(Diagnostic::new(file, entry.line.unwrap_or(1), 1, Level::Warning, message));
+            found.push(placed(file, config.place_of(&["tool_policies", &entry.name], None), message));
         }
     }
     // A name a profile gives a tool is a name too (`always_list` names served tools).

@@ -170,9 +170,9 @@ pub(crate) const ANTHROPIC_TOOL_SEARCH: &str = "tool_search_tool_bm25";
 /// in namespaces, one per library ([`NAMESPACE_MAX_TOOLS`] at most each, named after the
 /// library, described by its docstring or else by its tools) and adds
 /// `{"type": "tool_search"}`; `anthropic` adds its BM25 tool search tool and refuses
-/// more than [`ANTHROPIC_MAX_DEFERRED`] deferred tools. When every tool is always
-/// loaded, nothing is deferred and no search tool is added: the document is the plain
-/// export. Other formats have no deferred loading: `Err` says so. Every tool exported
+/// more than [`ANTHROPIC_MAX_DEFERRED`] deferred tools. When no tool is deferred
+/// (every tool exported is always loaded, or none is exported), no search tool is
+/// added: the document is the plain export. Other formats have no deferred loading: `Err` says so. Every tool exported
 /// appears exactly once.
 pub(crate) fn export_deferred(
     registry: &Registry,
@@ -189,8 +189,9 @@ pub(crate) fn export_deferred(
     let entries = into_array(document);
     let loaded = |entry: &Value| entry["name"].as_str().is_some_and(|name| always_loaded.iter().any(|n| n == name));
     let deferred = entries.iter().filter(|entry| !loaded(entry)).count();
+    let always = entries.len() - deferred;
     if deferred == 0 {
-        return Ok(Deferred { document: Value::Array(entries), problems: diagnostics, deferred });
+        return Ok(Deferred { document: Value::Array(entries), problems: diagnostics, deferred, loaded: always });
     }
     let document = match format {
         Format::Anthropic => {
@@ -216,7 +217,7 @@ pub(crate) fn export_deferred(
         }
         _ => Value::Array(namespaces(registry, entries, &loaded)),
     };
-    Ok(Deferred { document, problems: diagnostics, deferred })
+    Ok(Deferred { document, problems: diagnostics, deferred, loaded: always })
 }
 
 /// What [`export_deferred`] wrote.
@@ -227,6 +228,8 @@ pub(crate) struct Deferred {
     pub problems: Vec<Diagnostic>,
     /// How many tools are deferred.
     pub deferred: usize,
+    /// How many tools are always loaded.
+    pub loaded: usize,
 }
 
 /// OpenAI Responses' tools for [`export_deferred`]: the tools always loaded as they
@@ -494,7 +497,7 @@ fn write_chunk(
     let mut diagnostics = Vec::new();
     let (mut text, mut schema_text) = (Vec::new(), Vec::new());
     for &(library, tool) in tools {
-        let shown = &Shown::of(library, tool, descriptions);
+        let shown = Shown::of(library, tool, descriptions);
         // A schema whose entry could nest too deep is built as a value, where `lower`
         // measures it (a schema lowered or spliced in as text is a leaf there).
         let shallow = tool.parameters.depth() + SCHEMA_NESTING <= MAX_ENTRY_DEPTH;
@@ -513,7 +516,7 @@ fn write_chunk(
             Some(_) => Some(output_marker.clone()),
             None => output(format, tool),
         };
-        let entry = match lower(format, shown, carried, output) {
+        let entry = match lower(format, &shown, carried, output) {
             Ok(entry) => entry,
             Err(problems) => {
                 diagnostics.extend(problems);

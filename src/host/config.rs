@@ -40,7 +40,9 @@
 //! `user_interaction_handler` (SPEC §5, §9).
 //! The file is parsed once (`located::Node`) and each table read by a serde struct of
 //! its own (`located::Reader`); problems are [`ConfigError`]s naming the file, the
-//! line and column (TOML only) and the entry, every one of the file at once.
+//! line and column (TOML only) and the entry, every one of the file at once. The
+//! parsed document is kept, so that a later diagnostic about an entry is placed at
+//! it (`Config::place_of`).
 //! This module never resolves a profile against tools: `profile` and `view` do.
 
 use std::path::{Path, PathBuf};
@@ -169,8 +171,6 @@ pub struct ToolEntry {
     pub name: String,
     /// What the table declares about it.
     pub declared: Declared,
-    /// The line of the table in the file.
-    pub line: Option<u32>,
 }
 
 /// The host's configuration. [`Config::default`] is no file: no profiles but the kits
@@ -406,11 +406,7 @@ fn from_document(root: &Node, file: &Path) -> Result<Config, Vec<ConfigError>> {
                         let mut reader = Reader::new(file, Style::Must, "", &mut errors)
                             .prefixed(format!("`tool_policies.{name}`: "));
                         let declared = reader.read::<Declared>(table).unwrap_or_default().based(&base);
-                        config.tool_policies.push(ToolEntry {
-                            name: name.clone(),
-                            declared,
-                            line: table.at.map(|at| at.line),
-                        });
+                        config.tool_policies.push(ToolEntry { name: name.clone(), declared });
                     }
                 }
                 None => fail(&mut errors, "`tool_policies` must be a table keyed by tool name".to_string()),

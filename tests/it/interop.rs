@@ -119,6 +119,8 @@ fn a_libraries_table_that_names_no_library_is_a_warning_naming_the_closest() {
         "{stderr}"
     );
     assert!(!stderr.contains("`libraries.args`"), "{stderr}");
+    // At the table's name.
+    assert!(stderr.contains("lcp.toml:1:12: warning: `libraries.Args`"), "{stderr}");
 }
 
 #[test]

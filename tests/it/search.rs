@@ -342,6 +342,17 @@ fn defer_with_every_tool_always_loaded_adds_no_search_tool_and_says_so() {
             "{format}: {stderr}"
         );
     }
+    // Tools left out (refused by strict mode) are not always loaded: nothing to warn of.
+    let dir = temp_dir("defer-refused");
+    write(
+        &dir.join("loose.py"),
+        "def tool_loose(options: dict) -> int:\n    \"\"\"Takes anything.\"\"\"\n    return 1\n",
+    );
+    let output =
+        lcp(&["export", dir.to_str().unwrap(), "--static", "--format", "openai-responses", "--strict", "--defer"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("tool_loose"), "the tool is refused: {stderr}");
+    assert!(!stderr.contains("--defer"), "{stderr}");
     // A catalog with no tool has nothing to warn of.
     let empty = temp_dir("defer-empty");
     let output = lcp(&["export", empty.to_str().unwrap(), "--static", "--format", "anthropic", "--defer"]);
