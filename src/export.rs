@@ -172,8 +172,8 @@ pub(crate) const ANTHROPIC_TOOL_SEARCH: &str = "tool_search_tool_bm25";
 /// `{"type": "tool_search"}`; `anthropic` adds its BM25 tool search tool and refuses
 /// more than [`ANTHROPIC_MAX_DEFERRED`] deferred tools. When no tool is deferred
 /// (every tool exported is always loaded, or none is exported), no search tool is
-/// added: the document is the plain export. Other formats have no deferred loading: `Err` says so. Every tool exported
-/// appears exactly once.
+/// added: the document is the plain export. Other formats have no deferred loading:
+/// `Err` says so. Every tool exported appears exactly once.
 pub(crate) fn export_deferred(
     registry: &Registry,
     descriptions: &Descriptions,
@@ -384,8 +384,7 @@ pub fn write(
     let mut splice = |name: &str, depth: usize, out: &mut dyn Write| {
         match name {
             ENTRIES => {
-                let tools: Vec<_> = registry.tools().collect();
-                diagnostics = write_entries_at(&tools, descriptions, format, layout, depth, out)?;
+                diagnostics = write_entries_at(registry, descriptions, format, layout, depth, out)?;
             }
             LIBRARIES => write_libraries(registry, layout, depth, out)?,
             _ => return Ok(false),
@@ -414,7 +413,7 @@ pub fn write_entries(
         print(&entries, layout, out)?;
         return Ok(diagnostics);
     }
-    write_entries_at(&registry.tools().collect::<Vec<_>>(), descriptions, format, layout, 0, out)
+    write_entries_at(registry, descriptions, format, layout, 0, out)
 }
 
 /// The general path of [`write`] and [`write_entries`]: `value`, built whole, as
@@ -450,16 +449,17 @@ impl<'r> Shown<'r> {
     }
 }
 
-/// [`write_entries`] of `tools`, as the list is written at `depth`: each is shown
-/// (`Shown::of`) by the thread that writes it.
+/// [`write_entries`] of `registry`'s tools, as the list is written at `depth`: each
+/// is shown (`Shown::of`) by the thread that writes it.
 fn write_entries_at(
-    tools: &[(&Library, &Tool)],
+    registry: &Registry,
     descriptions: &Descriptions,
     format: Format,
     layout: Layout,
     depth: usize,
     out: &mut dyn Write,
 ) -> io::Result<Vec<Diagnostic>> {
+    let tools: Vec<(&Library, &Tool)> = registry.tools().collect();
     let chunks: Vec<&[(&Library, &Tool)]> = tools.chunks(CHUNK).collect();
     let mut diagnostics = Vec::new();
     let mut first = true;
