@@ -439,13 +439,9 @@ struct Shown<'r> {
 impl<'r> Shown<'r> {
     /// `tool` of `library` as it is shown, with what `descriptions` lays over it.
     fn of(library: &'r Library, tool: &'r Tool, descriptions: &'r Descriptions) -> Shown<'r> {
-        Shown {
-            library,
-            tool,
-            description: descriptions.of(tool),
-            enforced: descriptions.enforced(library, tool),
-            found: descriptions.found(&tool.name),
-        }
+        let found = descriptions.found(&tool.name);
+        let enforced = descriptions.enforced_with(library, tool, found);
+        Shown { library, tool, description: descriptions.of(tool), enforced, found }
     }
 }
 

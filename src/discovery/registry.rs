@@ -175,10 +175,16 @@ impl Descriptions {
     /// none for a tool lcp's workers do not run (an MCP server's tool runs in that
     /// server, a virtual one in the host, and lcp vouches for neither).
     pub fn enforced(&self, library: &Library, tool: &Tool) -> Vec<&'static str> {
+        self.enforced_with(library, tool, self.found(&tool.name))
+    }
+
+    /// [`Descriptions::enforced`], given what was found of `tool` (its
+    /// [`Descriptions::found`]), for a caller that has it already.
+    pub(crate) fn enforced_with(&self, library: &Library, tool: &Tool, found: Option<&Found>) -> Vec<&'static str> {
         if !matches!(library.origin, Origin::File | Origin::Config { .. }) {
             return Vec::new();
         }
-        let inferred = self.found(&tool.name).map_or(&[][..], |found| &found.inferred[..]);
+        let inferred = found.map_or(&[][..], |found| &found.inferred[..]);
         self.enforcement.of(&tool.policy, inferred)
     }
 }

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, ExprContext, PySourceType, Stmt};
-use ruff_text_size::Ranged;
+use ruff_text_size::{Ranged, TextSize};
 
 use super::Capability;
 use super::tables::{self, Entry};
@@ -124,7 +124,8 @@ struct Parsed<'t> {
     path: PathBuf,
     stem: String,
     text: &'t str,
-    lines: Vec<u32>,
+    /// Where each line starts, counted when a line is first asked for.
+    lines: std::cell::OnceCell<Vec<u32>>,
     module: &'t ast::ModModule,
 }
 
@@ -162,28 +163,12 @@ pub(crate) fn analyse_given<'t>(
             (None, Some(file)) => (file.text.as_str(), &file.module),
             (None, None) => continue,
         };
-        let mut lines = vec![0u32];
-        lines.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|at| at as u32 + 1));
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        parsed.push(Parsed { path: path.clone(), stem, text, lines, module });
+        parsed.push(Parsed { path: path.clone(), stem, text, lines: std::cell::OnceCell::new(), module });
     }
     let mut builder = Builder::new(&parsed);
     builder.collect();
     let mut package = builder.walk();
-    // A function's parameters are read only to bind what a call passes as a literal
-    // by position: the functions no such call reaches do not keep them.
-    let bound: HashSet<usize> = package
-        .nodes
-        .iter()
-        .flat_map(|node| &node.guarded)
-        .filter(|call| call.literals.iter().any(|(literal, _)| matches!(literal, Literal::Position(_))))
-        .map(|call| call.to)
-        .collect();
-    for (index, node) in package.nodes.iter_mut().enumerate() {
-        if !bound.contains(&index) {
-            node.parameters = Vec::new();
-        }
-    }
     package.by_path = package.modules.iter().enumerate().map(|(index, module)| (module.path.clone(), index)).collect();
     package.unreadable = unreadable;
     package
@@ -540,6 +525,22 @@ impl<'a> Builder<'a> {
             node.edges.dedup();
             nodes.push(node);
         }
+        // A function's parameters are read only to bind what a call passes as a literal
+        // by position: only the functions such a call reaches keep them (a method's
+        // none, as its positional arguments start after `self`).
+        let bound: HashSet<usize> = nodes
+            .iter()
+            .flat_map(|node| &node.guarded)
+            .filter(|call| call.literals.iter().any(|(literal, _)| matches!(literal, Literal::Position(_))))
+            .map(|call| call.to)
+            .collect();
+        for index in bound {
+            if let (_, _, Body::Function(def, None)) = &self.bodies[index] {
+                let parameters = &def.parameters;
+                let positional = parameters.posonlyargs.iter().chain(&parameters.args).chain(&parameters.kwonlyargs);
+                nodes[index].parameters = positional.map(|p| p.parameter.name.to_string()).collect();
+            }
+        }
         Package { modules: self.modules, nodes, by_path: HashMap::default(), unreadable: Vec::new() }
     }
 }
@@ -595,9 +596,14 @@ enum Base {
 }
 
 impl<'a> Walker<'_, 'a> {
-    fn line(&self, range: impl Ranged) -> u32 {
-        let offset = u32::from(range.start());
-        self.file.lines.partition_point(|&start| start <= offset) as u32
+    /// The line of the offset `at`, for what is recorded of a node.
+    fn line(&self, at: TextSize) -> u32 {
+        let offset = u32::from(at);
+        let lines = self.file.lines.get_or_init(|| {
+            let newlines = memchr::memchr_iter(b'\n', self.file.text.as_bytes()).map(|at| at as u32 + 1);
+            std::iter::once(0).chain(newlines).collect()
+        });
+        lines.partition_point(|&start| start <= offset) as u32
     }
 
     /// A node this one reaches, under the branches being walked.
@@ -619,7 +625,8 @@ impl<'a> Walker<'_, 'a> {
         }
     }
 
-    fn effect(&mut self, capability: Capability, line: u32, via: &str, deletes: bool) {
+    fn effect(&mut self, capability: Capability, at: TextSize, via: &str, deletes: bool) {
+        let line = self.line(at);
         let via = via.strip_prefix("builtins.").unwrap_or(via).to_string();
         let guards = self.guards.iter().map(|(n, v)| (n.to_string(), *v)).collect();
         self.node.effects.push(Effect { capability, line, via, deletes, guards });
@@ -639,11 +646,6 @@ impl<'a> Walker<'_, 'a> {
             .chain(&def.parameters.kwonlyargs)
             .map(|p| p.parameter.name.as_str())
             .collect();
-        self.node.parameters = own.iter().map(|p| p.to_string()).collect();
-        if self.class.is_some() {
-            // A method's positional arguments start after `self`.
-            self.node.parameters.clear();
-        }
         scope.visit_body(&def.body);
         self.guardable = own.into_iter().filter(|p| !scope.stored.contains(p)).collect();
         for name in &scope.globals {
@@ -752,7 +754,7 @@ impl<'a> Walker<'_, 'a> {
     }
 
     /// Uses of `dotted` (a name of another module): its table entry, or `unknown`.
-    fn external(&mut self, dotted: &str, line: u32, call: Option<&'a ast::ExprCall>) {
+    fn external(&mut self, dotted: &str, at: TextSize, call: Option<&'a ast::ExprCall>) {
         let entry = tables::lookup(dotted);
         // At import, a name only named (`PIPE = subprocess.PIPE`) does nothing; what
         // reads the environment (`HOME = os.environ["HOME"]`) reads it then.
@@ -763,29 +765,29 @@ impl<'a> Walker<'_, 'a> {
             Some(Entry::Pure) => {}
             Some(Entry::Can(capabilities)) => {
                 for &capability in capabilities {
-                    self.effect(capability, line, dotted, false);
+                    self.effect(capability, at, dotted, false);
                 }
             }
-            Some(Entry::Deletes) => self.effect(Capability::FsWrite, line, dotted, true),
+            Some(Entry::Deletes) => self.effect(Capability::FsWrite, at, dotted, true),
             Some(Entry::OpenMode) => {
                 let writes = call.is_none_or(|call| self.opens_for_writing(dotted, call));
                 let capability = if writes { Capability::FsWrite } else { Capability::FsRead };
-                self.effect(capability, line, dotted, false);
+                self.effect(capability, at, dotted, false);
             }
             None => {
                 let shown = dotted.to_string();
                 if !self.node.unknown.iter().any(|(name, _)| *name == shown) {
-                    self.node.unknown.push((shown, line));
+                    self.node.unknown.push((shown, self.line(at)));
                 }
             }
         }
         if let Some(call) = call {
-            self.special_call(dotted, line, call);
+            self.special_call(dotted, at, call);
         }
     }
 
     /// The calls whose arguments say more than their name.
-    fn special_call(&mut self, dotted: &str, line: u32, call: &'a ast::ExprCall) {
+    fn special_call(&mut self, dotted: &str, at: TextSize, call: &'a ast::ExprCall) {
         match dotted {
             "sqlite3.connect" => {
                 // Recorded as a write by the table; a literal read-only or in-memory
@@ -805,14 +807,14 @@ impl<'a> Walker<'_, 'a> {
                 if memory || read_only {
                     self.node.effects.pop();
                     if read_only {
-                        self.effect(Capability::FsRead, line, dotted, false);
+                        self.effect(Capability::FsRead, at, dotted, false);
                     }
                 }
             }
             "lcp_files.resolve"
                 if call.arguments.find_keyword("create_folders").is_some_and(|k| !is_false(&k.value)) =>
             {
-                self.effect(Capability::FsWrite, line, dotted, false);
+                self.effect(Capability::FsWrite, at, dotted, false);
             }
             "importlib.import_module" | "builtins.__import__" => {
                 if let Some(Expr::StringLiteral(s)) = call.arguments.args.first() {
@@ -821,7 +823,7 @@ impl<'a> Walker<'_, 'a> {
                     let module = s.value.to_str().to_string();
                     match self.b.sibling(&module) {
                         Some(i) => self.edge(self.b.modules[i].init, Vec::new()),
-                        None => self.external(&module, line, None),
+                        None => self.external(&module, at, None),
                     }
                 }
             }
@@ -869,7 +871,7 @@ impl<'a> Walker<'_, 'a> {
         if name.ctx != ExprContext::Load {
             return true;
         }
-        let line = self.line(expr);
+        let at = expr.start();
         match self.base(name.id.as_str()) {
             Base::Local => {
                 if attrs.len() == 1
@@ -880,41 +882,48 @@ impl<'a> Walker<'_, 'a> {
                     self.edge(method, Vec::new());
                 } else if let (Some(call), Some(last)) = (call, attrs.last()) {
                     let path = attrs.len() == 1 && self.is_path(expr_name(expr), 0);
-                    if !(path && self.path_method(last, line, call)) {
-                        self.method(last, line, call);
+                    if !(path && self.path_method(last, at, call)) {
+                        self.method(last, at, call);
                     }
                 }
             }
             Base::Builtin(builtin) => {
                 if attrs.is_empty() {
-                    self.external(&format!("builtins.{builtin}"), line, call);
+                    self.external(&format!("builtins.{builtin}"), at, call);
                 }
             }
             Base::Nothing => {
                 if name.id.as_str() == "getattr"
                     && let Some(call) = call
                 {
-                    self.getattr(call, line);
+                    self.getattr(call, at);
                 }
             }
             Base::Targets(targets) => {
                 for target in targets {
-                    self.target(target, &attrs, line, call, 0);
+                    self.target(target, &attrs, at, call, 0);
                 }
             }
         }
         true
     }
 
-    fn target(&mut self, target: Target, attrs: &[&'a str], line: u32, call: Option<&'a ast::ExprCall>, depth: usize) {
+    fn target(
+        &mut self,
+        target: Target,
+        attrs: &[&'a str],
+        at: TextSize,
+        call: Option<&'a ast::ExprCall>,
+        depth: usize,
+    ) {
         match target {
             Target::External(d) => {
                 let dotted = std::iter::once(d.as_str()).chain(attrs.iter().copied()).collect::<Vec<_>>().join(".");
-                self.external(&dotted, line, call);
+                self.external(&dotted, at, call);
             }
             Target::Unresolved(d) => {
                 let dotted = std::iter::once(d.as_str()).chain(attrs.iter().copied()).collect::<Vec<_>>().join(".");
-                self.external(&dotted, line, None);
+                self.external(&dotted, at, None);
             }
             Target::Node(n) => {
                 if !self.init || call.is_some() {
@@ -925,7 +934,7 @@ impl<'a> Walker<'_, 'a> {
                     self.edge(n, literals);
                 }
                 if let (Some(call), Some(last)) = (call, attrs.last()) {
-                    self.method(last, line, call);
+                    self.method(last, at, call);
                 }
             }
             Target::Class(c) => {
@@ -940,7 +949,7 @@ impl<'a> Walker<'_, 'a> {
                 if attrs.len() > 1
                     && let (Some(call), Some(last)) = (call, attrs.last())
                 {
-                    self.method(last, line, call);
+                    self.method(last, at, call);
                 }
             }
             Target::Module(i) => {
@@ -951,14 +960,14 @@ impl<'a> Walker<'_, 'a> {
                 let found = self.b.resolve(i, first, 0);
                 if found.is_empty() {
                     if let Some(sub) = self.b.sibling(first) {
-                        self.target(Target::Module(sub), rest, line, call, depth + 1);
+                        self.target(Target::Module(sub), rest, at, call, depth + 1);
                     } else {
                         let dotted = format!("{}.{}", self.b.files[i].stem, attrs.join("."));
-                        self.external(&dotted, line, None);
+                        self.external(&dotted, at, None);
                     }
                 }
                 for target in found {
-                    self.target(target, rest, line, call, depth + 1);
+                    self.target(target, rest, at, call, depth + 1);
                 }
             }
         }
@@ -1017,15 +1026,15 @@ impl<'a> Walker<'_, 'a> {
     }
 
     /// A method called on a `pathlib` path.
-    fn path_method(&mut self, name: &str, line: u32, call: &'a ast::ExprCall) -> bool {
+    fn path_method(&mut self, name: &str, at: TextSize, call: &'a ast::ExprCall) -> bool {
         let via = format!("Path.{name}");
         match tables::path_method(name) {
             Some(Entry::Can(capabilities)) => {
                 for &capability in capabilities {
-                    self.effect(capability, line, &via, false);
+                    self.effect(capability, at, &via, false);
                 }
             }
-            Some(Entry::Deletes) => self.effect(Capability::FsWrite, line, &via, true),
+            Some(Entry::Deletes) => self.effect(Capability::FsWrite, at, &via, true),
             Some(Entry::OpenMode) => {
                 let writes = match call.arguments.find_argument_value("mode", 0) {
                     None => false,
@@ -1033,7 +1042,7 @@ impl<'a> Walker<'_, 'a> {
                     Some(_) => true,
                 };
                 let capability = if writes { Capability::FsWrite } else { Capability::FsRead };
-                self.effect(capability, line, &via, false);
+                self.effect(capability, at, &via, false);
             }
             Some(Entry::Pure) | None => return false,
         }
@@ -1041,15 +1050,15 @@ impl<'a> Walker<'_, 'a> {
     }
 
     /// A method called on a value whose type is not known.
-    fn method(&mut self, name: &str, line: u32, call: &'a ast::ExprCall) {
+    fn method(&mut self, name: &str, at: TextSize, call: &'a ast::ExprCall) {
         let via = format!(".{name}()");
         match tables::method(name) {
             Some(Entry::Can(capabilities)) => {
                 for &capability in capabilities {
-                    self.effect(capability, line, &via, false);
+                    self.effect(capability, at, &via, false);
                 }
             }
-            Some(Entry::Deletes) => self.effect(Capability::FsWrite, line, &via, true),
+            Some(Entry::Deletes) => self.effect(Capability::FsWrite, at, &via, true),
             _ if name == "open" => {
                 // `Path.open(mode)`: a literal mode that writes is a write.
                 let mode = call.arguments.find_argument_value("mode", 0);
@@ -1059,7 +1068,7 @@ impl<'a> Walker<'_, 'a> {
                         && mode.chars().all(|c| "rwabxt+".contains(c))
                         && mode.contains(['w', 'a', 'x', '+'])
                     {
-                        self.effect(Capability::FsWrite, line, &via, false);
+                        self.effect(Capability::FsWrite, at, &via, false);
                     }
                 }
             }
@@ -1068,12 +1077,12 @@ impl<'a> Walker<'_, 'a> {
     }
 
     /// `getattr(obj, name)`: on a module with a name that is not a literal, `dynamic`.
-    fn getattr(&mut self, call: &'a ast::ExprCall, line: u32) {
+    fn getattr(&mut self, call: &'a ast::ExprCall, at: TextSize) {
         let [object, name, ..] = &*call.arguments.args else { return };
         if let Expr::StringLiteral(attribute) = name {
             // `getattr(os, "system")` is `os.system`.
             if let Some(dotted) = self.dotted(object).or_else(|| imported(object)) {
-                self.external(&format!("{dotted}.{}", attribute.value.to_str()), line, None);
+                self.external(&format!("{dotted}.{}", attribute.value.to_str()), at, None);
             }
             return;
         }
@@ -1086,7 +1095,7 @@ impl<'a> Walker<'_, 'a> {
             _ => base.id.as_str() == "sys" && attrs.first() == Some(&"modules"),
         };
         if module {
-            self.effect(Capability::Dynamic, line, "getattr", false);
+            self.effect(Capability::Dynamic, at, "getattr", false);
         }
     }
 }
@@ -1175,12 +1184,12 @@ impl<'a> Visitor<'a> for Walker<'_, 'a> {
             Expr::Call(call) => {
                 if !self.used(&call.func, Some(call)) {
                     if let Expr::Attribute(a) = &*call.func {
-                        let line = self.line(expr);
+                        let at = expr.start();
                         if let Some(module) = imported(&a.value) {
                             // `__import__("os").system(...)` is `os.system(...)`.
-                            self.external(&format!("{module}.{}", a.attr.as_str()), line, Some(call));
-                        } else if !(self.is_path(&a.value, 0) && self.path_method(a.attr.as_str(), line, call)) {
-                            self.method(a.attr.as_str(), line, call);
+                            self.external(&format!("{module}.{}", a.attr.as_str()), at, Some(call));
+                        } else if !(self.is_path(&a.value, 0) && self.path_method(a.attr.as_str(), at, call)) {
+                            self.method(a.attr.as_str(), at, call);
                         }
                     }
                     self.visit_expr(&call.func);
