@@ -270,6 +270,8 @@ impl<'a> Builder<'a> {
 
     fn collect(&mut self) {
         for (index, file) in self.files.iter().enumerate() {
+            // A node for what importing it runs, and mostly one a statement.
+            self.bodies.reserve(1 + file.module.body.len());
             let init = self.node(index, "<module>".into(), Body::Init(&file.module.body));
             self.modules.push(ModuleInfo {
                 path: file.path.clone(),
@@ -495,7 +497,7 @@ impl<'a> Builder<'a> {
                 local_imports: HashMap::default(),
                 assigned: HashMap::default(),
                 init: false,
-                guardable: HashSet::default(),
+                guardable: Vec::new(),
                 guards: Vec::new(),
                 node: Node { module: *module, name: name.clone(), ..Node::default() },
             };
@@ -580,7 +582,7 @@ struct Walker<'b, 'a> {
     /// Walking what an import runs: references are not calls there.
     init: bool,
     /// The function's own parameters never assigned in it: what `if PARAM:` tests.
-    guardable: HashSet<&'a str>,
+    guardable: Vec<&'a str>,
     /// The `if PARAM:` branches being walked.
     guards: Vec<(&'a str, bool)>,
     node: Node,
@@ -619,7 +621,7 @@ impl<'a> Walker<'_, 'a> {
     /// `PARAM` or `not PARAM` of a parameter `if` may test: the branch's guard.
     fn guard(&self, test: &'a Expr) -> Option<(&'a str, bool)> {
         match test {
-            Expr::Name(name) if self.guardable.contains(name.id.as_str()) => Some((name.id.as_str(), true)),
+            Expr::Name(name) if self.guardable.contains(&name.id.as_str()) => Some((name.id.as_str(), true)),
             Expr::UnaryOp(op) if op.op == ast::UnaryOp::Not => self.guard(&op.operand).map(|(n, v)| (n, !v)),
             _ => None,
         }
@@ -1251,6 +1253,7 @@ struct Scope<'a> {
 
 impl<'a> Scope<'a> {
     fn parameters(&mut self, parameters: &'a ast::Parameters) {
+        self.names.reserve(parameters.len());
         let all = parameters.posonlyargs.iter().chain(&parameters.args).chain(&parameters.kwonlyargs);
         for parameter in all {
             self.names.insert(parameter.parameter.name.as_str());

@@ -570,9 +570,12 @@ fn reachable(package: &graph::Package, path: &Path, name: &str, evidenced: Evide
     // States: a node with the literal booleans its call binds (`_connect(p,
     // read_only=True)` runs only the `if read_only:` branches that value takes).
     type Context = Vec<(String, bool)>;
-    let mut states: Vec<(usize, Context, usize)> = vec![(start, Vec::new(), 0)];
-    let mut seen: crate::discovery::registry::FastSet<(usize, Context)> =
-        std::iter::once((start, Vec::new())).collect();
+    // Room for a few states: most tools reach only a few functions.
+    let mut states: Vec<(usize, Context, usize)> = Vec::with_capacity(8);
+    states.push((start, Vec::new(), 0));
+    let mut seen: crate::discovery::registry::FastSet<(usize, Context)> = Default::default();
+    seen.reserve(8);
+    seen.insert((start, Vec::new()));
     let mut queue = VecDeque::from([0usize]);
     let init = package.modules[module].init;
     while let Some(at) = queue.pop_front() {
