@@ -244,18 +244,23 @@ impl Node {
 
 /// Where each line of a text starts: a place from an offset in `O(log lines)`, so a
 /// file's every key is placed in time linear in its size (SPEC §17).
-struct LineStarts<'t> {
+pub(crate) struct LineStarts<'t> {
     text: &'t str,
     newlines: Vec<usize>,
 }
 
 impl LineStarts<'_> {
-    fn new(text: &str) -> LineStarts<'_> {
+    pub(crate) fn new(text: &str) -> LineStarts<'_> {
         LineStarts { text, newlines: memchr::memchr_iter(b'\n', text.as_bytes()).collect() }
     }
 
+    /// The line (from 1) of the byte at `offset`.
+    pub(crate) fn line(&self, offset: usize) -> u32 {
+        self.newlines.partition_point(|&newline| newline < offset) as u32 + 1
+    }
+
     /// The line and column (from 1) of the byte at `offset`.
-    fn pos(&self, offset: usize) -> Pos {
+    pub(crate) fn pos(&self, offset: usize) -> Pos {
         let index = self.newlines.partition_point(|&newline| newline < offset);
         let start = if index == 0 { 0 } else { self.newlines[index - 1] + 1 };
         let column = self.text.get(start..offset).map_or(offset - start, |before| before.chars().count());

@@ -398,10 +398,10 @@ struct RawCall {
 pub fn read_tests(file: &Path, tools: &[&str]) -> Result<Tests, Vec<String>> {
     let text =
         crate::host::config::read_regular_file(file).map_err(|err| vec![format!("{}: {err}", file.display())])?;
-    // Where each line starts, so each line is found by a binary search (a file's
-    // every entry placed in time linear in its size).
-    let newlines: Vec<usize> = memchr::memchr_iter(b'\n', text.as_bytes()).collect();
-    let line_of = |offset: usize| newlines.partition_point(|&newline| newline < offset) + 1;
+    // Each line found by a binary search (a file's every entry placed in time linear
+    // in its size).
+    let starts = crate::located::LineStarts::new(&text);
+    let line_of = |offset: usize| starts.line(offset);
     let at = |offset: usize| format!("{}:{}", file.display(), line_of(offset));
     let raw: RawTests = toml::from_str(&text).map_err(|err| {
         let line = err.span().map(|span| format!(":{}", line_of(span.start))).unwrap_or_default();

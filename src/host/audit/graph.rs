@@ -26,6 +26,7 @@ use ruff_text_size::{Ranged, TextSize};
 
 use super::Capability;
 use super::tables::{self, Entry};
+use crate::located::LineStarts;
 
 /// Something a node's own code does.
 #[derive(Debug, Clone)]
@@ -125,7 +126,7 @@ struct Parsed<'t> {
     stem: String,
     text: &'t str,
     /// Where each line starts, counted when a line is first asked for.
-    lines: std::cell::OnceCell<Vec<u32>>,
+    lines: std::cell::OnceCell<LineStarts<'t>>,
     module: &'t ast::ModModule,
 }
 
@@ -600,12 +601,7 @@ enum Base {
 impl<'a> Walker<'_, 'a> {
     /// The line of the offset `at`, for what is recorded of a node.
     fn line(&self, at: TextSize) -> u32 {
-        let offset = u32::from(at);
-        let lines = self.file.lines.get_or_init(|| {
-            let newlines = memchr::memchr_iter(b'\n', self.file.text.as_bytes()).map(|at| at as u32 + 1);
-            std::iter::once(0).chain(newlines).collect()
-        });
-        lines.partition_point(|&start| start <= offset) as u32
+        self.file.lines.get_or_init(|| LineStarts::new(self.file.text)).line(at.to_usize())
     }
 
     /// A node this one reaches, under the branches being walked.

@@ -172,7 +172,8 @@ fn audit_with<T: Send>(
     into: impl Fn(ToolAudit) -> T + Sync,
 ) -> (Vec<T>, Vec<(String, String)>) {
     // Only the aliases: a tool shown under its own name stands for itself.
-    let real: HashMap<&str, &str> = (routes.iter())
+    let real: HashMap<&str, &str> = routes
+        .iter()
         .filter(|(shown, real)| shown != real)
         .map(|(shown, real)| (shown.as_str(), real.as_str()))
         .collect();
@@ -570,12 +571,9 @@ fn reachable(package: &graph::Package, path: &Path, name: &str, evidenced: Evide
     // States: a node with the literal booleans its call binds (`_connect(p,
     // read_only=True)` runs only the `if read_only:` branches that value takes).
     type Context = Vec<(String, bool)>;
-    // Room for a few states: most tools reach only a few functions.
-    let mut states: Vec<(usize, Context, usize)> = Vec::with_capacity(8);
-    states.push((start, Vec::new(), 0));
-    let mut seen: crate::discovery::registry::FastSet<(usize, Context)> = Default::default();
-    seen.reserve(8);
-    seen.insert((start, Vec::new()));
+    let mut states: Vec<(usize, Context, usize)> = vec![(start, Vec::new(), 0)];
+    let mut seen: crate::discovery::registry::FastSet<(usize, Context)> =
+        std::iter::once((start, Vec::new())).collect();
     let mut queue = VecDeque::from([0usize]);
     let init = package.modules[module].init;
     while let Some(at) = queue.pop_front() {
