@@ -523,248 +523,186 @@ fn parameter_texts(text: &str, found: &mut dyn FnMut(&str)) {
     }
 }
 
-/// The same texts as [`value_text`], found while the schema's JSON text is parsed,
-/// with nothing built but the list of texts (parsing a whole `Value` per tool was most
-/// of the index's cost). A schema of a shape it does not take (a keyword twice, a
-/// schema that is not an object) fails to read, and [`value_text`] reads it.
+/// The same texts as [`value_text`], found in one pass over the schema's compact JSON
+/// text (as `serde_json` writes it: a `SchemaText`), with nothing built but the list
+/// of texts (parsing a whole `Value` per tool was most of the index's cost). A text
+/// of a shape it does not take (a keyword twice, a schema that is not an object,
+/// whitespace, nesting past [`MAX_NESTING`]) fails to read, and [`value_text`] reads it.
 mod schema_walk {
     use std::borrow::Cow;
-    use std::fmt;
-
-    use serde::Deserialize;
-    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-
-    /// The texts of the schema written as `text` (those [`value_text`] finds, in the
-    /// order they are written); `None` when it has a shape this walk does not take.
-    pub(super) fn texts(text: &str) -> Option<Vec<Cow<'_, str>>> {
-        let mut texts = Vec::with_capacity(16);
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let root = Node { texts: &mut texts, own: false, depth: 0, root: true };
-        root.deserialize(&mut deserializer).ok()?;
-        deserializer.end().ok()?;
-        Some(texts)
-    }
-
-    /// A schema as [`value_text`] reads it: the root (only its properties' texts are
-    /// found), or a schema it describes at `depth` (its description and `enum` strings
-    /// are found when `own`; its `anyOf`, `oneOf` and `items` are described at
-    /// `depth + 1`, and its properties read at `depth + 1`, when that is at most 3).
-    struct Node<'t, 'a> {
-        texts: &'t mut Vec<Cow<'a, str>>,
-        own: bool,
-        depth: usize,
-        root: bool,
-    }
 
     /// The keywords a schema's texts come from, once each.
     const KEYWORDS: [&str; 6] = ["properties", "description", "enum", "anyOf", "oneOf", "items"];
 
-    impl<'de: 'a, 'a> DeserializeSeed<'de> for Node<'_, 'a> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-            deserializer.deserialize_map(self)
-        }
+    /// The deepest a walked text nests (objects and lists); `serde_json` reads no
+    /// deeper than 128.
+    const MAX_NESTING: usize = 100;
+
+    /// The texts of the schema written as `text` (those [`value_text`] finds, in the
+    /// order they are written); `None` when it has a shape this walk does not take.
+    pub(super) fn texts(text: &str) -> Option<Vec<Cow<'_, str>>> {
+        let mut walk = Walk { text, at: 0, nesting: 0, texts: Vec::with_capacity(16) };
+        walk.node(false, 0, true)?;
+        (walk.at == text.len()).then_some(walk.texts)
     }
 
-    impl<'de: 'a, 'a> Visitor<'de> for Node<'_, 'a> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a schema")
+    /// Where the walk is in `text`, and the texts found so far.
+    struct Walk<'a> {
+        text: &'a str,
+        at: usize,
+        nesting: usize,
+        texts: Vec<Cow<'a, str>>,
+    }
+
+    impl<'a> Walk<'a> {
+        fn next_byte(&self) -> Option<u8> {
+            self.text.as_bytes().get(self.at).copied()
         }
-        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-            let Node { texts, own, depth, root } = self;
+
+        fn eat(&mut self, byte: u8) -> Option<()> {
+            (self.next_byte()? == byte).then(|| self.at += 1)
+        }
+
+        /// A schema as [`value_text`] reads it: the root (only its properties' texts
+        /// are found), or a schema it describes at `depth` (its description and `enum`
+        /// strings are found when `own`; its `anyOf`, `oneOf` and `items` are described
+        /// at `depth + 1`, and its properties read at `depth + 1`, when that is at most 3).
+        fn node(&mut self, own: bool, depth: usize, root: bool) -> Option<()> {
             // The depth its properties are read at, and whether their texts are found.
             let (properties_depth, inner) = if root { (0, false) } else { (depth + 1, own) };
             let found_properties = (root || own) && properties_depth <= 3;
+            let own = own && !root;
             let mut seen = [false; KEYWORDS.len()];
-            while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
-                let Some(keyword) = key.as_deref().and_then(|key| KEYWORDS.iter().position(|k| *k == key)) else {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
+            self.object(|walk, key| {
+                let Some(keyword) = KEYWORDS.iter().position(|keyword| *keyword == key) else {
+                    return walk.skip();
                 };
                 if std::mem::replace(&mut seen[keyword], true) {
-                    return Err(de::Error::custom("a keyword twice"));
+                    return None;
                 }
                 match keyword {
-                    0 => map.next_value_seed(Properties {
-                        texts: &mut *texts,
-                        found: found_properties,
-                        depth: properties_depth,
-                    })?,
-                    1 => {
-                        let Text(description) = map.next_value::<Text<'de>>()?;
-                        if own && !root {
-                            texts.extend(description);
+                    // `properties`: each name, and each property described at `properties_depth`.
+                    0 => walk.object(|walk, name| {
+                        if found_properties {
+                            walk.texts.push(name);
                         }
+                        walk.node(found_properties, properties_depth, false)
+                    }),
+                    1 => walk.text(own),
+                    2 => walk.list(|walk| walk.text(own)),
+                    3 | 4 => walk.list(|walk| walk.node(inner, depth + 1, false)),
+                    // `items`: a schema, or `null` (none).
+                    _ if walk.next_byte()? == b'n' => walk.skip(),
+                    _ => walk.node(inner, depth + 1, false),
+                }
+            })
+        }
+
+        /// Any value, its text kept when it is a string and `keep`.
+        fn text(&mut self, keep: bool) -> Option<()> {
+            if self.next_byte()? != b'"' {
+                return self.skip();
+            }
+            let text = self.string(true)?;
+            if keep {
+                self.texts.push(text);
+            }
+            Some(())
+        }
+
+        /// An object, `member` reading the value of each key.
+        fn object(&mut self, mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Option<()>) -> Option<()> {
+            self.eat(b'{')?;
+            self.nested(b'}', |walk| {
+                let key = walk.string(false)?;
+                walk.eat(b':')?;
+                member(walk, key)
+            })
+        }
+
+        /// A list, `element` reading each of its values.
+        fn list(&mut self, element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+            self.eat(b'[')?;
+            self.nested(b']', element)
+        }
+
+        /// The items of an object or list just opened, up to its `close`.
+        fn nested(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+            self.nesting += 1;
+            if self.nesting > MAX_NESTING {
+                return None;
+            }
+            if self.eat(close).is_none() {
+                loop {
+                    item(self)?;
+                    match self.next_byte()? {
+                        b',' => self.at += 1,
+                        byte if byte == close => break,
+                        _ => return None,
                     }
-                    2 => map.next_value_seed(Values { texts: &mut *texts, found: own && !root })?,
-                    3 | 4 => map.next_value_seed(Options { texts: &mut *texts, own: inner, depth: depth + 1 })?,
-                    _ => map.next_value_seed(Items(Node {
-                        texts: &mut *texts,
-                        own: inner,
-                        depth: depth + 1,
-                        root: false,
-                    }))?,
+                }
+                self.at += 1;
+            }
+            self.nesting -= 1;
+            Some(())
+        }
+
+        /// A value not read: a string, an object, a list, or a number, `true`,
+        /// `false` or `null` (up to what ends it).
+        fn skip(&mut self) -> Option<()> {
+            match self.next_byte()? {
+                b'"' => self.string_end(false).map(drop),
+                b'{' => self.object(|walk, _| walk.skip()),
+                b'[' => self.list(Self::skip),
+                _ => {
+                    let rest = &self.text.as_bytes()[self.at..];
+                    let length = rest.iter().position(|byte| matches!(byte, b',' | b'}' | b']')).unwrap_or(rest.len());
+                    let literal = &rest[..length];
+                    let known = matches!(literal, b"true" | b"false" | b"null")
+                        || (!literal.is_empty()
+                            && literal
+                                .iter()
+                                .all(|byte| matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')));
+                    self.at += length;
+                    known.then_some(())
                 }
             }
-            Ok(())
         }
-    }
 
-    /// `properties`, read at `depth`: each name, and each property described at `depth`
-    /// (found when `found`).
-    struct Properties<'t, 'a> {
-        texts: &'t mut Vec<Cow<'a, str>>,
-        found: bool,
-        depth: usize,
-    }
-
-    impl<'de: 'a, 'a> DeserializeSeed<'de> for Properties<'_, 'a> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-            deserializer.deserialize_map(self)
-        }
-    }
-
-    impl<'de: 'a, 'a> Visitor<'de> for Properties<'_, 'a> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an object of schemas")
-        }
-        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-            let Properties { texts, found, depth } = self;
-            while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
-                if found {
-                    texts.push(name.unwrap_or_default());
-                }
-                map.next_value_seed(Node { texts: &mut *texts, own: found, depth, root: false })?;
+        /// A string (`prose`, or a name: see [`Walk::string_end`]), borrowed from the
+        /// text when it has no escape.
+        fn string(&mut self, prose: bool) -> Option<Cow<'a, str>> {
+            let start = self.at;
+            let escaped = self.string_end(prose)?;
+            let (text, inner) = (&self.text[start..self.at], &self.text[start + 1..self.at - 1]);
+            match escaped {
+                false => Some(Cow::Borrowed(inner)),
+                true => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
             }
-            Ok(())
         }
-    }
 
-    /// `enum`: a list, whose strings are found when `found`.
-    struct Values<'t, 'a> {
-        texts: &'t mut Vec<Cow<'a, str>>,
-        found: bool,
-    }
-
-    impl<'de: 'a, 'a> DeserializeSeed<'de> for Values<'_, 'a> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-            deserializer.deserialize_seq(self)
-        }
-    }
-
-    impl<'de: 'a, 'a> Visitor<'de> for Values<'_, 'a> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a list")
-        }
-        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
-            while let Some(Text(text)) = seq.next_element::<Text<'de>>()? {
-                if self.found {
-                    self.texts.extend(text);
+        /// Moves past the string whose quote is next; whether it has an escape. A
+        /// `prose` string (a description) is long, its end found faster with `memchr`;
+        /// a name or a keyword's value is short, found sooner a byte at a time.
+        fn string_end(&mut self, prose: bool) -> Option<bool> {
+            self.eat(b'"')?;
+            let bytes = self.text.as_bytes();
+            let mut escaped = false;
+            loop {
+                let rest = bytes.get(self.at..)?;
+                self.at += match prose {
+                    true => memchr::memchr2(b'"', b'\\', rest)?,
+                    false => rest.iter().position(|&byte| matches!(byte, b'"' | b'\\'))?,
+                };
+                if bytes[self.at] == b'"' {
+                    self.at += 1;
+                    return Some(escaped);
                 }
+                // An escape is a backslash and one character (`\uXXXX`'s digits are
+                // neither a quote nor a backslash).
+                escaped = true;
+                self.at += 2;
             }
-            Ok(())
-        }
-    }
-
-    /// `anyOf` or `oneOf`: a list of schemas, each described at `depth`.
-    struct Options<'t, 'a> {
-        texts: &'t mut Vec<Cow<'a, str>>,
-        own: bool,
-        depth: usize,
-    }
-
-    impl<'de: 'a, 'a> DeserializeSeed<'de> for Options<'_, 'a> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-            deserializer.deserialize_seq(self)
-        }
-    }
-
-    impl<'de: 'a, 'a> Visitor<'de> for Options<'_, 'a> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a list of schemas")
-        }
-        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
-            let Options { texts, own, depth } = self;
-            while seq.next_element_seed(Node { texts: &mut *texts, own, depth, root: false })?.is_some() {}
-            Ok(())
-        }
-    }
-
-    /// A string, borrowed when it has no escapes; anything else is no text.
-    #[derive(Default)]
-    struct Text<'a>(Option<Cow<'a, str>>);
-
-    impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            deserializer.deserialize_any(TextVisitor(std::marker::PhantomData))
-        }
-    }
-
-    struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
-
-    impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
-        type Value = Text<'a>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any value")
-        }
-        fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'a>, E> {
-            Ok(Text(Some(Cow::Borrowed(text))))
-        }
-        fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'a>, E> {
-            Ok(Text(Some(Cow::Owned(text.to_string()))))
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Text<'a>, E> {
-            Ok(Text(None))
-        }
-        fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Text<'a>, S::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(Text(None))
-        }
-        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Text<'a>, M::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(Text(None))
-        }
-    }
-
-    /// `items`: a schema, or `null` (none).
-    struct Items<'t, 'a>(Node<'t, 'a>);
-
-    impl<'de: 'a, 'a> DeserializeSeed<'de> for Items<'_, 'a> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-            deserializer.deserialize_option(self)
-        }
-    }
-
-    impl<'de: 'a, 'a> Visitor<'de> for Items<'_, 'a> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a schema or null")
-        }
-        fn visit_none<E: de::Error>(self) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-            self.0.deserialize(deserializer)
         }
     }
 }
@@ -1326,6 +1264,8 @@ mod tests {
             r#"{"properties":{"a":{"description":"one","description":"two"}}}"#,
             r#"{"properties":{"a":{"properties":{"b":{"properties":{"c":{"properties":{"d":{"description":"d","properties":{"e":{"description":"e"}}}}}}}}}}}"#,
             r#"{"properties":{"esc\u0061ped":{"descr\u0069ption":"with \"quotes\"","enum":["x\ny"]}}}"#,
+            r#"{"properties":{"n":{"default":{"a":[1,-2.5e3,true,false,null,"s\\",{"b":[[]]}]},"description":"num"}}}"#,
+            r#"{ "properties": { "spaced": { "description": "not compact" } } }"#,
         ];
         for schema in schemas {
             let (fast, plain) = texts(schema);
@@ -1349,6 +1289,11 @@ mod tests {
             }
         }
         assert!(walked(schemas[7]).is_none(), "a keyword twice is not walked");
+        // A text cut short or not JSON is not walked (nor read), and nothing panics.
+        let nested = format!("{{\"properties\":{{\"a\":{{\"default\":{}{}}}}}}}", "[".repeat(200), "]".repeat(200));
+        for broken in [r#"{"properties":{"a":{"description":"x\"#, r#"{"properties":{"a":{"default":tru}}}"#, &nested] {
+            assert_eq!(walked(broken), None, "{broken}");
+        }
         assert_eq!(walked(schemas[6]).unwrap(), ["deep items", "k", "m", "m's", "yes"]);
         for (_, tool) in catalog().tools() {
             let (fast, plain) = texts(tool.parameters.as_str());
