@@ -890,6 +890,18 @@ impl Reader {
 /// The bit that makes an ASCII capital lowercase, in each of a `u128`'s bytes.
 const LOWERCASE: u128 = u128::from_le_bytes([0x20; 16]);
 
+/// The bits of a `u128`'s first `n` bytes, at `n` (a table: a shift of a `u128` by
+/// a variable amount takes a dozen instructions, and every word met takes one).
+const MASKS: [u128; 17] = {
+    let mut masks = [0; 17];
+    let mut n = 1;
+    while n <= 16 {
+        masks[n] = u128::MAX >> (8 * (16 - n));
+        n += 1;
+    }
+    masks
+};
+
 /// What a word met was found to be, in [`Numbers`]: the number of its stem, or
 /// [`LEFT_OUT`].
 const LEFT_OUT: u32 = u32::MAX;
@@ -954,7 +966,7 @@ impl Numbers {
                         read
                     }
                 };
-                let mask = u128::MAX >> (8 * (16 - word.len()));
+                let mask = MASKS[word.len()];
                 // A word's bytes are ASCII letters and digits: setting the 0x20 bit of
                 // each lowercases it (a digit has the bit set already).
                 let key = (u128::from_le_bytes(read) & mask) | (LOWERCASE & mask);
@@ -1104,10 +1116,11 @@ fn each_ascii_word(text: &[u8], mut found: impl FnMut(&str)) {
 fn ascii_spans(text: &[u8], mut found: impl FnMut(usize, usize)) {
     let mut start = 0;
     let mut before = OTHER;
-    for (at, &b) in text.iter().enumerate() {
+    let mut at = 0;
+    while let Some(&b) = text.get(at) {
         let class = CLASSES[usize::from(b & 0x7f)];
-        // Most bytes go on a run of lowercase letters (or digits).
         if class == before && class != UPPER && class != OTHER {
+            at += 1;
             continue;
         }
         if class == OTHER {
@@ -1115,6 +1128,7 @@ fn ascii_spans(text: &[u8], mut found: impl FnMut(usize, usize)) {
                 found(start, at);
             }
             before = OTHER;
+            at += 1;
             continue;
         }
         let split = match (before, class) {
@@ -1131,10 +1145,39 @@ fn ascii_spans(text: &[u8], mut found: impl FnMut(usize, usize)) {
             start = at;
         }
         before = class;
+        at += 1;
+        // The lowercase letters after a letter go on its word: most of a word's bytes.
+        if class != DIGIT {
+            let run = lowercase_run(&text[at..]);
+            if run > 0 {
+                (before, at) = (LOWER, at + run);
+            }
+        }
     }
     if before != OTHER {
         found(start, text.len());
     }
+}
+
+/// How many of the first bytes of `text` are lowercase letters (as [`CLASSES`] reads
+/// a byte: its low seven bits), eight at a time.
+fn lowercase_run(text: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut run = 0;
+    while let Some(chunk) = text.get(run..run + 8).and_then(|chunk| <[u8; 8]>::try_from(chunk).ok()) {
+        let bytes = u64::from_le_bytes(chunk) & !HIGH;
+        // A byte's high bit, after adding to each byte (none carries: each is below
+        // 0x80): set from `a` on, and set from the byte after `z` on.
+        let from_a = bytes + ONES * (0x80 - u64::from(b'a'));
+        let after_z = bytes + ONES * (0x80 - u64::from(b'z') - 1);
+        let lower = from_a & !after_z & HIGH;
+        if lower != HIGH {
+            return run + ((!lower & HIGH).trailing_zeros() / 8) as usize;
+        }
+        run += 8;
+    }
+    run + text[run..].iter().take_while(|&&byte| CLASSES[usize::from(byte & 0x7f)] == LOWER).count()
 }
 
 /// [`each_word`] of any text, a character at a time.
@@ -1208,6 +1251,24 @@ mod tests {
     }
 
     #[test]
+    fn a_lowercase_run_is_counted_eight_bytes_at_a_time_as_one_at_a_time() {
+        let one_at_a_time = |text: &[u8]| text.iter().take_while(|&&byte| (byte & 0x7f).is_ascii_lowercase()).count();
+        let alphabet: Vec<u8> = (0u8..=255).collect();
+        for start in 0..alphabet.len() {
+            for length in [0, 1, 7, 8, 9, 16, 17, 30] {
+                let text = &alphabet[start..(start + length).min(alphabet.len())];
+                assert_eq!(lowercase_run(text), one_at_a_time(text), "{text:?}");
+                let letters: Vec<u8> = b"abcdefghijklmnopqrstuvwxyz".repeat(2)[..length]
+                    .iter()
+                    .copied()
+                    .chain(text.iter().copied())
+                    .collect();
+                assert_eq!(lowercase_run(&letters), one_at_a_time(&letters), "{letters:?}");
+            }
+        }
+    }
+
+    #[test]
     fn ascii_texts_split_a_byte_at_a_time_as_a_character_at_a_time() {
         /// A way of splitting a text, calling back with each word.
         type Splitter = fn(&str, &mut dyn FnMut(&str));
@@ -1225,6 +1286,8 @@ mod tests {
             "_",
             "aB",
             "ABc",
+            "internationalization_runs_past_eightbytes and`braces{ wordsXYZabcdefghijklmnop7qrstuvwxyz",
+            "abcdefgh abcdefghi abcdefg Abcdefgh ABcdefghij",
         ];
         for text in texts {
             let ascii = split(text, |text, found| each_ascii_word(text.as_bytes(), found));
