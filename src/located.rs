@@ -260,11 +260,11 @@ impl LineStarts<'_> {
     }
 
     /// The line and column (from 1) of the byte at `offset`.
-    pub(crate) fn pos(&self, offset: usize) -> Pos {
-        let index = self.newlines.partition_point(|&newline| newline < offset);
-        let start = if index == 0 { 0 } else { self.newlines[index - 1] + 1 };
+    fn pos(&self, offset: usize) -> Pos {
+        let line = self.line(offset) as usize;
+        let start = if line == 1 { 0 } else { self.newlines[line - 2] + 1 };
         let column = self.text.get(start..offset).map_or(offset - start, |before| before.chars().count());
-        Pos { line: index as u32 + 1, column: column as u32 + 1 }
+        Pos { line: line as u32, column: column as u32 + 1 }
     }
 }
 

@@ -401,10 +401,9 @@ pub fn read_tests(file: &Path, tools: &[&str]) -> Result<Tests, Vec<String>> {
     // Each line found by a binary search (a file's every entry placed in time linear
     // in its size).
     let starts = crate::located::LineStarts::new(&text);
-    let line_of = |offset: usize| starts.line(offset);
-    let at = |offset: usize| format!("{}:{}", file.display(), line_of(offset));
+    let at = |offset: usize| format!("{}:{}", file.display(), starts.line(offset));
     let raw: RawTests = toml::from_str(&text).map_err(|err| {
-        let line = err.span().map(|span| format!(":{}", line_of(span.start))).unwrap_or_default();
+        let line = err.span().map(|span| format!(":{}", starts.line(span.start))).unwrap_or_default();
         vec![format!("{}{line}: {}", file.display(), err.message().trim_end())]
     })?;
     let base = file.parent().map(Path::to_path_buf).unwrap_or_default();

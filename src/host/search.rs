@@ -600,13 +600,11 @@ mod schema_walk {
 
         /// Any value, its text kept when it is a string and `keep`.
         fn text(&mut self, keep: bool) -> Option<()> {
-            if self.next_byte()? != b'"' {
+            if !keep || self.next_byte()? != b'"' {
                 return self.skip();
             }
             let text = self.string(true)?;
-            if keep {
-                self.texts.push(text);
-            }
+            self.texts.push(text);
             Some(())
         }
 
